@@ -1,0 +1,43 @@
+# Locates the Debian-packaged dependencies (DESIGN §7) and defines imported
+# targets for those that ship no CMake config of their own.
+find_package(PkgConfig REQUIRED)
+find_package(absl REQUIRED)
+find_package(nlohmann_json REQUIRED)
+find_package(Threads REQUIRED)
+
+# Open MPI is the default MPI; MPICH is the second axis. Both come as
+# pkg-config modules on Debian and can be installed side by side.
+pkg_check_modules(OMPI REQUIRED IMPORTED_TARGET ompi-c)
+pkg_check_modules(MPICH IMPORTED_TARGET mpich)
+set(COLLBENCH_MPICH_FOUND ${MPICH_FOUND})
+find_program(COLLBENCH_OPENMPI_MPIRUN NAMES mpirun.openmpi mpirun REQUIRED)
+find_program(COLLBENCH_MPICH_MPIEXEC NAMES mpiexec.mpich mpiexec.hydra)
+
+pkg_check_modules(MEMKIND REQUIRED IMPORTED_TARGET memkind)
+pkg_check_modules(NUMA REQUIRED IMPORTED_TARGET numa)
+
+# CUDA: host-compiled code against the runtime API and NCCL; no device code,
+# so nvcc is not needed. The static runtime keeps binaries loadable where
+# only the driver (or nothing) is installed.
+if(NOT DEFINED CUDAToolkit_ROOT AND EXISTS /usr/local/cuda)
+  set(CUDAToolkit_ROOT /usr/local/cuda)
+endif()
+find_package(CUDAToolkit QUIET)
+find_path(NCCL_INCLUDE_DIR nccl.h HINTS ${CUDAToolkit_INCLUDE_DIRS} ${CUDAToolkit_ROOT}/include)
+find_library(NCCL_LIBRARY nccl HINTS ${CUDAToolkit_LIBRARY_DIR} ${CUDAToolkit_ROOT}/lib64)
+if(CUDAToolkit_FOUND AND NCCL_INCLUDE_DIR AND NCCL_LIBRARY)
+  set(COLLBENCH_CUDA_FOUND ON)
+  if(NOT TARGET collbench::nccl)
+    add_library(collbench::nccl UNKNOWN IMPORTED)
+    set_target_properties(collbench::nccl PROPERTIES
+      IMPORTED_LOCATION ${NCCL_LIBRARY}
+      INTERFACE_INCLUDE_DIRECTORIES ${NCCL_INCLUDE_DIR})
+  endif()
+else()
+  set(COLLBENCH_CUDA_FOUND OFF)
+endif()
+
+if(COLLBENCH_BUILD_TESTS OR NOT DEFINED COLLBENCH_BUILD_TESTS)
+  find_package(GTest REQUIRED)
+endif()
+find_package(benchmark QUIET)

@@ -1,0 +1,164 @@
+#include "common/records.h"
+
+#include <nlohmann/json.hpp>
+
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+
+namespace collbench {
+namespace {
+
+using Json = nlohmann::json;
+
+Json HistogramToJson(const Histogram& h) {
+  Json counts = Json::object();
+  for (const auto& [index, count] : h.Sparse()) {
+    counts[std::to_string(index)] = count;
+  }
+  return Json{{"sub_buckets", Histogram::kSubBuckets},
+              {"counts", counts},
+              {"sum_ns", h.sum_ns()},
+              {"min_ns", h.min_ns()},
+              {"max_ns", h.max_ns()}};
+}
+
+absl::StatusOr<Histogram> HistogramFromJson(const Json& j) {
+  if (j.value("sub_buckets", 0) != Histogram::kSubBuckets) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("histogram.sub_buckets must be ", Histogram::kSubBuckets));
+  }
+  std::vector<std::pair<int, uint64_t>> buckets;
+  for (const auto& [key, value] : j.at("counts").items()) {
+    int index = 0;
+    if (!absl::SimpleAtoi(key, &index)) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("histogram.counts key '", key, "' is not an index"));
+    }
+    buckets.emplace_back(index, value.get<uint64_t>());
+  }
+  auto h = Histogram::FromSparse(buckets);
+  if (!h.ok()) return h.status();
+  if (j.contains("sum_ns")) {
+    h->SetExactStats(j.at("sum_ns").get<uint64_t>(),
+                     j.value("min_ns", uint64_t{0}),
+                     j.value("max_ns", uint64_t{0}));
+  }
+  return h;
+}
+
+Json ToJson(const StartRecord& r) {
+  return Json{{"kind", "start"},
+              {"spec", r.spec},
+              {"nranks", r.nranks},
+              {"mpi_library", r.mpi_library},
+              {"mpi_version", r.mpi_version},
+              {"nccl_version", r.nccl_version},
+              {"hosts", r.hosts},
+              {"environment", r.environment},
+              {"fingerprint", r.fingerprint},
+              {"collbench_version", r.collbench_version}};
+}
+
+Json ToJson(const SizeRecord& r) {
+  Json j{{"kind", "size"},       {"operation", r.operation},
+         {"bytes", r.bytes},     {"count", r.count},
+         {"dtype", r.dtype},     {"iters", r.iters},
+         {"avg_s", r.avg_s},     {"min_s", r.min_s},
+         {"max_s", r.max_s},     {"p50_s", r.p50_s},
+         {"p90_s", r.p90_s},     {"p99_s", r.p99_s},
+         {"algbw_Bps", r.algbw_Bps}, {"busbw_Bps", r.busbw_Bps},
+         {"wrong", r.wrong},     {"checked", r.checked},
+         {"histogram", HistogramToJson(r.histogram)}};
+  if (!r.redop.empty()) j["redop"] = r.redop;
+  if (r.root >= 0) j["root"] = r.root;
+  if (!r.scenario.empty()) j["scenario"] = r.scenario;
+  return j;
+}
+
+Json ToJson(const EndRecord& r) {
+  return Json{{"kind", "end"},
+              {"status", r.status},
+              {"sizes", r.sizes},
+              {"wrong", r.wrong},
+              {"elapsed_s", r.elapsed_s}};
+}
+
+Json ToJson(const ErrorRecord& r) {
+  return Json{{"kind", "error"}, {"message", r.message}};
+}
+
+absl::StatusOr<Record> FromJson(const Json& j) {
+  const std::string kind = j.at("kind").get<std::string>();
+  if (kind == "start") {
+    StartRecord r;
+    r.spec = j.value("spec", std::map<std::string, std::string>{});
+    r.nranks = j.at("nranks").get<int>();
+    r.mpi_library = j.value("mpi_library", "");
+    r.mpi_version = j.value("mpi_version", "");
+    r.nccl_version = j.value("nccl_version", "");
+    r.hosts = j.value("hosts", std::vector<std::string>{});
+    r.environment = j.value("environment", std::map<std::string, std::string>{});
+    r.fingerprint = j.value("fingerprint", "");
+    r.collbench_version = j.value("collbench_version", "");
+    return r;
+  }
+  if (kind == "size") {
+    SizeRecord r;
+    r.operation = j.value("operation", "");
+    r.bytes = j.at("bytes").get<uint64_t>();
+    r.count = j.at("count").get<uint64_t>();
+    r.dtype = j.at("dtype").get<std::string>();
+    r.redop = j.value("redop", "");
+    r.root = j.value("root", -1);
+    r.iters = j.at("iters").get<uint64_t>();
+    r.avg_s = j.at("avg_s").get<double>();
+    r.min_s = j.at("min_s").get<double>();
+    r.max_s = j.at("max_s").get<double>();
+    r.p50_s = j.at("p50_s").get<double>();
+    r.p90_s = j.at("p90_s").get<double>();
+    r.p99_s = j.at("p99_s").get<double>();
+    r.algbw_Bps = j.at("algbw_Bps").get<double>();
+    r.busbw_Bps = j.at("busbw_Bps").get<double>();
+    r.wrong = j.at("wrong").get<uint64_t>();
+    r.checked = j.value("checked", false);
+    auto h = HistogramFromJson(j.at("histogram"));
+    if (!h.ok()) return h.status();
+    r.histogram = *std::move(h);
+    r.scenario = j.value("scenario", std::map<std::string, double>{});
+    return r;
+  }
+  if (kind == "end") {
+    EndRecord r;
+    r.status = j.at("status").get<std::string>();
+    r.sizes = j.value("sizes", uint64_t{0});
+    r.wrong = j.value("wrong", uint64_t{0});
+    r.elapsed_s = j.value("elapsed_s", 0.0);
+    return r;
+  }
+  if (kind == "error") {
+    return ErrorRecord{j.at("message").get<std::string>()};
+  }
+  return absl::InvalidArgumentError(
+      absl::StrCat("unknown record kind '", kind, "'"));
+}
+
+}  // namespace
+
+std::string ToJsonLine(const Record& record) {
+  return std::visit([](const auto& r) { return ToJson(r).dump(); }, record);
+}
+
+absl::StatusOr<Record> ParseJsonLine(std::string_view line) {
+  Json j = Json::parse(line, nullptr, /*allow_exceptions=*/false);
+  if (j.is_discarded() || !j.is_object()) {
+    return absl::InvalidArgumentError("record is not a JSON object");
+  }
+  try {
+    return FromJson(j);
+  } catch (const Json::exception& e) {
+    // nlohmann throws on missing or mistyped fields; keep it inside.
+    return absl::InvalidArgumentError(absl::StrCat("bad record: ", e.what()));
+  }
+}
+
+}  // namespace collbench

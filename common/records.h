@@ -1,0 +1,83 @@
+// The JSON-lines records collbench-rank prints with `--format jsonl` and the
+// agent and coordinator parse (DESIGN §2, Output). Field names are part of
+// the contract with external tools; keep them stable.
+//
+// Every line is one JSON object with a "kind": "start", "size", "end" or
+// "error". ToJsonLine() never ends with a newline; ParseJsonLine() accepts
+// exactly what ToJsonLine() writes, plus unknown fields (ignored) so newer
+// engines can add fields without breaking older parsers.
+#ifndef COLLBENCH_COMMON_RECORDS_H_
+#define COLLBENCH_COMMON_RECORDS_H_
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <string_view>
+#include <variant>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "common/histogram.h"
+
+namespace collbench {
+
+struct StartRecord {
+  // The run's settings as option name -> value text (the "spec echo").
+  std::map<std::string, std::string> spec;
+  int nranks = 0;
+  std::string mpi_library;  // "Open MPI" or "MPICH"
+  std::string mpi_version;  // the library's own version line
+  std::string nccl_version;  // empty when the build or run uses no NCCL
+  std::vector<std::string> hosts;  // host name of every rank, by rank
+  // What could change the numbers: kernel, CPU model, relevant environment
+  // variables (NCCL_*, UCX_*, OMPI_MCA_*, MPIR_CVAR_*, ...).
+  std::map<std::string, std::string> environment;
+  std::string fingerprint;  // hex digest of `environment`
+  std::string collbench_version;
+
+  bool operator==(const StartRecord&) const = default;
+};
+
+struct SizeRecord {
+  std::string operation;
+  uint64_t bytes = 0;
+  uint64_t count = 0;  // elements per rank
+  std::string dtype;
+  std::string redop;  // empty for operations that do not reduce
+  int root = -1;      // -1 for operations without a root
+  uint64_t iters = 0;
+  double avg_s = 0, min_s = 0, max_s = 0;
+  double p50_s = 0, p90_s = 0, p99_s = 0;
+  double algbw_Bps = 0, busbw_Bps = 0;
+  uint64_t wrong = 0;  // mismatched elements; 0 when not checked
+  bool checked = false;
+  Histogram histogram;  // every rank's iterations, merged
+  // Scenario-specific numbers (e.g. "ranks", "efficiency"); omitted if empty.
+  std::map<std::string, double> scenario;
+
+  bool operator==(const SizeRecord&) const = default;
+};
+
+struct EndRecord {
+  std::string status;  // "ok", "wrong" (validation failed) or "failed"
+  uint64_t sizes = 0;
+  uint64_t wrong = 0;
+  double elapsed_s = 0;
+
+  bool operator==(const EndRecord&) const = default;
+};
+
+struct ErrorRecord {
+  std::string message;
+
+  bool operator==(const ErrorRecord&) const = default;
+};
+
+using Record = std::variant<StartRecord, SizeRecord, EndRecord, ErrorRecord>;
+
+std::string ToJsonLine(const Record& record);
+absl::StatusOr<Record> ParseJsonLine(std::string_view line);
+
+}  // namespace collbench
+
+#endif  // COLLBENCH_COMMON_RECORDS_H_

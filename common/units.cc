@@ -1,0 +1,126 @@
+#include "common/units.h"
+
+#include <cctype>
+#include <cmath>
+#include <limits>
+
+#include "absl/strings/ascii.h"
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "absl/strings/str_split.h"
+
+namespace collbench {
+namespace {
+
+absl::Status BadSize(std::string_view text, std::string_view why) {
+  return absl::InvalidArgumentError(
+      absl::StrCat("malformed size '", text, "': ", why));
+}
+
+}  // namespace
+
+absl::StatusOr<uint64_t> ParseBytes(std::string_view text) {
+  std::string_view s = absl::StripAsciiWhitespace(text);
+  if (s.empty()) return BadSize(text, "empty");
+  size_t digits = 0;
+  while (digits < s.size() && std::isdigit(static_cast<unsigned char>(s[digits]))) {
+    ++digits;
+  }
+  if (digits == 0) {
+    return BadSize(text, "expected a non-negative whole number of bytes, "
+                         "optionally with K, M, G or T");
+  }
+  uint64_t value = 0;
+  if (!absl::SimpleAtoi(s.substr(0, digits), &value)) {
+    return BadSize(text, "number too large");
+  }
+  std::string suffix = absl::AsciiStrToUpper(s.substr(digits));
+  int shift = 0;
+  if (!suffix.empty()) {
+    switch (suffix[0]) {
+      case 'K': shift = 10; break;
+      case 'M': shift = 20; break;
+      case 'G': shift = 30; break;
+      case 'T': shift = 40; break;
+      case 'B': shift = 0; break;
+      default:
+        return BadSize(text, absl::StrCat("unknown suffix '", s.substr(digits),
+                                          "' (use K, M, G or T)"));
+    }
+    std::string_view rest = std::string_view(suffix).substr(suffix[0] == 'B' ? 0 : 1);
+    if (!(rest.empty() || rest == "B" || (shift > 0 && rest == "IB"))) {
+      return BadSize(text, absl::StrCat("unknown suffix '", s.substr(digits),
+                                        "' (use K, M, G or T)"));
+    }
+  }
+  if (shift > 0 && value > (std::numeric_limits<uint64_t>::max() >> shift)) {
+    return BadSize(text, "too large");
+  }
+  return value << shift;
+}
+
+absl::StatusOr<std::vector<uint64_t>> ParseByteList(std::string_view text) {
+  std::vector<uint64_t> out;
+  for (std::string_view part : absl::StrSplit(text, ',')) {
+    auto bytes = ParseBytes(part);
+    if (!bytes.ok()) return bytes.status();
+    out.push_back(*bytes);
+  }
+  return out;
+}
+
+std::string FormatBytes(uint64_t bytes) {
+  static constexpr const char* kSuffixes[] = {"T", "G", "M", "K"};
+  static constexpr int kShifts[] = {40, 30, 20, 10};
+  if (bytes != 0) {
+    for (int i = 0; i < 4; ++i) {
+      const uint64_t unit = uint64_t{1} << kShifts[i];
+      if (bytes % unit == 0) return absl::StrCat(bytes / unit, kSuffixes[i]);
+    }
+  }
+  return absl::StrCat(bytes);
+}
+
+absl::StatusOr<double> ParseDurationSeconds(std::string_view text) {
+  std::string_view s = absl::StripAsciiWhitespace(text);
+  size_t end = 0;
+  while (end < s.size() &&
+         (std::isdigit(static_cast<unsigned char>(s[end])) || s[end] == '.')) {
+    ++end;
+  }
+  double value = 0;
+  if (end == 0 || !absl::SimpleAtod(s.substr(0, end), &value)) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "malformed duration '", text, "': expected a number with a unit "
+        "(ns, us, ms, s, m, h), e.g. 0.5s"));
+  }
+  std::string_view unit = s.substr(end);
+  double scale = 0;
+  if (unit.empty() || unit == "s") scale = 1;
+  else if (unit == "ms") scale = 1e-3;
+  else if (unit == "us") scale = 1e-6;
+  else if (unit == "ns") scale = 1e-9;
+  else if (unit == "m") scale = 60;
+  else if (unit == "h") scale = 3600;
+  else {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "malformed duration '", text, "': unknown unit '", unit,
+        "' (use ns, us, ms, s, m or h)"));
+  }
+  const double seconds = value * scale;
+  if (!(seconds > 0) || !std::isfinite(seconds)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("malformed duration '", text, "': must be positive"));
+  }
+  return seconds;
+}
+
+std::string FormatDuration(double seconds) {
+  if (seconds >= 1) return absl::StrFormat("%gs", seconds);
+  if (seconds >= 1e-3) return absl::StrFormat("%gms", seconds * 1e3);
+  if (seconds >= 1e-6) return absl::StrFormat("%gus", seconds * 1e6);
+  return absl::StrFormat("%gns", seconds * 1e9);
+}
+
+}  // namespace collbench

@@ -1,0 +1,35 @@
+// Parsing and formatting of byte counts ("64K", "1G") and durations ("0.5s",
+// "200ms"). Suffixes are powers of 1024 (DESIGN §6). Errors name the text
+// that could not be read so callers can pass them straight to the user.
+#ifndef COLLBENCH_COMMON_UNITS_H_
+#define COLLBENCH_COMMON_UNITS_H_
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "absl/status/statusor.h"
+
+namespace collbench {
+
+// Accepts a non-negative integer with an optional suffix K, M, G or T (any
+// case, optionally followed by "B" or "iB"): "8", "64K", "1MiB", "2g".
+absl::StatusOr<uint64_t> ParseBytes(std::string_view text);
+
+// A comma-separated list of ParseBytes values: "8,1K,64K".
+absl::StatusOr<std::vector<uint64_t>> ParseByteList(std::string_view text);
+
+// The shortest exact form: 65536 -> "64K", 1000 -> "1000".
+std::string FormatBytes(uint64_t bytes);
+
+// Accepts a positive decimal number with a unit: ns, us, ms, s, m, h
+// ("0.5s", "200ms"). A bare number is seconds.
+absl::StatusOr<double> ParseDurationSeconds(std::string_view text);
+
+// "1.5s", "200ms", "12us".
+std::string FormatDuration(double seconds);
+
+}  // namespace collbench
+
+#endif  // COLLBENCH_COMMON_UNITS_H_

@@ -1,0 +1,77 @@
+// The engine's settings: what collbench-rank's command line says, as a plain
+// struct. Parsing is MPI-free so it can be unit-tested and reused by the CLI
+// (`collbench run OPERATION [engine flags]`).
+#ifndef COLLBENCH_WORKER_ENGINE_OPTIONS_H_
+#define COLLBENCH_WORKER_ENGINE_OPTIONS_H_
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "worker/engine/types.h"
+
+namespace collbench {
+
+enum class OutputFormat { kTable, kJsonl };
+
+struct EngineOptions {
+  // An operation (allreduce, latency, h2d, ...) or, with a scenario, the
+  // scenario's name.
+  std::string operation;
+
+  // Sizes in bytes of the per-rank message (count x dtype size). Either the
+  // explicit list or the geometric sweep min..max by factor.
+  std::vector<uint64_t> sizes_bytes;
+  uint64_t min_bytes = 8;
+  uint64_t max_bytes = uint64_t{16} << 20;
+  double factor = 2.0;
+
+  // Fixed iteration counts; unset means the size-dependent defaults.
+  std::optional<int> iters;
+  std::optional<int> warmup;
+  // Adaptive mode: seconds to spend per size (stops early once the p50's 95%
+  // confidence interval is within 1%).
+  std::optional<double> time_budget_s;
+
+  std::string backend = "mpi";
+  std::string memory;  // empty: the backend's natural kind
+  DataType dtype = DataType::kFloat32;
+  ReduceOp redop = ReduceOp::kSum;
+  int root = 0;
+  bool check = false;
+  OutputFormat format = OutputFormat::kTable;
+  int window = 64;  // messages in flight for bw / bibw, as osu_bw
+
+  // Scenarios.
+  std::string scenario;  // "", "parameter-server" or "gradient-replay"
+  std::string strategy;  // parameter-server: host, mpi-staged, nccl-chief, mpi-cuda
+  std::string model = "resnet50";  // gradient-replay preset or "sizes:1M,4M"
+  uint64_t bucket_bytes = uint64_t{25} << 20;  // DDP's default bucket size
+  int steps = 0;  // gradient-replay steps per rank count; 0 = default
+  std::optional<double> compute_time_s;  // gradient-replay nominal compute/step
+
+  // The flags as given, for the "start" record's spec echo.
+  std::map<std::string, std::string> spec_echo;
+};
+
+// Parses everything after the program name. Errors are InvalidArgument
+// naming the flag and the bad value.
+absl::StatusOr<EngineOptions> ParseEngineArgs(const std::vector<std::string>& args);
+
+// The sizes to run, in increasing order: the explicit list, or min, min*f, ...
+// up to max inclusive.
+std::vector<uint64_t> SweepSizes(const EngineOptions& options);
+
+// Default iteration counts near OSU's: many for small sizes, fewer for large.
+int DefaultIters(uint64_t bytes);
+int DefaultWarmup(uint64_t bytes);
+
+// The usage text for --help.
+std::string EngineUsage(const std::string& program);
+
+}  // namespace collbench
+
+#endif  // COLLBENCH_WORKER_ENGINE_OPTIONS_H_

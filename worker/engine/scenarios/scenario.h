@@ -1,0 +1,38 @@
+// Scenarios: the seed experiments as first-class workloads (DESIGN §2,
+// Scenarios). Each drives the shared timing loop (timing.h) with its own
+// per-iteration pattern and reports SizeRecords through the Reporter, with
+// scenario-specific numbers in SizeRecord::scenario.
+#ifndef COLLBENCH_WORKER_ENGINE_SCENARIOS_SCENARIO_H_
+#define COLLBENCH_WORKER_ENGINE_SCENARIOS_SCENARIO_H_
+
+#include "absl/status/status.h"
+#include "worker/engine/options.h"
+
+namespace collbench {
+
+class BackendRegistry;
+class Communicator;
+class DeviceRuntime;
+class MemoryKindRegistry;
+class Reporter;
+
+struct ScenarioEnv {
+  const EngineOptions* options = nullptr;
+  Communicator* comm = nullptr;  // MpiCommunicator of this build's MPI
+  const BackendRegistry* backends = nullptr;
+  const MemoryKindRegistry* memory = nullptr;
+  DeviceRuntime* device = nullptr;  // never null; may be the no-CUDA stub
+  Reporter* reporter = nullptr;     // rank 0 only; null elsewhere
+};
+
+// Checks the scenario's options against the job (ranks, strategy, model)
+// before any communication. InvalidArgument naming the flag.
+absl::Status ValidateParameterServer(const EngineOptions& options, int nranks);
+absl::Status ValidateGradientReplay(const EngineOptions& options, int nranks);
+
+absl::Status RunParameterServer(const ScenarioEnv& env);
+absl::Status RunGradientReplay(const ScenarioEnv& env);
+
+}  // namespace collbench
+
+#endif  // COLLBENCH_WORKER_ENGINE_SCENARIOS_SCENARIO_H_

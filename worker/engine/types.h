@@ -1,0 +1,34 @@
+// Element types, reduction operators and memory spaces the engine speaks of,
+// with their command-line names.
+#ifndef COLLBENCH_WORKER_ENGINE_TYPES_H_
+#define COLLBENCH_WORKER_ENGINE_TYPES_H_
+
+#include <cstddef>
+#include <string_view>
+#include <vector>
+
+#include "absl/status/statusor.h"
+
+namespace collbench {
+
+enum class DataType { kInt8, kInt32, kInt64, kFloat16, kBFloat16, kFloat32, kFloat64 };
+enum class ReduceOp { kSum, kProd, kMin, kMax };
+// Where a buffer lives: host memory any MPI can use, or GPU memory.
+enum class MemorySpace { kHost, kDevice };
+
+size_t ElementSize(DataType dtype);
+std::string_view DataTypeName(DataType dtype);
+absl::StatusOr<DataType> ParseDataType(std::string_view name);
+const std::vector<DataType>& AllDataTypes();
+// float16 and bfloat16 exist only on nccl (MPI has no such types).
+bool IsNcclOnly(DataType dtype);
+
+std::string_view ReduceOpName(ReduceOp op);
+absl::StatusOr<ReduceOp> ParseReduceOp(std::string_view name);
+const std::vector<ReduceOp>& AllReduceOps();
+
+std::string_view MemorySpaceName(MemorySpace space);
+
+}  // namespace collbench
+
+#endif  // COLLBENCH_WORKER_ENGINE_TYPES_H_
