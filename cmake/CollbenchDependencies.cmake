@@ -10,6 +10,11 @@ find_package(Threads REQUIRED)
 pkg_check_modules(OMPI REQUIRED IMPORTED_TARGET ompi-c)
 pkg_check_modules(MPICH IMPORTED_TARGET mpich)
 set(COLLBENCH_MPICH_FOUND ${MPICH_FOUND})
+# The C API only: keep the deprecated C++ bindings out of every user of mpi.h.
+set_property(TARGET PkgConfig::OMPI APPEND PROPERTY INTERFACE_COMPILE_DEFINITIONS OMPI_SKIP_MPICXX=1)
+if(MPICH_FOUND)
+  set_property(TARGET PkgConfig::MPICH APPEND PROPERTY INTERFACE_COMPILE_DEFINITIONS MPICH_SKIP_MPICXX=1)
+endif()
 find_program(COLLBENCH_OPENMPI_MPIRUN NAMES mpirun.openmpi mpirun REQUIRED)
 find_program(COLLBENCH_MPICH_MPIEXEC NAMES mpiexec.mpich mpiexec.hydra)
 

@@ -70,7 +70,11 @@ uint64_t Histogram::CountAtOrBelowPowerOfTwo(int k) const {
 double Histogram::QuantileNs(double q) const {
   if (count_ == 0) return 0.0;
   q = std::clamp(q, 0.0, 1.0);
-  uint64_t rank = static_cast<uint64_t>(std::ceil(q * static_cast<double>(count_)));
+  // q * count carries rounding error (0.28 * 25 == 7.000000000000001), and a
+  // plain ceil would then answer with the next sample up, far more than 1%
+  // off for small counts. The tolerance is far below any real fraction.
+  const double target = q * static_cast<double>(count_);
+  uint64_t rank = static_cast<uint64_t>(std::ceil(target - target * 1e-12));
   rank = std::clamp<uint64_t>(rank, 1, count_);
   uint64_t seen = 0;
   for (int i = 0; i < kNumBuckets; ++i) {

@@ -1,5 +1,8 @@
 #include "common/records.h"
 
+#include <limits>
+#include <stdexcept>
+
 #include <nlohmann/json.hpp>
 
 #include "absl/strings/numbers.h"
@@ -9,6 +12,49 @@ namespace collbench {
 namespace {
 
 using Json = nlohmann::json;
+
+// nlohmann's get<uint64_t>() and get<int>() convert silently (-1 becomes
+// 2^64-1, 2.5 becomes 2, 2^40 wraps in an int), so whole-number fields are
+// read through the checked getters below. FieldError never leaves this file:
+// ParseJsonLine turns it into a Status like nlohmann's own exceptions.
+class FieldError : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+uint64_t GetUnsigned(const Json& j, const char* key) {
+  const Json& value = j.at(key);
+  if (!value.is_number_unsigned()) {
+    throw FieldError(absl::StrCat("'", key,
+                                  "' must be a non-negative integer, not ",
+                                  value.dump()));
+  }
+  return value.get<uint64_t>();
+}
+
+uint64_t GetUnsignedOr(const Json& j, const char* key, uint64_t absent) {
+  return j.contains(key) ? GetUnsigned(j, key) : absent;
+}
+
+int GetInt(const Json& j, const char* key) {
+  const Json& value = j.at(key);
+  constexpr int64_t kMin = std::numeric_limits<int>::min();
+  constexpr int64_t kMax = std::numeric_limits<int>::max();
+  const bool fits =
+      value.is_number_unsigned()
+          ? value.get<uint64_t>() <= static_cast<uint64_t>(kMax)
+          : value.is_number_integer() && value.get<int64_t>() >= kMin &&
+                value.get<int64_t>() <= kMax;
+  if (!fits) {
+    throw FieldError(
+        absl::StrCat("'", key, "' must be an integer, not ", value.dump()));
+  }
+  return value.get<int>();
+}
+
+int GetIntOr(const Json& j, const char* key, int absent) {
+  return j.contains(key) ? GetInt(j, key) : absent;
+}
 
 Json HistogramToJson(const Histogram& h) {
   Json counts = Json::object();
@@ -27,21 +73,29 @@ absl::StatusOr<Histogram> HistogramFromJson(const Json& j) {
     return absl::InvalidArgumentError(
         absl::StrCat("histogram.sub_buckets must be ", Histogram::kSubBuckets));
   }
+  const Json& counts = j.at("counts");
+  if (!counts.is_object()) {
+    return absl::InvalidArgumentError(
+        "histogram.counts must be an object {index: count}");
+  }
   std::vector<std::pair<int, uint64_t>> buckets;
-  for (const auto& [key, value] : j.at("counts").items()) {
+  for (const auto& [key, value] : counts.items()) {
     int index = 0;
     if (!absl::SimpleAtoi(key, &index)) {
       return absl::InvalidArgumentError(
           absl::StrCat("histogram.counts key '", key, "' is not an index"));
+    }
+    if (!value.is_number_unsigned()) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "histogram.counts[", key, "] must be a non-negative integer"));
     }
     buckets.emplace_back(index, value.get<uint64_t>());
   }
   auto h = Histogram::FromSparse(buckets);
   if (!h.ok()) return h.status();
   if (j.contains("sum_ns")) {
-    h->SetExactStats(j.at("sum_ns").get<uint64_t>(),
-                     j.value("min_ns", uint64_t{0}),
-                     j.value("max_ns", uint64_t{0}));
+    h->SetExactStats(GetUnsigned(j, "sum_ns"), GetUnsignedOr(j, "min_ns", 0),
+                     GetUnsignedOr(j, "max_ns", 0));
   }
   return h;
 }
@@ -92,7 +146,7 @@ absl::StatusOr<Record> FromJson(const Json& j) {
   if (kind == "start") {
     StartRecord r;
     r.spec = j.value("spec", std::map<std::string, std::string>{});
-    r.nranks = j.at("nranks").get<int>();
+    r.nranks = GetInt(j, "nranks");
     r.mpi_library = j.value("mpi_library", "");
     r.mpi_version = j.value("mpi_version", "");
     r.nccl_version = j.value("nccl_version", "");
@@ -105,12 +159,12 @@ absl::StatusOr<Record> FromJson(const Json& j) {
   if (kind == "size") {
     SizeRecord r;
     r.operation = j.value("operation", "");
-    r.bytes = j.at("bytes").get<uint64_t>();
-    r.count = j.at("count").get<uint64_t>();
+    r.bytes = GetUnsigned(j, "bytes");
+    r.count = GetUnsigned(j, "count");
     r.dtype = j.at("dtype").get<std::string>();
     r.redop = j.value("redop", "");
-    r.root = j.value("root", -1);
-    r.iters = j.at("iters").get<uint64_t>();
+    r.root = GetIntOr(j, "root", -1);
+    r.iters = GetUnsigned(j, "iters");
     r.avg_s = j.at("avg_s").get<double>();
     r.min_s = j.at("min_s").get<double>();
     r.max_s = j.at("max_s").get<double>();
@@ -119,7 +173,7 @@ absl::StatusOr<Record> FromJson(const Json& j) {
     r.p99_s = j.at("p99_s").get<double>();
     r.algbw_Bps = j.at("algbw_Bps").get<double>();
     r.busbw_Bps = j.at("busbw_Bps").get<double>();
-    r.wrong = j.at("wrong").get<uint64_t>();
+    r.wrong = GetUnsigned(j, "wrong");
     r.checked = j.value("checked", false);
     auto h = HistogramFromJson(j.at("histogram"));
     if (!h.ok()) return h.status();
@@ -130,8 +184,8 @@ absl::StatusOr<Record> FromJson(const Json& j) {
   if (kind == "end") {
     EndRecord r;
     r.status = j.at("status").get<std::string>();
-    r.sizes = j.value("sizes", uint64_t{0});
-    r.wrong = j.value("wrong", uint64_t{0});
+    r.sizes = GetUnsignedOr(j, "sizes", 0);
+    r.wrong = GetUnsignedOr(j, "wrong", 0);
     r.elapsed_s = j.value("elapsed_s", 0.0);
     return r;
   }
@@ -148,8 +202,8 @@ std::string ToJsonLine(const Record& record) {
   return std::visit([](const auto& r) { return ToJson(r).dump(); }, record);
 }
 
-absl::StatusOr<Record> ParseJsonLine(std::string_view line) {
-  Json j = Json::parse(line, nullptr, /*allow_exceptions=*/false);
+absl::StatusOr<Record> ParseJsonLine(absl::string_view line) {
+  Json j = Json::parse(line.begin(), line.end(), nullptr, /*allow_exceptions=*/false);
   if (j.is_discarded() || !j.is_object()) {
     return absl::InvalidArgumentError("record is not a JSON object");
   }
@@ -157,6 +211,8 @@ absl::StatusOr<Record> ParseJsonLine(std::string_view line) {
     return FromJson(j);
   } catch (const Json::exception& e) {
     // nlohmann throws on missing or mistyped fields; keep it inside.
+    return absl::InvalidArgumentError(absl::StrCat("bad record: ", e.what()));
+  } catch (const FieldError& e) {
     return absl::InvalidArgumentError(absl::StrCat("bad record: ", e.what()));
   }
 }

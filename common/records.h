@@ -12,7 +12,7 @@
 #include <cstdint>
 #include <map>
 #include <string>
-#include <string_view>
+#include "absl/strings/string_view.h"
 #include <variant>
 #include <vector>
 
@@ -76,7 +76,7 @@ struct ErrorRecord {
 using Record = std::variant<StartRecord, SizeRecord, EndRecord, ErrorRecord>;
 
 std::string ToJsonLine(const Record& record);
-absl::StatusOr<Record> ParseJsonLine(std::string_view line);
+absl::StatusOr<Record> ParseJsonLine(absl::string_view line);
 
 }  // namespace collbench
 

@@ -13,15 +13,15 @@
 namespace collbench {
 namespace {
 
-absl::Status BadSize(std::string_view text, std::string_view why) {
+absl::Status BadSize(absl::string_view text, absl::string_view why) {
   return absl::InvalidArgumentError(
       absl::StrCat("malformed size '", text, "': ", why));
 }
 
 }  // namespace
 
-absl::StatusOr<uint64_t> ParseBytes(std::string_view text) {
-  std::string_view s = absl::StripAsciiWhitespace(text);
+absl::StatusOr<uint64_t> ParseBytes(absl::string_view text) {
+  const absl::string_view s = absl::StripAsciiWhitespace(text);
   if (s.empty()) return BadSize(text, "empty");
   size_t digits = 0;
   while (digits < s.size() && std::isdigit(static_cast<unsigned char>(s[digits]))) {
@@ -48,7 +48,7 @@ absl::StatusOr<uint64_t> ParseBytes(std::string_view text) {
         return BadSize(text, absl::StrCat("unknown suffix '", s.substr(digits),
                                           "' (use K, M, G or T)"));
     }
-    std::string_view rest = std::string_view(suffix).substr(suffix[0] == 'B' ? 0 : 1);
+    absl::string_view rest = absl::string_view(suffix).substr(suffix[0] == 'B' ? 0 : 1);
     if (!(rest.empty() || rest == "B" || (shift > 0 && rest == "IB"))) {
       return BadSize(text, absl::StrCat("unknown suffix '", s.substr(digits),
                                         "' (use K, M, G or T)"));
@@ -60,9 +60,9 @@ absl::StatusOr<uint64_t> ParseBytes(std::string_view text) {
   return value << shift;
 }
 
-absl::StatusOr<std::vector<uint64_t>> ParseByteList(std::string_view text) {
+absl::StatusOr<std::vector<uint64_t>> ParseByteList(absl::string_view text) {
   std::vector<uint64_t> out;
-  for (std::string_view part : absl::StrSplit(text, ',')) {
+  for (absl::string_view part : absl::StrSplit(text, ',')) {
     auto bytes = ParseBytes(part);
     if (!bytes.ok()) return bytes.status();
     out.push_back(*bytes);
@@ -82,8 +82,8 @@ std::string FormatBytes(uint64_t bytes) {
   return absl::StrCat(bytes);
 }
 
-absl::StatusOr<double> ParseDurationSeconds(std::string_view text) {
-  std::string_view s = absl::StripAsciiWhitespace(text);
+absl::StatusOr<double> ParseDurationSeconds(absl::string_view text) {
+  const absl::string_view s = absl::StripAsciiWhitespace(text);
   size_t end = 0;
   while (end < s.size() &&
          (std::isdigit(static_cast<unsigned char>(s[end])) || s[end] == '.')) {
@@ -95,7 +95,7 @@ absl::StatusOr<double> ParseDurationSeconds(std::string_view text) {
         "malformed duration '", text, "': expected a number with a unit "
         "(ns, us, ms, s, m, h), e.g. 0.5s"));
   }
-  std::string_view unit = s.substr(end);
+  const absl::string_view unit = s.substr(end);
   double scale = 0;
   if (unit.empty() || unit == "s") scale = 1;
   else if (unit == "ms") scale = 1e-3;

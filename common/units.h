@@ -6,7 +6,7 @@
 
 #include <cstdint>
 #include <string>
-#include <string_view>
+#include "absl/strings/string_view.h"
 #include <vector>
 
 #include "absl/status/statusor.h"
@@ -15,17 +15,17 @@ namespace collbench {
 
 // Accepts a non-negative integer with an optional suffix K, M, G or T (any
 // case, optionally followed by "B" or "iB"): "8", "64K", "1MiB", "2g".
-absl::StatusOr<uint64_t> ParseBytes(std::string_view text);
+absl::StatusOr<uint64_t> ParseBytes(absl::string_view text);
 
 // A comma-separated list of ParseBytes values: "8,1K,64K".
-absl::StatusOr<std::vector<uint64_t>> ParseByteList(std::string_view text);
+absl::StatusOr<std::vector<uint64_t>> ParseByteList(absl::string_view text);
 
 // The shortest exact form: 65536 -> "64K", 1000 -> "1000".
 std::string FormatBytes(uint64_t bytes);
 
 // Accepts a positive decimal number with a unit: ns, us, ms, s, m, h
 // ("0.5s", "200ms"). A bare number is seconds.
-absl::StatusOr<double> ParseDurationSeconds(std::string_view text);
+absl::StatusOr<double> ParseDurationSeconds(absl::string_view text);
 
 // "1.5s", "200ms", "12us".
 std::string FormatDuration(double seconds);

@@ -53,9 +53,11 @@ struct EngineOptions {
   int steps = 0;  // gradient-replay steps per rank count; 0 = default
   std::optional<double> compute_time_s;  // gradient-replay nominal compute/step
 
-  // The flags as given, for the "start" record's spec echo.
-  std::map<std::string, std::string> spec_echo;
+  bool help = false;  // --help: print usage, run nothing
 };
+
+// The settings as option name -> text, for the "start" record's spec echo.
+std::map<std::string, std::string> SpecEcho(const EngineOptions& options);
 
 // Parses everything after the program name. Errors are InvalidArgument
 // naming the flag and the bad value.

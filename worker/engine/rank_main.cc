@@ -1,1 +1,252 @@
-// Placeholder: implementation in progress.
+#include "worker/engine/rank_main.h"
+
+#include <mpi.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <string>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "common/status_macros.h"
+#include "worker/engine/backends/registry.h"
+#include "worker/engine/collectives/operation.h"
+#include "worker/engine/communicator_status.h"
+#include "worker/engine/cuda/device_runtime.h"
+#include "worker/engine/job_checks.h"
+#include "worker/engine/memory/memory_kind.h"
+#include "worker/engine/mpi/mpi_communicator.h"
+#include "worker/engine/options.h"
+#include "worker/engine/report/fingerprint.h"
+#include "worker/engine/report/reporter.h"
+#include "worker/engine/scenarios/scenario.h"
+#include "worker/engine/sweep.h"
+
+#ifndef COLLBENCH_MPI_FLAVOR
+#define COLLBENCH_MPI_FLAVOR "mpi"
+#endif
+
+namespace collbench {
+namespace {
+
+constexpr int kExitOk = 0;
+constexpr int kExitFailed = 1;
+constexpr int kExitUsage = 2;
+constexpr char kVersion[] = "0.1.0";
+
+int ExitCodeFor(const absl::Status& status) {
+  switch (status.code()) {
+    case absl::StatusCode::kOk: return kExitOk;
+    case absl::StatusCode::kInvalidArgument:
+    case absl::StatusCode::kFailedPrecondition:
+    case absl::StatusCode::kUnimplemented:
+    case absl::StatusCode::kNotFound:
+    case absl::StatusCode::kOutOfRange:
+      return kExitUsage;
+    default:
+      return kExitFailed;
+  }
+}
+
+// The rank the launcher assigned, readable before MPI_Init so that a usage
+// error is printed once rather than by every process.
+int LauncherRank() {
+  for (const char* name : {"OMPI_COMM_WORLD_RANK", "PMI_RANK", "PMIX_RANK"}) {
+    if (const char* value = std::getenv(name)) return std::atoi(value);
+  }
+  return 0;
+}
+
+std::string HostName() {
+  char name[256] = {0};
+  gethostname(name, sizeof name - 1);
+  return name;
+}
+
+// Everything one run owns. Members are destroyed before MPI_Finalize.
+struct Engine {
+  EngineOptions options;
+  OperationRegistry operations;
+  BackendRegistry backends;
+  MemoryKindRegistry memory;
+  std::unique_ptr<DeviceRuntime> device = NewDeviceRuntime();
+  std::unique_ptr<MpiCommunicator> world;
+  std::unique_ptr<Reporter> reporter;  // rank 0 only
+  std::unique_ptr<Backend> backend;
+  std::unique_ptr<MemoryKind> host_memory;
+  std::unique_ptr<MemoryKind> device_memory;
+  std::chrono::steady_clock::time_point start = std::chrono::steady_clock::now();
+};
+
+void PrintError(const Engine& engine, const absl::Status& status, bool every_rank) {
+  const int rank = engine.world ? engine.world->rank() : LauncherRank();
+  if (rank != 0 && !every_rank) return;
+  if (engine.reporter) engine.reporter->Error({std::string(status.message())});
+  if (rank == 0) {
+    absl::FPrintF(stderr, "collbench-rank: %s\n", status.message());
+  } else {
+    absl::FPrintF(stderr, "collbench-rank: rank %d: %s\n", rank, status.message());
+  }
+}
+
+// Allocating the kinds and bringing up the device can fail on one host and
+// not another: each rank checks, then all agree.
+absl::Status PrepareLocal(Engine& e, const Operation& op, const MemoryPlan& plan) {
+  if (plan.needs_device) RETURN_IF_ERROR(e.device->Init(e.world->local_rank()));
+  if (!plan.host_kind.empty()) {
+    ASSIGN_OR_RETURN(e.host_memory, e.memory.Create(plan.host_kind, e.device.get()));
+    RETURN_IF_ERROR(e.host_memory->CheckAvailable());
+    ASSIGN_OR_RETURN(uint64_t available, HostMemoryAvailable());
+    RETURN_IF_ERROR(CheckFits(PeakBufferBytes(e.options, op, e.world->rank(), e.world->size()),
+                              e.world->local_size(), available, "host memory"));
+  }
+  if (!plan.device_kind.empty()) {
+    ASSIGN_OR_RETURN(e.device_memory, e.memory.Create(plan.device_kind, e.device.get()));
+    RETURN_IF_ERROR(e.device_memory->CheckAvailable());
+    ASSIGN_OR_RETURN(auto info, e.device->MemoryInfo());
+    RETURN_IF_ERROR(CheckFits(PeakBufferBytes(e.options, op, e.world->rank(), e.world->size()),
+                              1, info.first, "device memory"));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status Agree(Engine& e, absl::Status local) {
+  ASSIGN_OR_RETURN(bool all_ok, e.world->AllOk(local.ok()));
+  if (!local.ok()) return MarkAgreed(local);
+  if (!all_ok) return MarkAgreed(absl::AbortedError("another rank could not start; see its message"));
+  return absl::OkStatus();
+}
+
+absl::Status ReportStart(Engine& e) {
+  ASSIGN_OR_RETURN(std::vector<std::string> hosts, e.world->GatherStrings(HostName()));
+  if (!e.reporter) return absl::OkStatus();
+  StartRecord start;
+  start.spec = SpecEcho(e.options);
+  start.spec["mpi_flavor"] = COLLBENCH_MPI_FLAVOR;
+  start.nranks = e.world->size();
+  start.mpi_library = e.world->library_name();
+  start.mpi_version = e.world->library_version();
+  if (e.backend) start.nccl_version = e.backend->library_version();
+  start.hosts = std::move(hosts);
+  start.environment = EnvironmentFacts();
+  start.fingerprint = Fingerprint(start.environment);
+  start.collbench_version = kVersion;
+  e.reporter->Start(start);
+  return absl::OkStatus();
+}
+
+// Runs an operation sweep; returns the total wrong count.
+absl::StatusOr<SweepTotals> RunOperation(Engine& e) {
+  ASSIGN_OR_RETURN(const Operation* op, e.operations.Find(e.options.operation));
+  const std::string backend_name =
+      op->traits().op_class == OpClass::kCopy ? "mpi" : e.options.backend;
+  ASSIGN_OR_RETURN(BackendInfo info, e.backends.Info(backend_name));
+  ASSIGN_OR_RETURN(MemoryPlan plan, CheckJob(e.options, *op, info, e.world->size()));
+  RETURN_IF_ERROR(Agree(e, PrepareLocal(e, *op, plan)));
+  absl::StatusOr<std::unique_ptr<Backend>> backend =
+      e.backends.Create(backend_name, {e.world.get(), e.device.get()});
+  RETURN_IF_ERROR(Agree(e, backend.status()));
+  e.backend = *std::move(backend);
+  RETURN_IF_ERROR(ReportStart(e));
+  SweepEnv env;
+  env.options = &e.options;
+  env.op = op;
+  env.backend = e.backend.get();
+  env.comm = e.world.get();
+  env.host_memory = e.host_memory.get();
+  env.device_memory = e.device_memory.get();
+  env.device = e.device.get();
+  env.reporter = e.reporter.get();
+  return RunSweep(env);
+}
+
+absl::StatusOr<SweepTotals> RunScenario(Engine& e) {
+  const bool ps = e.options.scenario == "parameter-server";
+  RETURN_IF_ERROR(ps ? ValidateParameterServer(e.options, e.world->size())
+                     : ValidateGradientReplay(e.options, e.world->size()));
+  RETURN_IF_ERROR(ReportStart(e));
+  ScenarioEnv env;
+  env.options = &e.options;
+  env.comm = e.world.get();
+  env.backends = &e.backends;
+  env.memory = &e.memory;
+  env.device = e.device.get();
+  env.reporter = e.reporter.get();
+  RETURN_IF_ERROR(ps ? RunParameterServer(env) : RunGradientReplay(env));
+  return SweepTotals{};
+}
+
+int Finish(Engine& e, const absl::StatusOr<SweepTotals>& result) {
+  const double elapsed_s =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - e.start).count();
+  if (!result.ok()) {
+    const absl::Status& status = result.status();
+    // Deterministic job errors are the same on every rank: rank 0 speaks.
+    // Agreed local failures: the failing rank speaks. Anything else may have
+    // left peers inside a collective, so the job is aborted.
+    const bool aborted_by_peer = status.code() == absl::StatusCode::kAborted;
+    if (!aborted_by_peer) PrintError(e, status, /*every_rank=*/IsAgreed(status));
+    if (e.reporter) e.reporter->End({"failed", 0, 0, elapsed_s});
+    const int code = ExitCodeFor(status);
+    if (!IsAgreed(status) && status.code() != absl::StatusCode::kInvalidArgument &&
+        status.code() != absl::StatusCode::kUnimplemented) {
+      std::fflush(nullptr);
+      MPI_Abort(MPI_COMM_WORLD, code);
+    }
+    return aborted_by_peer ? kExitUsage : code;
+  }
+  const bool wrong = result->wrong > 0;
+  if (e.reporter) e.reporter->End({wrong ? "wrong" : "ok", result->sizes, result->wrong, elapsed_s});
+  if (wrong && e.world->rank() == 0) {
+    absl::FPrintF(stderr, "collbench-rank: validation failed: %d wrong elements\n", result->wrong);
+  }
+  return wrong ? kExitFailed : kExitOk;
+}
+
+int RunInitialized(Engine& e) {
+  absl::StatusOr<std::unique_ptr<MpiCommunicator>> world = MpiCommunicator::Create(MPI_COMM_WORLD);
+  if (!world.ok()) {
+    PrintError(e, world.status(), true);
+    return kExitFailed;
+  }
+  e.world = *std::move(world);
+  if (e.world->rank() == 0) e.reporter = NewReporter(e.options.format, stdout);
+  RegisterBuiltinOperations(&e.operations);
+  RegisterBuiltinBackends(&e.backends);
+  RegisterBuiltinMemoryKinds(&e.memory);
+  absl::StatusOr<SweepTotals> result =
+      e.options.scenario.empty() ? RunOperation(e) : RunScenario(e);
+  return Finish(e, result);
+}
+
+}  // namespace
+
+int RunRankMain(int argc, char** argv) {
+  const std::string program = "collbench-rank";
+  std::vector<std::string> args(argv + 1, argv + argc);
+  absl::StatusOr<EngineOptions> options = ParseEngineArgs(args);
+  if (!options.ok()) {
+    if (LauncherRank() == 0) {
+      absl::FPrintF(stderr, "%s: %s\n", program, options.status().message());
+    }
+    return kExitUsage;
+  }
+  if (options->help) {
+    if (LauncherRank() == 0) std::fputs(EngineUsage(program).c_str(), stdout);
+    return kExitOk;
+  }
+  MPI_Init(&argc, &argv);
+  int code;
+  {
+    Engine engine;
+    engine.options = *std::move(options);
+    code = RunInitialized(engine);
+  }
+  MPI_Finalize();
+  return code;
+}
+
+}  // namespace collbench

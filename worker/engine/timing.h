@@ -27,6 +27,9 @@ struct IterationPolicy {
   std::optional<double> time_budget_s;  // adaptive mode
   int min_iters = 10;                   // adaptive: never fewer
   double target_relative_ci = 0.01;     // adaptive: p50 CI half-width / p50
+  // Applied to every measured iteration time before recording (0.5 turns a
+  // ping-pong round trip into latency).
+  double time_scale = 1.0;
 };
 
 // This rank's timings.

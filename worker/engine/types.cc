@@ -18,7 +18,7 @@ size_t ElementSize(DataType dtype) {
   return 1;
 }
 
-std::string_view DataTypeName(DataType dtype) {
+absl::string_view DataTypeName(DataType dtype) {
   switch (dtype) {
     case DataType::kInt8: return "int8";
     case DataType::kInt32: return "int32";
@@ -43,20 +43,20 @@ bool IsNcclOnly(DataType dtype) {
   return dtype == DataType::kFloat16 || dtype == DataType::kBFloat16;
 }
 
-absl::StatusOr<DataType> ParseDataType(std::string_view name) {
+absl::StatusOr<DataType> ParseDataType(absl::string_view name) {
   for (DataType t : AllDataTypes()) {
     if (DataTypeName(t) == name) return t;
   }
   if (name == "half") return DataType::kFloat16;
   if (name == "float" ) return DataType::kFloat32;
   if (name == "double") return DataType::kFloat64;
-  std::vector<std::string_view> names;
+  std::vector<absl::string_view> names;
   for (DataType t : AllDataTypes()) names.push_back(DataTypeName(t));
   return absl::InvalidArgumentError(absl::StrCat(
       "unknown --dtype '", name, "' (one of ", absl::StrJoin(names, ", "), ")"));
 }
 
-std::string_view ReduceOpName(ReduceOp op) {
+absl::string_view ReduceOpName(ReduceOp op) {
   switch (op) {
     case ReduceOp::kSum: return "sum";
     case ReduceOp::kProd: return "prod";
@@ -72,7 +72,7 @@ const std::vector<ReduceOp>& AllReduceOps() {
   return *all;
 }
 
-absl::StatusOr<ReduceOp> ParseReduceOp(std::string_view name) {
+absl::StatusOr<ReduceOp> ParseReduceOp(absl::string_view name) {
   for (ReduceOp op : AllReduceOps()) {
     if (ReduceOpName(op) == name) return op;
   }
@@ -80,7 +80,7 @@ absl::StatusOr<ReduceOp> ParseReduceOp(std::string_view name) {
       "unknown --redop '", name, "' (one of sum, prod, min, max)"));
 }
 
-std::string_view MemorySpaceName(MemorySpace space) {
+absl::string_view MemorySpaceName(MemorySpace space) {
   return space == MemorySpace::kHost ? "host" : "device";
 }
 

@@ -4,7 +4,7 @@
 #define COLLBENCH_WORKER_ENGINE_TYPES_H_
 
 #include <cstddef>
-#include <string_view>
+#include "absl/strings/string_view.h"
 #include <vector>
 
 #include "absl/status/statusor.h"
@@ -17,17 +17,17 @@ enum class ReduceOp { kSum, kProd, kMin, kMax };
 enum class MemorySpace { kHost, kDevice };
 
 size_t ElementSize(DataType dtype);
-std::string_view DataTypeName(DataType dtype);
-absl::StatusOr<DataType> ParseDataType(std::string_view name);
+absl::string_view DataTypeName(DataType dtype);
+absl::StatusOr<DataType> ParseDataType(absl::string_view name);
 const std::vector<DataType>& AllDataTypes();
 // float16 and bfloat16 exist only on nccl (MPI has no such types).
 bool IsNcclOnly(DataType dtype);
 
-std::string_view ReduceOpName(ReduceOp op);
-absl::StatusOr<ReduceOp> ParseReduceOp(std::string_view name);
+absl::string_view ReduceOpName(ReduceOp op);
+absl::StatusOr<ReduceOp> ParseReduceOp(absl::string_view name);
 const std::vector<ReduceOp>& AllReduceOps();
 
-std::string_view MemorySpaceName(MemorySpace space);
+absl::string_view MemorySpaceName(MemorySpace space);
 
 }  // namespace collbench
 

@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "absl/status/status.h"
+#include "absl/types/span.h"
 #include "worker/engine/types.h"
 
 namespace collbench {
@@ -62,7 +63,7 @@ class Backend {
   // Posts every transfer at once and returns when all have completed
   // (MPI Isend/Irecv + Waitall; an NCCL group). Tag/ordering: transfers
   // between the same pair complete in posting order.
-  virtual absl::Status Exchange(const std::vector<PeerTransfer>& transfers,
+  virtual absl::Status Exchange(absl::Span<const PeerTransfer> transfers,
                                 DataType dtype) = 0;
 
   // Waits for issued work to finish (stream synchronize on device backends).

@@ -8,7 +8,7 @@
 #include <map>
 #include <memory>
 #include <string>
-#include <string_view>
+#include "absl/strings/string_view.h"
 #include <vector>
 
 #include "absl/status/statusor.h"
@@ -41,10 +41,10 @@ class BackendRegistry {
   void Register(BackendInfo info, BackendFactory factory);
   // InvalidArgument for an unknown name (listing the known ones),
   // Unimplemented for a backend this binary was built without.
-  absl::StatusOr<std::unique_ptr<Backend>> Create(std::string_view name,
+  absl::StatusOr<std::unique_ptr<Backend>> Create(absl::string_view name,
                                                   const BackendContext& context) const;
   // Unknown name: InvalidArgument; compiled out: Unimplemented.
-  absl::StatusOr<BackendInfo> Info(std::string_view name) const;
+  absl::StatusOr<BackendInfo> Info(absl::string_view name) const;
   std::vector<BackendInfo> List() const;
 
  private:

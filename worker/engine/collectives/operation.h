@@ -14,7 +14,7 @@
 #include <memory>
 #include <optional>
 #include <string>
-#include <string_view>
+#include "absl/strings/string_view.h"
 #include <vector>
 
 #include "absl/status/status.h"
@@ -27,6 +27,8 @@ class Backend;
 class DeviceRuntime;
 
 // Everything one iteration of an operation depends on.
+inline constexpr int kMaxWindow = 1024;
+
 struct OpContext {
   int rank = 0;
   int nranks = 1;
@@ -34,7 +36,7 @@ struct OpContext {
   DataType dtype = DataType::kFloat32;
   ReduceOp redop = ReduceOp::kSum;
   int root = 0;
-  int window = 64;  // bw / bibw messages in flight
+  int window = 64;  // bw / bibw messages in flight, <= kMaxWindow
 };
 
 enum class OpClass { kCollective, kPointToPoint, kCopy };
@@ -70,6 +72,9 @@ class Operation {
   // Both follow nccl-tests (DESIGN §2, Measurement conventions).
   virtual double AlgBytes(const OpContext& ctx) const = 0;
   virtual double BusFactor(int nranks) const = 0;
+  // Factor applied to each measured iteration time before it is recorded:
+  // 0.5 for latency, whose iteration is a round trip (OSU reports half).
+  virtual double TimeScale() const { return 1.0; }
 
   // The value this rank's send buffer holds at element i (see pattern.h).
   virtual double InputValue(const OpContext& ctx, size_t i) const = 0;
@@ -88,7 +93,7 @@ class OperationRegistry {
  public:
   void Register(std::unique_ptr<Operation> op);
   // InvalidArgument listing the known operations when `name` is unknown.
-  absl::StatusOr<const Operation*> Find(std::string_view name) const;
+  absl::StatusOr<const Operation*> Find(absl::string_view name) const;
   std::vector<std::string> Names() const;
 
  private:

@@ -13,11 +13,11 @@
 #include <map>
 #include <memory>
 #include <string>
-#include <string_view>
 #include <vector>
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
 #include "worker/engine/types.h"
 
 namespace collbench {
@@ -29,6 +29,9 @@ class MemoryKind {
   virtual ~MemoryKind() = default;
   virtual std::string name() const = 0;
   virtual MemorySpace space() const = 0;
+  // One line for the run record: the name plus what backs it where that is
+  // not obvious (hbw_preferred falling back to regular memory).
+  virtual std::string Describe() const { return name(); }
 
   // Whether this machine can provide the kind at all. Not available is
   // FailedPrecondition with a message saying what is missing (e.g. "no
@@ -47,29 +50,46 @@ class MemoryKind {
 // ("numa:1"); `device` is the runtime for pinned/device kinds and outlives
 // the kind.
 using MemoryKindFactory = std::function<absl::StatusOr<std::unique_ptr<MemoryKind>>(
-    std::string_view text, DeviceRuntime* device)>;
+    absl::string_view text, DeviceRuntime* device)>;
 
+// Thread safety: filled once at start-up, then only read.
 class MemoryKindRegistry {
  public:
-  // `prefix` is the name before any ':' ("numa" for "numa:1").
+  // `prefix` is the name before any ':' ("numa" for "numa:1"). A kind that
+  // takes an argument is registered with a placeholder after ':' ("numa:N"):
+  // only "numa" is matched, "numa:N" is what Names() and errors show.
+  // Kinds registered without one reject "name:arg" with InvalidArgument.
+  // REQUIRES: no kind with the same prefix is registered yet.
   void Register(std::string prefix, MemoryKindFactory factory);
   // InvalidArgument naming the known kinds when `text` names none.
-  absl::StatusOr<std::unique_ptr<MemoryKind>> Create(std::string_view text,
+  absl::StatusOr<std::unique_ptr<MemoryKind>> Create(absl::string_view text,
                                                      DeviceRuntime* device) const;
+  // Display names ("numa:N" for numa) in registration order.
   std::vector<std::string> Names() const;
 
  private:
   std::map<std::string, MemoryKindFactory, std::less<>> factories_;
+  std::vector<std::string> names_;  // as registered, for Names()
 };
 
 // Registers default, regular, interleave, hbw, hbw_preferred, dax_kmem,
 // numa:N, pinned and device.
 void RegisterBuiltinMemoryKinds(MemoryKindRegistry* registry);
 
-// Owns one allocation from a kind; frees it on destruction.
+// The built-in kinds, one file each; RegisterBuiltinMemoryKinds() calls them:
+// default; regular, interleave, hbw, hbw_preferred, dax_kmem; numa:N;
+// pinned, device.
+void RegisterMallocMemoryKind(MemoryKindRegistry* registry);
+void RegisterMemkindMemoryKinds(MemoryKindRegistry* registry);
+void RegisterNumaMemoryKind(MemoryKindRegistry* registry);
+void RegisterCudaMemoryKinds(MemoryKindRegistry* registry);
+
+// Owns one allocation from a kind; frees it on destruction. Move-only.
 class Buffer {
  public:
   Buffer() = default;
+  // InvalidArgument for a null kind or zero bytes, else the kind's status.
+  // REQUIRES: `kind` outlives the buffer.
   static absl::StatusOr<Buffer> Allocate(MemoryKind* kind, size_t bytes);
   Buffer(Buffer&& other) noexcept { *this = std::move(other); }
   Buffer& operator=(Buffer&& other) noexcept;

@@ -1,1 +1,125 @@
-// Placeholder: implementation in progress.
+#include "worker/engine/mpi/mpi_communicator.h"
+
+#include <cstring>
+
+#include "absl/strings/ascii.h"
+#include "common/status_macros.h"
+#include "worker/engine/mpi/mpi_status.h"
+
+namespace collbench {
+
+absl::StatusOr<std::unique_ptr<MpiCommunicator>> MpiCommunicator::Create(MPI_Comm comm) {
+  std::unique_ptr<MpiCommunicator> c(new MpiCommunicator(comm));
+  MPI_RETURN_IF_ERROR(MPI_Comm_set_errhandler(comm, MPI_ERRORS_RETURN));
+  MPI_RETURN_IF_ERROR(MPI_Comm_rank(comm, &c->rank_));
+  MPI_RETURN_IF_ERROR(MPI_Comm_size(comm, &c->size_));
+  MPI_Comm local;
+  MPI_RETURN_IF_ERROR(
+      MPI_Comm_split_type(comm, MPI_COMM_TYPE_SHARED, c->rank_, MPI_INFO_NULL, &local));
+  MPI_Comm_rank(local, &c->local_rank_);
+  MPI_Comm_size(local, &c->local_size_);
+  MPI_Comm_free(&local);
+  return c;
+}
+
+MpiCommunicator::~MpiCommunicator() {
+  int finalized = 0;
+  MPI_Finalized(&finalized);
+  if (!finalized && comm_ != MPI_COMM_WORLD && comm_ != MPI_COMM_NULL) {
+    MPI_Comm_free(&comm_);
+  }
+}
+
+absl::Status MpiCommunicator::Barrier() {
+  MPI_RETURN_IF_ERROR(MPI_Barrier(comm_));
+  return absl::OkStatus();
+}
+
+absl::Status MpiCommunicator::Allreduce(std::vector<double>* values, MPI_Op op) {
+  MPI_RETURN_IF_ERROR(MPI_Allreduce(MPI_IN_PLACE, values->data(),
+                                    static_cast<int>(values->size()), MPI_DOUBLE, op,
+                                    comm_));
+  return absl::OkStatus();
+}
+
+absl::Status MpiCommunicator::AllreduceSum(std::vector<double>* v) { return Allreduce(v, MPI_SUM); }
+absl::Status MpiCommunicator::AllreduceMin(std::vector<double>* v) { return Allreduce(v, MPI_MIN); }
+absl::Status MpiCommunicator::AllreduceMax(std::vector<double>* v) { return Allreduce(v, MPI_MAX); }
+
+absl::StatusOr<bool> MpiCommunicator::AllOk(bool ok) {
+  int mine = ok ? 1 : 0, all = 0;
+  MPI_RETURN_IF_ERROR(MPI_Allreduce(&mine, &all, 1, MPI_INT, MPI_MIN, comm_));
+  return all == 1;
+}
+
+absl::Status MpiCommunicator::MergeHistogramsToRoot(Histogram* histogram) {
+  // Bucket counts and the sum add up; min and max reduce separately.
+  std::vector<uint64_t> counts(Histogram::kNumBuckets + 1);
+  for (int i = 0; i < Histogram::kNumBuckets; ++i) counts[i] = histogram->bucket_count(i);
+  counts[Histogram::kNumBuckets] = histogram->sum_ns();
+  std::vector<uint64_t> total(counts.size());
+  MPI_RETURN_IF_ERROR(MPI_Reduce(counts.data(), total.data(), static_cast<int>(counts.size()),
+                                 MPI_UINT64_T, MPI_SUM, 0, comm_));
+  uint64_t extremes[2] = {histogram->count() ? histogram->min_ns() : UINT64_MAX,
+                          histogram->max_ns()};
+  uint64_t min_ns = 0, max_ns = 0;
+  MPI_RETURN_IF_ERROR(MPI_Reduce(&extremes[0], &min_ns, 1, MPI_UINT64_T, MPI_MIN, 0, comm_));
+  MPI_RETURN_IF_ERROR(MPI_Reduce(&extremes[1], &max_ns, 1, MPI_UINT64_T, MPI_MAX, 0, comm_));
+  if (rank_ != 0) return absl::OkStatus();
+  Histogram merged;
+  for (int i = 0; i < Histogram::kNumBuckets; ++i) {
+    if (total[i] != 0) merged.RecordMany(Histogram::UpperBound(i), total[i]);
+  }
+  merged.SetExactStats(total[Histogram::kNumBuckets], min_ns, max_ns);
+  *histogram = merged;
+  return absl::OkStatus();
+}
+
+absl::StatusOr<std::vector<std::string>> MpiCommunicator::GatherStrings(
+    const std::string& mine) {
+  int length = static_cast<int>(mine.size());
+  std::vector<int> lengths(rank_ == 0 ? size_ : 0);
+  MPI_RETURN_IF_ERROR(MPI_Gather(&length, 1, MPI_INT, lengths.data(), 1, MPI_INT, 0, comm_));
+  std::vector<int> offsets(lengths.size());
+  int total = 0;
+  for (size_t i = 0; i < lengths.size(); ++i) {
+    offsets[i] = total;
+    total += lengths[i];
+  }
+  std::vector<char> all(total);
+  MPI_RETURN_IF_ERROR(MPI_Gatherv(mine.data(), length, MPI_CHAR, all.data(), lengths.data(),
+                                  offsets.data(), MPI_CHAR, 0, comm_));
+  std::vector<std::string> out;
+  for (size_t i = 0; i < lengths.size(); ++i) {
+    out.emplace_back(all.data() + offsets[i], lengths[i]);
+  }
+  return out;
+}
+
+absl::StatusOr<std::unique_ptr<Communicator>> MpiCommunicator::Split(int color, int key) {
+  MPI_Comm sub = MPI_COMM_NULL;
+  MPI_RETURN_IF_ERROR(
+      MPI_Comm_split(comm_, color < 0 ? MPI_UNDEFINED : color, key, &sub));
+  if (sub == MPI_COMM_NULL) return std::unique_ptr<Communicator>();
+  ASSIGN_OR_RETURN(std::unique_ptr<MpiCommunicator> c, Create(sub));
+  return std::unique_ptr<Communicator>(std::move(c));
+}
+
+std::string MpiCommunicator::library_name() const {
+  const std::string version = library_version();
+  if (version.find("Open MPI") != std::string::npos) return "Open MPI";
+  if (version.find("MPICH") != std::string::npos) return "MPICH";
+  return "MPI";
+}
+
+std::string MpiCommunicator::library_version() const {
+  char text[MPI_MAX_LIBRARY_VERSION_STRING] = {0};
+  int length = 0;
+  MPI_Get_library_version(text, &length);
+  std::string version(text, length);
+  // Keep the first line: MPICH appends its whole configure line.
+  version = version.substr(0, version.find('\n'));
+  return std::string(absl::StripAsciiWhitespace(version));
+}
+
+}  // namespace collbench

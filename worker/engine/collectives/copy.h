@@ -1,0 +1,26 @@
+// Host/device copy bandwidth (DESIGN §2, Operations; GPU builds): h2d, d2h
+// and d2d. Each rank copies `count` elements between its own two buffers
+// with DeviceRuntime::CopyAsync; no backend and no other rank is involved,
+// so every rank measures its own PCIe / NVLink / HBM path at the same time.
+//
+//   h2d  send in host memory (the --memory kind), recv on the device
+//   d2h  send on the device, recv in host memory
+//   d2d  both on the device
+//
+// AlgBytes = count * element size and BusFactor = 1. The receive buffer
+// must reproduce the send buffer exactly.
+#ifndef COLLBENCH_WORKER_ENGINE_COLLECTIVES_COPY_H_
+#define COLLBENCH_WORKER_ENGINE_COLLECTIVES_COPY_H_
+
+#include "worker/engine/collectives/operation.h"
+
+namespace collbench {
+
+// Registers h2d, d2h and d2d. They are registered in every build; without
+// a CUDA device their Run() fails (FailedPrecondition with no runtime, or
+// the runtime's own Unimplemented / FailedPrecondition).
+void RegisterCopyOperations(OperationRegistry* registry);
+
+}  // namespace collbench
+
+#endif  // COLLBENCH_WORKER_ENGINE_COLLECTIVES_COPY_H_

@@ -1,0 +1,63 @@
+// The shared driver every operation runs under: for each size it allocates
+// and fills the buffers, times the iterations (timing.h), validates one more
+// call when asked, gathers the statistics to rank 0 and reports the size.
+// It speaks only to interfaces (Communicator, Backend, MemoryKind,
+// DeviceRuntime), so tests drive it with fakes and no MPI.
+#ifndef COLLBENCH_WORKER_ENGINE_SWEEP_H_
+#define COLLBENCH_WORKER_ENGINE_SWEEP_H_
+
+#include <cstdint>
+
+#include "absl/status/statusor.h"
+#include "common/records.h"
+#include "worker/engine/collectives/operation.h"
+#include "worker/engine/options.h"
+#include "worker/engine/timing.h"
+
+namespace collbench {
+
+class Backend;
+class Communicator;
+class DeviceRuntime;
+class MemoryKind;
+class Reporter;
+
+struct SweepEnv {
+  const EngineOptions* options = nullptr;
+  const Operation* op = nullptr;
+  Backend* backend = nullptr;
+  Communicator* comm = nullptr;
+  // Kinds for buffers in host and in device memory; device_memory may be
+  // null when nothing runs on a device.
+  MemoryKind* host_memory = nullptr;
+  MemoryKind* device_memory = nullptr;
+  DeviceRuntime* device = nullptr;  // required when device buffers are used
+  Reporter* reporter = nullptr;     // rank 0 only; null elsewhere
+};
+
+struct SweepTotals {
+  uint64_t sizes = 0;
+  uint64_t wrong = 0;  // over all sizes and ranks
+};
+
+// Runs every size of SweepSizes(*options). Every rank calls it. A local
+// failure (allocation, fill) is agreed on before any collective so all
+// ranks return it; a failure inside the data path is returned as is.
+absl::StatusOr<SweepTotals> RunSweep(const SweepEnv& env);
+
+// The operation's context for one size. `bytes` is the per-rank message.
+OpContext MakeOpContext(const EngineOptions& options, const Communicator& comm,
+                        uint64_t bytes);
+
+// Bytes of buffers one rank allocates at the largest size, for the memory
+// fit check before anything is allocated.
+uint64_t PeakBufferBytes(const EngineOptions& options, const Operation& op, int rank,
+                         int nranks);
+
+// Builds the record rank 0 reports for one size from the summary.
+SizeRecord MakeSizeRecord(const Operation& op, const OpContext& ctx,
+                          const RankSummary& summary, bool checked, uint64_t wrong);
+
+}  // namespace collbench
+
+#endif  // COLLBENCH_WORKER_ENGINE_SWEEP_H_
