@@ -86,12 +86,18 @@ const std::vector<Flag>& Flags() {
        [](EngineOptions* o, absl::string_view v) { o->memory = std::string(v); return absl::OkStatus(); }},
       {"--dtype", "-d", true,
        [](EngineOptions* o, absl::string_view v) -> absl::Status {
-         ASSIGN_OR_RETURN(o->dtype, ParseDataType(v));
+         o->all_dtypes = v == "all";
+         if (!o->all_dtypes) {
+           ASSIGN_OR_RETURN(o->dtype, ParseDataType(v));
+         }
          return absl::OkStatus();
        }},
       {"--redop", "-o", true,
        [](EngineOptions* o, absl::string_view v) -> absl::Status {
-         ASSIGN_OR_RETURN(o->redop, ParseReduceOp(v));
+         o->all_redops = v == "all";
+         if (!o->all_redops) {
+           ASSIGN_OR_RETURN(o->redop, ParseReduceOp(v));
+         }
          return absl::OkStatus();
        }},
       {"--root", "-r", true,
@@ -142,6 +148,11 @@ const std::vector<Flag>& Flags() {
          auto s = ParseDurationSeconds(v);
          if (!s.ok()) return BadValue("--compute-time", v, s.status().message());
          o->compute_time_s = *s;
+         return absl::OkStatus();
+       }},
+      {"--debug-corrupt-rank", "", true,
+       [](EngineOptions* o, absl::string_view v) -> absl::Status {
+         ASSIGN_OR_RETURN(o->corrupt_rank, ParseCount("--debug-corrupt-rank", v, 0));
          return absl::OkStatus();
        }},
       {"--help", "-h", false,
@@ -264,8 +275,8 @@ std::map<std::string, std::string> SpecEcho(const EngineOptions& o) {
       {"operation", o.operation},
       {"backend", o.backend},
       {"memory", o.memory.empty() ? "auto" : o.memory},
-      {"dtype", std::string(DataTypeName(o.dtype))},
-      {"redop", std::string(ReduceOpName(o.redop))},
+      {"dtype", o.all_dtypes ? "all" : std::string(DataTypeName(o.dtype))},
+      {"redop", o.all_redops ? "all" : std::string(ReduceOpName(o.redop))},
       {"root", absl::StrCat(o.root)},
       {"check", o.check ? "true" : "false"},
       {"window", absl::StrCat(o.window)},
@@ -313,8 +324,9 @@ Data:
       --memory KIND         default regular interleave hbw hbw_preferred
                             dax_kmem numa:N pinned device
   -d, --dtype T             int8 int32 int64 float32 float64; float16 bfloat16
-                            on nccl (default float32)
-  -o, --redop OP            sum prod min max (default sum)
+                            on nccl; all = every type the backend carries
+                            (default float32)
+  -o, --redop OP            sum prod min max, or all (default sum)
   -r, --root R              root of bcast, gather, reduce (default 0)
   -c, --check               validate every size; count wrong elements
       --window N            messages in flight for bw and bibw (default 64)

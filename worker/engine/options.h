@@ -40,6 +40,11 @@ struct EngineOptions {
   std::string memory;  // empty: the backend's natural kind
   DataType dtype = DataType::kFloat32;
   ReduceOp redop = ReduceOp::kSum;
+  // `--dtype all` / `--redop all` (as nccl-tests' -d all -o all): run every
+  // type the backend carries / every operator, one after the other. `dtype`
+  // and `redop` then hold the combination being run.
+  bool all_dtypes = false;
+  bool all_redops = false;
   int root = 0;
   bool check = false;
   OutputFormat format = OutputFormat::kTable;
@@ -54,6 +59,9 @@ struct EngineOptions {
   std::optional<double> compute_time_s;  // gradient-replay nominal compute/step
 
   bool help = false;  // --help: print usage, run nothing
+  // Testing aid: this rank overwrites one received element after the checked
+  // call, so tests can prove --check catches a wrong result.
+  std::optional<int> corrupt_rank;
 };
 
 // The settings as option name -> text, for the "start" record's spec echo.

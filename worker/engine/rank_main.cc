@@ -14,7 +14,7 @@
 #include "common/status_macros.h"
 #include "worker/engine/backends/registry.h"
 #include "worker/engine/collectives/operation.h"
-#include "worker/engine/communicator_status.h"
+#include "worker/engine/agreement.h"
 #include "worker/engine/cuda/device_runtime.h"
 #include "worker/engine/job_checks.h"
 #include "worker/engine/memory/memory_kind.h"
@@ -81,6 +81,8 @@ struct Engine {
   std::chrono::steady_clock::time_point start = std::chrono::steady_clock::now();
 };
 
+// Rank 0 speaks for errors every rank shares (usage, agreed failures);
+// `every_rank` lets a rank that failed alone say so before the job aborts.
 void PrintError(const Engine& engine, const absl::Status& status, bool every_rank) {
   const int rank = engine.world ? engine.world->rank() : LauncherRank();
   if (rank != 0 && !every_rank) return;
@@ -113,11 +115,8 @@ absl::Status PrepareLocal(Engine& e, const Operation& op, const MemoryPlan& plan
   return absl::OkStatus();
 }
 
-absl::Status Agree(Engine& e, absl::Status local) {
-  ASSIGN_OR_RETURN(bool all_ok, e.world->AllOk(local.ok()));
-  if (!local.ok()) return MarkAgreed(local);
-  if (!all_ok) return MarkAgreed(absl::AbortedError("another rank could not start; see its message"));
-  return absl::OkStatus();
+absl::Status Agree(Engine& e, const absl::Status& local) {
+  return AgreeOnStatus(*e.world, local);
 }
 
 absl::Status ReportStart(Engine& e) {
@@ -138,29 +137,63 @@ absl::Status ReportStart(Engine& e) {
   return absl::OkStatus();
 }
 
-// Runs an operation sweep; returns the total wrong count.
+// The (dtype, redop) combinations to run: one, or every one `all` asks for.
+std::vector<std::pair<DataType, ReduceOp>> Combinations(const EngineOptions& o,
+                                                        const Operation& op,
+                                                        const BackendInfo& backend) {
+  std::vector<DataType> dtypes;
+  for (DataType t : AllDataTypes()) {
+    const bool carried = backend.name == "nccl" || op.traits().op_class == OpClass::kCopy ||
+                         !IsNcclOnly(t);
+    if (o.all_dtypes ? carried : t == o.dtype) dtypes.push_back(t);
+  }
+  std::vector<ReduceOp> redops = {o.redop};
+  if (o.all_redops && op.traits().reduces) redops = AllReduceOps();
+  std::vector<std::pair<DataType, ReduceOp>> out;
+  for (DataType t : dtypes) {
+    for (ReduceOp r : redops) out.emplace_back(t, r);
+  }
+  return out;
+}
+
+// Runs an operation sweep for every combination; returns the totals.
 absl::StatusOr<SweepTotals> RunOperation(Engine& e) {
   ASSIGN_OR_RETURN(const Operation* op, e.operations.Find(e.options.operation));
   const std::string backend_name =
       op->traits().op_class == OpClass::kCopy ? "mpi" : e.options.backend;
   ASSIGN_OR_RETURN(BackendInfo info, e.backends.Info(backend_name));
-  ASSIGN_OR_RETURN(MemoryPlan plan, CheckJob(e.options, *op, info, e.world->size()));
+  const auto combinations = Combinations(e.options, *op, info);
+  std::vector<EngineOptions> runs;
+  MemoryPlan plan;
+  for (const auto& [dtype, redop] : combinations) {
+    EngineOptions run = e.options;
+    run.dtype = dtype;
+    run.redop = redop;
+    ASSIGN_OR_RETURN(plan, CheckJob(run, *op, info, e.world->size()));
+    runs.push_back(std::move(run));
+  }
   RETURN_IF_ERROR(Agree(e, PrepareLocal(e, *op, plan)));
   absl::StatusOr<std::unique_ptr<Backend>> backend =
       e.backends.Create(backend_name, {e.world.get(), e.device.get()});
   RETURN_IF_ERROR(Agree(e, backend.status()));
   e.backend = *std::move(backend);
   RETURN_IF_ERROR(ReportStart(e));
-  SweepEnv env;
-  env.options = &e.options;
-  env.op = op;
-  env.backend = e.backend.get();
-  env.comm = e.world.get();
-  env.host_memory = e.host_memory.get();
-  env.device_memory = e.device_memory.get();
-  env.device = e.device.get();
-  env.reporter = e.reporter.get();
-  return RunSweep(env);
+  SweepTotals totals;
+  for (const EngineOptions& run : runs) {
+    SweepEnv env;
+    env.options = &run;
+    env.op = op;
+    env.backend = e.backend.get();
+    env.comm = e.world.get();
+    env.host_memory = e.host_memory.get();
+    env.device_memory = e.device_memory.get();
+    env.device = e.device.get();
+    env.reporter = e.reporter.get();
+    ASSIGN_OR_RETURN(SweepTotals one, RunSweep(env));
+    totals.sizes += one.sizes;
+    totals.wrong += one.wrong;
+  }
+  return totals;
 }
 
 absl::StatusOr<SweepTotals> RunScenario(Engine& e) {
@@ -184,19 +217,21 @@ int Finish(Engine& e, const absl::StatusOr<SweepTotals>& result) {
       std::chrono::duration<double>(std::chrono::steady_clock::now() - e.start).count();
   if (!result.ok()) {
     const absl::Status& status = result.status();
-    // Deterministic job errors are the same on every rank: rank 0 speaks.
-    // Agreed local failures: the failing rank speaks. Anything else may have
-    // left peers inside a collective, so the job is aborted.
-    const bool aborted_by_peer = status.code() == absl::StatusCode::kAborted;
-    if (!aborted_by_peer) PrintError(e, status, /*every_rank=*/IsAgreed(status));
+    // Job errors (usage, agreed failures) are known on every rank and rank 0
+    // reports them. Anything else failed on this rank alone, possibly with
+    // peers inside a collective: say so and abort the job.
+    const bool shared = IsAgreed(status) || status.code() == absl::StatusCode::kInvalidArgument ||
+                        status.code() == absl::StatusCode::kUnimplemented;
+    PrintError(e, status, /*every_rank=*/!shared);
     if (e.reporter) e.reporter->End({"failed", 0, 0, elapsed_s});
+    // Ranks other than 0 hold only "another rank failed": take rank 0's code
+    // for usage-class failures so every process exits alike.
     const int code = ExitCodeFor(status);
-    if (!IsAgreed(status) && status.code() != absl::StatusCode::kInvalidArgument &&
-        status.code() != absl::StatusCode::kUnimplemented) {
+    if (!shared) {
       std::fflush(nullptr);
       MPI_Abort(MPI_COMM_WORLD, code);
     }
-    return aborted_by_peer ? kExitUsage : code;
+    return code;
   }
   const bool wrong = result->wrong > 0;
   if (e.reporter) e.reporter->End({wrong ? "wrong" : "ok", result->sizes, result->wrong, elapsed_s});

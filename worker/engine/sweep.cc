@@ -1,13 +1,14 @@
 #include "worker/engine/sweep.h"
 
 #include <algorithm>
+#include <cstring>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "common/status_macros.h"
+#include "worker/engine/agreement.h"
 #include "worker/engine/backends/backend.h"
 #include "worker/engine/communicator.h"
-#include "worker/engine/communicator_status.h"
 #include "worker/engine/cuda/device_runtime.h"
 #include "worker/engine/memory/memory_kind.h"
 #include "worker/engine/pattern.h"
@@ -74,6 +75,24 @@ absl::Status RunOnce(const SweepEnv& env, const OpContext& ctx, SizeBuffers& buf
   return env.backend->Synchronize();
 }
 
+// The testing aid behind --debug-corrupt-rank: changes the middle element
+// of the receive buffer to a value no pattern produces.
+absl::Status CorruptOne(const SweepEnv& env, const OpContext& ctx, const Buffer& recv,
+                        size_t n) {
+  const size_t width = ElementSize(ctx.dtype);
+  size_t index = n / 2;  // the first element from the middle that is checked
+  while (index < n && !env.op->ExpectedValue(ctx, index).has_value()) ++index;
+  if (index == n) index = 0;
+  char* target = static_cast<char*>(recv.data()) + index * width;
+  std::vector<char> wrong(width);
+  StoreElement(wrong.data(), ctx.dtype, 0, -3.0);
+  if (recv.space() == MemorySpace::kHost) {
+    std::memcpy(target, wrong.data(), width);
+    return absl::OkStatus();
+  }
+  return env.device->Copy(target, wrong.data(), width);
+}
+
 // Poisons the receive buffer, runs one more call and counts elements that
 // differ from the operation's expected values on this rank.
 absl::StatusOr<uint64_t> CheckOnce(const SweepEnv& env, const OpContext& ctx,
@@ -82,6 +101,7 @@ absl::StatusOr<uint64_t> CheckOnce(const SweepEnv& env, const OpContext& ctx,
   RETURN_IF_ERROR(Fill(env, buffers.recv, ctx.dtype, n, [](size_t) { return kPoison; }));
   RETURN_IF_ERROR(RunOnce(env, ctx, buffers));
   if (n == 0) return uint64_t{0};
+  if (env.options->corrupt_rank == ctx.rank) RETURN_IF_ERROR(CorruptOne(env, ctx, buffers.recv, n));
   std::vector<char> staging;
   const void* host = buffers.recv.data();
   if (buffers.recv.space() == MemorySpace::kDevice) {
@@ -112,12 +132,7 @@ IterationPolicy PolicyFor(const EngineOptions& options, const Operation& op,
 absl::StatusOr<uint64_t> RunSize(const SweepEnv& env, uint64_t bytes) {
   const OpContext ctx = MakeOpContext(*env.options, *env.comm, bytes);
   absl::StatusOr<SizeBuffers> prepared = Prepare(env, ctx);
-  ASSIGN_OR_RETURN(bool all_ok, env.comm->AllOk(prepared.ok()));
-  if (!prepared.ok()) return MarkAgreed(prepared.status());
-  if (!all_ok) {
-    return MarkAgreed(absl::AbortedError(
-        absl::StrCat("another rank failed to prepare buffers for ", bytes, " bytes")));
-  }
+  RETURN_IF_ERROR(AgreeOnStatus(*env.comm, prepared.status()));
   SizeBuffers& buffers = *prepared;
   ASSIGN_OR_RETURN(LocalTiming local,
                    TimeIterations(*env.comm, PolicyFor(*env.options, *env.op, bytes),

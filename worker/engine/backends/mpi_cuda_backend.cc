@@ -69,16 +69,18 @@ absl::StatusOr<CudaAwareness> QueryCudaAwareness() {
 
 absl::StatusOr<std::unique_ptr<Backend>> NewMpiCudaBackend(MPI_Comm comm,
                                                            DeviceRuntime* device) {
-  if (device == nullptr || device->stream() == nullptr) {
-    return absl::FailedPreconditionError(
-        "--backend mpi-cuda needs an initialised CUDA device runtime");
-  }
+  // The library is asked first: its answer does not depend on the machine
+  // having a GPU, and it is the more useful message.
   ASSIGN_OR_RETURN(CudaAwareness awareness, QueryCudaAwareness());
   if (!awareness.supported) {
     return absl::FailedPreconditionError(absl::StrCat(
         "--backend mpi-cuda needs a CUDA-aware MPI, but ", MpiLibraryName(),
         " is not CUDA-aware (", awareness.query,
         "); use --backend mpi-staged or --backend nccl"));
+  }
+  if (device == nullptr || device->stream() == nullptr) {
+    return absl::FailedPreconditionError(
+        "--backend mpi-cuda needs an initialised CUDA device runtime");
   }
   return NewMpiBackend(comm, "mpi-cuda", MemorySpace::kDevice);
 }

@@ -65,6 +65,8 @@ class MpiStagedBackend final : public Backend {
         rank_(rank),
         send_stage_(device),
         recv_stage_(device) {}
+  // Copies still queued out of the stages must land before they are freed.
+  ~MpiStagedBackend() override { (void)device_->Synchronize(); }
 
   std::string name() const override { return "mpi-staged"; }
   MemorySpace buffer_space() const override { return MemorySpace::kDevice; }
@@ -90,12 +92,13 @@ class MpiStagedBackend final : public Backend {
   absl::Status Synchronize() override { return device_->Synchronize(); }
 
  private:
-  // Stages `send_elems` from device `send` into the send stage, reserves
-  // `recv_elems` in the receive stage and waits until MPI may use both.
+  // Host addresses MPI works on for one call.
   struct Staged {
     char* send;
     char* recv;
   };
+  // Stages `send_elems` from device `send` into the send stage, reserves
+  // `recv_elems` in the receive stage and waits until MPI may use both.
   absl::StatusOr<Staged> StageIn(const void* send, size_t send_elems,
                                  size_t recv_elems, DataType dtype);
   // Queues the copy of `elems` results from the receive stage to `recv`.

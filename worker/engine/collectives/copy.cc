@@ -63,10 +63,11 @@ class Copy final : public Operation {
 }  // namespace
 
 void RegisterCopyOperations(OperationRegistry* registry) {
-  registry->Register(std::make_unique<Copy>("h2d", MemorySpace::kHost, MemorySpace::kDevice));
-  registry->Register(std::make_unique<Copy>("d2h", MemorySpace::kDevice, MemorySpace::kHost));
-  registry->Register(
-      std::make_unique<Copy>("d2d", MemorySpace::kDevice, MemorySpace::kDevice));
+  constexpr MemorySpace kHost = MemorySpace::kHost;
+  constexpr MemorySpace kDevice = MemorySpace::kDevice;
+  registry->Register(std::make_unique<Copy>("h2d", kHost, kDevice));
+  registry->Register(std::make_unique<Copy>("d2h", kDevice, kHost));
+  registry->Register(std::make_unique<Copy>("d2d", kDevice, kDevice));
 }
 
 }  // namespace collbench

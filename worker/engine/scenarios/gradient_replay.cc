@@ -9,21 +9,22 @@
 // where compute is the nominal per-step compute time (an assumption, see
 // models.h; --compute-time overrides it). Computation is not simulated:
 // the steps are pure communication, so the model is that of no overlap.
-#include <cstring>
+#include <functional>
+#include <limits>
 #include <memory>
 #include <string>
 #include <vector>
 
 #include "absl/status/status.h"
-#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "common/records.h"
 #include "common/status_macros.h"
+#include "worker/engine/agreement.h"
 #include "worker/engine/backends/backend.h"
 #include "worker/engine/backends/registry.h"
 #include "worker/engine/communicator.h"
-#include "worker/engine/communicator_status.h"
 #include "worker/engine/cuda/device_runtime.h"
+#include "worker/engine/job_checks.h"
 #include "worker/engine/memory/memory_kind.h"
 #include "worker/engine/pattern.h"
 #include "worker/engine/report/reporter.h"
@@ -37,6 +38,7 @@ namespace {
 
 constexpr int kDefaultWarmupSteps = 3;
 constexpr int kDefaultSteps = 20;
+constexpr uint64_t kMaxMpiCount = std::numeric_limits<int>::max();
 
 // What every rank replays, derived from the options alone.
 struct ReplayPlan {
@@ -85,44 +87,41 @@ std::vector<int> RankCounts(int nranks) {
   return counts;
 }
 
-// Makes one rank's failure every rank's failure, so that no rank goes on
-// into a collective its peers will never join. Every rank of `comm` must
-// call it. On failure every rank returns an agreed status
-// (communicator_status.h): rank 0 the first failing rank's, naming that
-// rank, so the one line printed and the "error" record say what went wrong;
-// the others a quiet Aborted.
-absl::Status AgreeOnStatus(Communicator& comm, const absl::Status& mine) {
-  ASSIGN_OR_RETURN(bool all_ok, comm.AllOk(mine.ok()));
-  if (all_ok) return absl::OkStatus();
-  const std::string encoded =
-      mine.ok() ? "" : absl::StrCat(static_cast<int>(mine.code()), ":", mine.message());
-  ASSIGN_OR_RETURN(std::vector<std::string> all, comm.GatherStrings(encoded));
-  if (comm.rank() != 0) {
-    return MarkAgreed(absl::AbortedError("a rank failed; rank 0 reports it"));
-  }
-  if (!mine.ok()) return MarkAgreed(mine);
-  for (size_t rank = 1; rank < all.size(); ++rank) {
-    const size_t colon = all[rank].find(':');
-    int code = 0;
-    if (colon == std::string::npos ||
-        !absl::SimpleAtoi(all[rank].substr(0, colon), &code)) {
-      continue;
-    }
-    return MarkAgreed(absl::Status(
-        static_cast<absl::StatusCode>(code),
-        absl::StrCat("rank ", rank, ": ", all[rank].substr(colon + 1))));
-  }
-  return MarkAgreed(absl::UnknownError("a rank failed without a message"));
-}
-
-// Writes `bytes` from host memory into `dst`, wherever it lives.
-absl::Status Upload(DeviceRuntime& device, const Buffer& dst, const void* host,
-                    size_t bytes) {
-  if (dst.space() == MemorySpace::kHost) {
-    std::memcpy(dst.data(), host, bytes);
+// Lets `write` fill `buffer` through host memory: the buffer itself when
+// it is host memory, else a staging copy uploaded afterwards (so host
+// buffers, which can be large, are never doubled).
+absl::Status WriteThroughHost(DeviceRuntime& device, const Buffer& buffer,
+                              const std::function<void(void*)>& write) {
+  if (buffer.space() == MemorySpace::kHost) {
+    write(buffer.data());
     return absl::OkStatus();
   }
-  return device.Copy(dst.data(), host, bytes);
+  std::vector<char> staging(buffer.bytes());
+  write(staging.data());
+  return device.Copy(buffer.data(), staging.data(), staging.size());
+}
+
+// `buffer`'s contents readable on the host: the buffer itself, or a copy
+// downloaded into `*staging`.
+absl::StatusOr<const void*> ReadOnHost(DeviceRuntime& device, const Buffer& buffer,
+                                       std::vector<char>* staging) {
+  if (buffer.space() == MemorySpace::kHost) return buffer.data();
+  staging->resize(buffer.bytes());
+  RETURN_IF_ERROR(device.Copy(staging->data(), buffer.data(), staging->size()));
+  return staging->data();
+}
+
+// Whether two gradient buffers per rank fit in what this host or device
+// has free, before anything is allocated.
+absl::Status CheckBuffersFit(const ScenarioEnv& env, MemorySpace space,
+                             uint64_t bytes_per_buffer) {
+  if (space == MemorySpace::kDevice) {
+    ASSIGN_OR_RETURN(auto free_and_total, env.device->MemoryInfo());
+    return CheckFits(2 * bytes_per_buffer, 1, free_and_total.first, "device memory");
+  }
+  ASSIGN_OR_RETURN(uint64_t available, HostMemoryAvailable());
+  return CheckFits(2 * bytes_per_buffer, env.comm->local_size(), available,
+                   "host memory");
 }
 
 // Chooses the memory kind (--memory, else the backend's natural one),
@@ -134,7 +133,10 @@ absl::Status SetUp(const ScenarioEnv& env, const ReplayPlan& plan,
   const bool on_device = info.space == MemorySpace::kDevice;
   const std::string kind_name =
       !options.memory.empty() ? options.memory : (on_device ? "device" : "default");
-  if (on_device) RETURN_IF_ERROR(env.device->Init(env.comm->local_rank()));
+  // Pinned host memory comes from the CUDA runtime too.
+  if (on_device || kind_name == "pinned") {
+    RETURN_IF_ERROR(env.device->Init(env.comm->local_rank()));
+  }
   ASSIGN_OR_RETURN(buffers->kind, env.memory->Create(kind_name, env.device));
   if (buffers->kind->space() != info.space) {
     return absl::InvalidArgumentError(absl::StrCat(
@@ -145,6 +147,7 @@ absl::Status SetUp(const ScenarioEnv& env, const ReplayPlan& plan,
   }
   RETURN_IF_ERROR(buffers->kind->CheckAvailable());
   const size_t bytes = plan.total_count * ElementSize(plan.dtype);
+  RETURN_IF_ERROR(CheckBuffersFit(env, info.space, bytes));
   ASSIGN_OR_RETURN(buffers->send, Buffer::Allocate(buffers->kind.get(), bytes));
   ASSIGN_OR_RETURN(buffers->recv, Buffer::Allocate(buffers->kind.get(), bytes));
   return absl::OkStatus();
@@ -153,11 +156,11 @@ absl::Status SetUp(const ScenarioEnv& env, const ReplayPlan& plan,
 // Fills the send buffer with the sum pattern of `rank` among `nranks`.
 absl::Status FillGradients(DeviceRuntime& device, const ReplayPlan& plan, int nranks,
                            int rank, const ReplayBuffers& buffers) {
-  std::vector<char> host(buffers.send.bytes());
-  FillBuffer(host.data(), plan.dtype, plan.total_count, [&](size_t i) {
-    return ReductionInput(plan.dtype, ReduceOp::kSum, nranks, rank, i);
+  return WriteThroughHost(device, buffers.send, [&](void* host) {
+    FillBuffer(host, plan.dtype, plan.total_count, [&](size_t i) {
+      return ReductionInput(plan.dtype, ReduceOp::kSum, nranks, rank, i);
+    });
   });
-  return Upload(device, buffers.send, host.data(), host.size());
 }
 
 // One training step's communication: every bucket, in order.
@@ -179,24 +182,20 @@ absl::Status Step(Backend& backend, const ReplayPlan& plan,
 // library does not write is counted.
 absl::Status PoisonResults(DeviceRuntime& device, const ReplayPlan& plan,
                            const ReplayBuffers& buffers) {
-  std::vector<char> host(buffers.recv.bytes());
-  FillConstant(host.data(), plan.dtype, plan.total_count, kPoison);
-  return Upload(device, buffers.recv, host.data(), host.size());
+  return WriteThroughHost(device, buffers.recv, [&](void* host) {
+    FillConstant(host, plan.dtype, plan.total_count, kPoison);
+  });
 }
 
 // This rank's elements of the checked step that differ from the exact sum.
 absl::StatusOr<uint64_t> CountWrong(DeviceRuntime& device, const ReplayPlan& plan,
                                     int nranks, const ReplayBuffers& buffers) {
-  std::vector<char> host(buffers.recv.bytes());
-  if (buffers.recv.space() == MemorySpace::kHost) {
-    std::memcpy(host.data(), buffers.recv.data(), host.size());
-  } else {
-    RETURN_IF_ERROR(device.Copy(host.data(), buffers.recv.data(), host.size()));
-  }
+  std::vector<char> staging;
+  ASSIGN_OR_RETURN(const void* result, ReadOnHost(device, buffers.recv, &staging));
   uint64_t wrong = 0;
   for (uint64_t i = 0; i < plan.total_count; ++i) {
     const double expected = ReducedValue(plan.dtype, ReduceOp::kSum, nranks, i);
-    if (LoadElement(host.data(), plan.dtype, i) != expected) ++wrong;
+    if (LoadElement(result, plan.dtype, i) != expected) ++wrong;
   }
   return wrong;
 }
@@ -317,9 +316,17 @@ absl::Status ValidateGradientReplay(const EngineOptions& options, int nranks) {
   if (nranks < 1) {
     return absl::InvalidArgumentError("--scenario gradient-replay needs at least 1 rank");
   }
-  RETURN_IF_ERROR(LoadModel(options.model).status());
+  ASSIGN_OR_RETURN(ModelGradients model, LoadModel(options.model));
   if (options.bucket_bytes == 0) {
     return absl::InvalidArgumentError("--bucket-bytes must be positive (DDP's default is 25M)");
+  }
+  const size_t width = ElementSize(options.dtype);
+  for (uint64_t bytes : ModelBucketBytes(model, options.bucket_bytes, width)) {
+    if (options.backend != "nccl" && bytes / width > kMaxMpiCount) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "--model: a bucket of ", bytes / width,
+          " elements exceeds MPI's int count limit; use smaller tensors"));
+    }
   }
   if (options.steps < 0) {
     return absl::InvalidArgumentError(

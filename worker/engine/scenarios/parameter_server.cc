@@ -15,20 +15,20 @@
 // mpi-cuda, nccl -> nccl-chief.
 #include <algorithm>
 #include <cstring>
+#include <limits>
 #include <memory>
 #include <string>
 #include <vector>
 
 #include "absl/status/status.h"
-#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/types/span.h"
 #include "common/records.h"
 #include "common/status_macros.h"
+#include "worker/engine/agreement.h"
 #include "worker/engine/backends/backend.h"
 #include "worker/engine/backends/registry.h"
 #include "worker/engine/communicator.h"
-#include "worker/engine/communicator_status.h"
 #include "worker/engine/cuda/device_runtime.h"
 #include "worker/engine/memory/memory_kind.h"
 #include "worker/engine/pattern.h"
@@ -104,36 +104,6 @@ struct PsRun {
   int gathered_blocks() const { return nranks - first_block(); }
 };
 
-// Makes one rank's failure every rank's failure, so that no rank goes on
-// into a collective its peers will never join. Every rank of `comm` must
-// call it. On failure every rank returns an agreed status
-// (communicator_status.h): rank 0 the first failing rank's, naming that
-// rank, so the one line printed and the "error" record say what went wrong;
-// the others a quiet Aborted.
-absl::Status AgreeOnStatus(Communicator& comm, const absl::Status& mine) {
-  ASSIGN_OR_RETURN(bool all_ok, comm.AllOk(mine.ok()));
-  if (all_ok) return absl::OkStatus();
-  const std::string encoded =
-      mine.ok() ? "" : absl::StrCat(static_cast<int>(mine.code()), ":", mine.message());
-  ASSIGN_OR_RETURN(std::vector<std::string> all, comm.GatherStrings(encoded));
-  if (comm.rank() != 0) {
-    return MarkAgreed(absl::AbortedError("a rank failed; rank 0 reports it"));
-  }
-  if (!mine.ok()) return MarkAgreed(mine);
-  for (size_t rank = 1; rank < all.size(); ++rank) {
-    const size_t colon = all[rank].find(':');
-    int code = 0;
-    if (colon == std::string::npos ||
-        !absl::SimpleAtoi(all[rank].substr(0, colon), &code)) {
-      continue;
-    }
-    return MarkAgreed(absl::Status(
-        static_cast<absl::StatusCode>(code),
-        absl::StrCat("rank ", rank, ": ", all[rank].substr(colon + 1))));
-  }
-  return MarkAgreed(absl::UnknownError("a rank failed without a message"));
-}
-
 // Copies between host memory and a buffer wherever it lives.
 absl::Status Upload(DeviceRuntime& device, const Buffer& dst, const void* host,
                     size_t bytes) {
@@ -162,7 +132,8 @@ absl::Status AllocateBuffers(const ScenarioEnv& env, size_t max_count, PsRun* ru
   if (kind_name.empty()) kind_name = host ? "default" : "device";
   const MemorySpace space =
       host || run->ps() ? MemorySpace::kHost : MemorySpace::kDevice;
-  if (space == MemorySpace::kDevice) {
+  // Pinned host memory comes from the CUDA runtime too.
+  if (space == MemorySpace::kDevice || kind_name == "pinned") {
     RETURN_IF_ERROR(env.device->Init(env.comm->local_rank()));
   }
   ASSIGN_OR_RETURN(run->kind, env.memory->Create(kind_name, env.device));
@@ -420,11 +391,21 @@ absl::Status ValidateParameterServer(const EngineOptions& options, int nranks) {
     return absl::InvalidArgumentError("--sizes / --min-bytes..--max-bytes give no size");
   }
   const size_t width = ElementSize(options.dtype);
+  // MPI counts are ints; the nccl-chief link sends every worker's bytes.
+  const uint64_t int_max = std::numeric_limits<int>::max();
+  const uint64_t max_bytes = strategy->strategy == Strategy::kNcclChief
+                                 ? int_max / static_cast<uint64_t>(nranks - 1)
+                                 : int_max * width;
   for (uint64_t bytes : sizes) {
     if (bytes < width) {
       return absl::InvalidArgumentError(absl::StrCat(
           "--sizes: ", bytes, " bytes is less than one ",
           std::string(DataTypeName(options.dtype)), " element"));
+    }
+    if (bytes > max_bytes) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "--sizes: ", bytes, " bytes exceeds MPI's int count limit for --strategy ",
+          strategy->name, " with ", nranks - 1, " workers"));
     }
   }
   return absl::OkStatus();

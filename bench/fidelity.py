@@ -1,0 +1,162 @@
+#!/usr/bin/env python3
+"""Does collbench-rank report what a minimal MPI loop measures?
+
+For each operation and size, runs collbench-rank and minimal_mpi_loop (an
+OSU-style loop, bench/minimal_mpi_loop.cc) under the same mpirun settings,
+with the same library, float32 buffers, element counts, warmup and iteration
+counts, interleaved over several rounds (alternating which goes first), and
+compares the medians of the reported averages (mean over ranks of per-rank
+means, DESIGN §2). A benchmark, not a test: it prints a table and exits 0
+unless a program fails to run.
+
+Example:
+  python3 bench/fidelity.py --bin-dir build/bin --rounds 3
+"""
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+
+# Iterations per size (warmup is a tenth): many for small messages, fewer for
+# large ones, as OSU does, so each measurement takes well under a second.
+DEFAULT_ITERS = {8: 20000, 1024: 20000, 65536: 2000, 1 << 20: 200, 16 << 20: 20}
+SUFFIXES = {"K": 1 << 10, "M": 1 << 20, "G": 1 << 30}
+
+
+def parse_bytes(text):
+    text = text.strip().upper()
+    if text and text[-1] in SUFFIXES:
+        return int(text[:-1]) * SUFFIXES[text[-1]]
+    return int(text)
+
+
+def iters_for(size_bytes):
+    if size_bytes in DEFAULT_ITERS:
+        return DEFAULT_ITERS[size_bytes]
+    # Roughly constant bytes moved per measurement for other sizes.
+    return max(20, min(20000, (64 << 20) // max(size_bytes, 1)))
+
+
+def mpirun_prefix(args):
+    cmd = [args.mpirun, "-np", str(args.ranks), "--bind-to", args.bind_to]
+    if args.ranks > os.cpu_count():
+        cmd.append("--oversubscribe")
+    return cmd + args.mpirun_arg
+
+
+def mpi_env():
+    env = dict(os.environ)
+    if hasattr(os, "geteuid") and os.geteuid() == 0:
+        env.setdefault("OMPI_ALLOW_RUN_AS_ROOT", "1")
+        env.setdefault("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1")
+    return env
+
+
+def run(cmd):
+    done = subprocess.run(cmd, env=mpi_env(), capture_output=True, text=True,
+                          timeout=600)
+    if done.returncode != 0:
+        sys.stderr.write("command failed (exit %d): %s\n%s%s" % (
+            done.returncode, " ".join(cmd), done.stdout[-2000:], done.stderr[-2000:]))
+        sys.exit(1)
+    return done.stdout
+
+
+def minimal_avg_s(args, op, size_bytes, iters, warmup):
+    cmd = mpirun_prefix(args) + [
+        os.path.join(args.bin_dir, "minimal_mpi_loop"), op, str(iters),
+        str(warmup), str(size_bytes)]
+    for line in run(cmd).splitlines():
+        fields = line.split()
+        if len(fields) == 5 and fields[0] == op and int(fields[1]) == size_bytes:
+            return float(fields[4])
+    sys.exit("minimal_mpi_loop printed no result for %s %d" % (op, size_bytes))
+
+
+def collbench_avg_s(args, op, size_bytes, iters, warmup):
+    cmd = mpirun_prefix(args) + [
+        os.path.join(args.bin_dir, args.collbench), op,
+        "--sizes", str(size_bytes), "-n", str(iters), "-w", str(warmup),
+        "--dtype", "float32", "--backend", "mpi", "--format", "jsonl"]
+    if op == "allreduce":
+        cmd += ["--redop", "sum"]
+    for line in run(cmd).splitlines():
+        line = line.strip()
+        if not line.startswith("{"):
+            continue
+        record = json.loads(line)
+        if record.get("kind") == "error":
+            sys.exit("collbench-rank: %s" % record.get("message"))
+        if record.get("kind") == "size" and record.get("bytes") == size_bytes:
+            if record.get("iters") != iters:
+                sys.exit("collbench-rank ran %s iterations, asked for %d"
+                         % (record.get("iters"), iters))
+            return float(record["avg_s"])
+    sys.exit("collbench-rank printed no size record for %s %d" % (op, size_bytes))
+
+
+def spread(values):
+    """Relative range of repeated measurements: how noisy the machine was."""
+    return (max(values) - min(values)) / statistics.median(values)
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--bin-dir", default="build/bin")
+    parser.add_argument("--collbench", default="collbench-rank",
+                        help="binary name in --bin-dir")
+    parser.add_argument("--mpirun", default="mpirun")
+    parser.add_argument("--ranks", type=int, default=2)
+    parser.add_argument("--bind-to", default="none",
+                        help="mpirun --bind-to, the same for both programs")
+    parser.add_argument("--mpirun-arg", action="append", default=[],
+                        help="extra mpirun argument (repeatable), for both")
+    parser.add_argument("--ops", default="allreduce,bcast,gather")
+    parser.add_argument("--sizes", default="8,1K,64K,1M,16M")
+    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--tolerance", type=float, default=0.05)
+    args = parser.parse_args()
+
+    ops = args.ops.split(",")
+    sizes = [parse_bytes(s) for s in args.sizes.split(",")]
+    results = {}  # (op, size) -> {"minimal": [...], "collbench": [...]}
+    programs = [("minimal", minimal_avg_s), ("collbench", collbench_avg_s)]
+    for round_index in range(args.rounds):
+        order = programs if round_index % 2 == 0 else programs[::-1]
+        for op in ops:
+            for size_bytes in sizes:
+                iters = iters_for(size_bytes)
+                warmup = max(1, iters // 10)
+                entry = results.setdefault((op, size_bytes),
+                                           {"minimal": [], "collbench": []})
+                for name, measure in order:
+                    entry[name].append(measure(args, op, size_bytes, iters, warmup))
+        print("round %d of %d done" % (round_index + 1, args.rounds),
+              file=sys.stderr, flush=True)
+
+    print("fidelity: %d ranks, mpirun --bind-to %s, median of %d rounds "
+          "(alternating order)" % (args.ranks, args.bind_to, args.rounds))
+    header = ("op", "bytes", "iters", "minimal_avg_us", "collbench_avg_us",
+              "ratio", "within_%d%%" % round(args.tolerance * 100), "noise")
+    print("%-10s %9s %6s %15s %17s %7s %10s %7s" % header)
+    within = 0
+    for (op, size_bytes), entry in results.items():
+        minimal = statistics.median(entry["minimal"])
+        collbench = statistics.median(entry["collbench"])
+        ratio = collbench / minimal
+        ok = abs(ratio - 1) <= args.tolerance
+        within += ok
+        noise = max(spread(entry["minimal"]), spread(entry["collbench"]))
+        print("%-10s %9d %6d %15.3f %17.3f %7.3f %10s %6.0f%%" % (
+            op, size_bytes, iters_for(size_bytes), minimal * 1e6,
+            collbench * 1e6, ratio, "yes" if ok else "NO", noise * 100))
+    print("%d of %d within %.0f%% (noise: largest relative range over rounds "
+          "of either program)" % (within, len(results), args.tolerance * 100))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,107 @@
+// The smallest honest MPI timing loop, as the OSU Micro-Benchmarks write it:
+// the reference collbench-rank is compared against (bench/fidelity.py).
+//
+// For each size: `warmup` untimed calls, MPI_Barrier, then `iters` calls each
+// timed with MPI_Wtime on every rank; the reported average is the mean over
+// ranks of each rank's mean (OSU's avg, DESIGN §2). Buffers are float32 with
+// the same element counts and layout collbench-rank uses: allreduce (sum)
+// from a send into a separate receive buffer; bcast from the root's send
+// buffer into the others' receive buffers; gather of `count` elements from
+// every rank into a count * nranks buffer on the root. Root is rank 0.
+//
+// Usage: minimal_mpi_loop allreduce|bcast|gather ITERS WARMUP BYTES...
+// Prints one line per size on rank 0: "OP BYTES COUNT ITERS AVG_S".
+#include <mpi.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <string>
+#include <vector>
+
+namespace {
+
+enum class Op { kAllreduce, kBcast, kGather };
+
+bool ParseOp(const char* name, Op* op) {
+  if (std::strcmp(name, "allreduce") == 0) *op = Op::kAllreduce;
+  else if (std::strcmp(name, "bcast") == 0) *op = Op::kBcast;
+  else if (std::strcmp(name, "gather") == 0) *op = Op::kGather;
+  else return false;
+  return true;
+}
+
+void Call(Op op, float* send, float* recv, int count, int rank) {
+  switch (op) {
+    case Op::kAllreduce:
+      MPI_Allreduce(send, recv, count, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD);
+      break;
+    case Op::kBcast:
+      MPI_Bcast(rank == 0 ? send : recv, count, MPI_FLOAT, 0, MPI_COMM_WORLD);
+      break;
+    case Op::kGather:
+      MPI_Gather(send, count, MPI_FLOAT, recv, count, MPI_FLOAT, 0, MPI_COMM_WORLD);
+      break;
+  }
+}
+
+// Mean over ranks of this rank's mean iteration time, on rank 0.
+double TimeOneSize(Op op, int count, int iters, int warmup, int rank, int nranks) {
+  std::vector<float> send(count, 1.0f);
+  const size_t recv_count =
+      op == Op::kGather ? (rank == 0 ? size_t(count) * nranks : 0) : count;
+  std::vector<float> recv(recv_count, 0.0f);
+  float* recv_ptr = recv.empty() ? nullptr : recv.data();
+
+  for (int i = 0; i < warmup; ++i) Call(op, send.data(), recv_ptr, count, rank);
+  MPI_Barrier(MPI_COMM_WORLD);
+  double total_s = 0;
+  for (int i = 0; i < iters; ++i) {
+    const double t0 = MPI_Wtime();
+    Call(op, send.data(), recv_ptr, count, rank);
+    const double t1 = MPI_Wtime();
+    total_s += t1 - t0;
+  }
+  const double mean_s = total_s / iters;
+  double sum_of_means_s = 0;
+  MPI_Reduce(&mean_s, &sum_of_means_s, 1, MPI_DOUBLE, MPI_SUM, 0, MPI_COMM_WORLD);
+  return sum_of_means_s / nranks;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  MPI_Init(&argc, &argv);
+  int rank = 0, nranks = 1;
+  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+  MPI_Comm_size(MPI_COMM_WORLD, &nranks);
+
+  Op op;
+  const int iters = argc > 2 ? std::atoi(argv[2]) : 0;
+  const int warmup = argc > 3 ? std::atoi(argv[3]) : -1;
+  if (argc < 5 || !ParseOp(argv[1], &op) || iters <= 0 || warmup < 0) {
+    if (rank == 0) {
+      std::fprintf(stderr,
+                   "usage: %s allreduce|bcast|gather ITERS WARMUP BYTES...\n",
+                   argv[0]);
+    }
+    MPI_Finalize();
+    return 2;
+  }
+  for (int a = 4; a < argc; ++a) {
+    const long long bytes = std::atoll(argv[a]);
+    if (bytes < static_cast<long long>(sizeof(float)) || bytes % sizeof(float) != 0) {
+      if (rank == 0) std::fprintf(stderr, "bad size '%s' (a multiple of 4)\n", argv[a]);
+      MPI_Finalize();
+      return 2;
+    }
+    const int count = static_cast<int>(bytes / sizeof(float));
+    const double avg_s = TimeOneSize(op, count, iters, warmup, rank, nranks);
+    if (rank == 0) {
+      std::printf("%s %lld %d %d %.9e\n", argv[1], bytes, count, iters, avg_s);
+      std::fflush(stdout);
+    }
+  }
+  MPI_Finalize();
+  return 0;
+}

@@ -1,0 +1,122 @@
+// Command-line parsing of the engine flags (DESIGN §6): every flag, the
+// size sweep, and a clear InvalidArgument naming the flag for bad input.
+#include <string>
+#include <vector>
+
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "worker/engine/options.h"
+
+namespace collbench {
+namespace {
+
+using ::testing::ElementsAre;
+using ::testing::HasSubstr;
+
+absl::StatusOr<EngineOptions> Parse(std::vector<std::string> args) {
+  return ParseEngineArgs(args);
+}
+
+TEST(OptionsTest, DefaultsFollowTheDesign) {
+  auto o = Parse({"allreduce"});
+  ASSERT_TRUE(o.ok()) << o.status();
+  EXPECT_EQ(o->operation, "allreduce");
+  EXPECT_EQ(o->backend, "mpi");
+  EXPECT_EQ(o->dtype, DataType::kFloat32);
+  EXPECT_EQ(o->redop, ReduceOp::kSum);
+  EXPECT_EQ(o->format, OutputFormat::kTable);
+  const std::vector<uint64_t> sizes = SweepSizes(*o);
+  EXPECT_EQ(sizes.front(), 8u);
+  EXPECT_EQ(sizes.back(), 16u << 20);
+  EXPECT_EQ(sizes.size(), 22u);  // 8 B .. 16 MiB by 2
+}
+
+TEST(OptionsTest, ShortAndLongFlags) {
+  auto o = Parse({"-b", "1K", "-e", "1M", "-f", "4", "-n", "10", "-w", "3", "bcast",
+                  "--root=2", "-c", "--format", "jsonl", "-d", "int64", "-o", "max",
+                  "--memory", "numa:0", "--window", "16"});
+  ASSERT_TRUE(o.ok()) << o.status();
+  EXPECT_THAT(SweepSizes(*o), ElementsAre(1024, 4096, 16384, 65536, 262144, 1048576));
+  EXPECT_EQ(*o->iters, 10);
+  EXPECT_EQ(*o->warmup, 3);
+  EXPECT_EQ(o->root, 2);
+  EXPECT_TRUE(o->check);
+  EXPECT_EQ(o->format, OutputFormat::kJsonl);
+  EXPECT_EQ(o->dtype, DataType::kInt64);
+  EXPECT_EQ(o->redop, ReduceOp::kMax);
+  EXPECT_EQ(o->memory, "numa:0");
+  EXPECT_EQ(o->window, 16);
+}
+
+TEST(OptionsTest, ExplicitSizesAndAll) {
+  auto o = Parse({"alltoall", "--sizes", "8,1K,64K,1M", "--dtype", "all", "--redop", "all"});
+  ASSERT_TRUE(o.ok()) << o.status();
+  EXPECT_THAT(SweepSizes(*o), ElementsAre(8, 1024, 65536, 1048576));
+  EXPECT_TRUE(o->all_dtypes);
+  EXPECT_TRUE(o->all_redops);
+  EXPECT_EQ(SpecEcho(*o).at("dtype"), "all");
+}
+
+TEST(OptionsTest, ScenarioAsOperationOrFlag) {
+  auto a = Parse({"gradient-replay", "--model", "bert-base"});
+  ASSERT_TRUE(a.ok());
+  EXPECT_EQ(a->scenario, "gradient-replay");
+  auto b = Parse({"--scenario", "parameter-server", "--strategy", "host"});
+  ASSERT_TRUE(b.ok());
+  EXPECT_EQ(b->operation, "parameter-server");
+}
+
+TEST(OptionsTest, AdaptiveBudget) {
+  auto o = Parse({"allreduce", "--time-budget", "250ms"});
+  ASSERT_TRUE(o.ok());
+  EXPECT_DOUBLE_EQ(*o->time_budget_s, 0.25);
+}
+
+TEST(OptionsTest, DefaultItersAreManyForSmallFewForLarge) {
+  EXPECT_GT(DefaultIters(8), DefaultIters(1 << 20));
+  EXPECT_GT(DefaultIters(1 << 20), DefaultIters(64 << 20));
+  EXPECT_GE(DefaultWarmup(8), DefaultWarmup(64 << 20));
+}
+
+struct BadCase {
+  std::vector<std::string> args;
+  std::string mentions;
+};
+
+class BadOptionsTest : public ::testing::TestWithParam<BadCase> {};
+
+TEST_P(BadOptionsTest, IsInvalidArgumentNamingTheProblem) {
+  auto o = Parse(GetParam().args);
+  ASSERT_FALSE(o.ok());
+  EXPECT_EQ(o.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(std::string(o.status().message()), HasSubstr(GetParam().mentions));
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Cases, BadOptionsTest,
+    ::testing::Values(
+        BadCase{{}, "missing OPERATION"},
+        BadCase{{"allreduce", "--bogus"}, "unknown flag '--bogus'"},
+        BadCase{{"allreduce", "-b", "12Q"}, "--min-bytes"},
+        BadCase{{"allreduce", "-b", "4K", "-e", "1K"}, "--max-bytes (1K) is below --min-bytes (4K)"},
+        BadCase{{"allreduce", "--sizes", "8,,1K"}, "--sizes"},
+        BadCase{{"allreduce", "--sizes", "8", "-e", "1K"}, "--sizes conflicts"},
+        BadCase{{"allreduce", "-n", "0"}, "--iters"},
+        BadCase{{"allreduce", "-n", "-5"}, "--iters"},
+        BadCase{{"allreduce", "-w", "x"}, "--warmup"},
+        BadCase{{"allreduce", "-f", "1"}, "--factor"},
+        BadCase{{"allreduce", "--dtype", "float8"}, "unknown --dtype 'float8'"},
+        BadCase{{"allreduce", "--redop", "avg"}, "unknown --redop 'avg'"},
+        BadCase{{"allreduce", "--root", "-1"}, "--root"},
+        BadCase{{"allreduce", "--format", "xml"}, "--format"},
+        BadCase{{"allreduce", "--time-budget", "fast"}, "--time-budget"},
+        BadCase{{"allreduce", "--time-budget", "1s", "-n", "5"}, "conflicts with --iters"},
+        BadCase{{"allreduce", "--window", "5000"}, "--window"},
+        BadCase{{"allreduce", "--scenario", "training"}, "--scenario"},
+        BadCase{{"allreduce", "--bucket-bytes", "0"}, "--bucket-bytes"},
+        BadCase{{"allreduce", "-n"}, "needs a value"},
+        BadCase{{"allreduce", "--check=yes"}, "takes no value"},
+        BadCase{{"allreduce", "bcast"}, "unexpected argument 'bcast'"}));
+
+}  // namespace
+}  // namespace collbench

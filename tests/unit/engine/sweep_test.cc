@@ -1,0 +1,212 @@
+// The shared driver, run without MPI: iteration counts, validation catching
+// a corrupted buffer, the numbers each size record carries, and the timing
+// loop's fixed and adaptive modes.
+#include <cmath>
+#include <memory>
+#include <vector>
+
+#include "gtest/gtest.h"
+#include "tests/unit/engine/fakes.h"
+#include "worker/engine/collectives/operation.h"
+#include "worker/engine/memory/memory_kind.h"
+#include "worker/engine/report/reporter.h"
+#include "worker/engine/sweep.h"
+#include "worker/engine/timing.h"
+
+namespace collbench {
+namespace {
+
+class RecordingReporter final : public Reporter {
+ public:
+  void Start(const StartRecord&) override {}
+  void Size(const SizeRecord& r) override { sizes.push_back(r); }
+  void End(const EndRecord&) override {}
+  void Error(const ErrorRecord&) override {}
+  std::vector<SizeRecord> sizes;
+};
+
+class SweepTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    RegisterBuiltinOperations(&operations_);
+    RegisterBuiltinMemoryKinds(&memory_);
+    host_ = *memory_.Create("default", nullptr);
+    options_.sizes_bytes = {8, 1024, 65536};
+    options_.iters = 7;
+    options_.warmup = 3;
+    options_.check = true;
+  }
+
+  absl::StatusOr<SweepTotals> Run(const std::string& op_name) {
+    env_.options = &options_;
+    env_.op = *operations_.Find(op_name);
+    env_.backend = &backend_;
+    env_.comm = &comm_;
+    env_.host_memory = host_.get();
+    env_.reporter = &reporter_;
+    return RunSweep(env_);
+  }
+
+  OperationRegistry operations_;
+  MemoryKindRegistry memory_;
+  std::unique_ptr<MemoryKind> host_;
+  EngineOptions options_;
+  SingleRankCommunicator comm_;
+  LoopbackBackend backend_;
+  RecordingReporter reporter_;
+  SweepEnv env_;
+};
+
+TEST_F(SweepTest, RunsWarmupThenTimedIterationsThenOneCheckedCall) {
+  auto totals = Run("allreduce");
+  ASSERT_TRUE(totals.ok()) << totals.status();
+  EXPECT_EQ(totals->sizes, 3u);
+  EXPECT_EQ(totals->wrong, 0u);
+  EXPECT_EQ(backend_.calls, 3 * (3 + 7 + 1));
+  EXPECT_EQ(comm_.barriers, 3);  // one before each timed loop, none inside
+  ASSERT_EQ(reporter_.sizes.size(), 3u);
+  for (const SizeRecord& r : reporter_.sizes) {
+    EXPECT_EQ(r.iters, 7u);
+    EXPECT_EQ(r.histogram.count(), 7u);
+    EXPECT_TRUE(r.checked);
+    EXPECT_GT(r.avg_s, 0);
+    EXPECT_LE(r.min_s, r.avg_s);
+    EXPECT_GE(r.max_s, r.avg_s);
+    EXPECT_DOUBLE_EQ(r.algbw_Bps, r.bytes / r.avg_s);
+    // One rank: allreduce's bus factor 2(n-1)/n is 0.
+    EXPECT_DOUBLE_EQ(r.busbw_Bps, 0.0);
+  }
+  EXPECT_EQ(reporter_.sizes[1].count, 256u);
+  EXPECT_EQ(reporter_.sizes[1].redop, "sum");
+}
+
+TEST_F(SweepTest, CheckCountsACorruptedElement) {
+  backend_.corrupt = true;
+  auto totals = Run("allreduce");
+  ASSERT_TRUE(totals.ok()) << totals.status();
+  EXPECT_EQ(totals->wrong, 3u);  // one element in each of three sizes
+  for (const SizeRecord& r : reporter_.sizes) EXPECT_EQ(r.wrong, 1u);
+}
+
+TEST_F(SweepTest, DebugCorruptFlagIsCaughtToo) {
+  options_.corrupt_rank = 0;
+  auto totals = Run("alltoall");
+  ASSERT_TRUE(totals.ok()) << totals.status();
+  EXPECT_EQ(totals->wrong, 3u);
+}
+
+TEST_F(SweepTest, EveryCollectiveValidatesOnOneRank) {
+  for (const char* op : {"gather", "allgather", "reduce", "reduce_scatter", "alltoall"}) {
+    for (DataType t : AllDataTypes()) {
+      options_.dtype = t;
+      auto totals = Run(op);
+      ASSERT_TRUE(totals.ok()) << op << ": " << totals.status();
+      EXPECT_EQ(totals->wrong, 0u) << op << " " << DataTypeName(t);
+    }
+  }
+}
+
+TEST_F(SweepTest, UncheckedRunsReportNotChecked) {
+  options_.check = false;
+  ASSERT_TRUE(Run("allreduce").ok());
+  EXPECT_EQ(backend_.calls, 3 * (3 + 7));
+  EXPECT_FALSE(reporter_.sizes[0].checked);
+}
+
+TEST(TimingTest, FixedModeRecordsEveryIteration) {
+  SingleRankCommunicator comm;
+  IterationPolicy policy;
+  policy.warmup = 2;
+  policy.iters = 50;
+  int calls = 0;
+  auto timing = TimeIterations(comm, policy, [&] {
+    ++calls;
+    return absl::OkStatus();
+  });
+  ASSERT_TRUE(timing.ok());
+  EXPECT_EQ(calls, 52);
+  EXPECT_EQ(timing->iters, 50u);
+  EXPECT_EQ(timing->histogram.count(), 50u);
+  EXPECT_EQ(timing->histogram.sum_ns(), timing->total_ns);
+}
+
+TEST(TimingTest, AnIterationErrorStopsTheLoop) {
+  SingleRankCommunicator comm;
+  IterationPolicy policy;
+  policy.iters = 10;
+  int calls = 0;
+  auto timing = TimeIterations(comm, policy, [&] {
+    return ++calls == 4 ? absl::InternalError("boom") : absl::OkStatus();
+  });
+  EXPECT_EQ(timing.status().code(), absl::StatusCode::kInternal);
+  EXPECT_EQ(calls, 4);
+}
+
+TEST(TimingTest, TimeScaleHalvesRecordedTimes) {
+  SingleRankCommunicator comm;
+  IterationPolicy policy;
+  policy.iters = 20;
+  policy.time_scale = 0.5;
+  auto sleep_50us = [] {
+    const auto until = std::chrono::steady_clock::now() + std::chrono::microseconds(50);
+    while (std::chrono::steady_clock::now() < until) {
+    }
+    return absl::OkStatus();
+  };
+  auto timing = TimeIterations(comm, policy, sleep_50us);
+  ASSERT_TRUE(timing.ok());
+  EXPECT_GE(timing->histogram.min_ns(), 25000u);
+  EXPECT_LT(timing->histogram.min_ns(), 50000u);
+}
+
+TEST(TimingTest, AdaptiveModeStopsOnPrecisionForSteadyIterations) {
+  SingleRankCommunicator comm;
+  IterationPolicy policy;
+  policy.time_budget_s = 5.0;
+  policy.min_iters = 10;
+  // A steady 20 us iteration: the median is pinned down long before 5 s.
+  auto steady = [] {
+    const auto until = std::chrono::steady_clock::now() + std::chrono::microseconds(20);
+    while (std::chrono::steady_clock::now() < until) {
+    }
+    return absl::OkStatus();
+  };
+  const auto start = std::chrono::steady_clock::now();
+  auto timing = TimeIterations(comm, policy, steady);
+  const double elapsed_s =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  ASSERT_TRUE(timing.ok());
+  EXPECT_GE(timing->iters, 10u);
+  EXPECT_LT(elapsed_s, 4.0);
+  EXPECT_LE(RelativeMedianCi(timing->histogram), 0.01);
+}
+
+TEST(TimingTest, AdaptiveModeRespectsTheBudget) {
+  SingleRankCommunicator comm;
+  IterationPolicy policy;
+  policy.time_budget_s = 0.2;
+  policy.target_relative_ci = 0.0;  // never precise enough: only the budget stops it
+  int calls = 0;
+  auto timing = TimeIterations(comm, policy, [&] {
+    ++calls;
+    const auto until = std::chrono::steady_clock::now() +
+                       std::chrono::microseconds(calls % 2 == 0 ? 100 : 300);
+    while (std::chrono::steady_clock::now() < until) {
+    }
+    return absl::OkStatus();
+  });
+  ASSERT_TRUE(timing.ok());
+  const double spent_s = timing->total_ns * 1e-9;
+  EXPECT_GE(spent_s, 0.2);
+  EXPECT_LT(spent_s, 0.6);  // the last batch is sized to what is left
+}
+
+TEST(TimingTest, RelativeMedianCiShrinksWithSamples) {
+  Histogram few, many;
+  for (int i = 0; i < 20; ++i) few.Record(1000 + (i % 5) * 100);
+  for (int i = 0; i < 20000; ++i) many.Record(1000 + (i % 5) * 100);
+  EXPECT_GT(RelativeMedianCi(few), RelativeMedianCi(many));
+}
+
+}  // namespace
+}  // namespace collbench
