@@ -33,6 +33,16 @@ std::string VersionsText() {
                       CudaVersionText(runtime));
 }
 
+// cudaGetDeviceCount's failure, with what it usually means on a machine
+// without a GPU: the static runtime finds no libcuda.so at all.
+std::string NoDeviceReason(cudaError_t rc) {
+  if (rc != cudaErrorInsufficientDriver) return cudaGetErrorString(rc);
+  int runtime = 0;
+  (void)cudaRuntimeGetVersion(&runtime);
+  return absl::StrCat(cudaGetErrorString(rc), " (no NVIDIA driver, or one older than CUDA ",
+                      CudaVersionText(runtime), ")");
+}
+
 class CudaDeviceRuntime final : public DeviceRuntime {
  public:
   CudaDeviceRuntime() = default;
@@ -75,7 +85,7 @@ absl::Status CudaDeviceRuntime::Init(int local_rank) {
   const cudaError_t rc = cudaGetDeviceCount(&count);
   if (rc != cudaSuccess) {
     return absl::FailedPreconditionError(
-        absl::StrCat("no CUDA device: ", cudaGetErrorString(rc)));
+        absl::StrCat("no CUDA device: ", NoDeviceReason(rc)));
   }
   if (count == 0) {
     return absl::FailedPreconditionError(
@@ -154,8 +164,7 @@ std::string CudaDeviceRuntime::Describe() {
     int count = 0;
     const cudaError_t rc = cudaGetDeviceCount(&count);
     if (rc != cudaSuccess) {
-      return absl::StrCat("no CUDA device: ", cudaGetErrorString(rc), " (",
-                          VersionsText(), ")");
+      return absl::StrCat("no CUDA device: ", NoDeviceReason(rc), "; ", VersionsText());
     }
     return absl::StrCat(count, " CUDA device(s), none selected yet (",
                         VersionsText(), ")");
