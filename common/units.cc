@@ -82,6 +82,18 @@ std::string FormatBytes(uint64_t bytes) {
   return absl::StrCat(bytes);
 }
 
+std::string FormatBytesHuman(uint64_t bytes) {
+  static constexpr const char* kUnits[] = {"B", "KiB", "MiB", "GiB", "TiB", "PiB"};
+  double value = static_cast<double>(bytes);
+  int unit = 0;
+  while (value >= 1024 && unit < 5) {
+    value /= 1024;
+    ++unit;
+  }
+  if (unit == 0) return absl::StrCat(bytes, " B");
+  return absl::StrFormat("%.1f %s", value, kUnits[unit]);
+}
+
 absl::StatusOr<double> ParseDurationSeconds(absl::string_view text) {
   const absl::string_view s = absl::StripAsciiWhitespace(text);
   size_t end = 0;

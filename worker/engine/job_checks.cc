@@ -78,14 +78,14 @@ absl::StatusOr<MemoryPlan> CheckJob(const EngineOptions& o, const Operation& op,
 }
 
 absl::Status CheckFits(uint64_t bytes_per_rank, int ranks_here, uint64_t available_bytes,
-                       const std::string& where) {
+                       const std::string& where, const std::string& advice) {
   const uint64_t needed = bytes_per_rank * static_cast<uint64_t>(ranks_here);
   if (needed <= available_bytes) return absl::OkStatus();
   return absl::InvalidArgumentError(absl::StrCat(
       "buffers do not fit in ", where, ": the largest size needs ",
-      FormatBytes(bytes_per_rank), "B per rank x ", ranks_here, " ranks = ",
-      FormatBytes(needed), "B, but only ", FormatBytes(available_bytes),
-      "B is available; lower --max-bytes"));
+      FormatBytesHuman(bytes_per_rank), " per rank x ", ranks_here, " ranks here = ",
+      FormatBytesHuman(needed), ", but only ", FormatBytesHuman(available_bytes),
+      " is available; ", advice));
 }
 
 absl::StatusOr<uint64_t> HostMemoryAvailable() {

@@ -30,9 +30,10 @@ absl::StatusOr<MemoryPlan> CheckJob(const EngineOptions& options, const Operatio
                                     const BackendInfo& backend, int nranks);
 
 // Whether `bytes` of buffers on each of `ranks_here` ranks fit in
-// `available_bytes`. InvalidArgument saying what was asked and what is there.
+// `available_bytes`. InvalidArgument saying what was asked, what is there
+// and `advice` (e.g. "lower --max-bytes").
 absl::Status CheckFits(uint64_t bytes_per_rank, int ranks_here, uint64_t available_bytes,
-                       const std::string& where);
+                       const std::string& where, const std::string& advice);
 
 // MemAvailable from /proc/meminfo, in bytes.
 absl::StatusOr<uint64_t> HostMemoryAvailable();

@@ -103,14 +103,14 @@ absl::Status PrepareLocal(Engine& e, const Operation& op, const MemoryPlan& plan
     RETURN_IF_ERROR(e.host_memory->CheckAvailable());
     ASSIGN_OR_RETURN(uint64_t available, HostMemoryAvailable());
     RETURN_IF_ERROR(CheckFits(PeakBufferBytes(e.options, op, e.world->rank(), e.world->size()),
-                              e.world->local_size(), available, "host memory"));
+                              e.world->local_size(), available, "host memory", "lower --max-bytes"));
   }
   if (!plan.device_kind.empty()) {
     ASSIGN_OR_RETURN(e.device_memory, e.memory.Create(plan.device_kind, e.device.get()));
     RETURN_IF_ERROR(e.device_memory->CheckAvailable());
     ASSIGN_OR_RETURN(auto info, e.device->MemoryInfo());
     RETURN_IF_ERROR(CheckFits(PeakBufferBytes(e.options, op, e.world->rank(), e.world->size()),
-                              1, info.first, "device memory"));
+                              1, info.first, "device memory", "lower --max-bytes"));
   }
   return absl::OkStatus();
 }
@@ -208,8 +208,7 @@ absl::StatusOr<SweepTotals> RunScenario(Engine& e) {
   env.memory = &e.memory;
   env.device = e.device.get();
   env.reporter = e.reporter.get();
-  RETURN_IF_ERROR(ps ? RunParameterServer(env) : RunGradientReplay(env));
-  return SweepTotals{};
+  return ps ? RunParameterServer(env) : RunGradientReplay(env);
 }
 
 int Finish(Engine& e, const absl::StatusOr<SweepTotals>& result) {

@@ -39,7 +39,8 @@ std::string NoDeviceReason(cudaError_t rc) {
   if (rc != cudaErrorInsufficientDriver) return cudaGetErrorString(rc);
   int runtime = 0;
   (void)cudaRuntimeGetVersion(&runtime);
-  return absl::StrCat(cudaGetErrorString(rc), " (no NVIDIA driver, or one older than CUDA ",
+  return absl::StrCat(cudaGetErrorString(rc),
+                      " (no NVIDIA driver, or one older than CUDA ",
                       CudaVersionText(runtime), ")");
 }
 

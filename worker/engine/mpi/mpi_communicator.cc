@@ -116,7 +116,8 @@ std::string MpiCommunicator::library_version() const {
   char text[MPI_MAX_LIBRARY_VERSION_STRING] = {0};
   int length = 0;
   MPI_Get_library_version(text, &length);
-  std::string version(text, length);
+  // Some libraries count the terminating NUL in `length`.
+  std::string version(text, strnlen(text, static_cast<size_t>(length)));
   // Keep the first line: MPICH appends its whole configure line.
   version = version.substr(0, version.find('\n'));
   return std::string(absl::StripAsciiWhitespace(version));

@@ -111,17 +111,20 @@ absl::StatusOr<const void*> ReadOnHost(DeviceRuntime& device, const Buffer& buff
   return staging->data();
 }
 
+constexpr char kFitAdvice[] = "use a smaller --model or fewer ranks per host";
+
 // Whether two gradient buffers per rank fit in what this host or device
 // has free, before anything is allocated.
 absl::Status CheckBuffersFit(const ScenarioEnv& env, MemorySpace space,
                              uint64_t bytes_per_buffer) {
   if (space == MemorySpace::kDevice) {
     ASSIGN_OR_RETURN(auto free_and_total, env.device->MemoryInfo());
-    return CheckFits(2 * bytes_per_buffer, 1, free_and_total.first, "device memory");
+    return CheckFits(2 * bytes_per_buffer, 1, free_and_total.first, "device memory",
+                     kFitAdvice);
   }
   ASSIGN_OR_RETURN(uint64_t available, HostMemoryAvailable());
-  return CheckFits(2 * bytes_per_buffer, env.comm->local_size(), available,
-                   "host memory");
+  return CheckFits(2 * bytes_per_buffer, env.comm->local_size(), available, "host memory",
+                   kFitAdvice);
 }
 
 // Chooses the memory kind (--memory, else the backend's natural one),
@@ -351,8 +354,8 @@ absl::Status ValidateGradientReplay(const EngineOptions& options, int nranks) {
   return absl::OkStatus();
 }
 
-absl::Status RunGradientReplay(const ScenarioEnv& env) {
-  return ReplayAllRankCounts(env).status();
+absl::StatusOr<SweepTotals> RunGradientReplay(const ScenarioEnv& env) {
+  return ReplayAllRankCounts(env);
 }
 
 }  // namespace collbench

@@ -411,8 +411,8 @@ absl::Status ValidateParameterServer(const EngineOptions& options, int nranks) {
   return absl::OkStatus();
 }
 
-absl::Status RunParameterServer(const ScenarioEnv& env) {
-  return ServeAllSizes(env).status();
+absl::StatusOr<SweepTotals> RunParameterServer(const ScenarioEnv& env) {
+  return ServeAllSizes(env);
 }
 
 }  // namespace collbench

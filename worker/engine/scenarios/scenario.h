@@ -6,7 +6,9 @@
 #define COLLBENCH_WORKER_ENGINE_SCENARIOS_SCENARIO_H_
 
 #include "absl/status/status.h"
+#include "absl/status/statusor.h"
 #include "worker/engine/options.h"
+#include "worker/engine/sweep.h"
 
 namespace collbench {
 
@@ -30,8 +32,10 @@ struct ScenarioEnv {
 absl::Status ValidateParameterServer(const EngineOptions& options, int nranks);
 absl::Status ValidateGradientReplay(const EngineOptions& options, int nranks);
 
-absl::Status RunParameterServer(const ScenarioEnv& env);
-absl::Status RunGradientReplay(const ScenarioEnv& env);
+// Both return the sizes measured and the wrong elements found (over every
+// rank), the same on every rank.
+absl::StatusOr<SweepTotals> RunParameterServer(const ScenarioEnv& env);
+absl::StatusOr<SweepTotals> RunGradientReplay(const ScenarioEnv& env);
 
 }  // namespace collbench
 
