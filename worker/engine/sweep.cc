@@ -192,19 +192,24 @@ SizeRecord MakeSizeRecord(const Operation& op, const OpContext& ctx,
   r.dtype = std::string(DataTypeName(ctx.dtype));
   if (traits.reduces) r.redop = std::string(ReduceOpName(ctx.redop));
   if (traits.rooted) r.root = ctx.root;
-  r.iters = summary.iters;
-  r.avg_s = summary.avg_s;
-  r.min_s = summary.min_s;
-  r.max_s = summary.max_s;
-  r.p50_s = summary.p50_s;
-  r.p90_s = summary.p90_s;
-  r.p99_s = summary.p99_s;
-  r.algbw_Bps = summary.avg_s > 0 ? op.AlgBytes(ctx) / summary.avg_s : 0.0;
-  r.busbw_Bps = r.algbw_Bps * op.BusFactor(ctx.nranks);
+  FillTimings(summary, op.AlgBytes(ctx), op.BusFactor(ctx.nranks), &r);
   r.checked = checked;
   r.wrong = wrong;
-  r.histogram = summary.histogram;
   return r;
+}
+
+void FillTimings(const RankSummary& summary, double alg_bytes, double bus_factor,
+                 SizeRecord* record) {
+  record->iters = summary.iters;
+  record->avg_s = summary.avg_s;
+  record->min_s = summary.min_s;
+  record->max_s = summary.max_s;
+  record->p50_s = summary.p50_s;
+  record->p90_s = summary.p90_s;
+  record->p99_s = summary.p99_s;
+  record->algbw_Bps = summary.avg_s > 0 ? alg_bytes / summary.avg_s : 0.0;
+  record->busbw_Bps = record->algbw_Bps * bus_factor;
+  record->histogram = summary.histogram;
 }
 
 absl::StatusOr<SweepTotals> RunSweep(const SweepEnv& env) {

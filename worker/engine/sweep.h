@@ -54,6 +54,11 @@ OpContext MakeOpContext(const EngineOptions& options, const Communicator& comm,
 uint64_t PeakBufferBytes(const EngineOptions& options, const Operation& op, int rank,
                          int nranks);
 
+// Copies the timing summary into `record` (iters, avg/min/max, percentiles,
+// histogram) with algbw = alg_bytes / avg and busbw = algbw x bus_factor.
+void FillTimings(const RankSummary& summary, double alg_bytes, double bus_factor,
+                 SizeRecord* record);
+
 // Builds the record rank 0 reports for one size from the summary.
 SizeRecord MakeSizeRecord(const Operation& op, const OpContext& ctx,
                           const RankSummary& summary, bool checked, uint64_t wrong);

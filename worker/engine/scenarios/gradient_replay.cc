@@ -225,20 +225,11 @@ SizeRecord MakeRecord(const EngineOptions& options, const ReplayPlan& plan, int 
   record.bytes = plan.total_count * ElementSize(plan.dtype);
   record.dtype = std::string(DataTypeName(plan.dtype));
   record.redop = std::string(ReduceOpName(ReduceOp::kSum));
-  record.iters = summary.iters;
-  record.avg_s = summary.avg_s;
-  record.min_s = summary.min_s;
-  record.max_s = summary.max_s;
-  record.p50_s = summary.p50_s;
-  record.p90_s = summary.p90_s;
-  record.p99_s = summary.p99_s;
-  if (summary.avg_s > 0) {
-    record.algbw_Bps = static_cast<double>(record.bytes) / summary.avg_s;
-    record.busbw_Bps = record.algbw_Bps * 2.0 * (nranks - 1) / nranks;
-  }
+  // An all-reduce of every bucket: allreduce's bus factor 2(n-1)/n.
+  FillTimings(summary, static_cast<double>(record.bytes), 2.0 * (nranks - 1) / nranks,
+              &record);
   record.wrong = wrong;
   record.checked = options.check;
-  record.histogram = summary.histogram;
   const double step_s = plan.compute_s + summary.avg_s;
   record.scenario = {
       {"ranks", static_cast<double>(nranks)},

@@ -300,22 +300,11 @@ SizeRecord MakeRecord(const PsRun& run, size_t count, const RankSummary& summary
   record.bytes = count * ElementSize(run.dtype);
   record.dtype = std::string(DataTypeName(run.dtype));
   record.root = kPs;
-  record.iters = summary.iters;
-  record.avg_s = summary.avg_s;
-  record.min_s = summary.min_s;
-  record.max_s = summary.max_s;
-  record.p50_s = summary.p50_s;
-  record.p90_s = summary.p90_s;
-  record.p99_s = summary.p99_s;
-  if (summary.avg_s > 0) {
-    // Each worker receives and sends `bytes`; the PS's link carries that
-    // for every worker.
-    record.algbw_Bps = 2.0 * record.bytes / summary.avg_s;
-    record.busbw_Bps = record.algbw_Bps * (run.nranks - 1);
-  }
+  // Each worker receives and sends `bytes`; the PS's link carries that for
+  // every worker.
+  FillTimings(summary, 2.0 * record.bytes, run.nranks - 1, &record);
   record.wrong = wrong;
   record.checked = checked;
-  record.histogram = summary.histogram;
   record.scenario = {
       {"workers", static_cast<double>(run.nranks - 1)},
       {"strategy_code", static_cast<double>(run.strategy - kStrategies)},
