@@ -1,0 +1,216 @@
+#include "client/format.h"
+
+#include <algorithm>
+#include <map>
+#include <tuple>
+
+#include "absl/strings/ascii.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
+#include "absl/time/time.h"
+#include "google/protobuf/util/json_util.h"
+
+namespace collbench {
+namespace {
+
+constexpr double kUs = 1e6;
+constexpr double kGB = 1e9;
+
+std::string Lower(absl::string_view name) { return absl::AsciiStrToLower(name); }
+
+std::string TimeText(const google::protobuf::Timestamp& t) {
+  if (t.seconds() == 0 && t.nanos() == 0) return "-";
+  return absl::FormatTime("%Y-%m-%d %H:%M:%S", absl::FromUnixSeconds(t.seconds()),
+                          absl::UTCTimeZone());
+}
+
+std::string PlacementName(const v1::Placement& p) {
+  switch (p.policy()) {
+    case v1::SPREAD: return "spread";
+    case v1::EXPLICIT: return "explicit";
+    default: return "pack";
+  }
+}
+
+std::string MpiName(v1::MpiImplementation mpi) { return mpi == v1::MPICH ? "mpich" : "openmpi"; }
+
+std::string TransportName(v1::Transport t) {
+  switch (t) {
+    case v1::SHM: return "shm";
+    case v1::TCP: return "tcp";
+    case v1::UCX: return "ucx";
+    default: return "auto";
+  }
+}
+
+std::string OrDash(const std::string& s) { return s.empty() ? "-" : s; }
+
+std::string Json(const google::protobuf::Message& m) {
+  std::string out;
+  google::protobuf::util::JsonPrintOptions options;
+  options.preserve_proto_field_names = true;
+  if (!google::protobuf::util::MessageToJsonString(m, &out, options).ok()) return "{}";
+  return out;
+}
+
+using Key = std::tuple<std::string, std::string, std::string, uint64_t>;
+
+Key KeyOf(const v1::SizeResult& r) { return {r.operation(), r.dtype(), r.redop(), r.bytes()}; }
+
+// Right-aligns every column to its widest cell, two spaces apart.
+std::string AlignColumns(const std::vector<std::vector<std::string>>& rows) {
+  std::vector<size_t> widths;
+  for (const auto& row : rows) {
+    widths.resize(std::max(widths.size(), row.size()), 0);
+    for (size_t i = 0; i < row.size(); ++i) widths[i] = std::max(widths[i], row[i].size());
+  }
+  std::string out;
+  for (const auto& row : rows) {
+    for (size_t i = 0; i < row.size(); ++i) {
+      absl::StrAppend(&out, i == 0 ? "" : "  ", std::string(widths[i] - row[i].size(), ' '),
+                      row[i]);
+    }
+    absl::StrAppend(&out, "\n");
+  }
+  return out;
+}
+
+}  // namespace
+
+absl::StatusOr<OutputKind> ParseOutputKind(absl::string_view text) {
+  if (text == "table") return OutputKind::kTable;
+  if (text == "jsonl") return OutputKind::kJsonl;
+  if (text == "csv") return OutputKind::kCsv;
+  return absl::InvalidArgumentError(
+      absl::StrCat("invalid --output '", text, "': use table, jsonl or csv"));
+}
+
+std::string RunStateName(v1::RunState state) { return Lower(v1::RunState_Name(state)); }
+std::string WorkerStateName(v1::WorkerState state) { return Lower(v1::WorkerState_Name(state)); }
+
+std::string DescribeRun(const v1::Run& run) {
+  const v1::RunSpec& s = run.spec();
+  return absl::StrFormat("%s %s/%s %d ranks %s %s", s.operation(),
+                         s.backend().empty() ? "mpi" : s.backend(), MpiName(s.mpi()), s.ranks(),
+                         PlacementName(s.placement()), TransportName(s.transport()));
+}
+
+std::string FormatRunList(const std::vector<v1::Run>& runs) {
+  std::string out = absl::StrFormat("%-28s %-10s %-14s %-16s %5s %-8s %9s %-19s %s\n", "RUN",
+                                    "STATE", "OPERATION", "BACKEND/MPI", "RANKS", "PLACE",
+                                    "SIZES", "CREATED", "ERROR");
+  for (const v1::Run& run : runs) {
+    const v1::RunSpec& s = run.spec();
+    absl::StrAppendFormat(&out, "%-28s %-10s %-14s %-16s %5d %-8s %4d/%-4d %-19s %s\n",
+                          run.name(), RunStateName(run.state()), s.operation(),
+                          absl::StrCat(s.backend().empty() ? "mpi" : s.backend(), "/",
+                                       MpiName(s.mpi())),
+                          s.ranks(), PlacementName(s.placement()), run.sizes_done(),
+                          run.sizes_total(), TimeText(run.create_time()), OrDash(run.error()));
+  }
+  return out;
+}
+
+std::string FormatWorkerList(const std::vector<v1::Worker>& workers) {
+  std::string out = absl::StrFormat("%-24s %-9s %-20s %-16s %5s %5s %9s %4s %s\n", "WORKER",
+                                    "STATE", "HOSTNAME", "HOST ID", "SLOTS", "CPUS", "MEMORY",
+                                    "GPUS", "RUN");
+  for (const v1::Worker& w : workers) {
+    const v1::Inventory& inv = w.inventory();
+    absl::StrAppendFormat(&out, "%-24s %-9s %-20s %-16s %5d %5d %8.1fG %4d %s\n", w.name(),
+                          WorkerStateName(w.state()), inv.hostname(),
+                          inv.host_id().substr(0, 16), w.slots(), inv.cpus(),
+                          inv.memory_bytes() / double(1 << 30), inv.gpus_size(),
+                          OrDash(w.current_run()));
+  }
+  return out;
+}
+
+std::string ResultHeader() {
+  return absl::StrFormat("%12s %9s %6s %10s %10s %10s %10s %11s %11s %7s\n", "bytes", "type",
+                         "redop", "avg_us", "p50_us", "p99_us", "max_us", "algbw_GBps",
+                         "busbw_GBps", "wrong");
+}
+
+std::string FormatResultRow(const v1::SizeResult& r) {
+  return absl::StrFormat("%12d %9s %6s %10.2f %10.2f %10.2f %10.2f %11.3f %11.3f %7s\n",
+                         r.bytes(), r.dtype(), r.redop().empty() ? "-" : r.redop(),
+                         r.avg_s() * kUs, r.p50_s() * kUs, r.p99_s() * kUs, r.max_s() * kUs,
+                         r.algbw_bytes_per_s() / kGB, r.busbw_bytes_per_s() / kGB,
+                         r.checked() ? absl::StrCat(r.wrong()) : "N/A");
+}
+
+std::string FormatRunResults(const v1::Run& run, const std::vector<v1::SizeResult>& results,
+                             OutputKind kind) {
+  std::string out;
+  if (kind == OutputKind::kJsonl) {
+    for (const v1::SizeResult& r : results) absl::StrAppend(&out, Json(r), "\n");
+    return out;
+  }
+  if (kind == OutputKind::kCsv) {
+    out = "run,operation,bytes,count,dtype,redop,iters,avg_s,min_s,max_s,p50_s,p90_s,p99_s,"
+          "algbw_Bps,busbw_Bps,wrong\n";
+    for (const v1::SizeResult& r : results) {
+      absl::StrAppendFormat(&out, "%s,%s,%d,%d,%s,%s,%d,%.9g,%.9g,%.9g,%.9g,%.9g,%.9g,%.6g,%.6g,%d\n",
+                            run.name(), r.operation(), r.bytes(), r.count(), r.dtype(), r.redop(),
+                            r.iters(), r.avg_s(), r.min_s(), r.max_s(), r.p50_s(), r.p90_s(),
+                            r.p99_s(), r.algbw_bytes_per_s(), r.busbw_bytes_per_s(), r.wrong());
+    }
+    return out;
+  }
+  out = absl::StrFormat("# %s: %s, %s\n", run.name(), DescribeRun(run), RunStateName(run.state()));
+  if (!run.mpi_version().empty()) absl::StrAppend(&out, "# ", run.mpi_version(), "\n");
+  if (!run.error().empty()) absl::StrAppend(&out, "# error: ", run.error(), "\n");
+  absl::StrAppend(&out, ResultHeader());
+  for (const v1::SizeResult& r : results) absl::StrAppend(&out, FormatResultRow(r));
+  return out;
+}
+
+std::string FormatComparison(const std::vector<RunWithResults>& runs, OutputKind kind) {
+  std::map<Key, std::vector<const v1::SizeResult*>> rows;
+  for (size_t i = 0; i < runs.size(); ++i) {
+    for (const v1::SizeResult& r : runs[i].results) {
+      auto& row = rows[KeyOf(r)];
+      row.resize(runs.size(), nullptr);
+      row[i] = &r;
+    }
+  }
+  const bool csv = kind == OutputKind::kCsv;
+  std::string out;
+  if (!csv) {
+    for (size_t i = 0; i < runs.size(); ++i) {
+      absl::StrAppendFormat(&out, "# [%d] %s: %s\n", i, runs[i].run.name(),
+                            DescribeRun(runs[i].run));
+    }
+  }
+  std::vector<std::string> header = {"operation", "dtype", "bytes"};
+  for (size_t i = 0; i < runs.size(); ++i) {
+    header.push_back(absl::StrCat("[", i, "]_avg_us"));
+    if (i > 0) header.push_back(absl::StrCat("[", i, "]/[0]"));
+  }
+  header.push_back("fastest");
+  std::vector<std::vector<std::string>> table = {header};
+  for (const auto& [key, row] : rows) {
+    std::vector<std::string> cells = {std::get<0>(key), std::get<1>(key),
+                                      absl::StrCat(std::get<3>(key))};
+    int fastest = -1;
+    for (size_t i = 0; i < row.size(); ++i) {
+      const v1::SizeResult* r = row[i];
+      cells.push_back(r ? absl::StrFormat("%.2f", r->avg_s() * kUs) : "-");
+      if (i > 0) {
+        cells.push_back(r && row[0] && row[0]->avg_s() > 0
+                            ? absl::StrFormat("%.2fx", r->avg_s() / row[0]->avg_s())
+                            : "-");
+      }
+      if (r && (fastest < 0 || r->avg_s() < row[fastest]->avg_s())) fastest = static_cast<int>(i);
+    }
+    cells.push_back(fastest < 0 ? "-" : absl::StrCat("[", fastest, "]"));
+    table.push_back(std::move(cells));
+  }
+  if (!csv) return out + AlignColumns(table);
+  for (const auto& cells : table) absl::StrAppend(&out, absl::StrJoin(cells, ","), "\n");
+  return out;
+}
+
+}  // namespace collbench

@@ -1,0 +1,52 @@
+// How the CLI shows runs and results: tables for people, JSON lines and CSV
+// for tools. Pure functions over the API messages, apart from any I/O.
+#ifndef COLLBENCH_CLIENT_FORMAT_H_
+#define COLLBENCH_CLIENT_FORMAT_H_
+
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
+#include "collbench/v1/run.pb.h"
+#include "collbench/v1/worker.pb.h"
+
+namespace collbench {
+
+enum class OutputKind { kTable, kJsonl, kCsv };
+
+absl::StatusOr<OutputKind> ParseOutputKind(absl::string_view text);
+
+// "queued", "running", ... (lower case, for tables).
+std::string RunStateName(v1::RunState state);
+std::string WorkerStateName(v1::WorkerState state);
+
+// One line per run: name, state, operation, backend/mpi, ranks, placement,
+// sizes done, created, error.
+std::string FormatRunList(const std::vector<v1::Run>& runs);
+
+// One line per worker: name, state, host, slots, cpus, memory, GPUs, run.
+std::string FormatWorkerList(const std::vector<v1::Worker>& workers);
+
+// A run's header and one row per size: the engine's table columns.
+std::string FormatRunResults(const v1::Run& run, const std::vector<v1::SizeResult>& results,
+                             OutputKind kind);
+
+// One row of the live view while a run goes on.
+std::string FormatResultRow(const v1::SizeResult& result);
+std::string ResultHeader();
+
+// Several runs side by side, matched by (operation, dtype, redop, bytes):
+// avg latency of each and its ratio to the first run, plus the fastest.
+struct RunWithResults {
+  v1::Run run;
+  std::vector<v1::SizeResult> results;
+};
+std::string FormatComparison(const std::vector<RunWithResults>& runs, OutputKind kind);
+
+// "allreduce mpi/openmpi 4 ranks spread" — what distinguishes a run.
+std::string DescribeRun(const v1::Run& run);
+
+}  // namespace collbench
+
+#endif  // COLLBENCH_CLIENT_FORMAT_H_
