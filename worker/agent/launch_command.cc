@@ -1,0 +1,112 @@
+#include "worker/agent/launch_command.h"
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "api/convert.h"
+
+namespace collbench {
+namespace {
+
+// The name the MPI launcher uses for peer i. The launcher's own entry is
+// "localhost" so its ranks start without the shim.
+std::string AliasFor(const v1::Peer& peer, int index) {
+  if (index == 0) return "localhost";
+  return peer.host_alias().empty() ? absl::StrCat("w", index) : peer.host_alias();
+}
+
+// Open MPI: choose the byte transfer layers (or UCX) by MCA parameter.
+void OpenMpiTransport(v1::Transport transport, std::vector<std::string>* argv) {
+  auto mca = [argv](const char* name, const char* value) {
+    argv->insert(argv->end(), {"--mca", name, value});
+  };
+  switch (transport) {
+    case v1::SHM:
+      mca("pml", "ob1");
+      mca("btl", "self,vader");
+      break;
+    case v1::TCP:
+      mca("pml", "ob1");
+      mca("btl", "self,tcp");
+      break;
+    case v1::UCX:
+      mca("pml", "ucx");
+      break;
+    default:
+      break;
+  }
+}
+
+// MPICH (ch4 over UCX on Debian): UCX's transports, and no shared memory
+// between local ranks when TCP is asked for.
+void MpichTransport(v1::Transport transport, std::map<std::string, std::string>* env) {
+  switch (transport) {
+    case v1::SHM:
+      (*env)["UCX_TLS"] = "self,sm";
+      break;
+    case v1::TCP:
+      (*env)["UCX_TLS"] = "self,tcp";
+      (*env)["MPIR_CVAR_NOLOCAL"] = "1";
+      break;
+    default:
+      break;
+  }
+}
+
+}  // namespace
+
+absl::StatusOr<LaunchCommand> BuildLaunchCommand(const v1::Assignment& assignment,
+                                                 const std::string& self_worker,
+                                                 const LaunchPaths& paths) {
+  if (assignment.peers_size() == 0) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("assignment for ", assignment.run(), " names no workers"));
+  }
+  if (assignment.peers(0).worker() != self_worker) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "assignment for ", assignment.run(), " puts rank 0 on ", assignment.peers(0).worker(),
+        ", not on this worker (", self_worker, ")"));
+  }
+  const v1::RunSpec& spec = assignment.spec();
+  const bool mpich = spec.mpi() == v1::MPICH;
+  LaunchCommand command;
+  std::vector<std::string> hosts, hostmap;
+  int ranks = 0;
+  for (int i = 0; i < assignment.peers_size(); ++i) {
+    const v1::Peer& peer = assignment.peers(i);
+    if (peer.slots() <= 0) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("assignment gives ", peer.worker(), " no slots"));
+    }
+    const std::string alias = AliasFor(peer, i);
+    hosts.push_back(absl::StrCat(alias, ":", peer.slots()));
+    if (i > 0) hostmap.push_back(absl::StrCat(alias, "=", peer.agent_address()));
+    ranks += peer.slots();
+  }
+  command.env["COLLBENCH_RUN"] = assignment.run();
+  command.env["COLLBENCH_RUN_TOKEN"] = assignment.token();
+  command.env["COLLBENCH_HOSTMAP"] = absl::StrJoin(hostmap, ",");
+  for (const auto& [key, value] : spec.env()) command.env[key] = value;
+  const std::string shim = absl::StrCat(paths.self, " launch-shim");
+  std::vector<std::string>& argv = command.argv;
+  if (mpich) {
+    argv = {paths.mpich_mpiexec, "-n", absl::StrCat(ranks), "-hosts", absl::StrJoin(hosts, ","),
+            "-launcher", "ssh", "-launcher-exec", shim};
+    MpichTransport(spec.transport(), &command.env);
+    for (const auto& [key, value] : command.env) {
+      if (key.rfind("COLLBENCH_", 0) == 0) continue;
+      argv.insert(argv.end(), {"-genv", key, value});
+    }
+    argv.push_back(paths.rank_mpich);
+  } else {
+    argv = {paths.openmpi_mpirun, "-np", absl::StrCat(ranks), "--host", absl::StrJoin(hosts, ","),
+            "--mca", "plm_rsh_agent", shim, "--mca", "plm_rsh_no_tree_spawn", "1",
+            "--bind-to", "none"};
+    OpenMpiTransport(spec.transport(), &argv);
+    for (const auto& [key, value] : spec.env()) argv.insert(argv.end(), {"-x", key});
+    argv.push_back(paths.rank_openmpi);
+  }
+  for (std::string& arg : EngineArgs(spec)) argv.push_back(std::move(arg));
+  return command;
+}
+
+}  // namespace collbench

@@ -1,0 +1,44 @@
+// Builds the command the launcher worker runs for an assignment (DESIGN §3,
+// Launch): `mpirun` (Open MPI) or `mpiexec` (MPICH hydra) with this worker's
+// binary as the remote-shell agent, one host entry per worker in rank
+// order, the transport mapped to MCA / UCX settings, the run's allow-listed
+// environment, and collbench-rank with the engine flags.
+//
+// Peers other than the launcher itself are named by aliases (w1, w2, ...)
+// that the launch shim maps to their Agent addresses through COLLBENCH_HOSTMAP;
+// the launcher's own ranks are started locally by the MPI launcher.
+#ifndef COLLBENCH_WORKER_AGENT_LAUNCH_COMMAND_H_
+#define COLLBENCH_WORKER_AGENT_LAUNCH_COMMAND_H_
+
+#include <map>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "collbench/v1/gateway.pb.h"
+
+namespace collbench {
+
+struct LaunchPaths {
+  std::string self;            // this worker binary (the shim is `self launch-shim`)
+  std::string openmpi_mpirun;  // mpirun.openmpi
+  std::string mpich_mpiexec;   // mpiexec.mpich
+  std::string rank_openmpi;    // collbench-rank
+  std::string rank_mpich;      // collbench-rank-mpich
+};
+
+struct LaunchCommand {
+  std::vector<std::string> argv;
+  // Added to the launcher's environment (the shim reads COLLBENCH_* from it).
+  std::map<std::string, std::string> env;
+};
+
+// `self_worker` is this worker's name ("workers/{id}"), which must be the
+// first peer (rank 0's host). InvalidArgument if the assignment is malformed.
+absl::StatusOr<LaunchCommand> BuildLaunchCommand(const v1::Assignment& assignment,
+                                                 const std::string& self_worker,
+                                                 const LaunchPaths& paths);
+
+}  // namespace collbench
+
+#endif  // COLLBENCH_WORKER_AGENT_LAUNCH_COMMAND_H_
