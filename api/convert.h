@@ -1,0 +1,60 @@
+// Conversions between the API's protos (collbench.v1) and the engine's own
+// types, shared by the worker (records it parses from collbench-rank), the
+// coordinator (results it stores and streams) and the CLI (engine flags it
+// turns into a RunSpec).
+//
+// All functions are pure and thread-safe.
+#ifndef COLLBENCH_API_CONVERT_H_
+#define COLLBENCH_API_CONVERT_H_
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "collbench/v1/run.pb.h"
+#include "common/histogram.h"
+#include "common/records.h"
+
+namespace collbench {
+
+// Histogram <-> v1::Histogram. Exact: bucket counts, sum, min and max all
+// survive the trip. Only non-empty buckets go on the wire.
+v1::Histogram HistogramToProto(const Histogram& histogram);
+// InvalidArgument when sub_buckets is neither 64 nor (for an empty,
+// never-set histogram) 0, or a bucket index is out of range.
+absl::StatusOr<Histogram> HistogramFromProto(const v1::Histogram& proto);
+
+// The engine's "size" record as the API's SizeResult, field by field;
+// `sequence` is the launcher's per-run sequence number.
+v1::SizeResult SizeResultFromRecord(const SizeRecord& record, int64_t sequence = 0);
+// The reverse; `sequence` is dropped. Fails only on a malformed histogram.
+absl::StatusOr<SizeRecord> SizeRecordFromResult(const v1::SizeResult& result);
+
+// The command line after the program name that makes collbench-rank run
+// `spec`: the operation first, then only the flags whose RunSpec field is
+// set (zero / empty means the engine's default), always ending with
+// `--format jsonl`. Fields that are not the engine's (mpi, ranks,
+// placement, transport, env, timeout, labels) are left out: the launcher
+// turns them into the mpirun command line and environment.
+// Warmup follows RunSpec's rule: -1, or 0 while iters is 0, is the default.
+// REQUIRES: ValidateRunSpec(spec, ...) is OK, else the engine may reject
+// the arguments.
+std::vector<std::string> EngineArgs(const v1::RunSpec& spec);
+
+// The engine binary for `mpi`: "collbench-rank" (Open MPI, the default) or
+// "collbench-rank-mpich".
+std::string EngineBinary(v1::MpiImplementation mpi);
+
+// The reverse of EngineArgs: parses collbench-rank flags with the engine's
+// own parser (ParseEngineArgs) and sets only the RunSpec fields whose flag
+// was given, so EngineArgs(spec) -> SpecFromEngineArgs is the identity on
+// every engine field. `--format` is accepted and ignored (the service always
+// reads JSON lines). InvalidArgument, naming the flag, for what the engine
+// rejects and for what a RunSpec cannot carry (--help, --steps,
+// --compute-time, --debug-corrupt-rank, --warmup 0 without --iters).
+absl::StatusOr<v1::RunSpec> SpecFromEngineArgs(const std::vector<std::string>& engine_args);
+
+}  // namespace collbench
+
+#endif  // COLLBENCH_API_CONVERT_H_

@@ -1,0 +1,75 @@
+// Validation of a RunSpec before anything is queued (DESIGN §5): sizes,
+// ranks, iterations, buffer memory against the workers' memory, env keys,
+// and every enum and name the engine would otherwise reject only once the
+// run has started.
+//
+// A bad spec gets InvalidArgument (gRPC INVALID_ARGUMENT, HTTP 400) whose
+// message starts with the path of the offending field, e.g.
+//   "spec.ranks: must be at least 1"
+//   "spec.sizes_bytes[2]: 0 is not a size"
+//   "spec.env: key 'LD_PRELOAD' is not allowed (allowed prefixes: ...)"
+// Only the first problem found is reported; checks run in field order.
+//
+// Thread-safe: no state beyond immutable, lazily built operation and
+// memory-kind registries.
+#ifndef COLLBENCH_API_VALIDATION_H_
+#define COLLBENCH_API_VALIDATION_H_
+
+#include <cstdint>
+#include <optional>
+
+#include "absl/status/status.h"
+#include "collbench/v1/run.pb.h"
+
+namespace collbench {
+
+// What a run may ask for. The service-wide caps have defaults; the facts
+// about the registered workers are passed by the caller (the coordinator
+// from its registry). A fact left unset (nullopt) is unknown and its check
+// is skipped: the CLI, which does not know the workers, validates with the
+// defaults alone.
+struct ValidationLimits {
+  // Largest message size (per rank) and most sizes in one run.
+  uint64_t max_message_bytes = uint64_t{16} << 30;  // 16 GiB
+  int max_sizes = 64;
+  // Largest iters and warmup per size.
+  int max_iters = 1'000'000;
+  // Largest adaptive budget per size and largest whole-run timeout.
+  double max_time_budget_s = 600;
+  double max_timeout_s = 24 * 3600;
+
+  // Sum of the registered workers' slots: the most ranks any run can get.
+  std::optional<int> max_total_slots;
+  // Number of registered workers (SPREAD puts one rank on each).
+  std::optional<int> worker_count;
+  // The largest slot count of a single worker: the most ranks PACK can put
+  // on one worker.
+  std::optional<int> max_worker_slots;
+  // The smallest host memory (Inventory.memory_bytes) of any worker, and the
+  // smallest GPU memory of any worker's GPUs.
+  std::optional<uint64_t> min_worker_memory_bytes;
+  std::optional<uint64_t> min_gpu_memory_bytes;
+};
+
+// OK or InvalidArgument naming the first bad field (see above). Besides
+// each field's own range, checks what the engine checks against the job:
+// root below ranks for rooted operations, an even rank count for
+// point-to-point, 16-bit floats only on nccl, every size at least one
+// element, exact --check for reductions at this rank count, memory kinds
+// that suit the backend, and that the buffers of the largest size fit the
+// workers:
+//   host:   (send + recv bytes per rank) x (ranks on one worker)
+//           <= min_worker_memory_bytes
+//   device: (send + recv bytes per rank) <= min_gpu_memory_bytes
+//           (assumes each rank has a GPU of its own)
+// where ranks on one worker is ranks_per_worker for EXPLICIT, 1 for
+// SPREAD, and for PACK min(ranks, max_worker_slots) (ranks when that is
+// unknown). Host bytes are counted for device backends too, since the
+// engine fills and checks device buffers through host staging. Pairing
+// the smallest memory with the largest slot count is deliberately
+// conservative. Scenarios size their own buffers and skip this check.
+absl::Status ValidateRunSpec(const v1::RunSpec& spec, const ValidationLimits& limits);
+
+}  // namespace collbench
+
+#endif  // COLLBENCH_API_VALIDATION_H_

@@ -1,0 +1,232 @@
+// The checks of ValidateRunSpec that concern where the run goes and what
+// surrounds it: ranks, placement, transport, env, timeout, labels, and the
+// buffers of the largest size against the workers' memory.
+#include <algorithm>
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <set>
+#include <string>
+
+#include "absl/strings/ascii.h"
+#include "absl/strings/escaping.h"
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "absl/strings/string_view.h"
+#include "api/validation_checks.h"
+#include "common/units.h"
+
+namespace collbench::validation_internal {
+namespace {
+
+constexpr size_t kMaxEnvValueChars = 4096;
+constexpr int kMaxLabels = 64;
+constexpr size_t kMaxLabelKeyChars = 63;
+constexpr size_t kMaxLabelValueChars = 256;
+constexpr const char* kEnvPrefixes[] = {"NCCL_", "UCX_", "OMPI_MCA_", "MPIR_CVAR_"};
+
+bool IsEnvName(absl::string_view key) {
+  return std::all_of(key.begin(), key.end(),
+                     [](char ch) { return absl::ascii_isalnum(ch) || ch == '_'; });
+}
+
+bool IsLabelKey(absl::string_view key) {
+  return !key.empty() && key.size() <= kMaxLabelKeyChars &&
+         std::all_of(key.begin(), key.end(), [](char ch) {
+           return absl::ascii_islower(ch) || absl::ascii_isdigit(ch) || ch == '_' || ch == '-';
+         });
+}
+
+// ---------------------------------------------------------------------------
+// Buffer memory of the largest size against the workers' memory.
+
+uint64_t LargestSize(const Context& c) {
+  if (c.explicit_sizes()) {
+    return *std::max_element(c.spec.sizes_bytes().begin(), c.spec.sizes_bytes().end());
+  }
+  return ShapeOfSweep(c.min_bytes, c.max_bytes, c.factor, c.limits.max_sizes).largest;
+}
+
+// Send + receive bytes on the rank that needs most (the root, for gather).
+// Buffers hold whole elements, so the narrowest dtype run needs most.
+uint64_t BufferBytesPerRank(const Context& c, uint64_t size_bytes) {
+  const size_t width = c.narrowest_element();
+  OpContext ctx;
+  ctx.nranks = c.spec.ranks();
+  ctx.count = size_bytes / width;
+  ctx.root = c.spec.root();
+  uint64_t most = 0;
+  for (int rank : {c.spec.root(), c.spec.root() == 0 ? 1 : 0}) {
+    if (rank >= ctx.nranks) continue;
+    ctx.rank = rank;
+    const OpBuffers b = c.op->Buffers(ctx);
+    most = std::max<uint64_t>(most, (uint64_t{b.send_count} + b.recv_count) * width);
+  }
+  return most;
+}
+
+int RanksOnOneWorker(const Context& c) {
+  switch (c.spec.placement().policy()) {
+    case v1::EXPLICIT:
+      return c.spec.placement().ranks_per_worker();
+    case v1::SPREAD:
+      return 1;
+    default:
+      return std::min(c.spec.ranks(), c.limits.max_worker_slots.value_or(c.spec.ranks()));
+  }
+}
+
+}  // namespace
+
+absl::Status CheckRanks(const Context& c) {
+  const int ranks = c.spec.ranks();
+  if (ranks < 1) return FieldError("spec.ranks", "must be at least 1");
+  if (c.limits.max_total_slots.has_value() && ranks > *c.limits.max_total_slots) {
+    return FieldError("spec.ranks", ranks, " ranks but the registered workers have ",
+                      *c.limits.max_total_slots, " slots");
+  }
+  if (c.op != nullptr && c.op->traits().needs_even_ranks && ranks % 2 != 0) {
+    return FieldError("spec.ranks", c.op->name(),
+                      " runs between pairs of ranks and needs an even number of ranks, got ",
+                      ranks);
+  }
+  if (c.scenario == "parameter-server" && ranks < 2) {
+    return FieldError("spec.ranks",
+                      "parameter-server needs at least 2 ranks (rank 0 is "
+                      "the parameter server), got ",
+                      ranks);
+  }
+  return absl::OkStatus();
+}
+
+absl::Status CheckPlacement(const Context& c) {
+  const v1::Placement& p = c.spec.placement();
+  if (!v1::PlacementPolicy_IsValid(p.policy())) {
+    return FieldError("spec.placement.policy", "unknown PlacementPolicy value ", p.policy());
+  }
+  if (p.policy() != v1::EXPLICIT) {
+    if (p.workers_size() > 0) {
+      return FieldError("spec.placement.workers", "only for EXPLICIT placement");
+    }
+    if (p.ranks_per_worker() != 0) {
+      return FieldError("spec.placement.ranks_per_worker", "only for EXPLICIT placement");
+    }
+    if (p.policy() == v1::SPREAD && c.limits.worker_count.has_value() &&
+        c.spec.ranks() > *c.limits.worker_count) {
+      return FieldError("spec.ranks", "SPREAD puts one rank on each worker: ", c.spec.ranks(),
+                        " ranks but ", *c.limits.worker_count, " workers are registered");
+    }
+    return absl::OkStatus();
+  }
+  if (p.workers_size() == 0) {
+    return FieldError("spec.placement.workers", "EXPLICIT placement needs at least one worker");
+  }
+  std::set<std::string> seen;
+  for (int i = 0; i < p.workers_size(); ++i) {
+    const std::string path = absl::StrCat("spec.placement.workers[", i, "]");
+    if (p.workers(i).empty()) return FieldError(path, "empty worker name");
+    if (!seen.insert(p.workers(i)).second) {
+      return FieldError(path, "'", p.workers(i), "' is listed twice");
+    }
+  }
+  if (p.ranks_per_worker() < 1) {
+    return FieldError("spec.placement.ranks_per_worker", "must be at least 1 for EXPLICIT");
+  }
+  if (int64_t{p.workers_size()} * p.ranks_per_worker() != c.spec.ranks()) {
+    return FieldError("spec.placement.ranks_per_worker", p.workers_size(), " workers x ",
+                      p.ranks_per_worker(), " ranks is not spec.ranks (", c.spec.ranks(), ")");
+  }
+  return absl::OkStatus();
+}
+
+absl::Status CheckTransport(const Context& c) {
+  if (!v1::Transport_IsValid(c.spec.transport())) {
+    return FieldError("spec.transport", "unknown Transport value ", c.spec.transport());
+  }
+  return absl::OkStatus();
+}
+
+absl::Status CheckEnv(const Context& c) {
+  // Sorted, so the first bad key reported does not depend on map order.
+  const std::map<std::string, std::string> env(c.spec.env().begin(), c.spec.env().end());
+  for (const auto& [key, value] : env) {
+    const bool allowed = std::any_of(
+        std::begin(kEnvPrefixes), std::end(kEnvPrefixes), [&](absl::string_view prefix) {
+          return key.size() > prefix.size() && absl::StartsWith(key, prefix);
+        });
+    if (!allowed) {
+      return FieldError("spec.env", "key '", absl::CHexEscape(key),
+                        "' is not allowed (allowed "
+                        "prefixes: ",
+                        absl::StrJoin(kEnvPrefixes, ", "), ")");
+    }
+    if (!IsEnvName(key)) {
+      return FieldError("spec.env", "key '", absl::CHexEscape(key),
+                        "' is not a variable name ([A-Za-z0-9_])");
+    }
+    if (value.find_first_of(std::string("\0\n\r", 3)) != std::string::npos) {
+      return FieldError("spec.env", "value of ", key, " contains a NUL or line break");
+    }
+    if (value.size() > kMaxEnvValueChars) {
+      return FieldError("spec.env", "value of ", key, " is longer than ", kMaxEnvValueChars,
+                        " characters");
+    }
+  }
+  return absl::OkStatus();
+}
+
+absl::Status CheckTimeout(const Context& c) {
+  if (!c.spec.has_timeout()) return absl::OkStatus();
+  absl::StatusOr<double> timeout_s = DurationSeconds("spec.timeout", c.spec.timeout());
+  if (!timeout_s.ok()) return timeout_s.status();
+  if (*timeout_s < 0) return FieldError("spec.timeout", "must not be negative");
+  if (*timeout_s > c.limits.max_timeout_s) {
+    return FieldError("spec.timeout", FormatDuration(*timeout_s), " exceeds the limit of ",
+                      FormatDuration(c.limits.max_timeout_s));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status CheckLabels(const Context& c) {
+  if (c.spec.labels_size() > kMaxLabels) {
+    return FieldError("spec.labels", c.spec.labels_size(), " labels, at most ", kMaxLabels);
+  }
+  const std::map<std::string, std::string> labels(c.spec.labels().begin(), c.spec.labels().end());
+  for (const auto& [key, value] : labels) {
+    if (!IsLabelKey(key)) {
+      return FieldError("spec.labels", "key '", absl::CHexEscape(key), "' must be 1-",
+                        kMaxLabelKeyChars, " characters of [a-z0-9_-]");
+    }
+    if (value.size() > kMaxLabelValueChars) {
+      return FieldError("spec.labels", "value of ", key, " is longer than ", kMaxLabelValueChars,
+                        " characters");
+    }
+  }
+  return absl::OkStatus();
+}
+
+absl::Status CheckBufferMemory(const Context& c) {
+  if (c.op == nullptr) return absl::OkStatus();
+  const uint64_t largest = LargestSize(c);
+  const uint64_t per_rank = BufferBytesPerRank(c, largest);
+  const char* path = c.explicit_sizes() ? "spec.sizes_bytes" : "spec.max_bytes";
+  const int ranks_here = std::max(1, RanksOnOneWorker(c));
+  const std::optional<uint64_t>& host = c.limits.min_worker_memory_bytes;
+  if (host.has_value() && per_rank > *host / static_cast<uint64_t>(ranks_here)) {
+    return FieldError(path, "the largest size (", FormatBytes(largest), ") needs ",
+                      FormatBytesHuman(per_rank), " per rank x ", ranks_here,
+                      " ranks on one worker, workers have ", FormatBytesHuman(*host));
+  }
+  const bool on_device =
+      c.backend->space == MemorySpace::kDevice || c.op->traits().op_class == OpClass::kCopy;
+  const std::optional<uint64_t>& gpu = c.limits.min_gpu_memory_bytes;
+  if (on_device && gpu.has_value() && per_rank > *gpu) {
+    return FieldError(path, "the largest size (", FormatBytes(largest), ") needs ",
+                      FormatBytesHuman(per_rank), " of GPU memory per rank, GPUs have ",
+                      FormatBytesHuman(*gpu));
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace collbench::validation_internal
