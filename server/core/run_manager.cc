@@ -1,0 +1,304 @@
+// RunManager: the caller-facing API, scheduling and completion. The
+// worker-facing half (registration, status, results, ticks, recovery) is
+// in run_manager_workers.cc.
+#include "server/core/run_manager.h"
+
+#include <random>
+
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "common/status_macros.h"
+#include "google/protobuf/util/time_util.h"
+
+namespace collbench {
+namespace {
+
+using google::protobuf::util::TimeUtil;
+
+google::protobuf::Timestamp ToProto(absl::Time t) {
+  return TimeUtil::NanosecondsToTimestamp(absl::ToUnixNanos(t));
+}
+
+std::string RandomHex(int bytes) {
+  std::random_device random;
+  std::string out;
+  for (int i = 0; i < bytes; ++i) absl::StrAppendFormat(&out, "%02x", random() & 0xff);
+  return out;
+}
+
+scheduling::PlacementPolicy PolicyOf(const v1::Placement& placement) {
+  switch (placement.policy()) {
+    case v1::SPREAD: return scheduling::PlacementPolicy::kSpread;
+    case v1::EXPLICIT: return scheduling::PlacementPolicy::kExplicit;
+    default: return scheduling::PlacementPolicy::kPack;
+  }
+}
+
+scheduling::PendingRun Pending(const v1::Run& run) {
+  scheduling::PendingRun pending;
+  pending.name = run.name();
+  pending.ranks = run.spec().ranks();
+  pending.policy = PolicyOf(run.spec().placement());
+  pending.workers.assign(run.spec().placement().workers().begin(),
+                         run.spec().placement().workers().end());
+  pending.ranks_per_worker = run.spec().placement().ranks_per_worker();
+  pending.share_host = run.spec().placement().share_host();
+  return pending;
+}
+
+// Queued runs that cannot be placed on the registered workers fail only
+// after this long, so workers that are still starting up can register.
+constexpr absl::Duration kUnsatisfiableGrace = absl::Seconds(30);
+
+}  // namespace
+
+RunManager::RunManager(Store* store, scheduling::WorkerRegistry* registry, WatchHub* hub,
+                       WorkerLink* link, RunManagerOptions options)
+    : store_(store), registry_(registry), hub_(hub), link_(link), options_(std::move(options)) {}
+
+ValidationLimits RunManager::LimitsNow() const {
+  ValidationLimits limits = options_.limits;
+  int total = 0, count = 0, largest = 0;
+  uint64_t min_memory = 0;
+  for (const scheduling::WorkerSnapshot& w : registry_->List()) {
+    if (w.state == scheduling::WorkerState::kLost) continue;
+    total += w.slots;
+    ++count;
+    largest = std::max(largest, w.slots);
+    v1::Inventory inventory;
+    if (inventory.ParseFromString(w.inventory) && inventory.memory_bytes() > 0) {
+      min_memory = min_memory == 0 ? inventory.memory_bytes()
+                                   : std::min(min_memory, inventory.memory_bytes());
+    }
+  }
+  // With no workers yet, queue and wait rather than reject.
+  if (count > 0) {
+    limits.max_total_slots = total;
+    limits.worker_count = count;
+    limits.max_worker_slots = largest;
+    if (min_memory > 0) limits.min_worker_memory_bytes = min_memory;
+  }
+  return limits;
+}
+
+absl::StatusOr<v1::Run> RunManager::CreateRun(const v1::RunSpec& spec,
+                                              const std::string& request_id, absl::Time now) {
+  absl::MutexLock lock(&mu_);
+  if (!request_id.empty()) {
+    absl::StatusOr<v1::Run> existing = store_->FindRunByRequestId(request_id);
+    if (existing.ok()) return existing;
+    if (!absl::IsNotFound(existing.status())) return existing.status();
+  }
+  RETURN_IF_ERROR(ValidateRunSpec(spec, LimitsNow()));
+  LiveRun live;
+  v1::Run& run = live.run;
+  run.set_name(absl::StrCat("runs/", absl::FormatTime("%Y%m%d-%H%M%S", now, absl::UTCTimeZone()),
+                            "-", RandomHex(3)));
+  *run.mutable_spec() = spec;
+  run.set_state(v1::QUEUED);
+  *run.mutable_create_time() = ToProto(now);
+  run.set_request_id(request_id);
+  RETURN_IF_ERROR(store_->CreateRun(run));
+  const std::string name = run.name();
+  live_[name] = std::move(live);
+  queue_.push_back(name);
+  PublishStateLocked(live_[name], now);
+  ScheduleLocked(now);
+  return store_->GetRun(name);
+}
+
+absl::StatusOr<v1::Run> RunManager::GetRun(absl::string_view name) {
+  return store_->GetRun(name);
+}
+
+absl::StatusOr<Store::RunPage> RunManager::ListRuns(int page_size, absl::string_view page_token,
+                                                    v1::RunState state) {
+  return store_->ListRuns(page_size, page_token, state);
+}
+
+absl::StatusOr<std::vector<v1::SizeResult>> RunManager::GetResults(absl::string_view name) {
+  RETURN_IF_ERROR(store_->GetRun(name).status());
+  return store_->ListResults(name);
+}
+
+int RunManager::queued_count() {
+  absl::MutexLock lock(&mu_);
+  return static_cast<int>(queue_.size());
+}
+
+absl::StatusOr<v1::Run> RunManager::CancelRun(absl::string_view name, absl::Time now) {
+  absl::MutexLock lock(&mu_);
+  LiveRun* live = FindLiveLocked(name);
+  if (live == nullptr || live->cancelling) {
+    ASSIGN_OR_RETURN(v1::Run run, store_->GetRun(name));
+    return absl::FailedPreconditionError(absl::StrCat(
+        run.name(), " already ended (", v1::RunState_Name(run.state()), ")"));
+  }
+  const std::string run_name = live->run.name();
+  if (live->run.state() == v1::QUEUED) {
+    queue_.erase(std::find(queue_.begin(), queue_.end(), run_name));
+    FinishLocked(*live, v1::CANCELLED, "cancelled by request", now);
+  } else {
+    AbortLocked(*live, v1::CANCELLED, "cancelled by request", now);
+  }
+  ScheduleLocked(now);
+  return store_->GetRun(run_name);
+}
+
+void RunManager::ScheduleLocked(absl::Time now) {
+  scheduling::ScheduleInput input;
+  input.workers = registry_->SchedulerWorkers();
+  input.active = registry_->ActiveRuns();
+  for (const std::string& name : queue_) input.queue.push_back(Pending(live_[name].run));
+  const scheduling::ScheduleResult result = scheduler_.Schedule(input);
+  for (const scheduling::UnsatisfiableRun& bad : result.unsatisfiable) {
+    LiveRun* live = FindLiveLocked(bad.run);
+    if (live == nullptr) continue;
+    const absl::Time created =
+        absl::FromUnixNanos(TimeUtil::TimestampToNanoseconds(live->run.create_time()));
+    if (now - created < kUnsatisfiableGrace) continue;
+    queue_.erase(std::find(queue_.begin(), queue_.end(), bad.run));
+    FinishLocked(*live, v1::FAILED, std::string(bad.reason.message()), now);
+  }
+  for (const scheduling::Assignment& assignment : result.started) StartLocked(assignment, now);
+}
+
+void RunManager::StartLocked(const scheduling::Assignment& a, absl::Time now) {
+  LiveRun* live = FindLiveLocked(a.run);
+  if (live == nullptr) return;
+  if (!registry_->Hold(a.run, a.held_workers, a.share_host).ok()) return;
+  v1::Assignment message;
+  message.set_run(a.run);
+  *message.mutable_spec() = live->run.spec();
+  live->token = RandomHex(16);
+  message.set_token(live->token);
+  for (size_t i = 0; i < a.placement.size(); ++i) {
+    absl::StatusOr<scheduling::WorkerSnapshot> w = registry_->Get(a.placement[i].worker);
+    v1::Peer* peer = message.add_peers();
+    peer->set_worker(a.placement[i].worker);
+    peer->set_host_alias(i == 0 ? "localhost" : absl::StrCat("w", i));
+    peer->set_agent_address(w.ok() ? w->agent_address : "");
+    peer->set_slots(a.placement[i].ranks);
+    peer->set_host_id(a.placement[i].host_id);
+  }
+  // Peers learn the token before the launcher can ask them to run anything.
+  bool sent = true;
+  for (size_t i = 1; i < a.placement.size() && sent; ++i) {
+    v1::CoordinatorMessage token;
+    token.mutable_run_token()->set_run(a.run);
+    token.mutable_run_token()->set_token(live->token);
+    sent = link_->Send(a.placement[i].worker, token);
+  }
+  v1::CoordinatorMessage assignment;
+  *assignment.mutable_assignment() = message;
+  if (!sent || !link_->Send(a.launcher(), assignment)) {
+    registry_->Release(a.run);  // try again at the next tick
+    return;
+  }
+  queue_.erase(std::find(queue_.begin(), queue_.end(), a.run));
+  v1::Run& run = live->run;
+  run.set_state(v1::SCHEDULED);
+  run.set_launcher(a.launcher());
+  run.clear_hosts();
+  for (const scheduling::PlacedWorker& p : a.placement) {
+    v1::RankHost* host = run.add_hosts();
+    host->set_worker(p.worker);
+    host->set_host_id(p.host_id);
+    host->set_slots(p.ranks);
+  }
+  run.mutable_held_workers()->Assign(a.held_workers.begin(), a.held_workers.end());
+  *run.mutable_start_time() = ToProto(now);
+  const absl::Duration timeout =
+      run.spec().has_timeout() && run.spec().timeout().seconds() > 0
+          ? absl::Seconds(run.spec().timeout().seconds())
+          : options_.default_run_timeout;
+  live->deadline = now + timeout;
+  SaveLocked(*live);
+  PublishStateLocked(*live, now);
+}
+
+void RunManager::AbortLocked(LiveRun& live, v1::RunState state, const std::string& reason,
+                             absl::Time now) {
+  const std::string run = live.run.name();
+  v1::CoordinatorMessage cancel;
+  cancel.mutable_cancel()->set_run(run);
+  cancel.mutable_cancel()->set_reason(reason);
+  const bool launcher_reachable = link_->Send(live.run.launcher(), cancel);
+  v1::CoordinatorMessage release;
+  release.mutable_release()->set_run(run);
+  for (const v1::RankHost& host : live.run.hosts()) {
+    if (host.worker() != live.run.launcher()) link_->Send(host.worker(), release);
+  }
+  live.run.set_state(state);
+  live.run.set_error(reason);
+  *live.run.mutable_end_time() = ToProto(now);
+  SaveLocked(live);
+  PublishStateLocked(live, now);
+  hub_->End(run);
+  if (!launcher_reachable) {
+    // Nobody can confirm the kill; the peers dropped the token already.
+    ReleaseWorkersLocked(run);
+    live_.erase(run);
+    return;
+  }
+  live.cancelling = true;
+  live.cancel_deadline = now + options_.cancel_grace;
+}
+
+void RunManager::FinishLocked(LiveRun& live, v1::RunState state, const std::string& error,
+                              absl::Time now) {
+  const std::string run = live.run.name();
+  live.run.set_state(state);
+  live.run.set_error(error);
+  *live.run.mutable_end_time() = ToProto(now);
+  SaveLocked(live);
+  PublishStateLocked(live, now);
+  hub_->End(run);
+  ReleaseWorkersLocked(run);
+  live_.erase(run);
+}
+
+void RunManager::ReleaseWorkersLocked(const std::string& run) {
+  v1::CoordinatorMessage release;
+  release.mutable_release()->set_run(run);
+  for (const std::string& worker : registry_->Release(run)) link_->Send(worker, release);
+}
+
+void RunManager::FinishIfCompleteLocked(LiveRun& live, absl::Time now) {
+  if (live.final_state == v1::RUN_STATE_UNSPECIFIED) return;
+  if (live.stored_through + 1 < live.results_total) return;  // results still on their way
+  std::string error = live.final_error;
+  v1::RunState state = live.final_state;
+  if (state == v1::SUCCEEDED && live.run.wrong() > 0) {
+    state = v1::FAILED;
+    error = absl::StrCat("validation found ", live.run.wrong(), " wrong elements");
+  }
+  FinishLocked(live, state, error, now);
+}
+
+void RunManager::SaveLocked(LiveRun& live) {
+  absl::Status status = store_->UpdateRun(live.run);
+  if (!status.ok()) {
+    absl::FPrintF(stderr, "collbench-coordinator: saving %s: %s\n", live.run.name(),
+                  status.message());
+  }
+}
+
+void RunManager::PublishStateLocked(const LiveRun& live, absl::Time now) {
+  v1::RunEvent event;
+  event.set_run(live.run.name());
+  *event.mutable_time() = ToProto(now);
+  *event.mutable_state_change() = live.run;
+  hub_->Publish(event);
+}
+
+RunManager::LiveRun* RunManager::FindLiveLocked(absl::string_view name) {
+  auto it = live_.find(name);
+  if (it == live_.end() && !absl::StartsWith(name, "runs/")) {
+    it = live_.find(absl::StrCat("runs/", name));
+  }
+  return it == live_.end() ? nullptr : &it->second;
+}
+
+}  // namespace collbench

@@ -1,0 +1,167 @@
+// The run lifecycle (DESIGN §3): validation, the FIFO queue, scheduling
+// onto workers, launch, results, completion, cancel, timeouts, lost
+// workers, and recovery after a coordinator restart. The gRPC and REST
+// services are thin translations onto this class; tests drive it directly
+// with an in-memory store and a fake WorkerLink.
+//
+// Run states: QUEUED -> SCHEDULED (workers held, launcher told) -> RUNNING
+// (the launcher reported mpirun started) -> SUCCEEDED | FAILED | CANCELLED.
+// A run finishes only once every result the launcher reported producing is
+// stored, so a final state always comes with all of its sizes.
+//
+// Durability: a result is written to the store before it is acknowledged;
+// the launcher keeps unacknowledged results and re-sends them after a
+// reconnect; duplicates are ignored by (run, sequence). After a restart,
+// Recover() re-queues queued runs and waits `readopt_grace` for the launcher
+// of each scheduled or running run to reconnect and claim it.
+//
+// Time is passed in (absl::Time now) so tests control it; Tick() must be
+// called periodically (heartbeat expiry, timeouts, grace periods).
+//
+// Thread safety: all public methods may be called concurrently; one mutex
+// guards the live state. Store, registry, hub and link calls are made with
+// it held; none of them calls back into the manager.
+#ifndef COLLBENCH_SERVER_CORE_RUN_MANAGER_H_
+#define COLLBENCH_SERVER_CORE_RUN_MANAGER_H_
+
+#include <cstdint>
+#include <deque>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/status/statusor.h"
+#include "absl/synchronization/mutex.h"
+#include "absl/time/time.h"
+#include "api/validation.h"
+#include "collbench/v1/gateway.pb.h"
+#include "collbench/v1/run.pb.h"
+#include "collbench/v1/worker.pb.h"
+#include "server/core/watch_hub.h"
+#include "server/core/worker_link.h"
+#include "server/scheduling/scheduler.h"
+#include "server/scheduling/worker_registry.h"
+#include "server/store/store.h"
+
+namespace collbench {
+
+struct RunManagerOptions {
+  // A worker that sent nothing for this long is lost.
+  absl::Duration heartbeat_timeout = absl::Seconds(6);
+  // What workers are told to use.
+  absl::Duration heartbeat_interval = absl::Seconds(1);
+  // For runs whose spec sets none.
+  absl::Duration default_run_timeout = absl::Hours(1);
+  // How long a launcher may be away (coordinator restart, network blip)
+  // before its run fails.
+  absl::Duration readopt_grace = absl::Seconds(20);
+  // How long a cancelled run's workers wait for the launcher to confirm
+  // that everything was killed before they are freed anyway.
+  absl::Duration cancel_grace = absl::Seconds(15);
+  // Limits for validation; worker-derived limits are filled in per request.
+  ValidationLimits limits;
+  // When empty, workers need no join token.
+  std::string join_token;
+};
+
+class RunManager {
+ public:
+  // None of the pointers is owned; all must outlive the manager.
+  RunManager(Store* store, scheduling::WorkerRegistry* registry, WatchHub* hub,
+             WorkerLink* link, RunManagerOptions options);
+
+  // Loads unfinished runs from the store after a start. Call once, before
+  // serving.
+  absl::Status Recover(absl::Time now);
+
+  // --- Coordinator API -----------------------------------------------------
+  // Validates (InvalidArgument naming the field; nothing is queued then),
+  // then queues. The same non-empty request_id returns the same run.
+  absl::StatusOr<v1::Run> CreateRun(const v1::RunSpec& spec, const std::string& request_id,
+                                    absl::Time now);
+  absl::StatusOr<v1::Run> GetRun(absl::string_view name);
+  absl::StatusOr<Store::RunPage> ListRuns(int page_size, absl::string_view page_token,
+                                          v1::RunState state);
+  // Queued: cancelled at once. Scheduled/running: marked cancelled, the
+  // launcher told to kill everything; the workers are freed when it
+  // confirms (or after cancel_grace). Final: FailedPrecondition.
+  absl::StatusOr<v1::Run> CancelRun(absl::string_view name, absl::Time now);
+  absl::StatusOr<std::vector<v1::SizeResult>> GetResults(absl::string_view name);
+  std::vector<v1::Worker> ListWorkers();
+  absl::StatusOr<v1::Worker> GetWorker(absl::string_view name);
+  absl::StatusOr<v1::Worker> DrainWorker(absl::string_view name);
+  // Queued runs, for metrics.
+  int queued_count();
+
+  // --- Worker gateway ------------------------------------------------------
+  // A worker (re)connected. Returns the Registered reply and the session id
+  // that later calls from this stream carry. Re-adopts the runs it lists.
+  struct Registration {
+    uint64_t session = 0;
+    v1::Registered reply;
+  };
+  absl::StatusOr<Registration> OnRegister(const v1::Register& hello, absl::Time now);
+  void OnHeartbeat(const std::string& worker, uint64_t session, absl::Time now);
+  void OnDisconnect(const std::string& worker, uint64_t session, absl::Time now);
+  void OnRunStatus(const std::string& worker, const v1::RunStatus& status, absl::Time now);
+  void OnResult(const std::string& worker, const v1::RunResult& result, absl::Time now);
+  void OnLog(const std::string& worker, const v1::RunLog& log, absl::Time now);
+
+  // Expires heartbeats, enforces timeouts and grace periods, schedules.
+  void Tick(absl::Time now);
+
+ private:
+  // A run that is queued or holds workers.
+  struct LiveRun {
+    v1::Run run;
+    std::string token;
+    absl::Time deadline = absl::InfiniteFuture();  // run timeout
+    int64_t results_total = -1;       // known once the launcher reports a final state
+    v1::RunState final_state = v1::RUN_STATE_UNSPECIFIED;  // reported, awaiting results
+    std::string final_error;
+    int64_t stored_through = -1;      // results 0..stored_through are stored
+    absl::Time launcher_away_since = absl::InfiniteFuture();
+    bool cancelling = false;          // marked cancelled, workers still held
+    absl::Time cancel_deadline = absl::InfiniteFuture();
+  };
+
+  ValidationLimits LimitsNow() const;
+  void ScheduleLocked(absl::Time now) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void StartLocked(const scheduling::Assignment& assignment, absl::Time now)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Ends a run: final state in the store, watchers told, workers released
+  // (unless the launcher must still confirm a kill).
+  void FinishLocked(LiveRun& live, v1::RunState state, const std::string& error, absl::Time now)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void ReleaseWorkersLocked(const std::string& run) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Fails or cancels a run that holds workers: tells the launcher to kill
+  // it and every peer to drop its token.
+  void AbortLocked(LiveRun& live, v1::RunState state, const std::string& reason, absl::Time now)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void FinishIfCompleteLocked(LiveRun& live, absl::Time now) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void WorkerLostLocked(const scheduling::WorkerSnapshot& worker, absl::Time now)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void SaveLocked(LiveRun& live) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void PublishStateLocked(const LiveRun& live, absl::Time now) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  LiveRun* FindLiveLocked(absl::string_view name) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void AdoptLocked(const std::string& worker, const std::string& run, absl::Time now)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  v1::Worker WorkerProto(const scheduling::WorkerSnapshot& snapshot) const;
+
+  Store* const store_;
+  scheduling::WorkerRegistry* const registry_;
+  WatchHub* const hub_;
+  WorkerLink* const link_;
+  const RunManagerOptions options_;
+  const scheduling::Scheduler scheduler_;
+
+  absl::Mutex mu_;
+  std::deque<std::string> queue_ ABSL_GUARDED_BY(mu_);  // FIFO of run names
+  std::map<std::string, LiveRun, std::less<>> live_ ABSL_GUARDED_BY(mu_);
+  uint64_t next_id_ ABSL_GUARDED_BY(mu_) = 0;
+};
+
+}  // namespace collbench
+
+#endif  // COLLBENCH_SERVER_CORE_RUN_MANAGER_H_

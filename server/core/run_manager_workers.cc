@@ -1,0 +1,313 @@
+// RunManager: what workers tell the coordinator (registration, heartbeats,
+// run status, results, logs), the periodic tick, and recovery after a
+// restart.
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "common/status_macros.h"
+#include "google/protobuf/util/time_util.h"
+#include "server/core/run_manager.h"
+
+namespace collbench {
+namespace {
+
+using google::protobuf::util::TimeUtil;
+
+google::protobuf::Timestamp ToProto(absl::Time t) {
+  return TimeUtil::NanosecondsToTimestamp(absl::ToUnixNanos(t));
+}
+
+absl::Time FromProto(const google::protobuf::Timestamp& t) {
+  return absl::FromUnixNanos(TimeUtil::TimestampToNanoseconds(t));
+}
+
+bool IsFinalState(v1::RunState state) {
+  return state == v1::SUCCEEDED || state == v1::FAILED || state == v1::CANCELLED;
+}
+
+v1::WorkerState ToProtoState(scheduling::WorkerState state) {
+  switch (state) {
+    case scheduling::WorkerState::kReady: return v1::READY;
+    case scheduling::WorkerState::kBusy: return v1::BUSY;
+    case scheduling::WorkerState::kDraining: return v1::DRAINING;
+    case scheduling::WorkerState::kLost: return v1::LOST;
+  }
+  return v1::WORKER_STATE_UNSPECIFIED;
+}
+
+// Results 0..n-1 of a stored list that form an unbroken run from 0.
+int64_t ContiguousThrough(const std::vector<v1::SizeResult>& results) {
+  int64_t through = -1;
+  for (const v1::SizeResult& r : results) {
+    if (r.sequence() != through + 1) break;
+    ++through;
+  }
+  return through;
+}
+
+}  // namespace
+
+absl::Status RunManager::Recover(absl::Time now) {
+  ASSIGN_OR_RETURN(std::vector<v1::Run> runs, store_->ListUnfinishedRuns());
+  absl::MutexLock lock(&mu_);
+  for (v1::Run& run : runs) {
+    LiveRun live;
+    if (run.state() == v1::QUEUED) {
+      queue_.push_back(run.name());
+    } else {
+      ASSIGN_OR_RETURN(std::vector<v1::SizeResult> results, store_->ListResults(run.name()));
+      live.stored_through = ContiguousThrough(results);
+      run.set_sizes_done(static_cast<int32_t>(results.size()));
+      // Its launcher has readopt_grace to reconnect and claim it.
+      live.launcher_away_since = now;
+      const absl::Duration timeout = run.spec().timeout().seconds() > 0
+                                         ? absl::Seconds(run.spec().timeout().seconds())
+                                         : options_.default_run_timeout;
+      live.deadline = FromProto(run.start_time()) + timeout;
+    }
+    live.run = std::move(run);
+    const std::string name = live.run.name();
+    live_[name] = std::move(live);
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<RunManager::Registration> RunManager::OnRegister(const v1::Register& hello,
+                                                                absl::Time now) {
+  if (!options_.join_token.empty() && hello.join_token() != options_.join_token) {
+    return absl::PermissionDeniedError("the worker's join token is not accepted");
+  }
+  if (hello.worker_id().empty()) {
+    return absl::InvalidArgumentError("register.worker_id: must not be empty");
+  }
+  scheduling::WorkerRegistration registration;
+  registration.name = absl::StrCat("workers/", hello.worker_id());
+  registration.host_id = hello.inventory().host_id();
+  registration.slots = hello.slots();
+  registration.agent_address = hello.agent_address();
+  registration.inventory = hello.inventory().SerializeAsString();
+  absl::MutexLock lock(&mu_);
+  ASSIGN_OR_RETURN(uint64_t session, registry_->Register(registration, now));
+  ASSIGN_OR_RETURN(scheduling::WorkerSnapshot snapshot, registry_->Get(registration.name));
+  v1::Worker worker = WorkerProto(snapshot);
+  worker.set_display_name(hello.display_name());
+  (void)store_->UpsertWorker(worker);
+  // After a coordinator restart, runs still hold this worker.
+  for (auto& [name, live] : live_) {
+    for (const std::string& held : live.run.held_workers()) {
+      if (held == registration.name && live.run.state() != v1::QUEUED) {
+        (void)registry_->Hold(name, {held}, live.run.spec().placement().share_host());
+      }
+    }
+  }
+  for (const std::string& run : hello.active_runs()) AdoptLocked(registration.name, run, now);
+  ScheduleLocked(now);
+  Registration result;
+  result.session = session;
+  result.reply.set_name(registration.name);
+  result.reply.set_heartbeat_interval_ms(
+      static_cast<int32_t>(absl::ToInt64Milliseconds(options_.heartbeat_interval)));
+  return result;
+}
+
+void RunManager::AdoptLocked(const std::string& worker, const std::string& run, absl::Time now) {
+  LiveRun* live = FindLiveLocked(run);
+  if (live == nullptr || live->run.launcher() != worker) {
+    // The coordinator gave up on it meanwhile: make sure it stops.
+    v1::CoordinatorMessage cancel;
+    cancel.mutable_cancel()->set_run(run);
+    cancel.mutable_cancel()->set_reason("the coordinator no longer has this run active");
+    link_->Send(worker, cancel);
+    return;
+  }
+  live->launcher_away_since = absl::InfiniteFuture();
+  if (live->stored_through >= 0) {
+    v1::CoordinatorMessage ack;
+    ack.mutable_ack()->set_run(live->run.name());
+    ack.mutable_ack()->set_sequence(live->stored_through);
+    link_->Send(worker, ack);
+  }
+}
+
+void RunManager::OnHeartbeat(const std::string& worker, uint64_t session, absl::Time now) {
+  (void)registry_->Heartbeat(worker, session, now);
+}
+
+void RunManager::OnDisconnect(const std::string& worker, uint64_t session, absl::Time now) {
+  absl::MutexLock lock(&mu_);
+  if (!registry_->Disconnect(worker, session)) return;
+  absl::StatusOr<scheduling::WorkerSnapshot> snapshot = registry_->Get(worker);
+  if (snapshot.ok()) WorkerLostLocked(*snapshot, now);
+  ScheduleLocked(now);
+}
+
+void RunManager::WorkerLostLocked(const scheduling::WorkerSnapshot& worker, absl::Time now) {
+  v1::Worker proto = WorkerProto(worker);
+  (void)store_->UpsertWorker(proto);
+  LiveRun* live = worker.current_run.empty() ? nullptr : FindLiveLocked(worker.current_run);
+  if (live == nullptr || live->cancelling) return;
+  bool ranks_on_it = false;
+  for (const v1::RankHost& host : live->run.hosts()) ranks_on_it |= host.worker() == worker.name;
+  if (!ranks_on_it) return;  // held only to keep its host quiet
+  if (live->run.launcher() == worker.name) {
+    // Maybe only the stream broke; the launcher may come back and claim it.
+    live->launcher_away_since = std::min(live->launcher_away_since, now);
+    return;
+  }
+  // The registry's reason names the worker ("worker workers/x disconnected").
+  AbortLocked(*live, v1::FAILED,
+              worker.lost_reason.empty() ? absl::StrCat("worker ", worker.name, " was lost")
+                                         : worker.lost_reason,
+              now);
+}
+
+void RunManager::OnRunStatus(const std::string& worker, const v1::RunStatus& status,
+                             absl::Time now) {
+  absl::MutexLock lock(&mu_);
+  LiveRun* live = FindLiveLocked(status.run());
+  if (live == nullptr || live->run.launcher() != worker) return;
+  live->launcher_away_since = absl::InfiniteFuture();
+  v1::Run& run = live->run;
+  if (!IsFinalState(status.state())) {
+    if (live->cancelling) return;
+    run.set_state(v1::RUNNING);
+    run.set_sizes_total(status.sizes_total());
+    run.set_mpi_version(status.mpi_version());
+    run.set_nccl_version(status.nccl_version());
+    run.set_environment_fingerprint(status.environment_fingerprint());
+    run.mutable_rank_hosts()->Assign(status.rank_hosts().begin(), status.rank_hosts().end());
+    SaveLocked(*live);
+    PublishStateLocked(*live, now);
+    return;
+  }
+  if (live->cancelling) {
+    // The launcher confirms the kill: the workers are free now.
+    const std::string name = run.name();
+    ReleaseWorkersLocked(name);
+    live_.erase(name);
+    ScheduleLocked(now);
+    return;
+  }
+  live->final_state = status.state();
+  live->final_error = status.error();
+  live->results_total = status.results_total();
+  FinishIfCompleteLocked(*live, now);
+  ScheduleLocked(now);
+}
+
+void RunManager::OnResult(const std::string& worker, const v1::RunResult& message,
+                          absl::Time now) {
+  absl::MutexLock lock(&mu_);
+  const v1::SizeResult& result = message.result();
+  LiveRun* live = FindLiveLocked(message.run());
+  int64_t ack_through = result.sequence();
+  if (live != nullptr && live->run.launcher() == worker) {
+    absl::StatusOr<bool> inserted = store_->AddResult(live->run.name(), result);
+    if (!inserted.ok()) return;  // not stored: not acknowledged, so it comes again
+    if (*inserted) {
+      live->run.set_sizes_done(live->run.sizes_done() + 1);
+      live->run.set_wrong(live->run.wrong() + result.wrong());
+      SaveLocked(*live);
+      v1::RunEvent event;
+      event.set_run(live->run.name());
+      *event.mutable_time() = ToProto(now);
+      *event.mutable_result() = result;
+      hub_->Publish(event);
+      event.mutable_progress()->set_sizes_done(live->run.sizes_done());
+      event.mutable_progress()->set_sizes_total(live->run.sizes_total());
+      hub_->Publish(event);
+    }
+    if (result.sequence() == live->stored_through + 1) live->stored_through = result.sequence();
+    ack_through = live->stored_through;
+  } else if (!store_->GetRun(message.run()).ok()) {
+    return;
+  }
+  v1::CoordinatorMessage ack;
+  ack.mutable_ack()->set_run(message.run());
+  ack.mutable_ack()->set_sequence(ack_through);
+  link_->Send(worker, ack);
+  if (live != nullptr) FinishIfCompleteLocked(*live, now);
+}
+
+void RunManager::OnLog(const std::string& worker, const v1::RunLog& log, absl::Time now) {
+  v1::RunEvent event;
+  event.set_run(log.run());
+  *event.mutable_time() = ToProto(now);
+  *event.mutable_log() = log.line();
+  hub_->Publish(event);
+}
+
+void RunManager::Tick(absl::Time now) {
+  absl::MutexLock lock(&mu_);
+  for (const scheduling::WorkerSnapshot& lost :
+       registry_->ExpireStale(now, options_.heartbeat_timeout)) {
+    WorkerLostLocked(lost, now);
+  }
+  std::vector<std::string> names;
+  for (const auto& [name, live] : live_) names.push_back(name);
+  for (const std::string& name : names) {
+    LiveRun* live = FindLiveLocked(name);
+    if (live == nullptr || live->run.state() == v1::QUEUED) continue;
+    if (live->cancelling) {
+      if (now >= live->cancel_deadline) {
+        ReleaseWorkersLocked(name);
+        live_.erase(name);
+      }
+    } else if (now >= live->launcher_away_since + options_.readopt_grace) {
+      AbortLocked(*live, v1::FAILED,
+                  absl::StrCat("launcher ", live->run.launcher(), " did not come back within ",
+                               absl::FormatDuration(options_.readopt_grace)),
+                  now);
+    } else if (now >= live->deadline) {
+      AbortLocked(*live, v1::FAILED, "timed out", now);
+    }
+  }
+  ScheduleLocked(now);
+}
+
+v1::Worker RunManager::WorkerProto(const scheduling::WorkerSnapshot& snapshot) const {
+  v1::Worker worker;
+  worker.set_name(snapshot.name);
+  worker.set_state(ToProtoState(snapshot.state));
+  worker.mutable_inventory()->ParseFromString(snapshot.inventory);
+  worker.set_display_name(worker.inventory().hostname());
+  worker.set_agent_address(snapshot.agent_address);
+  worker.set_slots(snapshot.slots);
+  *worker.mutable_last_heartbeat_time() = ToProto(snapshot.last_heartbeat_time);
+  *worker.mutable_register_time() = ToProto(snapshot.register_time);
+  worker.set_current_run(snapshot.current_run);
+  return worker;
+}
+
+std::vector<v1::Worker> RunManager::ListWorkers() {
+  std::map<std::string, v1::Worker> by_name;
+  // Workers known from before a restart that have not come back are lost.
+  absl::StatusOr<std::vector<v1::Worker>> stored = store_->ListWorkers();
+  if (stored.ok()) {
+    for (v1::Worker& w : *stored) {
+      w.set_state(v1::LOST);
+      w.clear_current_run();
+      by_name[w.name()] = std::move(w);
+    }
+  }
+  for (const scheduling::WorkerSnapshot& s : registry_->List()) by_name[s.name] = WorkerProto(s);
+  std::vector<v1::Worker> out;
+  for (auto& [name, worker] : by_name) out.push_back(std::move(worker));
+  return out;
+}
+
+absl::StatusOr<v1::Worker> RunManager::GetWorker(absl::string_view name) {
+  const std::string full = absl::StartsWith(name, "workers/") ? std::string(name)
+                                                               : absl::StrCat("workers/", name);
+  for (v1::Worker& w : ListWorkers()) {
+    if (w.name() == full) return w;
+  }
+  return absl::NotFoundError(absl::StrCat(full, " is not a known worker"));
+}
+
+absl::StatusOr<v1::Worker> RunManager::DrainWorker(absl::string_view name) {
+  RETURN_IF_ERROR(registry_->Drain(name));
+  return GetWorker(name);
+}
+
+}  // namespace collbench
