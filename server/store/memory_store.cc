@@ -1,0 +1,198 @@
+// The in-memory Store: the fake beside the SQLite store (STYLE §3). Same
+// contract, nothing survives the process.
+#include <map>
+#include <memory>
+#include <set>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/strings/str_cat.h"
+#include "absl/synchronization/mutex.h"
+#include "common/status_macros.h"
+#include "server/store/store.h"
+#include "server/store/store_internal.h"
+
+namespace collbench {
+namespace {
+
+using store_internal::RunPosition;
+
+// Orders positions as ListRuns lists them: newest first.
+struct ListOrder {
+  bool operator()(const RunPosition& a, const RunPosition& b) const {
+    return store_internal::ListedBefore(a, b);
+  }
+};
+
+RunPosition PositionOf(const v1::Run& run) {
+  return RunPosition{store_internal::CreateTimeNs(run), run.name()};
+}
+
+class MemoryStore final : public Store {
+ public:
+  absl::Status CreateRun(const v1::Run& run) override {
+    RETURN_IF_ERROR(store_internal::ValidateRunName(run.name()));
+    absl::MutexLock lock(&mu_);
+    if (runs_.contains(run.name())) {
+      return absl::AlreadyExistsError(
+          absl::StrCat("run ", run.name(), " already exists"));
+    }
+    RETURN_IF_ERROR(CheckRequestIdFree(run));
+    Insert(run);
+    return absl::OkStatus();
+  }
+
+  absl::Status UpdateRun(const v1::Run& run) override {
+    absl::MutexLock lock(&mu_);
+    auto it = runs_.find(run.name());
+    if (it == runs_.end()) return store_internal::RunNotFound(run.name());
+    RETURN_IF_ERROR(CheckRequestIdFree(run));
+    Erase(run.name());
+    Insert(run);
+    return absl::OkStatus();
+  }
+
+  absl::StatusOr<v1::Run> GetRun(absl::string_view name) override {
+    absl::MutexLock lock(&mu_);
+    auto it = runs_.find(name);
+    if (it == runs_.end()) return store_internal::RunNotFound(name);
+    return it->second;
+  }
+
+  absl::StatusOr<v1::Run> FindRunByRequestId(
+      absl::string_view request_id) override {
+    absl::MutexLock lock(&mu_);
+    auto it = request_ids_.find(request_id);
+    if (request_id.empty() || it == request_ids_.end()) {
+      return absl::NotFoundError(
+          absl::StrCat("no run with request_id \"", request_id, "\""));
+    }
+    return runs_.at(it->second);
+  }
+
+  absl::StatusOr<RunPage> ListRuns(int page_size, absl::string_view page_token,
+                                   v1::RunState state) override {
+    ASSIGN_OR_RETURN(const int limit,
+                     store_internal::EffectivePageSize(page_size));
+    RunPosition after;
+    const bool has_token = !page_token.empty();
+    if (has_token) {
+      ASSIGN_OR_RETURN(after,
+                       store_internal::DecodePageToken(page_token, state));
+    }
+    absl::MutexLock lock(&mu_);
+    auto it = has_token ? order_.upper_bound(after) : order_.begin();
+    RunPage page;
+    for (; it != order_.end(); ++it) {
+      const v1::Run& run = runs_.at(it->name);
+      if (state != v1::RUN_STATE_UNSPECIFIED && run.state() != state) continue;
+      if (static_cast<int>(page.runs.size()) == limit) {
+        page.next_page_token = store_internal::EncodePageToken(
+            PositionOf(page.runs.back()), state);
+        break;
+      }
+      page.runs.push_back(run);
+    }
+    return page;
+  }
+
+  absl::StatusOr<std::vector<v1::Run>> ListUnfinishedRuns() override {
+    absl::MutexLock lock(&mu_);
+    std::vector<v1::Run> runs;
+    for (auto it = order_.rbegin(); it != order_.rend(); ++it) {
+      const v1::Run& run = runs_.at(it->name);
+      if (store_internal::IsUnfinished(run.state())) runs.push_back(run);
+    }
+    return runs;
+  }
+
+  absl::StatusOr<bool> AddResult(absl::string_view run,
+                                 const v1::SizeResult& result) override {
+    if (result.sequence() < 0) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "result sequence must not be negative, got ", result.sequence()));
+    }
+    absl::MutexLock lock(&mu_);
+    if (!runs_.contains(run)) return store_internal::RunNotFound(run);
+    return results_[std::string(run)].emplace(result.sequence(), result).second;
+  }
+
+  absl::StatusOr<std::vector<v1::SizeResult>> ListResults(
+      absl::string_view run) override {
+    absl::MutexLock lock(&mu_);
+    if (!runs_.contains(run)) return store_internal::RunNotFound(run);
+    std::vector<v1::SizeResult> results;
+    auto it = results_.find(run);
+    if (it == results_.end()) return results;
+    for (const auto& [sequence, result] : it->second) {
+      results.push_back(result);
+    }
+    return results;
+  }
+
+  absl::Status UpsertWorker(const v1::Worker& worker) override {
+    RETURN_IF_ERROR(store_internal::ValidateWorkerName(worker.name()));
+    absl::MutexLock lock(&mu_);
+    workers_[worker.name()] = worker;
+    return absl::OkStatus();
+  }
+
+  absl::StatusOr<std::vector<v1::Worker>> ListWorkers() override {
+    absl::MutexLock lock(&mu_);
+    std::vector<v1::Worker> workers;
+    workers.reserve(workers_.size());
+    for (const auto& [name, worker] : workers_) workers.push_back(worker);
+    return workers;
+  }
+
+ private:
+  // AlreadyExists if another run than `run` holds its (non-empty) request id.
+  absl::Status CheckRequestIdFree(const v1::Run& run)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    if (run.request_id().empty()) return absl::OkStatus();
+    auto it = request_ids_.find(run.request_id());
+    if (it == request_ids_.end() || it->second == run.name()) {
+      return absl::OkStatus();
+    }
+    return absl::AlreadyExistsError(
+        absl::StrCat("request_id \"", run.request_id(),
+                     "\" is already used by run ", it->second));
+  }
+
+  void Insert(const v1::Run& run) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    runs_[run.name()] = run;
+    order_.insert(PositionOf(run));
+    if (!run.request_id().empty()) request_ids_[run.request_id()] = run.name();
+  }
+
+  // Removes the stored run named `name`, which must exist.
+  void Erase(const std::string& name) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    auto it = runs_.find(name);
+    order_.erase(PositionOf(it->second));
+    request_ids_.erase(it->second.request_id());
+    runs_.erase(it);
+  }
+
+  absl::Mutex mu_;
+  // Keyed by name; std::less<> lets absl::string_view look up std::string.
+  std::map<std::string, v1::Run, std::less<>> runs_ ABSL_GUARDED_BY(mu_);
+  // Every run's position, in ListRuns order.
+  std::set<RunPosition, ListOrder> order_ ABSL_GUARDED_BY(mu_);
+  // request id -> run name, for runs with a request id.
+  std::map<std::string, std::string, std::less<>> request_ids_
+      ABSL_GUARDED_BY(mu_);
+  // run name -> sequence -> result.
+  std::map<std::string, std::map<int64_t, v1::SizeResult>, std::less<>> results_
+      ABSL_GUARDED_BY(mu_);
+  std::map<std::string, v1::Worker> workers_ ABSL_GUARDED_BY(mu_);
+};
+
+}  // namespace
+
+std::unique_ptr<Store> NewMemoryStore() {
+  return std::make_unique<MemoryStore>();
+}
+
+}  // namespace collbench

@@ -1,0 +1,449 @@
+// The SQLite Store: one file in WAL mode, every commit fsynced, so what a
+// call reported as stored survives kill -9 and power loss (DESIGN §3).
+//
+// Each row keeps the whole serialized proto (the truth) next to the columns
+// that are queried or worth reading with the sqlite3 shell. One connection,
+// used under one mutex: the coordinator writes a few rows per second.
+#include <sqlite3.h>
+
+#include <cstdint>
+#include <filesystem>
+#include <iterator>
+#include <memory>
+#include <string>
+#include <system_error>
+#include <utility>
+#include <vector>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/strings/str_cat.h"
+#include "absl/synchronization/mutex.h"
+#include "absl/time/clock.h"
+#include "common/status_macros.h"
+#include "server/store/sqlite_query.h"
+#include "server/store/store.h"
+#include "server/store/store_internal.h"
+
+namespace collbench {
+namespace {
+
+using store_internal::ConnectionPtr;
+using store_internal::Exec;
+using store_internal::Query;
+using store_internal::RunNotFound;
+using store_internal::SqliteError;
+using store_internal::StatementPtr;
+
+// Schema migrations: entry i takes the schema from version i to i + 1.
+// Append only; a released entry is never edited.
+constexpr const char* kMigrations[] = {
+    R"sql(
+CREATE TABLE workers (
+  name TEXT PRIMARY KEY,            -- workers/{id}
+  state INTEGER NOT NULL,           -- collbench.v1.WorkerState
+  host_id TEXT NOT NULL,
+  data BLOB NOT NULL,               -- serialized collbench.v1.Worker
+  update_time_ns INTEGER NOT NULL   -- when this row was last written
+);
+CREATE TABLE runs (
+  name TEXT PRIMARY KEY,            -- runs/{id}
+  request_id TEXT UNIQUE,           -- NULL when the caller gave none
+  state INTEGER NOT NULL,           -- collbench.v1.RunState
+  create_time_ns INTEGER NOT NULL,
+  start_time_ns INTEGER NOT NULL,
+  end_time_ns INTEGER NOT NULL,
+  error TEXT NOT NULL,
+  spec BLOB NOT NULL,               -- serialized collbench.v1.RunSpec
+  data BLOB NOT NULL                -- serialized collbench.v1.Run, spec cleared
+);
+CREATE INDEX runs_by_create_time ON runs (create_time_ns, name);
+CREATE INDEX runs_by_state ON runs (state, create_time_ns, name);
+CREATE TABLE results (
+  run TEXT NOT NULL,                -- runs/{id}
+  sequence INTEGER NOT NULL,
+  bytes INTEGER NOT NULL,
+  data BLOB NOT NULL,               -- serialized collbench.v1.SizeResult
+  PRIMARY KEY (run, sequence)
+) WITHOUT ROWID;
+)sql",
+};
+constexpr int kSchemaVersion = std::size(kMigrations);
+
+// How long a write waits for another connection's lock before Unavailable.
+constexpr int kBusyTimeoutMs = 10'000;
+
+// The run in the current row of a query that selects (spec, data) first.
+absl::StatusOr<v1::Run> ReadRun(const Query& query) {
+  v1::Run run;
+  RETURN_IF_ERROR(query.ColumnProto(1, &run, "run"));
+  RETURN_IF_ERROR(query.ColumnProto(0, run.mutable_spec(), "run spec"));
+  return run;
+}
+
+// Every statement the store runs, prepared once at open.
+struct Statements {
+  StatementPtr insert_run, update_run, get_run, find_run_by_request_id,
+      list_runs, list_unfinished_runs, insert_result, list_results,
+      upsert_worker, list_workers;
+};
+
+// Both statements bind ?1 … ?9 in this order: see BindRun.
+constexpr char kRunColumns[] =
+    "name, request_id, state, create_time_ns, start_time_ns, end_time_ns, "
+    "error, spec, data";
+constexpr char kListRunsSql[] =
+    "SELECT spec, data FROM runs WHERE (?1 = 0 OR state = ?1) AND "
+    "(?2 IS NULL OR create_time_ns < ?2 OR "
+    "(create_time_ns = ?2 AND name < ?3)) "
+    "ORDER BY create_time_ns DESC, name DESC LIMIT ?4";
+
+absl::StatusOr<Statements> PrepareStatements(sqlite3* db) {
+  Statements s;
+  const std::pair<StatementPtr*, std::string> all[] = {
+      {&s.insert_run, absl::StrCat("INSERT INTO runs (", kRunColumns,
+                                   ") VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, "
+                                   "?9)")},
+      {&s.update_run,
+       "UPDATE runs SET request_id = ?2, state = ?3, create_time_ns = ?4, "
+       "start_time_ns = ?5, end_time_ns = ?6, error = ?7, spec = ?8, "
+       "data = ?9 WHERE name = ?1"},
+      {&s.get_run, "SELECT spec, data FROM runs WHERE name = ?1"},
+      {&s.find_run_by_request_id,
+       "SELECT spec, data FROM runs WHERE request_id = ?1"},
+      {&s.list_runs, kListRunsSql},
+      {&s.list_unfinished_runs,
+       "SELECT spec, data FROM runs WHERE state IN (?1, ?2, ?3) "
+       "ORDER BY create_time_ns, name"},
+      {&s.insert_result,
+       "INSERT OR IGNORE INTO results (run, sequence, bytes, data) "
+       "VALUES (?1, ?2, ?3, ?4)"},
+      {&s.list_results,
+       "SELECT data FROM results WHERE run = ?1 ORDER BY sequence"},
+      {&s.upsert_worker,
+       "INSERT OR REPLACE INTO workers (name, state, host_id, data, "
+       "update_time_ns) VALUES (?1, ?2, ?3, ?4, ?5)"},
+      {&s.list_workers, "SELECT data FROM workers ORDER BY name"},
+  };
+  for (const auto& [statement, sql] : all) {
+    sqlite3_stmt* raw = nullptr;
+    const int rc = sqlite3_prepare_v3(db, sql.c_str(), -1,
+                                      SQLITE_PREPARE_PERSISTENT, &raw, nullptr);
+    if (rc != SQLITE_OK) {
+      return SqliteError(db, rc, absl::StrCat("prepare ", sql));
+    }
+    statement->reset(raw);
+  }
+  return s;
+}
+
+// Brings the schema to kSchemaVersion in one transaction, applying each
+// missing migration in order. Concurrent openers serialize on the write lock.
+absl::Status Migrate(sqlite3* db) {
+  RETURN_IF_ERROR(Exec(db, "BEGIN IMMEDIATE", "begin migration"));
+  auto migrate = [db]() -> absl::Status {
+    RETURN_IF_ERROR(Exec(db,
+                         "CREATE TABLE IF NOT EXISTS schema_version ("
+                         "version INTEGER PRIMARY KEY, "
+                         "apply_time_ns INTEGER NOT NULL)",
+                         "create schema_version"));
+    sqlite3_stmt* raw = nullptr;
+    const char* sql = "SELECT IFNULL(MAX(version), 0) FROM schema_version";
+    int rc = sqlite3_prepare_v2(db, sql, -1, &raw, nullptr);
+    if (rc != SQLITE_OK) return SqliteError(db, rc, "read schema version");
+    StatementPtr read_version(raw);
+    Query query(db, raw, "read schema version");
+    ASSIGN_OR_RETURN(const bool row, query.Step());
+    const int64_t version = row ? query.ColumnInt(0) : 0;
+    if (version > kSchemaVersion) {
+      return absl::FailedPreconditionError(absl::StrCat(
+          "store schema version ", version, " is newer than this build's ",
+          kSchemaVersion, "; upgrade collbench-coordinator"));
+    }
+    for (int64_t next = version; next < kSchemaVersion; ++next) {
+      RETURN_IF_ERROR(Exec(db, kMigrations[next],
+                           absl::StrCat("migrate schema to ", next + 1)));
+      RETURN_IF_ERROR(
+          Exec(db,
+               absl::StrCat("INSERT INTO schema_version VALUES (", next + 1,
+                            ", ", absl::GetCurrentTimeNanos(), ")")
+                   .c_str(),
+               "record schema version"));
+    }
+    return absl::OkStatus();
+  };
+  absl::Status status = migrate();
+  if (!status.ok()) {
+    sqlite3_exec(db, "ROLLBACK", nullptr, nullptr, nullptr);
+    return status;
+  }
+  return Exec(db, "COMMIT", "commit migration");
+}
+
+// Sets the connection up for durability: WAL, fsync per commit, busy wait.
+absl::Status Configure(sqlite3* db) {
+  sqlite3_extended_result_codes(db, 1);
+  sqlite3_busy_timeout(db, kBusyTimeoutMs);
+  char** table = nullptr;
+  int rows = 0, columns = 0;
+  const int rc = sqlite3_get_table(db, "PRAGMA journal_mode=WAL", &table, &rows,
+                                   &columns, nullptr);
+  if (rc != SQLITE_OK) return SqliteError(db, rc, "PRAGMA journal_mode=WAL");
+  const std::string mode = rows == 1 && columns == 1 ? table[1] : "";
+  sqlite3_free_table(table);
+  // An in-memory database has no journal to put in WAL mode.
+  if (mode != "wal" && mode != "memory") {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "sqlite PRAGMA journal_mode=WAL: the file system allows only \"", mode,
+        "\" (WAL needs shared memory; network file systems lack it)"));
+  }
+  return Exec(db, "PRAGMA synchronous=FULL", "PRAGMA synchronous=FULL");
+}
+
+// Binds ?1 … ?9 of insert_run / update_run (kRunColumns) from `run`.
+void BindRun(Query& query, const v1::Run& run) {
+  v1::Run data = run;
+  data.clear_spec();
+  query.Text(run.name());
+  if (run.request_id().empty()) {
+    query.Null();
+  } else {
+    query.Text(run.request_id());
+  }
+  query.Int(run.state())
+      .Int(store_internal::CreateTimeNs(run))
+      .Int(store_internal::TimestampNs(run.start_time()))
+      .Int(store_internal::TimestampNs(run.end_time()))
+      .Text(run.error())
+      .Blob(run.spec().SerializeAsString())
+      .Blob(data.SerializeAsString());
+}
+
+class SqliteStore final : public Store {
+ public:
+  SqliteStore(ConnectionPtr db, Statements statements)
+      : db_(std::move(db)), statements_(std::move(statements)) {}
+
+  absl::Status CreateRun(const v1::Run& run) override {
+    RETURN_IF_ERROR(store_internal::ValidateRunName(run.name()));
+    absl::MutexLock lock(&mu_);
+    absl::StatusOr<v1::Run> existing = GetRunLocked(run.name());
+    if (existing.ok()) {
+      return absl::AlreadyExistsError(
+          absl::StrCat("run ", run.name(), " already exists"));
+    }
+    if (!absl::IsNotFound(existing.status())) return existing.status();
+    RETURN_IF_ERROR(CheckRequestIdFree(run));
+    Query query(db_.get(), statements_.insert_run.get(), "insert run");
+    BindRun(query, run);
+    return query.Execute().status();
+  }
+
+  absl::Status UpdateRun(const v1::Run& run) override {
+    absl::MutexLock lock(&mu_);
+    RETURN_IF_ERROR(CheckRequestIdFree(run));
+    Query query(db_.get(), statements_.update_run.get(), "update run");
+    BindRun(query, run);
+    ASSIGN_OR_RETURN(const int changed, query.Execute());
+    return changed == 0 ? RunNotFound(run.name()) : absl::OkStatus();
+  }
+
+  absl::StatusOr<v1::Run> GetRun(absl::string_view name) override {
+    absl::MutexLock lock(&mu_);
+    return GetRunLocked(name);
+  }
+
+  absl::StatusOr<v1::Run> FindRunByRequestId(
+      absl::string_view request_id) override {
+    absl::MutexLock lock(&mu_);
+    return FindRunByRequestIdLocked(request_id);
+  }
+
+  absl::StatusOr<RunPage> ListRuns(int page_size, absl::string_view page_token,
+                                   v1::RunState state) override {
+    ASSIGN_OR_RETURN(const int limit,
+                     store_internal::EffectivePageSize(page_size));
+    absl::MutexLock lock(&mu_);
+    Query query(db_.get(), statements_.list_runs.get(), "list runs");
+    query.Int(state);
+    if (page_token.empty()) {
+      query.Null().Null();
+    } else {
+      ASSIGN_OR_RETURN(const store_internal::RunPosition after,
+                       store_internal::DecodePageToken(page_token, state));
+      query.Int(after.create_time_ns).Text(after.name);
+    }
+    // One more than the page: whether it exists decides the next token.
+    query.Int(limit + 1);
+    RunPage page;
+    ASSIGN_OR_RETURN(std::vector<v1::Run> runs, ReadRuns(query));
+    if (static_cast<int>(runs.size()) > limit) {
+      runs.resize(limit);
+      page.next_page_token = store_internal::EncodePageToken(
+          {store_internal::CreateTimeNs(runs.back()), runs.back().name()},
+          state);
+    }
+    page.runs = std::move(runs);
+    return page;
+  }
+
+  absl::StatusOr<std::vector<v1::Run>> ListUnfinishedRuns() override {
+    absl::MutexLock lock(&mu_);
+    Query query(db_.get(), statements_.list_unfinished_runs.get(),
+                "list unfinished runs");
+    query.Int(v1::QUEUED).Int(v1::SCHEDULED).Int(v1::RUNNING);
+    return ReadRuns(query);
+  }
+
+  absl::StatusOr<bool> AddResult(absl::string_view run,
+                                 const v1::SizeResult& result) override {
+    if (result.sequence() < 0) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "result sequence must not be negative, got ", result.sequence()));
+    }
+    absl::MutexLock lock(&mu_);
+    RETURN_IF_ERROR(GetRunLocked(run).status());
+    Query query(db_.get(), statements_.insert_result.get(), "insert result");
+    query.Text(run)
+        .Int(result.sequence())
+        .Int(static_cast<int64_t>(result.bytes()))
+        .Blob(result.SerializeAsString());
+    ASSIGN_OR_RETURN(const int inserted, query.Execute());
+    return inserted == 1;
+  }
+
+  absl::StatusOr<std::vector<v1::SizeResult>> ListResults(
+      absl::string_view run) override {
+    absl::MutexLock lock(&mu_);
+    RETURN_IF_ERROR(GetRunLocked(run).status());
+    Query query(db_.get(), statements_.list_results.get(), "list results");
+    query.Text(run);
+    return ReadAll<v1::SizeResult>(query, "result");
+  }
+
+  absl::Status UpsertWorker(const v1::Worker& worker) override {
+    RETURN_IF_ERROR(store_internal::ValidateWorkerName(worker.name()));
+    absl::MutexLock lock(&mu_);
+    Query query(db_.get(), statements_.upsert_worker.get(), "upsert worker");
+    query.Text(worker.name())
+        .Int(worker.state())
+        .Text(worker.inventory().host_id())
+        .Blob(worker.SerializeAsString())
+        .Int(absl::GetCurrentTimeNanos());
+    return query.Execute().status();
+  }
+
+  absl::StatusOr<std::vector<v1::Worker>> ListWorkers() override {
+    absl::MutexLock lock(&mu_);
+    Query query(db_.get(), statements_.list_workers.get(), "list workers");
+    return ReadAll<v1::Worker>(query, "worker");
+  }
+
+ private:
+  absl::StatusOr<v1::Run> GetRunLocked(absl::string_view name)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    Query query(db_.get(), statements_.get_run.get(), "get run");
+    query.Text(name);
+    ASSIGN_OR_RETURN(const bool found, query.Step());
+    if (!found) return RunNotFound(name);
+    return ReadRun(query);
+  }
+
+  absl::StatusOr<v1::Run> FindRunByRequestIdLocked(absl::string_view request_id)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    Query query(db_.get(), statements_.find_run_by_request_id.get(),
+                "find run by request_id");
+    query.Text(request_id);
+    ASSIGN_OR_RETURN(const bool found, query.Step());
+    if (!found) {
+      return absl::NotFoundError(
+          absl::StrCat("no run with request_id \"", request_id, "\""));
+    }
+    return ReadRun(query);
+  }
+
+  // AlreadyExists if another run than `run` holds its (non-empty) request id.
+  absl::Status CheckRequestIdFree(const v1::Run& run)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    if (run.request_id().empty()) return absl::OkStatus();
+    absl::StatusOr<v1::Run> holder = FindRunByRequestIdLocked(run.request_id());
+    if (absl::IsNotFound(holder.status())) return absl::OkStatus();
+    if (!holder.ok()) return holder.status();
+    if (holder->name() == run.name()) return absl::OkStatus();
+    return absl::AlreadyExistsError(
+        absl::StrCat("request_id \"", run.request_id(),
+                     "\" is already used by run ", holder->name()));
+  }
+
+  // Every row of `query`, which selects (spec, data) first, as runs.
+  static absl::StatusOr<std::vector<v1::Run>> ReadRuns(Query& query) {
+    std::vector<v1::Run> runs;
+    while (true) {
+      ASSIGN_OR_RETURN(const bool row, query.Step());
+      if (!row) return runs;
+      ASSIGN_OR_RETURN(v1::Run run, ReadRun(query));
+      runs.push_back(std::move(run));
+    }
+  }
+
+  // Every row of `query`, whose first column is a serialized Message.
+  template <typename Message>
+  static absl::StatusOr<std::vector<Message>> ReadAll(Query& query,
+                                                      absl::string_view what) {
+    std::vector<Message> messages;
+    while (true) {
+      ASSIGN_OR_RETURN(const bool row, query.Step());
+      if (!row) return messages;
+      RETURN_IF_ERROR(query.ColumnProto(0, &messages.emplace_back(), what));
+    }
+  }
+
+  absl::Mutex mu_;
+  // Declared before the statements: they are finalized before it closes.
+  const ConnectionPtr db_ ABSL_GUARDED_BY(mu_);
+  const Statements statements_ ABSL_GUARDED_BY(mu_);
+};
+
+// The parent folder of `path`, created if missing, so `--store
+// /var/lib/collbench/store.db` works on a fresh volume.
+absl::Status CreateParentDirectory(const std::string& path) {
+  const std::filesystem::path parent =
+      std::filesystem::path(path).parent_path();
+  std::error_code error;
+  if (parent.empty() || std::filesystem::is_directory(parent, error)) {
+    return absl::OkStatus();
+  }
+  std::filesystem::create_directories(parent, error);
+  if (error) {
+    return absl::PermissionDeniedError(
+        absl::StrCat("cannot create ", parent.string(), ": ", error.message()));
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<std::unique_ptr<Store>> Open(const std::string& path) {
+  RETURN_IF_ERROR(CreateParentDirectory(path));
+  sqlite3* raw = nullptr;
+  const int rc = sqlite3_open_v2(
+      path.c_str(), &raw,
+      SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX,
+      nullptr);
+  ConnectionPtr db(raw);  // Closes it on every error below.
+  if (rc != SQLITE_OK) return SqliteError(db.get(), rc, "open");
+  RETURN_IF_ERROR(Configure(db.get()));
+  RETURN_IF_ERROR(Migrate(db.get()));
+  ASSIGN_OR_RETURN(Statements statements, PrepareStatements(db.get()));
+  return std::make_unique<SqliteStore>(std::move(db), std::move(statements));
+}
+
+}  // namespace
+
+absl::StatusOr<std::unique_ptr<Store>> OpenSqliteStore(
+    const std::string& path) {
+  absl::StatusOr<std::unique_ptr<Store>> store = Open(path);
+  if (store.ok()) return store;
+  return absl::Status(
+      store.status().code(),
+      absl::StrCat("store ", path, ": ", store.status().message()));
+}
+
+}  // namespace collbench

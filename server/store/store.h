@@ -1,0 +1,132 @@
+// The coordinator's persistent state: workers, runs and per-size results
+// (DESIGN §3, "Store" and "Results and durability").
+//
+// Two implementations share one contract: NewMemoryStore() is the fake for
+// tests, OpenSqliteStore() is what the coordinator runs on. A PostgreSQL
+// store can follow behind the same interface.
+//
+// Thread safety: every method may be called from any thread at any time;
+// implementations lock internally. Each call is atomic: a concurrent reader
+// sees a run, result or worker either before or after a write, never half.
+//
+// Ownership: every method takes its arguments by reference for the duration
+// of the call and returns copies; the store keeps no pointer to caller data.
+#ifndef COLLBENCH_SERVER_STORE_STORE_H_
+#define COLLBENCH_SERVER_STORE_STORE_H_
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
+#include "collbench/v1/run.pb.h"
+#include "collbench/v1/worker.pb.h"
+
+namespace collbench {
+
+// The coordinator's persistent state; see the file comment for threading.
+class Store {
+ public:
+  // One page of ListRuns.
+  struct RunPage {
+    std::vector<v1::Run> runs;
+    // Pass to the next ListRuns call (with the same state filter) to get the
+    // following page; empty when this page is the last.
+    std::string next_page_token;
+  };
+
+  // Runs per page when the caller asks for 0, and the most ever returned.
+  static constexpr int kDefaultPageSize = 50;
+  static constexpr int kMaxPageSize = 1000;
+
+  virtual ~Store() = default;
+
+  // ---- Runs ----------------------------------------------------------------
+  // A run is keyed by `name()` ("runs/{id}", chosen by the caller) and, when
+  // `request_id()` is not empty, also by its request id (CreateRun's
+  // idempotency key). ListRuns orders by `create_time()`, so callers set it
+  // before CreateRun.
+
+  // Stores a new run.
+  // InvalidArgument unless the name is "runs/{id}" with a non-empty id;
+  // AlreadyExists if a run with that name, or another run with the same
+  // non-empty request id, is already stored.
+  virtual absl::Status CreateRun(const v1::Run& run) = 0;
+
+  // Replaces every field of the stored run named `run.name()` (a field left
+  // unset in `run` is cleared). NotFound naming the run if none is stored;
+  // AlreadyExists if the request id is changed to one another run holds.
+  virtual absl::Status UpdateRun(const v1::Run& run) = 0;
+
+  // The run named `name`; NotFound naming it if none is stored.
+  virtual absl::StatusOr<v1::Run> GetRun(absl::string_view name) = 0;
+
+  // The run created with `request_id`; NotFound if none (or if empty).
+  virtual absl::StatusOr<v1::Run> FindRunByRequestId(
+      absl::string_view request_id) = 0;
+
+  // Runs newest first: by create_time descending, then name descending, so
+  // the order is total and stable while runs are added.
+  // `page_size` 0 means kDefaultPageSize; larger than kMaxPageSize is capped;
+  // negative is InvalidArgument. `page_token` is empty for the first page,
+  // else a `next_page_token` returned by an earlier call: it encodes the last
+  // run's position, so paging neither repeats nor skips a run even when runs
+  // are created meanwhile (new ones sort before the token and are not
+  // returned). A malformed token, or one from a call with another `state`,
+  // is InvalidArgument. `state` filters unless RUN_STATE_UNSPECIFIED.
+  virtual absl::StatusOr<RunPage> ListRuns(int page_size,
+                                           absl::string_view page_token,
+                                           v1::RunState state) = 0;
+
+  // Runs not in a final state (QUEUED, SCHEDULED, RUNNING), oldest first:
+  // what a restarted coordinator re-queues or waits to re-adopt.
+  virtual absl::StatusOr<std::vector<v1::Run>> ListUnfinishedRuns() = 0;
+
+  // ---- Results -------------------------------------------------------------
+  // Per-size results of a run, keyed by (run, result.sequence()).
+
+  // Stores `result` for the run named `run` unless a result with the same
+  // sequence is already stored for it (a launcher re-sends what it has not
+  // seen acked). Returns true if it stored the result, false if it was a
+  // duplicate (the stored one is kept unchanged).
+  // Durable when it returns: the caller may ack the worker, and the result
+  // survives a crash of the process or the machine right after.
+  // NotFound if the run is not stored; InvalidArgument if the sequence is
+  // negative.
+  virtual absl::StatusOr<bool> AddResult(absl::string_view run,
+                                         const v1::SizeResult& result) = 0;
+
+  // The run's results by ascending sequence; NotFound if the run is not
+  // stored (a run without results yields an empty list).
+  virtual absl::StatusOr<std::vector<v1::SizeResult>> ListResults(
+      absl::string_view run) = 0;
+
+  // ---- Workers -------------------------------------------------------------
+
+  // Stores `worker` under `worker.name()` ("workers/{id}"), replacing any
+  // worker of that name. InvalidArgument if the name is malformed.
+  virtual absl::Status UpsertWorker(const v1::Worker& worker) = 0;
+
+  // Every stored worker, by name ascending.
+  virtual absl::StatusOr<std::vector<v1::Worker>> ListWorkers() = 0;
+};
+
+// An empty store in memory: the fake for tests. Never fails except on
+// contract violations.
+std::unique_ptr<Store> NewMemoryStore();
+
+// Opens the SQLite database at `path`, creating the file (and its parent
+// directory) when absent and migrating an older schema to the current one.
+// Durability: WAL journal, fsync on every commit, so an OK from any write
+// means the data survives `kill -9` of the coordinator and a power loss.
+// Several stores (or processes) may open one file; writers wait for each
+// other up to a busy timeout, then fail with Unavailable.
+// FailedPrecondition if the file was written by a newer schema; an error
+// naming the path if it cannot be opened or is not a database.
+absl::StatusOr<std::unique_ptr<Store>> OpenSqliteStore(const std::string& path);
+
+}  // namespace collbench
+
+#endif  // COLLBENCH_SERVER_STORE_STORE_H_

@@ -1,0 +1,299 @@
+// The run lifecycle without gRPC: an in-memory store, a fake link that
+// records what workers would be sent, and simulated time.
+#include "server/core/run_manager.h"
+
+#include <map>
+#include <optional>
+#include <set>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+
+namespace collbench {
+namespace {
+
+using ::testing::HasSubstr;
+
+class FakeLink final : public WorkerLink {
+ public:
+  bool Send(const std::string& worker, const v1::CoordinatorMessage& message) override {
+    if (offline.count(worker)) return false;
+    sent[worker].push_back(message);
+    return true;
+  }
+  std::vector<v1::CoordinatorMessage> Take(const std::string& worker) {
+    auto out = std::move(sent[worker]);
+    sent[worker].clear();
+    return out;
+  }
+  std::map<std::string, std::vector<v1::CoordinatorMessage>> sent;
+  std::set<std::string> offline;
+};
+
+class RunManagerTest : public ::testing::Test {
+ protected:
+  void SetUp() override { Restart(); }
+
+  // A new manager over the same store: what a coordinator restart leaves.
+  void Restart() {
+    manager_.reset();
+    registry_ = std::make_unique<scheduling::WorkerRegistry>();
+    manager_ = std::make_unique<RunManager>(store_.get(), registry_.get(), &hub_, &link_,
+                                            RunManagerOptions{});
+    ASSERT_TRUE(manager_->Recover(now_).ok());
+  }
+
+  uint64_t Register(const std::string& id, const std::string& host, int slots = 2,
+                    std::vector<std::string> active = {}) {
+    v1::Register hello;
+    hello.set_worker_id(id);
+    hello.set_slots(slots);
+    hello.set_agent_address(id + ":7000");
+    hello.mutable_inventory()->set_host_id(host);
+    hello.mutable_inventory()->set_hostname(id);
+    hello.mutable_inventory()->set_memory_bytes(uint64_t{8} << 30);
+    for (const auto& run : active) hello.add_active_runs(run);
+    auto registration = manager_->OnRegister(hello, now_);
+    EXPECT_TRUE(registration.ok()) << registration.status();
+    return registration.ok() ? registration->session : 0;
+  }
+
+  v1::RunSpec Spec(int ranks, v1::PlacementPolicy policy = v1::PACK) {
+    v1::RunSpec spec;
+    spec.set_operation("allreduce");
+    spec.set_ranks(ranks);
+    spec.mutable_placement()->set_policy(policy);
+    spec.add_sizes_bytes(8);
+    spec.add_sizes_bytes(1024);
+    return spec;
+  }
+
+  v1::Run Create(const v1::RunSpec& spec, const std::string& request_id = "") {
+    auto run = manager_->CreateRun(spec, request_id, now_);
+    EXPECT_TRUE(run.ok()) << run.status();
+    return run.ok() ? *run : v1::Run();
+  }
+
+  v1::Run Get(const std::string& name) { return *manager_->GetRun(name); }
+
+  // The assignment the launcher received, if any.
+  std::optional<v1::Assignment> AssignmentFor(const std::string& worker) {
+    for (const auto& m : link_.Take(worker)) {
+      if (m.has_assignment()) return m.assignment();
+    }
+    return std::nullopt;
+  }
+
+  void Status(const std::string& worker, const std::string& run, v1::RunState state,
+              int64_t results_total = 0, const std::string& error = "") {
+    v1::RunStatus status;
+    status.set_run(run);
+    status.set_state(state);
+    status.set_results_total(results_total);
+    status.set_sizes_total(2);
+    status.set_error(error);
+    manager_->OnRunStatus(worker, status, now_);
+  }
+
+  void Result(const std::string& worker, const std::string& run, int64_t sequence,
+              uint64_t wrong = 0) {
+    v1::RunResult result;
+    result.set_run(run);
+    result.mutable_result()->set_sequence(sequence);
+    result.mutable_result()->set_bytes(8 << sequence);
+    result.mutable_result()->set_wrong(wrong);
+    manager_->OnResult(worker, result, now_);
+  }
+
+  std::unique_ptr<Store> store_ = NewMemoryStore();
+  std::unique_ptr<scheduling::WorkerRegistry> registry_;
+  WatchHub hub_;
+  FakeLink link_;
+  std::unique_ptr<RunManager> manager_;
+  absl::Time now_ = absl::FromUnixSeconds(1'800'000'000);
+};
+
+TEST_F(RunManagerTest, RunGoesThroughItsLifecycle) {
+  Register("a", "host-a");
+  const v1::Run created = Create(Spec(2));
+  EXPECT_EQ(created.state(), v1::SCHEDULED);
+  EXPECT_EQ(created.launcher(), "workers/a");
+  auto assignment = AssignmentFor("workers/a");
+  ASSERT_TRUE(assignment.has_value());
+  EXPECT_EQ(assignment->peers_size(), 1);
+  EXPECT_EQ(assignment->peers(0).slots(), 2);
+  EXPECT_FALSE(assignment->token().empty());
+
+  Status("workers/a", created.name(), v1::RUNNING);
+  EXPECT_EQ(Get(created.name()).state(), v1::RUNNING);
+  Result("workers/a", created.name(), 0);
+  Result("workers/a", created.name(), 0);  // a re-send after a reconnect
+  Result("workers/a", created.name(), 1);
+  Status("workers/a", created.name(), v1::SUCCEEDED, 2);
+  const v1::Run done = Get(created.name());
+  EXPECT_EQ(done.state(), v1::SUCCEEDED);
+  EXPECT_EQ(done.sizes_done(), 2);
+  EXPECT_EQ(manager_->GetResults(created.name())->size(), 2u);
+  // Every result was acknowledged.
+  int acks = 0;
+  for (const auto& m : link_.Take("workers/a")) acks += m.has_ack();
+  EXPECT_EQ(acks, 3);
+}
+
+TEST_F(RunManagerTest, FinishWaitsForResultsStillOnTheirWay) {
+  Register("a", "host-a");
+  const v1::Run run = Create(Spec(2));
+  Status("workers/a", run.name(), v1::RUNNING);
+  Result("workers/a", run.name(), 0);
+  Status("workers/a", run.name(), v1::SUCCEEDED, 2);
+  EXPECT_EQ(Get(run.name()).state(), v1::RUNNING);
+  Result("workers/a", run.name(), 1);
+  EXPECT_EQ(Get(run.name()).state(), v1::SUCCEEDED);
+}
+
+TEST_F(RunManagerTest, WrongElementsFailTheRun) {
+  Register("a", "host-a");
+  const v1::Run run = Create(Spec(2));
+  Result("workers/a", run.name(), 0, /*wrong=*/3);
+  Status("workers/a", run.name(), v1::SUCCEEDED, 1);
+  EXPECT_EQ(Get(run.name()).state(), v1::FAILED);
+  EXPECT_THAT(Get(run.name()).error(), HasSubstr("3 wrong elements"));
+}
+
+TEST_F(RunManagerTest, SecondRunWaitsWhileTheFirstHoldsTheWorkers) {
+  Register("a", "host-a");
+  Register("b", "host-b");
+  const v1::Run first = Create(Spec(2, v1::SPREAD));
+  const v1::Run second = Create(Spec(2, v1::SPREAD));
+  EXPECT_EQ(first.state(), v1::SCHEDULED);
+  EXPECT_EQ(second.state(), v1::QUEUED);
+  EXPECT_EQ(manager_->queued_count(), 1);
+  Status(first.launcher(), first.name(), v1::SUCCEEDED, 0);
+  EXPECT_EQ(Get(first.name()).state(), v1::SUCCEEDED);
+  EXPECT_EQ(Get(second.name()).state(), v1::SCHEDULED);
+}
+
+TEST_F(RunManagerTest, SpreadTellsPeersTheTokenBeforeTheLauncherStarts) {
+  Register("a", "host-a");
+  Register("b", "host-b");
+  const v1::Run run = Create(Spec(2, v1::SPREAD));
+  const std::string peer = run.launcher() == "workers/a" ? "workers/b" : "workers/a";
+  auto peer_messages = link_.Take(peer);
+  ASSERT_EQ(peer_messages.size(), 1u);
+  ASSERT_TRUE(peer_messages[0].has_run_token());
+  auto assignment = AssignmentFor(run.launcher());
+  ASSERT_TRUE(assignment.has_value());
+  EXPECT_EQ(peer_messages[0].run_token().token(), assignment->token());
+  EXPECT_EQ(assignment->peers(1).agent_address(), peer.substr(8) + ":7000");
+}
+
+TEST_F(RunManagerTest, InvalidSpecIsRejectedAndNothingIsQueued) {
+  Register("a", "host-a");
+  v1::RunSpec spec = Spec(2);
+  (*spec.mutable_env())["LD_PRELOAD"] = "x";
+  auto run = manager_->CreateRun(spec, "", now_);
+  ASSERT_EQ(run.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(std::string(run.status().message()), HasSubstr("spec.env"));
+  EXPECT_EQ(manager_->queued_count(), 0);
+  EXPECT_TRUE(manager_->ListRuns(0, "", v1::RUN_STATE_UNSPECIFIED)->runs.empty());
+}
+
+TEST_F(RunManagerTest, RequestIdMakesCreateIdempotent) {
+  Register("a", "host-a");
+  const v1::Run one = Create(Spec(2), "req-1");
+  const v1::Run two = Create(Spec(2), "req-1");
+  EXPECT_EQ(one.name(), two.name());
+  EXPECT_EQ(manager_->ListRuns(0, "", v1::RUN_STATE_UNSPECIFIED)->runs.size(), 1u);
+}
+
+TEST_F(RunManagerTest, CancelQueuedAndRunning) {
+  Register("a", "host-a");
+  const v1::Run running = Create(Spec(2));
+  const v1::Run queued = Create(Spec(2));
+  EXPECT_EQ(manager_->CancelRun(queued.name(), now_)->state(), v1::CANCELLED);
+  EXPECT_EQ(manager_->CancelRun(running.name(), now_)->state(), v1::CANCELLED);
+  bool told = false;
+  for (const auto& m : link_.Take("workers/a")) told |= m.has_cancel();
+  EXPECT_TRUE(told);
+  EXPECT_EQ(manager_->CancelRun(running.name(), now_).status().code(),
+            absl::StatusCode::kFailedPrecondition);
+  // The worker is freed once the launcher confirms the kill.
+  const v1::Run next = Create(Spec(2));
+  EXPECT_EQ(next.state(), v1::QUEUED);
+  Status("workers/a", running.name(), v1::CANCELLED);
+  EXPECT_EQ(Get(next.name()).state(), v1::SCHEDULED);
+}
+
+TEST_F(RunManagerTest, LostPeerFailsTheRunNamingIt) {
+  Register("a", "host-a");
+  const uint64_t session_b = Register("b", "host-b");
+  const v1::Run run = Create(Spec(2, v1::SPREAD));
+  const std::string peer = run.launcher() == "workers/a" ? "workers/b" : "workers/a";
+  Status(run.launcher(), run.name(), v1::RUNNING);
+  manager_->OnDisconnect(peer, peer == "workers/b" ? session_b : 1, now_);
+  const v1::Run failed = Get(run.name());
+  EXPECT_EQ(failed.state(), v1::FAILED);
+  EXPECT_THAT(failed.error(), HasSubstr(peer));
+}
+
+TEST_F(RunManagerTest, SilentWorkerIsLostAfterTheHeartbeatTimeout) {
+  Register("a", "host-a");
+  Register("b", "host-b");
+  const v1::Run run = Create(Spec(2, v1::SPREAD));
+  const std::string peer = run.launcher() == "workers/a" ? "workers/b" : "workers/a";
+  now_ += absl::Seconds(3);
+  manager_->OnHeartbeat(run.launcher(), 1, now_);
+  manager_->Tick(now_);
+  EXPECT_EQ(Get(run.name()).state(), v1::SCHEDULED);
+  now_ += absl::Seconds(4);  // the peer has been silent for 7 s > 6 s
+  manager_->Tick(now_);
+  EXPECT_EQ(Get(run.name()).state(), v1::FAILED);
+  EXPECT_THAT(Get(run.name()).error(), HasSubstr(peer));
+}
+
+TEST_F(RunManagerTest, RestartReadoptsTheRunAndKeepsEveryResultOnce) {
+  Register("a", "host-a");
+  const v1::Run run = Create(Spec(2));
+  Status("workers/a", run.name(), v1::RUNNING);
+  Result("workers/a", run.name(), 0);
+  Restart();
+  EXPECT_EQ(Get(run.name()).state(), v1::RUNNING);
+  // The launcher comes back and re-sends what it was not sure of.
+  Register("a", "host-a", 2, {run.name()});
+  Result("workers/a", run.name(), 0);
+  Result("workers/a", run.name(), 1);
+  Status("workers/a", run.name(), v1::SUCCEEDED, 2);
+  EXPECT_EQ(Get(run.name()).state(), v1::SUCCEEDED);
+  auto results = manager_->GetResults(run.name());
+  ASSERT_EQ(results->size(), 2u);
+  EXPECT_EQ((*results)[0].sequence(), 0);
+  EXPECT_EQ((*results)[1].sequence(), 1);
+}
+
+TEST_F(RunManagerTest, RestartFailsARunWhoseLauncherNeverReturns) {
+  Register("a", "host-a");
+  const v1::Run run = Create(Spec(2));
+  Restart();
+  now_ += absl::Seconds(25);
+  manager_->Tick(now_);
+  EXPECT_EQ(Get(run.name()).state(), v1::FAILED);
+  EXPECT_THAT(Get(run.name()).error(), HasSubstr("did not come back"));
+}
+
+TEST_F(RunManagerTest, RunTimesOut) {
+  Register("a", "host-a");
+  v1::RunSpec spec = Spec(2);
+  spec.mutable_timeout()->set_seconds(30);
+  const v1::Run run = Create(spec);
+  now_ += absl::Seconds(31);
+  manager_->OnHeartbeat("workers/a", 1, now_);
+  manager_->Tick(now_);
+  EXPECT_EQ(Get(run.name()).state(), v1::FAILED);
+  EXPECT_THAT(Get(run.name()).error(), HasSubstr("timed out"));
+}
+
+}  // namespace
+}  // namespace collbench

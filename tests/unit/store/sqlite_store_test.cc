@@ -1,0 +1,199 @@
+// What only the SQLite store promises beyond the shared contract: the file
+// outlives the process, a result acknowledged before kill -9 is still there,
+// several connections share one file, and the schema is versioned.
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+#include <signal.h>
+#include <sqlite3.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "server/store/store.h"
+#include "tests/unit/store/store_test_util.h"
+
+namespace collbench {
+namespace {
+
+using store_test::MakeResult;
+using store_test::MakeRun;
+using store_test::MakeWorker;
+using store_test::Sequences;
+using ::testing::ElementsAre;
+using ::testing::HasSubstr;
+
+class SqliteStoreTest : public testing::Test {
+ protected:
+  std::string path() const { return dir_.path() + "/store.db"; }
+
+  std::unique_ptr<Store> Open() {
+    absl::StatusOr<std::unique_ptr<Store>> store = OpenSqliteStore(path());
+    EXPECT_TRUE(store.ok()) << store.status();
+    return store.ok() ? *std::move(store) : nullptr;
+  }
+
+  // Runs `sql` on the file directly, as an operator with the sqlite3 shell
+  // would, and returns the first column of its first row as text ("" if no
+  // row).
+  std::string QueryDirectly(const std::string& sql) {
+    sqlite3* db = nullptr;
+    EXPECT_EQ(sqlite3_open(path().c_str(), &db), SQLITE_OK);
+    sqlite3_stmt* statement = nullptr;
+    EXPECT_EQ(sqlite3_prepare_v2(db, sql.c_str(), -1, &statement, nullptr),
+              SQLITE_OK)
+        << sqlite3_errmsg(db);
+    std::string value;
+    const int rc = sqlite3_step(statement);
+    EXPECT_TRUE(rc == SQLITE_ROW || rc == SQLITE_DONE) << sqlite3_errmsg(db);
+    if (rc == SQLITE_ROW && sqlite3_column_text(statement, 0) != nullptr) {
+      value = reinterpret_cast<const char*>(sqlite3_column_text(statement, 0));
+    }
+    sqlite3_finalize(statement);
+    sqlite3_close(db);
+    return value;
+  }
+
+  store_test::TempStoreDir dir_;
+};
+
+TEST_F(SqliteStoreTest, ReopenedStoreHasEverything) {
+  v1::Run run = MakeRun(1, 10, v1::RUNNING, "req");
+  {
+    std::unique_ptr<Store> store = Open();
+    ASSERT_NE(store, nullptr);
+    ASSERT_TRUE(store->CreateRun(run).ok());
+    ASSERT_TRUE(store->CreateRun(MakeRun(2, 20, v1::SUCCEEDED)).ok());
+    ASSERT_TRUE(store->AddResult(run.name(), MakeResult(0, 8)).ok());
+    ASSERT_TRUE(store->AddResult(run.name(), MakeResult(1, 16)).ok());
+    ASSERT_TRUE(store->UpsertWorker(MakeWorker("a", v1::BUSY)).ok());
+  }
+  std::unique_ptr<Store> store = Open();
+  ASSERT_NE(store, nullptr);
+  EXPECT_EQ(store->GetRun(run.name())->DebugString(), run.DebugString());
+  EXPECT_EQ(store->FindRunByRequestId("req")->name(), run.name());
+  EXPECT_EQ(store->ListRuns(0, "", v1::RUN_STATE_UNSPECIFIED)->runs.size(), 2u);
+  EXPECT_EQ(store->ListUnfinishedRuns()->size(), 1u);
+  EXPECT_THAT(Sequences(*store->ListResults(run.name())), ElementsAre(0, 1));
+  ASSERT_EQ(store->ListWorkers()->size(), 1u);
+  EXPECT_EQ(store->ListWorkers()->front().state(), v1::BUSY);
+  // Duplicates are still recognised after the restart.
+  EXPECT_EQ(store->AddResult(run.name(), MakeResult(1, 16)).value(), false);
+}
+
+// The coordinator acks a result once AddResult returns; kill -9 right after
+// must not lose it. The child opens its own connection (none crosses fork),
+// adds results and dies by SIGKILL without closing anything.
+TEST_F(SqliteStoreTest, ResultsAddedBeforeKill9Survive) {
+  const v1::Run run = MakeRun(1, 10, v1::RUNNING);
+  {
+    std::unique_ptr<Store> store = Open();
+    ASSERT_NE(store, nullptr);
+    ASSERT_TRUE(store->CreateRun(run).ok());
+  }
+  const pid_t child = fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) {
+    absl::StatusOr<std::unique_ptr<Store>> store = OpenSqliteStore(path());
+    if (!store.ok()) _exit(2);
+    for (int sequence = 0; sequence < 10; ++sequence) {
+      if (!(*store)->AddResult(run.name(), MakeResult(sequence, 8)).ok()) {
+        _exit(3);
+      }
+    }
+    raise(SIGKILL);
+    _exit(4);
+  }
+  int status = 0;
+  ASSERT_EQ(waitpid(child, &status, 0), child);
+  ASSERT_TRUE(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL)
+      << "child exited with " << WEXITSTATUS(status);
+  // Not checkpointed: the results live only in the write-ahead log.
+  EXPECT_TRUE(std::filesystem::exists(path() + "-wal"));
+  std::unique_ptr<Store> store = Open();
+  ASSERT_NE(store, nullptr);
+  EXPECT_THAT(Sequences(*store->ListResults(run.name())),
+              ElementsAre(0, 1, 2, 3, 4, 5, 6, 7, 8, 9));
+}
+
+TEST_F(SqliteStoreTest, SecondStoreOnTheFileSeesWritesAtOnce) {
+  std::unique_ptr<Store> first = Open();
+  std::unique_ptr<Store> second = Open();
+  ASSERT_NE(first, nullptr);
+  ASSERT_NE(second, nullptr);
+  ASSERT_TRUE(first->CreateRun(MakeRun(1, 10, v1::RUNNING)).ok());
+  ASSERT_TRUE(first->AddResult("runs/0001", MakeResult(0, 8)).ok());
+  EXPECT_EQ(second->ListResults("runs/0001")->size(), 1u);
+  EXPECT_EQ(second->AddResult("runs/0001", MakeResult(0, 8)).value(), false);
+  EXPECT_EQ(second->CreateRun(MakeRun(1, 10, v1::RUNNING)).code(),
+            absl::StatusCode::kAlreadyExists);
+}
+
+// Two connections contend for the write lock; the busy timeout makes them
+// take turns instead of failing.
+TEST_F(SqliteStoreTest, TwoStoresWriteConcurrently) {
+  std::unique_ptr<Store> stores[] = {Open(), Open()};
+  ASSERT_NE(stores[0], nullptr);
+  ASSERT_NE(stores[1], nullptr);
+  ASSERT_TRUE(stores[0]->CreateRun(MakeRun(1, 10, v1::RUNNING)).ok());
+  std::vector<std::thread> threads;
+  std::vector<int> failures(4, 0);
+  for (int t = 0; t < 4; ++t) {
+    threads.emplace_back([&, t] {
+      for (int i = 0; i < 25; ++i) {
+        if (!stores[t % 2]
+                 ->AddResult("runs/0001", MakeResult(t * 25 + i, 8))
+                 .ok()) {
+          ++failures[t];
+        }
+      }
+    });
+  }
+  for (std::thread& thread : threads) thread.join();
+  EXPECT_THAT(failures, ElementsAre(0, 0, 0, 0));
+  EXPECT_EQ(stores[1]->ListResults("runs/0001")->size(), 100u);
+}
+
+TEST_F(SqliteStoreTest, CreatesMissingParentFolders) {
+  const std::string nested = dir_.path() + "/a/b/store.db";
+  absl::StatusOr<std::unique_ptr<Store>> store = OpenSqliteStore(nested);
+  ASSERT_TRUE(store.ok()) << store.status();
+  EXPECT_TRUE(std::filesystem::exists(nested));
+}
+
+TEST_F(SqliteStoreTest, UsesWriteAheadLog) {
+  ASSERT_NE(Open(), nullptr);
+  EXPECT_EQ(QueryDirectly("PRAGMA journal_mode"), "wal");
+}
+
+TEST_F(SqliteStoreTest, SchemaVersionIsRecordedOnce) {
+  ASSERT_NE(Open(), nullptr);
+  ASSERT_NE(Open(), nullptr);
+  EXPECT_EQ(QueryDirectly("SELECT COUNT(*) || ':' || MAX(version) "
+                          "FROM schema_version"),
+            "1:1");
+}
+
+TEST_F(SqliteStoreTest, NewerSchemaIsFailedPrecondition) {
+  ASSERT_NE(Open(), nullptr);
+  QueryDirectly("INSERT INTO schema_version VALUES (99, 0)");
+  absl::StatusOr<std::unique_ptr<Store>> store = OpenSqliteStore(path());
+  EXPECT_EQ(store.status().code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_THAT(store.status().message(), HasSubstr("99"));
+  EXPECT_THAT(store.status().message(), HasSubstr(path()));
+}
+
+TEST_F(SqliteStoreTest, FileThatIsNotADatabaseIsAnErrorNamingIt) {
+  std::ofstream(path()) << "this is not an SQLite database, just some text "
+                           "long enough to fill a header page";
+  absl::StatusOr<std::unique_ptr<Store>> store = OpenSqliteStore(path());
+  EXPECT_FALSE(store.ok());
+  EXPECT_THAT(store.status().message(), HasSubstr(path()));
+}
+
+}  // namespace
+}  // namespace collbench

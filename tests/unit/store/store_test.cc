@@ -1,0 +1,355 @@
+// The Store contract (server/store/store.h), run against both the in-memory
+// fake and the SQLite store, plus what only a file can promise: restarts and
+// crashes lose nothing that was acknowledged.
+#include "server/store/store.h"
+
+#include <gmock/gmock.h>
+#include <google/protobuf/util/message_differencer.h>
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <atomic>
+#include <filesystem>
+#include <set>
+#include <string>
+#include <thread>
+#include <tuple>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "tests/unit/store/store_test_util.h"
+
+namespace collbench {
+namespace {
+
+using store_test::MakeResult;
+using store_test::MakeRun;
+using store_test::MakeWorker;
+using store_test::Sequences;
+using store_test::TempStoreDir;
+using ::testing::ElementsAre;
+using ::testing::HasSubstr;
+
+enum class Kind { kMemory, kSqlite };
+
+class StoreContractTest : public testing::TestWithParam<Kind> {
+ protected:
+  void SetUp() override {
+    if (GetParam() == Kind::kMemory) {
+      store_ = NewMemoryStore();
+      return;
+    }
+    auto store = OpenSqliteStore(dir_.path() + "/store.db");
+    ASSERT_TRUE(store.ok()) << store.status();
+    store_ = *std::move(store);
+  }
+
+  // Creates `run`, failing the test if that fails.
+  void Create(const v1::Run& run) {
+    ASSERT_TRUE(store_->CreateRun(run).ok()) << run.name();
+  }
+
+  TempStoreDir dir_;
+  std::unique_ptr<Store> store_;
+};
+
+bool Same(const google::protobuf::Message& a,
+          const google::protobuf::Message& b) {
+  return google::protobuf::util::MessageDifferencer::Equals(a, b);
+}
+
+TEST_P(StoreContractTest, CreatedRunReadsBackWhole) {
+  v1::Run run = MakeRun(1, 1000, v1::RUNNING, "req-1");
+  run.set_error("none yet");
+  run.set_launcher("workers/a");
+  run.add_hosts()->set_worker("workers/a");
+  Create(run);
+  absl::StatusOr<v1::Run> got = store_->GetRun("runs/0001");
+  ASSERT_TRUE(got.ok()) << got.status();
+  EXPECT_TRUE(Same(*got, run)) << got->DebugString();
+}
+
+TEST_P(StoreContractTest, CreatingATakenNameIsAlreadyExists) {
+  Create(MakeRun(1, 1000, v1::QUEUED));
+  absl::Status status = store_->CreateRun(MakeRun(1, 2000, v1::FAILED));
+  EXPECT_EQ(status.code(), absl::StatusCode::kAlreadyExists);
+  EXPECT_THAT(status.message(), HasSubstr("runs/0001"));
+  EXPECT_EQ(store_->GetRun("runs/0001")->state(), v1::QUEUED);
+}
+
+TEST_P(StoreContractTest, CreatingATakenRequestIdIsAlreadyExists) {
+  Create(MakeRun(1, 1000, v1::QUEUED, "req"));
+  absl::Status status = store_->CreateRun(MakeRun(2, 2000, v1::QUEUED, "req"));
+  EXPECT_EQ(status.code(), absl::StatusCode::kAlreadyExists);
+  EXPECT_THAT(status.message(), HasSubstr("runs/0001"));
+  EXPECT_EQ(store_->GetRun("runs/0002").status().code(),
+            absl::StatusCode::kNotFound);
+}
+
+TEST_P(StoreContractTest, RunsWithoutRequestIdDoNotCollide) {
+  Create(MakeRun(1, 1000, v1::QUEUED));
+  Create(MakeRun(2, 1000, v1::QUEUED));
+}
+
+TEST_P(StoreContractTest, MalformedNamesAreInvalidArgument) {
+  v1::Run run = MakeRun(1, 1000, v1::QUEUED);
+  for (const char* name : {"", "runs/", "1", "workers/1"}) {
+    run.set_name(name);
+    EXPECT_EQ(store_->CreateRun(run).code(), absl::StatusCode::kInvalidArgument)
+        << name;
+  }
+  v1::Worker worker = MakeWorker("a", v1::READY);
+  worker.set_name("a");
+  EXPECT_EQ(store_->UpsertWorker(worker).code(),
+            absl::StatusCode::kInvalidArgument);
+}
+
+TEST_P(StoreContractTest, MissingRunIsNotFoundNamingIt) {
+  absl::StatusOr<v1::Run> got = store_->GetRun("runs/nope");
+  EXPECT_EQ(got.status().code(), absl::StatusCode::kNotFound);
+  EXPECT_THAT(got.status().message(), HasSubstr("runs/nope"));
+  absl::Status update = store_->UpdateRun(MakeRun(7, 1, v1::RUNNING));
+  EXPECT_EQ(update.code(), absl::StatusCode::kNotFound);
+  EXPECT_THAT(update.message(), HasSubstr("runs/0007"));
+}
+
+TEST_P(StoreContractTest, UpdateReplacesEveryField) {
+  v1::Run run = MakeRun(1, 1000, v1::RUNNING, "req");
+  run.set_error("old");
+  run.add_rank_hosts("h0");
+  Create(run);
+  v1::Run updated = MakeRun(1, 1000, v1::FAILED, "req");
+  updated.mutable_spec()->set_operation("bcast");
+  updated.set_sizes_done(3);
+  ASSERT_TRUE(store_->UpdateRun(updated).ok());
+  absl::StatusOr<v1::Run> got = store_->GetRun("runs/0001");
+  ASSERT_TRUE(got.ok());
+  EXPECT_TRUE(Same(*got, updated)) << got->DebugString();
+  EXPECT_EQ(got->error(), "");
+  EXPECT_TRUE(got->rank_hosts().empty());
+}
+
+TEST_P(StoreContractTest, UpdateCanMoveTheRunInTimeAndRequestId) {
+  Create(MakeRun(1, 1000, v1::QUEUED, "old"));
+  Create(MakeRun(2, 2000, v1::QUEUED, "other"));
+  ASSERT_TRUE(store_->UpdateRun(MakeRun(1, 3000, v1::QUEUED, "new")).ok());
+  EXPECT_EQ(store_->FindRunByRequestId("old").status().code(),
+            absl::StatusCode::kNotFound);
+  EXPECT_EQ(store_->FindRunByRequestId("new")->name(), "runs/0001");
+  auto page = store_->ListRuns(0, "", v1::RUN_STATE_UNSPECIFIED);
+  ASSERT_TRUE(page.ok());
+  ASSERT_EQ(page->runs.size(), 2u);
+  EXPECT_EQ(page->runs[0].name(), "runs/0001");  // now the newest
+  EXPECT_EQ(store_->UpdateRun(MakeRun(1, 3000, v1::QUEUED, "other")).code(),
+            absl::StatusCode::kAlreadyExists);
+}
+
+TEST_P(StoreContractTest, FindsRunsByRequestId) {
+  Create(MakeRun(1, 1000, v1::QUEUED, "req-a"));
+  Create(MakeRun(2, 1000, v1::QUEUED, "req-b"));
+  Create(MakeRun(3, 1000, v1::QUEUED));
+  absl::StatusOr<v1::Run> got = store_->FindRunByRequestId("req-b");
+  ASSERT_TRUE(got.ok()) << got.status();
+  EXPECT_EQ(got->name(), "runs/0002");
+  EXPECT_EQ(store_->FindRunByRequestId("req-c").status().code(),
+            absl::StatusCode::kNotFound);
+  EXPECT_EQ(store_->FindRunByRequestId("").status().code(),
+            absl::StatusCode::kNotFound);
+}
+
+// Every run exactly once, newest first, ties on create_time broken by name.
+TEST_P(StoreContractTest, PagingVisitsEveryRunOnceNewestFirst) {
+  std::vector<std::tuple<int64_t, std::string>> expected;
+  for (int i = 0; i < 250; ++i) {
+    const int64_t time_ns = 1'000'000'000LL * (i / 3);  // triples tie
+    v1::Run run = MakeRun(i, time_ns, v1::QUEUED);
+    Create(run);
+    expected.emplace_back(time_ns, run.name());
+  }
+  std::sort(expected.rbegin(), expected.rend());
+  std::vector<std::tuple<int64_t, std::string>> listed;
+  std::string token;
+  int pages = 0;
+  do {
+    auto page = store_->ListRuns(7, token, v1::RUN_STATE_UNSPECIFIED);
+    ASSERT_TRUE(page.ok()) << page.status();
+    ASSERT_LE(page->runs.size(), 7u);
+    for (const v1::Run& run : page->runs) {
+      listed.emplace_back(store_test::CreateTimeNs(run), run.name());
+    }
+    token = page->next_page_token;
+    ++pages;
+  } while (!token.empty() && pages < 100);
+  EXPECT_EQ(pages, 36);  // ceil(250 / 7)
+  EXPECT_EQ(listed, expected);
+}
+
+TEST_P(StoreContractTest, PageSizeDefaultsTo50) {
+  for (int i = 0; i < 60; ++i) Create(MakeRun(i, i, v1::QUEUED));
+  auto page = store_->ListRuns(0, "", v1::RUN_STATE_UNSPECIFIED);
+  ASSERT_TRUE(page.ok());
+  EXPECT_EQ(page->runs.size(), 50u);
+  EXPECT_FALSE(page->next_page_token.empty());
+  auto rest = store_->ListRuns(1'000'000, page->next_page_token,
+                               v1::RUN_STATE_UNSPECIFIED);
+  ASSERT_TRUE(rest.ok());
+  EXPECT_EQ(rest->runs.size(), 10u);
+  EXPECT_TRUE(rest->next_page_token.empty());
+}
+
+TEST_P(StoreContractTest, ExactlyFullLastPageHasNoToken) {
+  for (int i = 0; i < 4; ++i) Create(MakeRun(i, i, v1::QUEUED));
+  auto page = store_->ListRuns(4, "", v1::RUN_STATE_UNSPECIFIED);
+  ASSERT_TRUE(page.ok());
+  EXPECT_EQ(page->runs.size(), 4u);
+  EXPECT_TRUE(page->next_page_token.empty());
+}
+
+TEST_P(StoreContractTest, StateFilterPagesOverMatchingRunsOnly) {
+  const v1::RunState states[] = {v1::QUEUED, v1::SUCCEEDED, v1::FAILED};
+  for (int i = 0; i < 30; ++i) Create(MakeRun(i, i, states[i % 3]));
+  std::vector<std::string> names;
+  std::string token;
+  do {
+    auto page = store_->ListRuns(4, token, v1::SUCCEEDED);
+    ASSERT_TRUE(page.ok()) << page.status();
+    for (const v1::Run& run : page->runs) {
+      EXPECT_EQ(run.state(), v1::SUCCEEDED);
+      names.push_back(run.name());
+    }
+    token = page->next_page_token;
+  } while (!token.empty());
+  ASSERT_EQ(names.size(), 10u);
+  EXPECT_EQ(names.front(), "runs/0028");
+  EXPECT_EQ(names.back(), "runs/0001");
+}
+
+TEST_P(StoreContractTest, PagingIgnoresRunsCreatedMeanwhile) {
+  for (int i = 0; i < 10; ++i) Create(MakeRun(i, 100 + i, v1::QUEUED));
+  auto first = store_->ListRuns(5, "", v1::RUN_STATE_UNSPECIFIED);
+  ASSERT_TRUE(first.ok());
+  Create(MakeRun(50, 1000, v1::QUEUED));  // newer than everything listed
+  auto second =
+      store_->ListRuns(5, first->next_page_token, v1::RUN_STATE_UNSPECIFIED);
+  ASSERT_TRUE(second.ok());
+  ASSERT_EQ(second->runs.size(), 5u);
+  EXPECT_EQ(second->runs.front().name(), "runs/0004");
+  EXPECT_EQ(second->runs.back().name(), "runs/0000");
+  EXPECT_TRUE(second->next_page_token.empty());
+}
+
+TEST_P(StoreContractTest, BadPageRequestsAreInvalidArgument) {
+  for (int i = 0; i < 3; ++i) Create(MakeRun(i, i, v1::QUEUED));
+  for (const char* token : {"garbage!", "Zm9v", "cDF8MHwxMnw"}) {
+    EXPECT_EQ(
+        store_->ListRuns(1, token, v1::RUN_STATE_UNSPECIFIED).status().code(),
+        absl::StatusCode::kInvalidArgument)
+        << token;
+  }
+  auto page = store_->ListRuns(1, "", v1::RUN_STATE_UNSPECIFIED);
+  ASSERT_TRUE(page.ok());
+  EXPECT_EQ(
+      store_->ListRuns(1, page->next_page_token, v1::QUEUED).status().code(),
+      absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(store_->ListRuns(-1, "", v1::RUN_STATE_UNSPECIFIED).status().code(),
+            absl::StatusCode::kInvalidArgument);
+}
+
+TEST_P(StoreContractTest, UnfinishedRunsOldestFirst) {
+  Create(MakeRun(1, 500, v1::RUNNING));
+  Create(MakeRun(2, 100, v1::SUCCEEDED));
+  Create(MakeRun(3, 300, v1::QUEUED));
+  Create(MakeRun(4, 200, v1::FAILED));
+  Create(MakeRun(5, 400, v1::SCHEDULED));
+  Create(MakeRun(6, 50, v1::CANCELLED));
+  auto runs = store_->ListUnfinishedRuns();
+  ASSERT_TRUE(runs.ok()) << runs.status();
+  std::vector<std::string> names;
+  for (const v1::Run& run : *runs) names.push_back(run.name());
+  EXPECT_THAT(names, ElementsAre("runs/0003", "runs/0005", "runs/0001"));
+}
+
+TEST_P(StoreContractTest, ResultIsStoredOnceAndDuplicatesAreIgnored) {
+  Create(MakeRun(1, 1, v1::RUNNING));
+  v1::SizeResult result = MakeResult(0, 8);
+  EXPECT_EQ(store_->AddResult("runs/0001", result).value(), true);
+  v1::SizeResult resent = MakeResult(0, 8);
+  resent.set_avg_s(99.0);  // a duplicate never overwrites
+  EXPECT_EQ(store_->AddResult("runs/0001", resent).value(), false);
+  auto results = store_->ListResults("runs/0001");
+  ASSERT_TRUE(results.ok());
+  ASSERT_EQ(results->size(), 1u);
+  EXPECT_TRUE(Same(results->front(), result));
+}
+
+TEST_P(StoreContractTest, ResultsListBySequencePerRun) {
+  Create(MakeRun(1, 1, v1::RUNNING));
+  Create(MakeRun(2, 2, v1::RUNNING));
+  for (int64_t sequence : {5, 0, 3, 1}) {
+    ASSERT_TRUE(store_->AddResult("runs/0001", MakeResult(sequence, 8)).ok());
+  }
+  ASSERT_TRUE(store_->AddResult("runs/0002", MakeResult(2, 8)).ok());
+  EXPECT_THAT(Sequences(store_->ListResults("runs/0001").value()),
+              ElementsAre(0, 1, 3, 5));
+  EXPECT_THAT(Sequences(store_->ListResults("runs/0002").value()),
+              ElementsAre(2));
+}
+
+TEST_P(StoreContractTest, ResultErrors) {
+  Create(MakeRun(1, 1, v1::RUNNING));
+  EXPECT_TRUE(store_->ListResults("runs/0001").value().empty());
+  auto missing = store_->AddResult("runs/9", MakeResult(0, 8));
+  EXPECT_EQ(missing.status().code(), absl::StatusCode::kNotFound);
+  EXPECT_THAT(missing.status().message(), HasSubstr("runs/9"));
+  EXPECT_EQ(store_->ListResults("runs/9").status().code(),
+            absl::StatusCode::kNotFound);
+  EXPECT_EQ(store_->AddResult("runs/0001", MakeResult(-1, 8)).status().code(),
+            absl::StatusCode::kInvalidArgument);
+}
+
+TEST_P(StoreContractTest, ConcurrentResultsAreEachStoredOnce) {
+  Create(MakeRun(1, 1, v1::RUNNING));
+  constexpr int kThreads = 6, kPerThread = 20;
+  std::atomic<int> inserted{0}, failed{0};
+  std::vector<std::thread> threads;
+  for (int t = 0; t < kThreads; ++t) {
+    threads.emplace_back([&, t] {
+      // Each sequence is sent by two threads: one insert, one duplicate.
+      for (int i = 0; i < kPerThread; ++i) {
+        const int64_t sequence = ((t / 2) * kPerThread) + i;
+        auto added = store_->AddResult("runs/0001", MakeResult(sequence, 8));
+        if (!added.ok()) ++failed;
+        if (added.ok() && *added) ++inserted;
+      }
+    });
+  }
+  for (std::thread& thread : threads) thread.join();
+  EXPECT_EQ(failed.load(), 0);
+  EXPECT_EQ(inserted.load(), kThreads / 2 * kPerThread);
+  EXPECT_EQ(store_->ListResults("runs/0001")->size(),
+            static_cast<size_t>(kThreads / 2 * kPerThread));
+}
+
+TEST_P(StoreContractTest, WorkersUpsertAndListByName) {
+  ASSERT_TRUE(store_->UpsertWorker(MakeWorker("b", v1::READY)).ok());
+  ASSERT_TRUE(store_->UpsertWorker(MakeWorker("a", v1::BUSY)).ok());
+  v1::Worker lost = MakeWorker("b", v1::LOST);
+  ASSERT_TRUE(store_->UpsertWorker(lost).ok());
+  auto workers = store_->ListWorkers();
+  ASSERT_TRUE(workers.ok()) << workers.status();
+  ASSERT_EQ(workers->size(), 2u);
+  EXPECT_EQ((*workers)[0].name(), "workers/a");
+  EXPECT_EQ((*workers)[0].state(), v1::BUSY);
+  EXPECT_TRUE(Same((*workers)[1], lost));
+}
+
+INSTANTIATE_TEST_SUITE_P(Implementations, StoreContractTest,
+                         testing::Values(Kind::kMemory, Kind::kSqlite),
+                         [](const testing::TestParamInfo<Kind>& info) {
+                           return info.param == Kind::kMemory ? "Memory"
+                                                              : "Sqlite";
+                         });
+
+}  // namespace
+}  // namespace collbench
