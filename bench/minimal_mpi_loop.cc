@@ -8,11 +8,14 @@
 // from a send into a separate receive buffer; bcast from the root's send
 // buffer into the others' receive buffers; gather of `count` elements from
 // every rank into a count * nranks buffer on the root. Root is rank 0.
+// The median (nearest rank) of every rank's iteration times is reported too:
+// unlike the average it shrugs off the descheduling of a busy machine.
 //
 // Usage: minimal_mpi_loop allreduce|bcast|gather ITERS WARMUP BYTES...
-// Prints one line per size on rank 0: "OP BYTES COUNT ITERS AVG_S".
+// Prints one line per size on rank 0: "OP BYTES COUNT ITERS AVG_S P50_S".
 #include <mpi.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -45,8 +48,13 @@ void Call(Op op, float* send, float* recv, int count, int rank) {
   }
 }
 
-// Mean over ranks of this rank's mean iteration time, on rank 0.
-double TimeOneSize(Op op, int count, int iters, int warmup, int rank, int nranks) {
+struct Result {
+  double avg_s = 0;  // mean over ranks of each rank's mean
+  double p50_s = 0;  // median of all ranks' iterations
+};
+
+// Valid on rank 0 only.
+Result TimeOneSize(Op op, int count, int iters, int warmup, int rank, int nranks) {
   std::vector<float> send(count, 1.0f);
   const size_t recv_count =
       op == Op::kGather ? (rank == 0 ? size_t(count) * nranks : 0) : count;
@@ -55,17 +63,29 @@ double TimeOneSize(Op op, int count, int iters, int warmup, int rank, int nranks
 
   for (int i = 0; i < warmup; ++i) Call(op, send.data(), recv_ptr, count, rank);
   MPI_Barrier(MPI_COMM_WORLD);
+  std::vector<double> times_s(iters);
   double total_s = 0;
   for (int i = 0; i < iters; ++i) {
     const double t0 = MPI_Wtime();
     Call(op, send.data(), recv_ptr, count, rank);
     const double t1 = MPI_Wtime();
     total_s += t1 - t0;
+    times_s[i] = t1 - t0;
   }
   const double mean_s = total_s / iters;
   double sum_of_means_s = 0;
   MPI_Reduce(&mean_s, &sum_of_means_s, 1, MPI_DOUBLE, MPI_SUM, 0, MPI_COMM_WORLD);
-  return sum_of_means_s / nranks;
+  std::vector<double> all_s(rank == 0 ? size_t(iters) * nranks : 0);
+  MPI_Gather(times_s.data(), iters, MPI_DOUBLE, all_s.data(), iters, MPI_DOUBLE, 0,
+             MPI_COMM_WORLD);
+  Result result;
+  if (rank == 0) {
+    result.avg_s = sum_of_means_s / nranks;
+    const size_t median_rank = (all_s.size() + 1) / 2;  // nearest rank, 1-based
+    std::nth_element(all_s.begin(), all_s.begin() + (median_rank - 1), all_s.end());
+    result.p50_s = all_s[median_rank - 1];
+  }
+  return result;
 }
 
 }  // namespace
@@ -96,9 +116,10 @@ int main(int argc, char** argv) {
       return 2;
     }
     const int count = static_cast<int>(bytes / sizeof(float));
-    const double avg_s = TimeOneSize(op, count, iters, warmup, rank, nranks);
+    const Result result = TimeOneSize(op, count, iters, warmup, rank, nranks);
     if (rank == 0) {
-      std::printf("%s %lld %d %d %.9e\n", argv[1], bytes, count, iters, avg_s);
+      std::printf("%s %lld %d %d %.9e %.9e\n", argv[1], bytes, count, iters,
+                  result.avg_s, result.p50_s);
       std::fflush(stdout);
     }
   }

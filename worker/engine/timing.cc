@@ -8,72 +8,32 @@
 #include "worker/engine/communicator.h"
 
 namespace collbench {
-namespace {
+namespace timing_internal {
 
-using Clock = std::chrono::steady_clock;
+absl::Status BarrierBeforeTiming(Communicator& comm) { return comm.Barrier(); }
 
-// Runs `n` timed iterations, appending to `timing`. One clock read per
-// iteration: each iteration's end is the next one's start, so the only
-// work between two reads besides the iteration is recording the sample.
-absl::Status TimedBatch(int n, double scale,
-                        const std::function<absl::Status()>& iteration,
-                        LocalTiming* timing) {
-  Clock::time_point previous = Clock::now();
-  for (int i = 0; i < n; ++i) {
-    absl::Status status = iteration();
-    const Clock::time_point now = Clock::now();
-    if (!status.ok()) return status;
-    uint64_t ns = static_cast<uint64_t>(
-        std::chrono::duration_cast<std::chrono::nanoseconds>(now - previous).count());
-    if (scale != 1.0) ns = static_cast<uint64_t>(std::llround(ns * scale));
-    timing->histogram.Record(ns);
-    timing->total_ns += ns;
-    previous = now;
-  }
-  timing->iters += n;
-  return absl::OkStatus();
-}
-
-absl::StatusOr<LocalTiming> Adaptive(Communicator& comm, const IterationPolicy& policy,
-                                     const std::function<absl::Status()>& iteration) {
-  LocalTiming timing;
+absl::StatusOr<int> NextAdaptiveBatch(Communicator& comm, const IterationPolicy& policy,
+                                      const LocalTiming& timing, Clock::time_point start) {
+  // The slowest rank's elapsed time and widest interval rule, so every rank
+  // stops at the same count.
+  std::vector<double> progress = {
+      std::chrono::duration<double>(Clock::now() - start).count(),
+      RelativeMedianCi(timing.histogram)};
+  RETURN_IF_ERROR(comm.AllreduceMax(&progress));
+  const double elapsed_s = progress[0];
   const double budget_s = *policy.time_budget_s;
-  const Clock::time_point start = Clock::now();
-  int batch = std::max(policy.min_iters, 1);
-  while (true) {
-    RETURN_IF_ERROR(TimedBatch(batch, policy.time_scale, iteration, &timing));
-    // Decide together, outside the timed region: the slowest rank's elapsed
-    // time and widest interval rule, so every rank stops at the same count.
-    std::vector<double> progress = {
-        std::chrono::duration<double>(Clock::now() - start).count(),
-        RelativeMedianCi(timing.histogram)};
-    RETURN_IF_ERROR(comm.AllreduceMax(&progress));
-    const double elapsed_s = progress[0];
-    const bool precise = timing.iters >= static_cast<uint64_t>(policy.min_iters) &&
-                         progress[1] <= policy.target_relative_ci;
-    if (elapsed_s >= budget_s || precise) break;
-    const double per_iter_s = elapsed_s / static_cast<double>(timing.iters);
-    const double left = (budget_s - elapsed_s) / std::max(per_iter_s, 1e-9);
-    // Grow geometrically (to check precision often enough) but never past
-    // what the budget has room for.
-    batch = static_cast<int>(std::clamp<double>(
-        std::min(left, static_cast<double>(timing.iters)), 1.0, 1e8));
-  }
-  return timing;
+  const bool precise = timing.iters >= static_cast<uint64_t>(policy.min_iters) &&
+                       progress[1] <= policy.target_relative_ci;
+  if (elapsed_s >= budget_s || precise) return 0;
+  const double per_iter_s = elapsed_s / static_cast<double>(timing.iters);
+  const double left = (budget_s - elapsed_s) / std::max(per_iter_s, 1e-9);
+  // Grow geometrically (to check precision often enough) but never past
+  // what the budget has room for.
+  return static_cast<int>(
+      std::clamp<double>(std::min(left, static_cast<double>(timing.iters)), 1.0, 1e8));
 }
 
-}  // namespace
-
-absl::StatusOr<LocalTiming> TimeIterations(
-    Communicator& comm, const IterationPolicy& policy,
-    const std::function<absl::Status()>& iteration) {
-  for (int i = 0; i < policy.warmup; ++i) RETURN_IF_ERROR(iteration());
-  RETURN_IF_ERROR(comm.Barrier());
-  if (policy.time_budget_s.has_value()) return Adaptive(comm, policy, iteration);
-  LocalTiming timing;
-  RETURN_IF_ERROR(TimedBatch(policy.iters, policy.time_scale, iteration, &timing));
-  return timing;
-}
+}  // namespace timing_internal
 
 double RelativeMedianCi(const Histogram& histogram) {
   const double n = static_cast<double>(histogram.count());

@@ -10,8 +10,10 @@
 #ifndef COLLBENCH_WORKER_ENGINE_TIMING_H_
 #define COLLBENCH_WORKER_ENGINE_TIMING_H_
 
+#include <algorithm>
+#include <chrono>
+#include <cmath>
 #include <cstdint>
-#include <functional>
 #include <optional>
 
 #include "absl/status/statusor.h"
@@ -42,9 +44,11 @@ struct LocalTiming {
 // Runs the loop. Every rank must call it with the same policy. An iteration
 // that fails ends the loop on that rank with its status; callers should
 // treat that as fatal for the job (peers may be inside a collective).
-absl::StatusOr<LocalTiming> TimeIterations(
-    Communicator& comm, const IterationPolicy& policy,
-    const std::function<absl::Status()>& iteration);
+// `iteration` is any callable returning absl::Status; it is a template
+// parameter so the call inlines into the timed loop.
+template <typename Iteration>
+absl::StatusOr<LocalTiming> TimeIterations(Communicator& comm, const IterationPolicy& policy,
+                                           Iteration&& iteration);
 
 // Statistics over ranks: avg = mean of each rank's mean; min/max = extremes
 // of the per-rank means (OSU); percentiles from the merged histogram.
@@ -61,6 +65,70 @@ absl::StatusOr<RankSummary> SummarizeAcrossRanks(Communicator& comm,
 // The nearest-rank 95% confidence interval of the median from a
 // histogram, relative to the median (half-width / median). Exposed for tests.
 double RelativeMedianCi(const Histogram& histogram);
+
+// --- Implementation --------------------------------------------------------
+namespace timing_internal {
+
+using Clock = std::chrono::steady_clock;
+
+// Runs `n` timed iterations, appending to `timing`. One clock read per
+// iteration: each iteration's end is the next one's start, so the only
+// work between two reads besides the iteration is recording the sample.
+template <typename Iteration>
+absl::Status TimedBatch(int n, double scale, Iteration& iteration, LocalTiming* timing) {
+  Clock::time_point previous = Clock::now();
+  for (int i = 0; i < n; ++i) {
+    absl::Status status = iteration();
+    const Clock::time_point now = Clock::now();
+    if (!status.ok()) return status;
+    uint64_t ns = static_cast<uint64_t>(
+        std::chrono::duration_cast<std::chrono::nanoseconds>(now - previous).count());
+    if (scale != 1.0) ns = static_cast<uint64_t>(std::llround(ns * scale));
+    timing->histogram.Record(ns);
+    timing->total_ns += ns;
+    previous = now;
+  }
+  timing->iters += n;
+  return absl::OkStatus();
+}
+
+// Between batches (outside the timed region) the ranks agree whether to
+// stop: returns the next batch size, or 0 to stop.
+absl::StatusOr<int> NextAdaptiveBatch(Communicator& comm, const IterationPolicy& policy,
+                                      const LocalTiming& timing, Clock::time_point start);
+
+absl::Status BarrierBeforeTiming(Communicator& comm);
+
+}  // namespace timing_internal
+
+template <typename Iteration>
+absl::StatusOr<LocalTiming> TimeIterations(Communicator& comm, const IterationPolicy& policy,
+                                           Iteration&& iteration) {
+  for (int i = 0; i < policy.warmup; ++i) {
+    absl::Status status = iteration();
+    if (!status.ok()) return status;
+  }
+  absl::Status barrier = timing_internal::BarrierBeforeTiming(comm);
+  if (!barrier.ok()) return barrier;
+  LocalTiming timing;
+  if (!policy.time_budget_s.has_value()) {
+    absl::Status status =
+        timing_internal::TimedBatch(policy.iters, policy.time_scale, iteration, &timing);
+    if (!status.ok()) return status;
+    return timing;
+  }
+  const timing_internal::Clock::time_point start = timing_internal::Clock::now();
+  int batch = std::max(policy.min_iters, 1);
+  while (batch > 0) {
+    absl::Status status =
+        timing_internal::TimedBatch(batch, policy.time_scale, iteration, &timing);
+    if (!status.ok()) return status;
+    absl::StatusOr<int> next = timing_internal::NextAdaptiveBatch(comm, policy, timing, start);
+    if (!next.ok()) return next.status();
+    batch = *next;
+  }
+  return timing;
+}
 
 }  // namespace collbench
 
