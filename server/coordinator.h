@@ -1,0 +1,53 @@
+// A whole coordinator in one object: store, worker registry, run manager,
+// the Coordinator and WorkerGateway gRPC services (with health checking and
+// reflection), and the ticker. collbench-coordinator's main runs one;
+// `collbench local` embeds one.
+#ifndef COLLBENCH_SERVER_COORDINATOR_H_
+#define COLLBENCH_SERVER_COORDINATOR_H_
+
+#include <memory>
+#include <string>
+#include <thread>
+
+#include "absl/status/statusor.h"
+#include "absl/synchronization/notification.h"
+#include "server/core/run_manager.h"
+
+namespace collbench {
+
+struct CoordinatorOptions {
+  std::string grpc_listen = "127.0.0.1:50051";  // HOST:PORT; port 0 picks one
+  std::string store = "collbench.db";           // SQLite file, or ":memory:"
+  std::string tls_cert;  // PEM files; both or neither
+  std::string tls_key;
+  RunManagerOptions run_manager;
+  absl::Duration tick_interval = absl::Milliseconds(250);
+};
+
+class Coordinator {
+ public:
+  // Opens the store, recovers unfinished runs and starts serving.
+  static absl::StatusOr<std::unique_ptr<Coordinator>> Start(const CoordinatorOptions& options);
+  ~Coordinator();  // Shutdown()
+
+  // The port the gRPC server listens on (useful with port 0).
+  int grpc_port() const { return grpc_port_; }
+  RunManager* manager() { return manager_.get(); }
+  // Blocks until Shutdown() is called from another thread.
+  void Wait();
+  void Shutdown();
+
+ private:
+  Coordinator() = default;
+  struct Parts;
+  std::unique_ptr<Parts> parts_;
+  std::unique_ptr<RunManager> manager_;
+  int grpc_port_ = 0;
+  absl::Notification stop_;
+  std::thread ticker_;
+  bool shut_down_ = false;
+};
+
+}  // namespace collbench
+
+#endif  // COLLBENCH_SERVER_COORDINATOR_H_

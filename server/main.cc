@@ -1,0 +1,68 @@
+// collbench-coordinator: flags into CoordinatorOptions, then serve until
+// SIGINT or SIGTERM.
+#include <csignal>
+#include <cstdio>
+#include <thread>
+
+#include "absl/strings/str_format.h"
+#include "common/flag_parser.h"
+#include "common/units.h"
+#include "server/coordinator.h"
+
+namespace {
+
+constexpr char kUsage[] =
+    "usage: collbench-coordinator [--grpc-listen HOST:PORT] [--store FILE] "
+    "[--tls-cert F --tls-key F] [--join-token T]\n";
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  collbench::CoordinatorOptions options;
+  std::string http_listen;
+  int heartbeat_timeout_s = 6;
+  collbench::FlagParser flags;
+  flags.String("grpc-listen", &options.grpc_listen, "gRPC address (default 127.0.0.1:50051)");
+  flags.String("http-listen", &http_listen, "HTTP address for REST and /metrics (not yet served)");
+  flags.String("store", &options.store, "SQLite file (default collbench.db) or :memory:");
+  flags.String("tls-cert", &options.tls_cert, "PEM certificate chain for TLS");
+  flags.String("tls-key", &options.tls_key, "PEM private key for TLS");
+  flags.String("join-token", &options.run_manager.join_token, "token workers must present");
+  flags.Int("heartbeat-timeout", &heartbeat_timeout_s, "seconds of silence before a worker is lost");
+  const absl::Status parsed = flags.Parse(std::vector<std::string>(argv + 1, argv + argc));
+  if (flags.help()) {
+    std::fputs(kUsage, stdout);
+    std::fputs(flags.Usage().c_str(), stdout);
+    return 0;
+  }
+  if (!parsed.ok() || !flags.rest().empty()) {
+    absl::FPrintF(stderr, "collbench-coordinator: %s\n",
+                  parsed.ok() ? "unexpected argument '" + flags.rest()[0] + "'"
+                              : std::string(parsed.message()));
+    return 2;
+  }
+  options.run_manager.heartbeat_timeout = absl::Seconds(heartbeat_timeout_s);
+
+  // Block the stop signals here so the waiting thread below takes them.
+  sigset_t signals;
+  sigemptyset(&signals);
+  sigaddset(&signals, SIGINT);
+  sigaddset(&signals, SIGTERM);
+  pthread_sigmask(SIG_BLOCK, &signals, nullptr);
+
+  auto coordinator = collbench::Coordinator::Start(options);
+  if (!coordinator.ok()) {
+    absl::FPrintF(stderr, "collbench-coordinator: %s\n", coordinator.status().message());
+    return coordinator.status().code() == absl::StatusCode::kInvalidArgument ? 2 : 1;
+  }
+  absl::FPrintF(stderr, "collbench-coordinator: serving gRPC on port %d, store %s\n",
+                (*coordinator)->grpc_port(), options.store);
+  std::thread waiter([&] {
+    int signal = 0;
+    sigwait(&signals, &signal);
+    (*coordinator)->Shutdown();
+  });
+  (*coordinator)->Wait();
+  waiter.join();
+  return 0;
+}

@@ -1,0 +1,116 @@
+#include "server/services/coordinator_service.h"
+
+#include <utility>
+
+#include "absl/strings/numbers.h"
+#include "absl/time/clock.h"
+#include "api/status_mapping.h"
+#include "server/services/watch_reactor.h"
+
+namespace collbench {
+namespace {
+
+// Answers a unary call with `status`, copying `value` into the response.
+template <typename T>
+grpc::ServerUnaryReactor* Reply(grpc::CallbackServerContext* context,
+                                const absl::StatusOr<T>& value, T* response) {
+  grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
+  if (value.ok()) *response = *value;
+  reactor->Finish(ToGrpcStatus(value.status()));
+  return reactor;
+}
+
+grpc::ServerUnaryReactor* Fail(grpc::CallbackServerContext* context, const absl::Status& status) {
+  grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
+  reactor->Finish(ToGrpcStatus(status));
+  return reactor;
+}
+
+}  // namespace
+
+grpc::ServerUnaryReactor* CoordinatorService::CreateRun(grpc::CallbackServerContext* context,
+                                                        const v1::CreateRunRequest* request,
+                                                        v1::Run* response) {
+  return Reply(context, manager_->CreateRun(request->spec(), request->request_id(), absl::Now()),
+               response);
+}
+
+grpc::ServerUnaryReactor* CoordinatorService::GetRun(grpc::CallbackServerContext* context,
+                                                     const v1::GetRunRequest* request,
+                                                     v1::Run* response) {
+  return Reply(context, manager_->GetRun(request->name()), response);
+}
+
+grpc::ServerUnaryReactor* CoordinatorService::ListRuns(grpc::CallbackServerContext* context,
+                                                       const v1::ListRunsRequest* request,
+                                                       v1::ListRunsResponse* response) {
+  v1::RunState state = v1::RUN_STATE_UNSPECIFIED;
+  const std::string& filter = request->filter();
+  if (!filter.empty()) {
+    const std::string prefix = "state=";
+    if (filter.rfind(prefix, 0) != 0 || !v1::RunState_Parse(filter.substr(prefix.size()), &state)) {
+      return Fail(context, absl::InvalidArgumentError(
+                               "filter: use state=QUEUED|SCHEDULED|RUNNING|SUCCEEDED|FAILED|CANCELLED"));
+    }
+  }
+  absl::StatusOr<Store::RunPage> page =
+      manager_->ListRuns(request->page_size(), request->page_token(), state);
+  if (!page.ok()) return Fail(context, page.status());
+  for (v1::Run& run : page->runs) *response->add_runs() = std::move(run);
+  response->set_next_page_token(page->next_page_token);
+  return Fail(context, absl::OkStatus());
+}
+
+grpc::ServerUnaryReactor* CoordinatorService::CancelRun(grpc::CallbackServerContext* context,
+                                                        const v1::CancelRunRequest* request,
+                                                        v1::Run* response) {
+  return Reply(context, manager_->CancelRun(request->name(), absl::Now()), response);
+}
+
+grpc::ServerWriteReactor<v1::RunEvent>* CoordinatorService::WatchRun(
+    grpc::CallbackServerContext* context, const v1::WatchRunRequest* request) {
+  return NewWatchReactor(manager_, hub_, request->name());
+}
+
+grpc::ServerUnaryReactor* CoordinatorService::GetRunResults(
+    grpc::CallbackServerContext* context, const v1::GetRunResultsRequest* request,
+    v1::GetRunResultsResponse* response) {
+  absl::StatusOr<v1::Run> run = manager_->GetRun(request->name());
+  if (!run.ok()) return Fail(context, run.status());
+  absl::StatusOr<std::vector<v1::SizeResult>> results = manager_->GetResults(run->name());
+  if (!results.ok()) return Fail(context, results.status());
+  *response->mutable_run() = *std::move(run);
+  for (v1::SizeResult& r : *results) *response->add_results() = std::move(r);
+  return Fail(context, absl::OkStatus());
+}
+
+grpc::ServerUnaryReactor* CoordinatorService::ListWorkers(grpc::CallbackServerContext* context,
+                                                          const v1::ListWorkersRequest* request,
+                                                          v1::ListWorkersResponse* response) {
+  std::vector<v1::Worker> workers = manager_->ListWorkers();
+  // Workers are few; one page of up to page_size from the token's index.
+  size_t start = 0;
+  if (!request->page_token().empty() && !absl::SimpleAtoi(request->page_token(), &start)) {
+    return Fail(context, absl::InvalidArgumentError("page_token: not a token from ListWorkers"));
+  }
+  const size_t size = request->page_size() > 0 ? request->page_size() : 100;
+  for (size_t i = start; i < workers.size() && i < start + size; ++i) {
+    *response->add_workers() = std::move(workers[i]);
+  }
+  if (start + size < workers.size()) response->set_next_page_token(std::to_string(start + size));
+  return Fail(context, absl::OkStatus());
+}
+
+grpc::ServerUnaryReactor* CoordinatorService::GetWorker(grpc::CallbackServerContext* context,
+                                                        const v1::GetWorkerRequest* request,
+                                                        v1::Worker* response) {
+  return Reply(context, manager_->GetWorker(request->name()), response);
+}
+
+grpc::ServerUnaryReactor* CoordinatorService::DrainWorker(grpc::CallbackServerContext* context,
+                                                          const v1::DrainWorkerRequest* request,
+                                                          v1::Worker* response) {
+  return Reply(context, manager_->DrainWorker(request->name()), response);
+}
+
+}  // namespace collbench

@@ -1,0 +1,51 @@
+// The Coordinator gRPC service (DESIGN §3): a thin translation of requests
+// onto RunManager (STYLE §5). WatchRun replays what is stored, then streams
+// live events until the run ends.
+#ifndef COLLBENCH_SERVER_SERVICES_COORDINATOR_SERVICE_H_
+#define COLLBENCH_SERVER_SERVICES_COORDINATOR_SERVICE_H_
+
+#include "collbench/v1/coordinator.grpc.pb.h"
+#include "server/core/run_manager.h"
+#include "server/core/watch_hub.h"
+
+namespace collbench {
+
+class CoordinatorService final : public v1::Coordinator::CallbackService {
+ public:
+  // Neither is owned; both outlive the service.
+  CoordinatorService(RunManager* manager, WatchHub* hub) : manager_(manager), hub_(hub) {}
+
+  grpc::ServerUnaryReactor* CreateRun(grpc::CallbackServerContext* context,
+                                      const v1::CreateRunRequest* request,
+                                      v1::Run* response) override;
+  grpc::ServerUnaryReactor* GetRun(grpc::CallbackServerContext* context,
+                                   const v1::GetRunRequest* request, v1::Run* response) override;
+  grpc::ServerUnaryReactor* ListRuns(grpc::CallbackServerContext* context,
+                                     const v1::ListRunsRequest* request,
+                                     v1::ListRunsResponse* response) override;
+  grpc::ServerUnaryReactor* CancelRun(grpc::CallbackServerContext* context,
+                                      const v1::CancelRunRequest* request,
+                                      v1::Run* response) override;
+  grpc::ServerWriteReactor<v1::RunEvent>* WatchRun(grpc::CallbackServerContext* context,
+                                                    const v1::WatchRunRequest* request) override;
+  grpc::ServerUnaryReactor* GetRunResults(grpc::CallbackServerContext* context,
+                                          const v1::GetRunResultsRequest* request,
+                                          v1::GetRunResultsResponse* response) override;
+  grpc::ServerUnaryReactor* ListWorkers(grpc::CallbackServerContext* context,
+                                        const v1::ListWorkersRequest* request,
+                                        v1::ListWorkersResponse* response) override;
+  grpc::ServerUnaryReactor* GetWorker(grpc::CallbackServerContext* context,
+                                      const v1::GetWorkerRequest* request,
+                                      v1::Worker* response) override;
+  grpc::ServerUnaryReactor* DrainWorker(grpc::CallbackServerContext* context,
+                                        const v1::DrainWorkerRequest* request,
+                                        v1::Worker* response) override;
+
+ private:
+  RunManager* const manager_;
+  WatchHub* const hub_;
+};
+
+}  // namespace collbench
+
+#endif  // COLLBENCH_SERVER_SERVICES_COORDINATOR_SERVICE_H_

@@ -1,0 +1,183 @@
+#include "server/services/gateway_service.h"
+
+#include <deque>
+
+#include "absl/time/clock.h"
+#include "api/status_mapping.h"
+
+namespace collbench {
+
+// The part of a stream that outlives the reactor's callbacks: the outgoing
+// queue. The gateway holds it by worker name; the reactor owns the call.
+class WorkerStream {
+ public:
+  explicit WorkerStream(grpc::ServerBidiReactor<v1::WorkerMessage, v1::CoordinatorMessage>* r)
+      : reactor_(r) {}
+
+  bool Send(const v1::CoordinatorMessage& message) {
+    absl::MutexLock lock(&mu_);
+    if (reactor_ == nullptr) return false;
+    queue_.push_back(message);
+    if (!writing_) WriteNextLocked();
+    return true;
+  }
+
+  // The previous write finished; start the next. False if the stream broke.
+  void WriteDone(bool ok) {
+    absl::MutexLock lock(&mu_);
+    writing_ = false;
+    if (!queue_.empty()) queue_.pop_front();
+    if (ok && reactor_ != nullptr && !queue_.empty()) WriteNextLocked();
+  }
+
+  bool Idle() {
+    absl::MutexLock lock(&mu_);
+    return !writing_;
+  }
+
+  void Close() {
+    absl::MutexLock lock(&mu_);
+    reactor_ = nullptr;
+  }
+
+ private:
+  void WriteNextLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    writing_ = true;
+    reactor_->StartWrite(&queue_.front());
+  }
+
+  absl::Mutex mu_;
+  grpc::ServerBidiReactor<v1::WorkerMessage, v1::CoordinatorMessage>* reactor_ ABSL_GUARDED_BY(mu_);
+  std::deque<v1::CoordinatorMessage> queue_ ABSL_GUARDED_BY(mu_);
+  bool writing_ ABSL_GUARDED_BY(mu_) = false;
+};
+
+namespace {
+
+class ConnectReactor final
+    : public grpc::ServerBidiReactor<v1::WorkerMessage, v1::CoordinatorMessage> {
+ public:
+  explicit ConnectReactor(GatewayService* gateway)
+      : gateway_(gateway), stream_(std::make_shared<WorkerStream>(this)) {
+    StartRead(&incoming_);
+  }
+
+  void OnReadDone(bool ok) override {
+    if (!ok) {
+      End(grpc::Status::OK);
+      return;
+    }
+    const absl::Status status = Handle(incoming_);
+    if (!status.ok()) {
+      End(ToGrpcStatus(status));
+      return;
+    }
+    StartRead(&incoming_);
+  }
+
+  void OnWriteDone(bool ok) override { stream_->WriteDone(ok); }
+
+  void OnCancel() override { End(grpc::Status::CANCELLED); }
+
+  void OnDone() override { delete this; }
+
+ private:
+  absl::Status Handle(const v1::WorkerMessage& message) {
+    RunManager* manager = gateway_->manager();
+    const absl::Time now = absl::Now();
+    if (worker_.empty()) {
+      if (!message.has_register_()) {
+        return absl::FailedPreconditionError("the first message on a stream must be register");
+      }
+      absl::StatusOr<RunManager::Registration> registration =
+          manager->OnRegister(message.register_(), now);
+      if (!registration.ok()) return registration.status();
+      worker_ = registration->reply.name();
+      session_ = registration->session;
+      gateway_->Attach(worker_, stream_);
+      v1::CoordinatorMessage reply;
+      *reply.mutable_registered() = registration->reply;
+      // Registered must come first on the wire; anything the manager queued
+      // during OnRegister (acks, cancels) was dropped, so the worker re-sends.
+      stream_->Send(reply);
+      return absl::OkStatus();
+    }
+    switch (message.message_case()) {
+      case v1::WorkerMessage::kHeartbeat:
+        manager->OnHeartbeat(worker_, session_, now);
+        break;
+      case v1::WorkerMessage::kRunStatus:
+        manager->OnHeartbeat(worker_, session_, now);
+        manager->OnRunStatus(worker_, message.run_status(), now);
+        break;
+      case v1::WorkerMessage::kResult:
+        manager->OnHeartbeat(worker_, session_, now);
+        manager->OnResult(worker_, message.result(), now);
+        break;
+      case v1::WorkerMessage::kLog:
+        manager->OnLog(worker_, message.log(), now);
+        break;
+      default:
+        return absl::InvalidArgumentError("unexpected message on a registered stream");
+    }
+    return absl::OkStatus();
+  }
+
+  void End(const grpc::Status& status) {
+    {
+      absl::MutexLock lock(&mu_);
+      if (ended_) return;
+      ended_ = true;
+    }
+    stream_->Close();
+    if (!worker_.empty()) {
+      gateway_->Detach(worker_, stream_.get());
+      gateway_->manager()->OnDisconnect(worker_, session_, absl::Now());
+    }
+    Finish(status);
+  }
+
+  GatewayService* const gateway_;
+  const std::shared_ptr<WorkerStream> stream_;
+  v1::WorkerMessage incoming_;
+  std::string worker_;
+  uint64_t session_ = 0;
+  absl::Mutex mu_;
+  bool ended_ ABSL_GUARDED_BY(mu_) = false;
+};
+
+}  // namespace
+
+grpc::ServerBidiReactor<v1::WorkerMessage, v1::CoordinatorMessage>* GatewayService::Connect(
+    grpc::CallbackServerContext* context) {
+  return new ConnectReactor(this);
+}
+
+bool GatewayService::Send(const std::string& worker, const v1::CoordinatorMessage& message) {
+  std::shared_ptr<WorkerStream> stream;
+  {
+    absl::MutexLock lock(&mu_);
+    auto it = streams_.find(worker);
+    if (it == streams_.end()) return false;
+    stream = it->second;
+  }
+  return stream->Send(message);
+}
+
+void GatewayService::Attach(const std::string& worker, std::shared_ptr<WorkerStream> stream) {
+  absl::MutexLock lock(&mu_);
+  streams_[worker] = std::move(stream);
+}
+
+void GatewayService::Detach(const std::string& worker, const WorkerStream* stream) {
+  absl::MutexLock lock(&mu_);
+  auto it = streams_.find(worker);
+  if (it != streams_.end() && it->second.get() == stream) streams_.erase(it);
+}
+
+size_t GatewayService::connected() const {
+  absl::MutexLock lock(&mu_);
+  return streams_.size();
+}
+
+}  // namespace collbench

@@ -1,0 +1,24 @@
+// The server side of one WatchRun stream: replays the run's stored state
+// and results, then relays live events from the WatchHub until the run
+// ends or the client goes away. Writes go out one at a time from a queue,
+// so a slow client never blocks the run manager.
+#ifndef COLLBENCH_SERVER_SERVICES_WATCH_REACTOR_H_
+#define COLLBENCH_SERVER_SERVICES_WATCH_REACTOR_H_
+
+#include <grpcpp/grpcpp.h>
+
+#include <string>
+
+#include "collbench/v1/run.pb.h"
+#include "server/core/run_manager.h"
+#include "server/core/watch_hub.h"
+
+namespace collbench {
+
+// gRPC owns the returned reactor and deletes it when the call is done.
+grpc::ServerWriteReactor<v1::RunEvent>* NewWatchReactor(RunManager* manager, WatchHub* hub,
+                                                        const std::string& run);
+
+}  // namespace collbench
+
+#endif  // COLLBENCH_SERVER_SERVICES_WATCH_REACTOR_H_
