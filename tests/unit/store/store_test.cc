@@ -1,6 +1,6 @@
-// The Store contract (server/store/store.h), run against both the in-memory
-// fake and the SQLite store, plus what only a file can promise: restarts and
-// crashes lose nothing that was acknowledged.
+// The Store contract (server/store/store.h), one suite run against both the
+// in-memory fake and the SQLite store. What only the file promises (restarts,
+// kill -9) is in sqlite_store_test.cc.
 #include "server/store/store.h"
 
 #include <gmock/gmock.h>
@@ -9,15 +9,11 @@
 
 #include <algorithm>
 #include <atomic>
-#include <filesystem>
-#include <set>
 #include <string>
 #include <thread>
 #include <tuple>
 #include <vector>
 
-#include "absl/strings/str_cat.h"
-#include "absl/strings/str_format.h"
 #include "tests/unit/store/store_test_util.h"
 
 namespace collbench {
