@@ -1,5 +1,10 @@
 #include "worker/agent/launch_command.h"
 
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <fstream>
+
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "api/convert.h"
@@ -54,6 +59,32 @@ void MpichTransport(v1::Transport transport, std::map<std::string, std::string>*
 
 }  // namespace
 
+absl::Status WriteShimScript(const std::string& path, const std::string& self) {
+  std::ofstream out(path, std::ios::trunc);
+  out << "#!/bin/sh\nexec " << ShellJoin({self}) << " launch-shim \"$@\"\n";
+  out.close();
+  if (!out || chmod(path.c_str(), 0755) != 0) {
+    return absl::InternalError(absl::StrCat("cannot write the launch script ", path));
+  }
+  return absl::OkStatus();
+}
+
+std::string ShellJoin(const std::vector<std::string>& argv) {
+  std::vector<std::string> words;
+  for (const std::string& arg : argv) {
+    std::string quoted = "'";
+    for (char c : arg) {
+      if (c == '\'') {
+        quoted += "'\\''";
+      } else {
+        quoted += c;
+      }
+    }
+    words.push_back(quoted + "'");
+  }
+  return absl::StrJoin(words, " ");
+}
+
 absl::StatusOr<LaunchCommand> BuildLaunchCommand(const v1::Assignment& assignment,
                                                  const std::string& self_worker,
                                                  const LaunchPaths& paths) {
@@ -86,11 +117,14 @@ absl::StatusOr<LaunchCommand> BuildLaunchCommand(const v1::Assignment& assignmen
   command.env["COLLBENCH_RUN_TOKEN"] = assignment.token();
   command.env["COLLBENCH_HOSTMAP"] = absl::StrJoin(hostmap, ",");
   for (const auto& [key, value] : spec.env()) command.env[key] = value;
-  const std::string shim = absl::StrCat(paths.self, " launch-shim");
+  if (geteuid() == 0) {  // containers often run as root; Open MPI refuses unless told
+    command.env["OMPI_ALLOW_RUN_AS_ROOT"] = "1";
+    command.env["OMPI_ALLOW_RUN_AS_ROOT_CONFIRM"] = "1";
+  }
   std::vector<std::string>& argv = command.argv;
   if (mpich) {
     argv = {paths.mpich_mpiexec, "-n", absl::StrCat(ranks), "-hosts", absl::StrJoin(hosts, ","),
-            "-launcher", "ssh", "-launcher-exec", shim};
+            "-launcher", "ssh", "-launcher-exec", paths.mpich_shim_script};
     MpichTransport(spec.transport(), &command.env);
     for (const auto& [key, value] : command.env) {
       if (key.rfind("COLLBENCH_", 0) == 0) continue;
@@ -98,8 +132,14 @@ absl::StatusOr<LaunchCommand> BuildLaunchCommand(const v1::Assignment& assignmen
     }
     argv.push_back(paths.rank_mpich);
   } else {
+    // mpirun starts every daemon itself (no tree spawn), and the daemons
+    // stay in the Exec call's process group (leave_session_attached) so
+    // ending the call ends them. Several daemons on one machine need the
+    // PMIx hash store instead of the shared-memory one.
+    command.env["PMIX_MCA_gds"] = "hash";
     argv = {paths.openmpi_mpirun, "-np", absl::StrCat(ranks), "--host", absl::StrJoin(hosts, ","),
-            "--mca", "plm_rsh_agent", shim, "--mca", "plm_rsh_no_tree_spawn", "1",
+            "--mca", "plm_rsh_agent", absl::StrCat(paths.self, " launch-shim"),
+            "--mca", "plm_rsh_no_tree_spawn", "1", "--mca", "orte_leave_session_attached", "1",
             "--bind-to", "none"};
     OpenMpiTransport(spec.transport(), &argv);
     for (const auto& [key, value] : spec.env()) argv.insert(argv.end(), {"-x", key});

@@ -25,7 +25,16 @@ struct LaunchPaths {
   std::string mpich_mpiexec;   // mpiexec.mpich
   std::string rank_openmpi;    // collbench-rank
   std::string rank_mpich;      // collbench-rank-mpich
+  // MPICH runs its launcher as one word, so the shim is reached through a
+  // script that does `exec <self> launch-shim "$@"` (WriteShimScript).
+  std::string mpich_shim_script;
 };
+
+// Writes the MPICH wrapper script for `self` at `path` (mode 0755).
+absl::Status WriteShimScript(const std::string& path, const std::string& self);
+
+// argv as one `sh -c` command line, each word single-quoted.
+std::string ShellJoin(const std::vector<std::string>& argv);
 
 struct LaunchCommand {
   std::vector<std::string> argv;

@@ -1,0 +1,283 @@
+#include "client/cli.h"
+
+#include <grpcpp/grpcpp.h>
+
+#include <cstdio>
+
+#include "absl/strings/ascii.h"
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "api/status_mapping.h"
+#include "client/format.h"
+#include "client/local.h"
+#include "client/run_flags.h"
+#include "collbench/v1/coordinator.grpc.pb.h"
+#include "common/flag_parser.h"
+
+namespace collbench {
+namespace {
+
+constexpr int kExitOk = 0;
+constexpr int kExitFailed = 1;
+constexpr int kExitUsage = 2;
+
+constexpr char kUsage[] = R"(usage: collbench [--coordinator HOST:PORT] [--token T] COMMAND
+commands:
+  workers                       the registered workers
+  runs [--state S]              runs, newest first
+  show RUN [--output F]         a run and its results
+  watch RUN                     follow a run as it goes on
+  cancel RUN                    stop a run
+  compare RUN RUN... [--output F]  runs side by side with ratios
+  run OPERATION [flags]         create a run (see `collbench run --help`)
+  local [--workers K] [--slots N] COMMAND...
+                                an embedded coordinator and K local workers on
+                                127.0.0.1 for one command; nothing left running
+)";
+
+std::string RunName(absl::string_view text) {
+  return absl::StartsWith(text, "runs/") ? std::string(text) : absl::StrCat("runs/", text);
+}
+
+class Client {
+ public:
+  Client(const std::string& address, const std::string& token)
+      : stub_(v1::Coordinator::NewStub(
+            grpc::CreateChannel(address, grpc::InsecureChannelCredentials()))),
+        token_(token) {}
+
+  template <typename Request, typename Response, typename Method>
+  absl::Status Call(Method method, const Request& request, Response* response) {
+    grpc::ClientContext context;
+    Prepare(&context);
+    return FromGrpcStatus(((*stub_).*method)(&context, request, response));
+  }
+
+  // Streams the run's events to `on_event` until the run ends; returns the
+  // run as it ended.
+  absl::StatusOr<v1::Run> Watch(const std::string& run,
+                                const std::function<void(const v1::RunEvent&)>& on_event) {
+    grpc::ClientContext context;
+    Prepare(&context);
+    v1::WatchRunRequest request;
+    request.set_name(run);
+    auto reader = stub_->WatchRun(&context, request);
+    v1::RunEvent event;
+    while (reader->Read(&event)) on_event(event);
+    absl::Status status = FromGrpcStatus(reader->Finish());
+    if (!status.ok()) return status;
+    v1::GetRunRequest get;
+    get.set_name(run);
+    v1::Run ended;
+    absl::Status got = Call(&v1::Coordinator::Stub::GetRun, get, &ended);
+    if (!got.ok()) return got;
+    return ended;
+  }
+
+ private:
+  void Prepare(grpc::ClientContext* context) {
+    if (!token_.empty()) context->AddMetadata("authorization", "Bearer " + token_);
+  }
+  std::unique_ptr<v1::Coordinator::Stub> stub_;
+  std::string token_;
+};
+
+int Report(const absl::Status& status) {
+  if (status.ok()) return kExitOk;
+  absl::FPrintF(stderr, "collbench: %s\n", status.message());
+  return status.code() == absl::StatusCode::kInvalidArgument ||
+                 status.code() == absl::StatusCode::kNotFound
+             ? kExitUsage
+             : kExitFailed;
+}
+
+bool Succeeded(const v1::Run& run) { return run.state() == v1::SUCCEEDED; }
+
+int Workers(Client& client) {
+  v1::ListWorkersRequest request;
+  request.set_page_size(1000);
+  v1::ListWorkersResponse response;
+  if (absl::Status s = client.Call(&v1::Coordinator::Stub::ListWorkers, request, &response);
+      !s.ok()) {
+    return Report(s);
+  }
+  std::fputs(FormatWorkerList({response.workers().begin(), response.workers().end()}).c_str(),
+             stdout);
+  return kExitOk;
+}
+
+int Runs(Client& client, const std::vector<std::string>& args) {
+  std::string state;
+  int limit = 50;
+  FlagParser flags;
+  flags.String("state", &state, "only runs in this state");
+  flags.Int("limit", &limit, "at most this many runs");
+  if (absl::Status s = flags.Parse(args); !s.ok()) return Report(s);
+  v1::ListRunsRequest request;
+  request.set_page_size(limit);
+  if (!state.empty()) request.set_filter("state=" + absl::AsciiStrToUpper(state));
+  v1::ListRunsResponse response;
+  if (absl::Status s = client.Call(&v1::Coordinator::Stub::ListRuns, request, &response);
+      !s.ok()) {
+    return Report(s);
+  }
+  std::fputs(FormatRunList({response.runs().begin(), response.runs().end()}).c_str(), stdout);
+  return kExitOk;
+}
+
+absl::StatusOr<RunWithResults> Fetch(Client& client, const std::string& run) {
+  v1::GetRunResultsRequest request;
+  request.set_name(RunName(run));
+  v1::GetRunResultsResponse response;
+  absl::Status s = client.Call(&v1::Coordinator::Stub::GetRunResults, request, &response);
+  if (!s.ok()) return s;
+  return RunWithResults{response.run(), {response.results().begin(), response.results().end()}};
+}
+
+int Show(Client& client, const std::vector<std::string>& args) {
+  std::string output = "table";
+  FlagParser flags;
+  flags.String("output", &output, "table, jsonl or csv");
+  if (absl::Status s = flags.Parse(args); !s.ok()) return Report(s);
+  if (flags.rest().size() != 1) return Report(absl::InvalidArgumentError("usage: show RUN"));
+  absl::StatusOr<OutputKind> kind = ParseOutputKind(output);
+  if (!kind.ok()) return Report(kind.status());
+  absl::StatusOr<RunWithResults> run = Fetch(client, flags.rest()[0]);
+  if (!run.ok()) return Report(run.status());
+  std::fputs(FormatRunResults(run->run, run->results, *kind).c_str(), stdout);
+  return kExitOk;
+}
+
+// Follows a run; with `print_rows`, prints each size as it comes.
+absl::StatusOr<v1::Run> Follow(Client& client, const std::string& run, bool print_rows) {
+  bool header = false;
+  return client.Watch(run, [&](const v1::RunEvent& event) {
+    if (event.has_result() && print_rows) {
+      if (!header) std::fputs(ResultHeader().c_str(), stdout);
+      header = true;
+      std::fputs(FormatResultRow(event.result()).c_str(), stdout);
+      std::fflush(stdout);
+    } else if (event.has_progress()) {
+      absl::FPrintF(stderr, "  [%d/%d sizes]\r", event.progress().sizes_done(),
+                    event.progress().sizes_total());
+    } else if (event.has_state_change()) {
+      absl::FPrintF(stderr, "%s: %s%s\n", event.state_change().name(),
+                    RunStateName(event.state_change().state()),
+                    event.state_change().error().empty() ? ""
+                                                         : " (" + event.state_change().error() + ")");
+    }
+  });
+}
+
+int Watch(Client& client, const std::vector<std::string>& args) {
+  if (args.size() != 1) return Report(absl::InvalidArgumentError("usage: watch RUN"));
+  absl::StatusOr<v1::Run> run = Follow(client, RunName(args[0]), true);
+  if (!run.ok()) return Report(run.status());
+  return Succeeded(*run) ? kExitOk : kExitFailed;
+}
+
+int Cancel(Client& client, const std::vector<std::string>& args) {
+  if (args.size() != 1) return Report(absl::InvalidArgumentError("usage: cancel RUN"));
+  v1::CancelRunRequest request;
+  request.set_name(RunName(args[0]));
+  v1::Run run;
+  if (absl::Status s = client.Call(&v1::Coordinator::Stub::CancelRun, request, &run); !s.ok()) {
+    return Report(s);
+  }
+  absl::PrintF("%s: %s\n", run.name(), RunStateName(run.state()));
+  return kExitOk;
+}
+
+int Compare(Client& client, const std::vector<std::string>& args) {
+  std::string output = "table";
+  FlagParser flags;
+  flags.String("output", &output, "table or csv");
+  if (absl::Status s = flags.Parse(args); !s.ok()) return Report(s);
+  if (flags.rest().size() < 2) {
+    return Report(absl::InvalidArgumentError("usage: compare RUN RUN..."));
+  }
+  absl::StatusOr<OutputKind> kind = ParseOutputKind(output);
+  if (!kind.ok()) return Report(kind.status());
+  std::vector<RunWithResults> runs;
+  for (const std::string& name : flags.rest()) {
+    absl::StatusOr<RunWithResults> run = Fetch(client, name);
+    if (!run.ok()) return Report(run.status());
+    runs.push_back(*std::move(run));
+  }
+  std::fputs(FormatComparison(runs, *kind).c_str(), stdout);
+  return kExitOk;
+}
+
+int Run(Client& client, const std::vector<std::string>& args) {
+  for (const std::string& arg : args) {
+    if (arg == "--help" || arg == "-h") {
+      std::fputs(RunUsage().c_str(), stdout);
+      return kExitOk;
+    }
+  }
+  absl::StatusOr<RunRequest> request = ParseRunFlags(args);
+  if (!request.ok()) return Report(request.status());
+  v1::CreateRunRequest create;
+  *create.mutable_spec() = request->spec;
+  create.set_request_id(request->request_id);
+  v1::Run run;
+  if (absl::Status s = client.Call(&v1::Coordinator::Stub::CreateRun, create, &run); !s.ok()) {
+    return Report(s);
+  }
+  if (!request->wait && !request->watch) {
+    absl::PrintF("%s: %s\n", run.name(), RunStateName(run.state()));
+    return kExitOk;
+  }
+  absl::StatusOr<v1::Run> ended =
+      Follow(client, run.name(), request->watch && request->output == OutputKind::kTable);
+  if (!ended.ok()) return Report(ended.status());
+  if (request->wait || request->output != OutputKind::kTable) {
+    absl::StatusOr<RunWithResults> full = Fetch(client, run.name());
+    if (!full.ok()) return Report(full.status());
+    std::fputs(FormatRunResults(full->run, full->results, request->output).c_str(), stdout);
+  }
+  return Succeeded(*ended) ? kExitOk : kExitFailed;
+}
+
+}  // namespace
+
+int RunCommand(const std::string& coordinator, const std::string& token,
+               const std::vector<std::string>& command) {
+  if (command.empty()) {
+    std::fputs(kUsage, stderr);
+    return kExitUsage;
+  }
+  Client client(coordinator, token);
+  const std::string& name = command[0];
+  const std::vector<std::string> args(command.begin() + 1, command.end());
+  if (name == "workers") return Workers(client);
+  if (name == "runs") return Runs(client, args);
+  if (name == "show") return Show(client, args);
+  if (name == "watch") return Watch(client, args);
+  if (name == "cancel") return Cancel(client, args);
+  if (name == "compare") return Compare(client, args);
+  if (name == "run") return Run(client, args);
+  absl::FPrintF(stderr, "collbench: unknown command '%s'\n%s", name, kUsage);
+  return kExitUsage;
+}
+
+int RunCli(int argc, char** argv) {
+  std::string coordinator = "127.0.0.1:50051", token;
+  FlagParser flags;
+  flags.String("coordinator", &coordinator, "coordinator gRPC address HOST:PORT");
+  flags.String("token", &token, "bearer token");
+  const absl::Status parsed =
+      flags.Parse(std::vector<std::string>(argv + 1, argv + argc), /*stop_at_positional=*/true);
+  if (flags.help() && flags.rest().empty()) {
+    std::fputs(kUsage, stdout);
+    return kExitOk;
+  }
+  if (!parsed.ok()) return Report(parsed);
+  if (!flags.rest().empty() && flags.rest()[0] == "local") {
+    return RunLocal(std::vector<std::string>(flags.rest().begin() + 1, flags.rest().end()));
+  }
+  return RunCommand(coordinator, token, flags.rest());
+}
+
+}  // namespace collbench

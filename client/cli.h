@@ -1,0 +1,20 @@
+// The collbench command line (DESIGN §6). Exit codes: 0 success, 1 the run
+// failed, 2 bad usage or input (one line on stderr naming the problem).
+#ifndef COLLBENCH_CLIENT_CLI_H_
+#define COLLBENCH_CLIENT_CLI_H_
+
+#include <string>
+#include <vector>
+
+namespace collbench {
+
+int RunCli(int argc, char** argv);
+
+// One command (`workers`, `run ...`, ...) against the coordinator at
+// `coordinator`.
+int RunCommand(const std::string& coordinator, const std::string& token,
+               const std::vector<std::string>& command);
+
+}  // namespace collbench
+
+#endif  // COLLBENCH_CLIENT_CLI_H_

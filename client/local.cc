@@ -1,0 +1,173 @@
+#include "client/local.h"
+
+#include <limits.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <thread>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "absl/time/clock.h"
+#include "client/cli.h"
+#include "common/flag_parser.h"
+#include "server/coordinator.h"
+
+namespace collbench {
+namespace {
+
+constexpr int kExitUsage = 2;
+
+std::string SelfDir() {
+  char path[PATH_MAX] = {0};
+  const ssize_t n = readlink("/proc/self/exe", path, sizeof path - 1);
+  const std::string self = n > 0 ? std::string(path, n) : "";
+  return self.substr(0, self.rfind('/'));
+}
+
+class LocalCluster {
+ public:
+  ~LocalCluster() { Stop(); }
+
+  absl::Status Start(int workers, int slots) {
+    char dir[] = "/tmp/collbench-local.XXXXXX";
+    if (mkdtemp(dir) == nullptr) return absl::InternalError("cannot create a temporary folder");
+    dir_ = dir;
+    CoordinatorOptions options;
+    options.grpc_listen = "127.0.0.1:0";
+    options.store = ":memory:";
+    absl::StatusOr<std::unique_ptr<Coordinator>> coordinator = Coordinator::Start(options);
+    if (!coordinator.ok()) return coordinator.status();
+    coordinator_ = *std::move(coordinator);
+    address_ = absl::StrCat("127.0.0.1:", coordinator_->grpc_port());
+    absl::FPrintF(stderr, "local: coordinator on %s; starting %d workers\n", address_, workers);
+    for (int i = 0; i < workers; ++i) {
+      absl::Status s = Spawn(absl::StrCat("local-", i + 1), slots);
+      if (!s.ok()) return s;
+    }
+    return WaitForWorkers(workers);
+  }
+
+  void Stop() {
+    for (pid_t pid : pids_) kill(-pid, SIGTERM);
+    const absl::Time deadline = absl::Now() + absl::Seconds(10);
+    for (pid_t pid : pids_) {
+      while (waitpid(pid, nullptr, WNOHANG) == 0) {
+        if (absl::Now() > deadline) {
+          kill(-pid, SIGKILL);
+          waitpid(pid, nullptr, 0);
+          break;
+        }
+        absl::SleepFor(absl::Milliseconds(20));
+      }
+    }
+    pids_.clear();
+    if (coordinator_) coordinator_->Shutdown();
+    coordinator_.reset();
+    if (!dir_.empty()) std::system(absl::StrCat("rm -rf '", dir_, "'").c_str());
+    dir_.clear();
+  }
+
+  const std::string& address() const { return address_; }
+
+ private:
+  absl::Status Spawn(const std::string& name, int slots) {
+    const std::string binary = SelfDir() + "/collbench-worker";
+    const std::string log = absl::StrCat(dir_, "/", name, ".log");
+    const std::string work = absl::StrCat(dir_, "/", name);
+    std::vector<std::string> args = {binary,   "--coordinator", address_, "--listen",
+                                     "127.0.0.1:0", "--name", name,      "--work-dir", work};
+    if (slots > 0) args.insert(args.end(), {"--slots", absl::StrCat(slots)});
+    const pid_t pid = fork();
+    if (pid < 0) return absl::InternalError("fork failed");
+    if (pid == 0) {
+      setpgid(0, 0);  // its own group, so Stop() reaches everything it started
+      sigset_t none;
+      sigemptyset(&none);
+      sigprocmask(SIG_SETMASK, &none, nullptr);
+      freopen(log.c_str(), "w", stdout);
+      freopen(log.c_str(), "a", stderr);
+      std::vector<char*> argv;
+      for (std::string& a : args) argv.push_back(a.data());
+      argv.push_back(nullptr);
+      execv(binary.c_str(), argv.data());
+      _exit(127);
+    }
+    setpgid(pid, pid);
+    pids_.push_back(pid);
+    return absl::OkStatus();
+  }
+
+  absl::Status WaitForWorkers(int wanted) {
+    const absl::Time deadline = absl::Now() + absl::Seconds(30);
+    while (absl::Now() < deadline) {
+      int ready = 0;
+      for (const v1::Worker& w : coordinator_->manager()->ListWorkers()) {
+        ready += w.state() == v1::READY;
+      }
+      if (ready >= wanted) {
+        absl::FPrintF(stderr, "local: %d workers ready\n", ready);
+        return absl::OkStatus();
+      }
+      for (pid_t pid : pids_) {
+        if (waitpid(pid, nullptr, WNOHANG) == pid) {
+          return absl::InternalError(absl::StrCat("a worker exited at start; see ", dir_));
+        }
+      }
+      absl::SleepFor(absl::Milliseconds(50));
+    }
+    return absl::DeadlineExceededError("workers did not register within 30s");
+  }
+
+  std::string dir_;
+  std::string address_;
+  std::unique_ptr<Coordinator> coordinator_;
+  std::vector<pid_t> pids_;
+};
+
+}  // namespace
+
+int RunLocal(const std::vector<std::string>& args) {
+  int workers = 2, slots = 0;
+  FlagParser flags;
+  flags.Int("workers", &workers, "local workers (default 2)");
+  flags.Int("slots", &slots, "ranks per worker (default: CPUs)");
+  const absl::Status parsed = flags.Parse(args, /*stop_at_positional=*/true);
+  if (!parsed.ok() || flags.rest().empty() || workers < 1) {
+    absl::FPrintF(stderr, "collbench local: %s\n",
+                  !parsed.ok() ? std::string(parsed.message())
+                  : workers < 1 ? std::string("--workers must be at least 1")
+                                : std::string("usage: collbench local [--workers K] COMMAND..."));
+    return kExitUsage;
+  }
+  // Ctrl-C or SIGTERM still tears everything down.
+  sigset_t signals;
+  sigemptyset(&signals);
+  sigaddset(&signals, SIGINT);
+  sigaddset(&signals, SIGTERM);
+  pthread_sigmask(SIG_BLOCK, &signals, nullptr);
+  LocalCluster cluster;
+  std::thread([&cluster, signals] {
+    int signal = 0;
+    if (sigwait(&signals, &signal) == 0) {
+      absl::FPrintF(stderr, "local: stopping\n");
+      cluster.Stop();
+      _exit(128 + signal);
+    }
+  }).detach();
+  absl::Status started = cluster.Start(workers, slots);
+  if (!started.ok()) {
+    absl::FPrintF(stderr, "collbench local: %s\n", started.message());
+    cluster.Stop();
+    return 1;
+  }
+  const int code = RunCommand(cluster.address(), "", flags.rest());
+  cluster.Stop();
+  return code;
+}
+
+}  // namespace collbench

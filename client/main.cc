@@ -1,0 +1,3 @@
+#include "client/cli.h"
+
+int main(int argc, char** argv) { return collbench::RunCli(argc, argv); }

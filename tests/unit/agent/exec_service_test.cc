@@ -1,0 +1,232 @@
+#include "worker/agent/exec_service.h"
+
+#include <signal.h>
+
+#include <memory>
+#include <string>
+
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "grpcpp/create_channel.h"
+#include "grpcpp/server.h"
+#include "grpcpp/server_builder.h"
+#include "gtest/gtest.h"
+#include "tests/unit/agent/test_util.h"
+
+namespace collbench {
+namespace {
+
+using ::collbench::testing::Eventually;
+using ::collbench::testing::GroupGone;
+
+constexpr char kRun[] = "runs/r1";
+constexpr char kToken[] = "s3cret-token-value";
+
+// What one Exec call returned.
+struct ExecResult {
+  std::string stdout_data;
+  std::string stderr_data;
+  int exit_code = -1;
+  bool exit_code_was_last = true;
+  grpc::Status status;
+};
+
+// An Agent server with a real process runner on 127.0.0.1:<any port>.
+class ExecServiceTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    runner_ = NewPosixProcessRunner();
+    manager_ = std::make_unique<ExecManager>(
+        runner_.get(), ExecManagerOptions{.kill_grace = absl::Seconds(1)});
+    service_ = std::make_unique<ExecService>(manager_.get());
+    grpc::ServerBuilder builder;
+    int port = 0;
+    builder.AddListeningPort("127.0.0.1:0", grpc::InsecureServerCredentials(), &port);
+    builder.RegisterService(service_.get());
+    server_ = builder.BuildAndStart();
+    ASSERT_NE(server_, nullptr);
+    ASSERT_GT(port, 0);
+    stub_ = v1::Agent::NewStub(grpc::CreateChannel(absl::StrCat("127.0.0.1:", port),
+                                                   grpc::InsecureChannelCredentials()));
+    manager_->Allow(kRun, kToken);
+  }
+
+  void TearDown() override {
+    manager_->KillAll();
+    server_->Shutdown(absl::ToChronoTime(absl::Now() + absl::Seconds(5)));
+    server_->Wait();
+  }
+
+  static v1::ExecRequest Request(const std::string& command,
+                                 const std::string& token = kToken) {
+    v1::ExecRequest request;
+    request.set_run(kRun);
+    request.set_token(token);
+    request.set_command(command);
+    return request;
+  }
+
+  ExecResult Exec(const v1::ExecRequest& request) {
+    grpc::ClientContext context;
+    context.set_deadline(absl::ToChronoTime(absl::Now() + absl::Seconds(30)));
+    auto reader = stub_->Exec(&context, request);
+    ExecResult result;
+    v1::ExecOutput output;
+    while (reader->Read(&output)) {
+      if (result.exit_code >= 0) result.exit_code_was_last = false;
+      if (output.has_stdout()) result.stdout_data += output.stdout();
+      if (output.has_stderr()) result.stderr_data += output.stderr();
+      if (output.has_exit_code()) result.exit_code = output.exit_code();
+    }
+    result.status = reader->Finish();
+    return result;
+  }
+
+  // Starts `command` (which must print its pid first) and returns that pid.
+  pid_t StartAndReadPid(grpc::ClientContext* context, const std::string& command,
+                        std::unique_ptr<grpc::ClientReader<v1::ExecOutput>>* reader) {
+    *reader = stub_->Exec(context, Request(command));
+    std::string text;
+    v1::ExecOutput output;
+    while (text.find('\n') == std::string::npos && (*reader)->Read(&output)) {
+      text += output.stdout();
+    }
+    pid_t pid = 0;
+    EXPECT_TRUE(absl::SimpleAtoi(text.substr(0, text.find('\n')), &pid)) << text;
+    return pid;
+  }
+
+  std::unique_ptr<ProcessRunner> runner_;
+  std::unique_ptr<ExecManager> manager_;
+  std::unique_ptr<ExecService> service_;
+  std::unique_ptr<grpc::Server> server_;
+  std::unique_ptr<v1::Agent::Stub> stub_;
+};
+
+TEST_F(ExecServiceTest, GoodTokenStreamsOutputAndExitCode) {
+  ExecResult result = Exec(Request("echo hi; echo err >&2; exit 3"));
+  ASSERT_TRUE(result.status.ok()) << result.status.error_message();
+  EXPECT_EQ(result.stdout_data, "hi\n");
+  EXPECT_EQ(result.stderr_data, "err\n");
+  EXPECT_EQ(result.exit_code, 3);
+  EXPECT_TRUE(result.exit_code_was_last);
+  EXPECT_EQ(manager_->running(), 0);
+}
+
+TEST_F(ExecServiceTest, PassesEnvironment) {
+  v1::ExecRequest request = Request("echo \"$COLLBENCH_X\"");
+  (*request.mutable_env())["COLLBENCH_X"] = "from the shim";
+  ExecResult result = Exec(request);
+  ASSERT_TRUE(result.status.ok());
+  EXPECT_EQ(result.stdout_data, "from the shim\n");
+}
+
+TEST_F(ExecServiceTest, LargeOutputArrivesWhole) {
+  ExecResult result = Exec(Request("head -c 3000000 /dev/zero | tr '\\0' x"));
+  ASSERT_TRUE(result.status.ok());
+  EXPECT_EQ(result.stdout_data, std::string(3000000, 'x'));
+  EXPECT_EQ(result.exit_code, 0);
+}
+
+TEST_F(ExecServiceTest, WrongTokenIsPermissionDeniedNamingTheRun) {
+  ExecResult result = Exec(Request("echo never", "not-the-token"));
+  EXPECT_EQ(result.status.error_code(), grpc::StatusCode::PERMISSION_DENIED);
+  EXPECT_NE(result.status.error_message().find(kRun), std::string::npos);
+  EXPECT_EQ(result.status.error_message().find("not-the-token"), std::string::npos);
+  EXPECT_EQ(result.status.error_message().find(kToken), std::string::npos);
+  EXPECT_TRUE(result.stdout_data.empty());
+
+  v1::ExecRequest other_run = Request("echo never");
+  other_run.set_run("runs/unknown");
+  result = Exec(other_run);
+  EXPECT_EQ(result.status.error_code(), grpc::StatusCode::PERMISSION_DENIED);
+  EXPECT_NE(result.status.error_message().find("runs/unknown"), std::string::npos);
+
+  result = Exec(Request("echo never", ""));
+  EXPECT_EQ(result.status.error_code(), grpc::StatusCode::PERMISSION_DENIED);
+}
+
+TEST_F(ExecServiceTest, ClientCancelKillsTheGroup) {
+  grpc::ClientContext context;
+  std::unique_ptr<grpc::ClientReader<v1::ExecOutput>> reader;
+  const pid_t pgid =
+      StartAndReadPid(&context, "sleep 100 & sleep 100 & echo $$; wait", &reader);
+  ASSERT_GT(pgid, 0);
+  EXPECT_EQ(manager_->running(kRun), 1);
+  context.TryCancel();
+  EXPECT_EQ(reader->Finish().error_code(), grpc::StatusCode::CANCELLED);
+  EXPECT_TRUE(Eventually([pgid] { return GroupGone(pgid); }));
+  EXPECT_TRUE(Eventually([this] { return manager_->running() == 0; }));
+}
+
+TEST_F(ExecServiceTest, RevokeKillsRunningCommandsAndRefusesNewOnes) {
+  grpc::ClientContext context;
+  std::unique_ptr<grpc::ClientReader<v1::ExecOutput>> reader;
+  const pid_t pgid = StartAndReadPid(&context, "echo $$; exec sleep 100", &reader);
+  ASSERT_GT(pgid, 0);
+  manager_->Revoke(kRun);
+  v1::ExecOutput output;
+  int exit_code = -1;
+  while (reader->Read(&output)) {
+    if (output.has_exit_code()) exit_code = output.exit_code();
+  }
+  EXPECT_TRUE(reader->Finish().ok());
+  EXPECT_EQ(exit_code, 128 + SIGTERM);
+  EXPECT_TRUE(GroupGone(pgid));
+  EXPECT_EQ(manager_->running(), 0);
+  EXPECT_EQ(Exec(Request("echo never")).status.error_code(),
+            grpc::StatusCode::PERMISSION_DENIED);
+}
+
+TEST_F(ExecServiceTest, KillAllStopsEverythingAndRefusesNewCommands) {
+  grpc::ClientContext context;
+  std::unique_ptr<grpc::ClientReader<v1::ExecOutput>> reader;
+  const pid_t pgid = StartAndReadPid(&context, "echo $$; exec sleep 100", &reader);
+  EXPECT_TRUE(manager_->KillAll(absl::Seconds(10)));
+  EXPECT_TRUE(GroupGone(pgid));
+  v1::ExecOutput output;
+  while (reader->Read(&output)) {
+  }
+  EXPECT_TRUE(reader->Finish().ok());
+  EXPECT_EQ(Exec(Request("echo never")).status.error_code(),
+            grpc::StatusCode::UNAVAILABLE);
+}
+
+TEST(ExecManagerTest, RevokeKillsOnlyThatRunsCommands) {
+  FakeProcessRunner runner;
+  FakeProcessRunner::Script daemon;
+  daemon.wait_for_kill = true;
+  runner.SetScript("daemon", daemon);
+  ExecManager manager(&runner);
+  manager.Allow("runs/a", "ta");
+  manager.Allow("runs/b", "tb");
+  auto a = manager.Start("runs/a", "ta", "daemon", {});
+  auto b = manager.Start("runs/b", "tb", "daemon", {{"K", "V"}});
+  ASSERT_TRUE(a.ok() && b.ok());
+  EXPECT_EQ(manager.running(), 2);
+  manager.Revoke("runs/a");
+  EXPECT_EQ(runner.kill_count(), 1);
+  EXPECT_EQ(manager.Start("runs/a", "ta", "daemon", {}).status().code(),
+            absl::StatusCode::kPermissionDenied);
+  EXPECT_EQ(runner.started()[1].env.at("K"), "V");
+  a->reset();
+  EXPECT_EQ(manager.running("runs/a"), 0);
+  EXPECT_EQ(manager.running("runs/b"), 1);
+  b->reset();
+  EXPECT_EQ(manager.running(), 0);
+}
+
+TEST(ExecManagerTest, AllowReplacesTheToken) {
+  FakeProcessRunner runner;
+  ExecManager manager(&runner);
+  manager.Allow("runs/a", "old");
+  manager.Allow("runs/a", "new");
+  EXPECT_EQ(manager.Start("runs/a", "old", "true", {}).status().code(),
+            absl::StatusCode::kPermissionDenied);
+  EXPECT_TRUE(manager.Start("runs/a", "new", "true", {}).ok());
+  EXPECT_EQ(manager.Start("runs/a", "new", "", {}).status().code(),
+            absl::StatusCode::kInvalidArgument);
+}
+
+}  // namespace
+}  // namespace collbench

@@ -1,0 +1,266 @@
+// mpirun / mpiexec → launch shim → Exec → orted / hydra_pmi_proxy, on one
+// machine: the launcher runs on this host, and two host aliases both map to
+// an in-process Agent, which starts the daemons here. This binary is the
+// agent (`agent_test launch-shim`, see test_main.cc). The flags are the ones
+// launch_shim.h documents for the launcher.
+#include <dirent.h>
+#include <limits.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "absl/synchronization/mutex.h"
+#include "grpcpp/server.h"
+#include "grpcpp/server_builder.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "tests/unit/agent/test_util.h"
+#include "worker/agent/exec_service.h"
+#include "worker/agent/launch_shim.h"
+
+namespace collbench {
+namespace {
+
+using ::collbench::testing::Eventually;
+using ::testing::HasSubstr;
+
+constexpr char kRun[] = "runs/e2e";
+constexpr char kToken[] = "e2e-token";
+
+std::string SelfExe() {
+  char path[PATH_MAX];
+  const ssize_t n = readlink("/proc/self/exe", path, sizeof(path) - 1);
+  return n > 0 ? std::string(path, n) : "";
+}
+
+bool IsExecutable(const std::string& path) { return access(path.c_str(), X_OK) == 0; }
+
+// Live `sleep SECONDS` processes: the ranks of the teardown tests.
+int CountSleeps(const std::string& seconds) {
+  const std::string wanted = std::string("sleep") + '\0' + seconds + '\0';
+  int count = 0;
+  DIR* dir = opendir("/proc");
+  while (dirent* entry = dir != nullptr ? readdir(dir) : nullptr) {
+    const int pid = std::atoi(entry->d_name);
+    if (pid <= 0) continue;
+    std::ifstream file(absl::StrCat("/proc/", pid, "/cmdline"));
+    const std::string cmdline((std::istreambuf_iterator<char>(file)), {});
+    if (cmdline == wanted && !testing::ProcessGone(pid)) ++count;
+  }
+  if (dir != nullptr) closedir(dir);
+  return count;
+}
+
+// Records the commands the Agent runs, then runs them for real. All the
+// "hosts" here are one machine with one hostname, so daemons of one job
+// would share Open MPI's session directory and race on creating it and on
+// its hwloc.sm file (orted fails with "mkdir ... File exists" or crashes in
+// hwloc_shmem_topology_write now and then). Each command therefore gets a
+// session directory base of its own, as separate hosts would have.
+class RecordingRunner final : public ProcessRunner {
+ public:
+  ~RecordingRunner() override { std::filesystem::remove_all(root_); }
+
+  absl::StatusOr<std::unique_ptr<Process>> Start(const ProcessOptions& options) override {
+    ProcessOptions own = options;
+    {
+      absl::MutexLock lock(&mu_);
+      commands_.push_back(options.command);
+      const std::string tmp = absl::StrCat(root_, "/", commands_.size());
+      std::filesystem::create_directories(tmp);
+      own.env["OMPI_MCA_orte_tmpdir_base"] = tmp;
+    }
+    return real_->Start(own);
+  }
+  std::vector<std::string> commands() const {
+    absl::MutexLock lock(&mu_);
+    return commands_;
+  }
+
+ private:
+  const std::string root_ =
+      absl::StrCat(::testing::TempDir(), "/collbench-e2e-", getpid());
+  std::unique_ptr<ProcessRunner> real_ = NewPosixProcessRunner();
+  mutable absl::Mutex mu_;
+  std::vector<std::string> commands_ ABSL_GUARDED_BY(mu_);
+};
+
+class LaunchE2eTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    // Two daemons on one machine share PMIx's shared-memory store and log
+    // "PMIX ERROR ... dstore"; the hash store keeps the test output clean.
+    setenv("PMIX_MCA_gds", "hash", 1);
+    manager_ = std::make_unique<ExecManager>(&recorder_);
+    service_ = std::make_unique<ExecService>(manager_.get());
+    grpc::ServerBuilder builder;
+    int port = 0;
+    builder.AddListeningPort("127.0.0.1:0", grpc::InsecureServerCredentials(), &port);
+    builder.RegisterService(service_.get());
+    server_ = builder.BuildAndStart();
+    ASSERT_NE(server_, nullptr);
+    manager_->Allow(kRun, kToken);
+    const std::string address = absl::StrCat("127.0.0.1:", port);
+    env_ = {{kRunEnv, kRun},
+            {kRunTokenEnv, kToken},
+            {kHostMapEnv, FormatHostMap({{"alias1", address}, {"alias2", address}})}};
+    self_ = SelfExe();
+  }
+
+  void TearDown() override {
+    if (launcher_ != nullptr) launcher_.reset();  // kills and reaps mpirun
+    EXPECT_TRUE(manager_->KillAll(absl::Seconds(15)));
+    server_->Shutdown(absl::ToChronoTime(absl::Now() + absl::Seconds(5)));
+    server_->Wait();
+    if (!wrapper_.empty()) unlink(wrapper_.c_str());
+  }
+
+  // Starts the launcher command with the shim's environment.
+  void StartLauncher(const std::string& command) {
+    ProcessOptions options;
+    options.command = command;
+    options.env = env_;
+    absl::StatusOr<std::unique_ptr<Process>> process = launcher_runner_->Start(options);
+    ASSERT_TRUE(process.ok()) << process.status();
+    launcher_ = *std::move(process);
+  }
+
+  ProcessResult RunLauncher(const std::string& command) {
+    StartLauncher(command);
+    absl::StatusOr<ProcessResult> result = CollectOutput(launcher_.get(), absl::Seconds(90));
+    EXPECT_TRUE(result.ok()) << result.status();
+    return result.ok() ? *result : ProcessResult{};
+  }
+
+  // For failure messages: stops the launcher and returns what it printed.
+  std::string LauncherOutputAfterKill() {
+    launcher_->Kill(absl::Seconds(1));
+    absl::StatusOr<ProcessResult> result = CollectOutput(launcher_.get(), absl::Seconds(10));
+    if (!result.ok()) return result.status().ToString();
+    return absl::StrCat("launcher exit ", result->exit_code, "\nstdout:\n", result->stdout_data,
+                        "\nstderr:\n", result->stderr_data);
+  }
+
+  // mpirun (Open MPI) with the shim as its remote-shell agent.
+  std::string OpenMpiCommand(const std::string& program) const {
+    return absl::StrCat(COLLBENCH_TEST_MPIRUN,
+                        " --allow-run-as-root --mca plm_rsh_agent '", self_,
+                        " launch-shim' --mca plm_rsh_no_tree_spawn 1"
+                        " --mca orte_leave_session_attached 1"
+                        " -H alias1:1,alias2:1 -np 2 ",
+                        program);
+  }
+
+  // mpiexec (MPICH hydra) with the shim as its launcher. hydra execs
+  // -launcher-exec as one word, so "<binary> launch-shim" goes into a
+  // wrapper script; -localhost is the address the proxies call back.
+  std::string HydraCommand(const std::string& program) {
+    if (wrapper_.empty()) {
+      wrapper_ = absl::StrCat(::testing::TempDir(), "/collbench-shim-", getpid(), ".sh");
+      std::ofstream(wrapper_) << "#!/bin/sh\nexec '" << self_ << "' launch-shim \"$@\"\n";
+      chmod(wrapper_.c_str(), 0755);
+    }
+    return absl::StrCat(COLLBENCH_TEST_MPIEXEC_MPICH, " -launcher ssh -launcher-exec ",
+                        wrapper_, " -localhost 127.0.0.1 -hosts alias1:1,alias2:1 -n 2 ",
+                        program);
+  }
+
+  int DaemonLaunches(absl::string_view daemon) const {
+    int count = 0;
+    for (const std::string& command : recorder_.commands()) {
+      count += absl::StrContains(command, daemon) ? 1 : 0;
+    }
+    return count;
+  }
+
+  RecordingRunner recorder_;
+  std::unique_ptr<ExecManager> manager_;
+  std::unique_ptr<ExecService> service_;
+  std::unique_ptr<grpc::Server> server_;
+  std::map<std::string, std::string> env_;
+  std::string self_;
+  std::string wrapper_;
+  std::unique_ptr<ProcessRunner> launcher_runner_ = NewPosixProcessRunner();
+  std::unique_ptr<Process> launcher_;
+};
+
+TEST_F(LaunchE2eTest, OpenMpiStartsOrtedThroughTheShim) {
+  if (!IsExecutable(COLLBENCH_TEST_MPIRUN)) GTEST_SKIP() << "no Open MPI mpirun";
+  ProcessResult result =
+      RunLauncher(OpenMpiCommand("sh -c 'echo rank=$OMPI_COMM_WORLD_RANK'"));
+  EXPECT_EQ(result.exit_code, 0) << result.stdout_data << result.stderr_data;
+  EXPECT_THAT(result.stdout_data, HasSubstr("rank=0"));
+  EXPECT_THAT(result.stdout_data, HasSubstr("rank=1"));
+  EXPECT_EQ(DaemonLaunches("orted"), 2);
+  EXPECT_TRUE(Eventually([this] { return manager_->running() == 0; }));
+}
+
+TEST_F(LaunchE2eTest, OpenMpiRunsCollbenchRankAcrossTwoAliases) {
+  if (!IsExecutable(COLLBENCH_TEST_MPIRUN)) GTEST_SKIP() << "no Open MPI mpirun";
+  const std::string rank = self_.substr(0, self_.rfind('/')) + "/collbench-rank";
+  if (!IsExecutable(rank)) GTEST_SKIP() << "collbench-rank not built next to " << self_;
+  ProcessResult result = RunLauncher(OpenMpiCommand(
+      rank + " allreduce --sizes 8,1K -n 5 -w 1 --check --format jsonl"));
+  EXPECT_EQ(result.exit_code, 0) << result.stdout_data << result.stderr_data;
+  EXPECT_THAT(result.stdout_data, HasSubstr("\"kind\":\"size\""));
+  EXPECT_EQ(DaemonLaunches("orted"), 2);
+}
+
+TEST_F(LaunchE2eTest, RevokeTearsTheWholeRunDown) {
+  if (!IsExecutable(COLLBENCH_TEST_MPIRUN)) GTEST_SKIP() << "no Open MPI mpirun";
+  const std::string marker = absl::StrCat("1234", getpid(), ".5");
+  StartLauncher(OpenMpiCommand("sleep " + marker));
+  ASSERT_TRUE(Eventually([&] { return CountSleeps(marker) == 2; }, absl::Seconds(30)))
+      << LauncherOutputAfterKill();
+  manager_->Revoke(kRun);  // what the coordinator's cancel does on a peer
+  absl::StatusOr<ProcessResult> result = CollectOutput(launcher_.get(), absl::Seconds(60));
+  ASSERT_TRUE(result.ok()) << result.status();
+  EXPECT_NE(result->exit_code, 0);
+  EXPECT_TRUE(Eventually([this] { return manager_->running() == 0; }));
+  EXPECT_TRUE(Eventually([&] { return CountSleeps(marker) == 0; }));
+}
+
+TEST_F(LaunchE2eTest, MpichHydraStartsProxiesThroughTheShim) {
+  if (!IsExecutable(COLLBENCH_TEST_MPIEXEC_MPICH)) GTEST_SKIP() << "no MPICH mpiexec";
+  ProcessResult result = RunLauncher(HydraCommand("sh -c 'echo rank=$PMI_RANK'"));
+  EXPECT_EQ(result.exit_code, 0) << result.stdout_data << result.stderr_data;
+  EXPECT_THAT(result.stdout_data, HasSubstr("rank=0"));
+  EXPECT_THAT(result.stdout_data, HasSubstr("rank=1"));
+  EXPECT_EQ(DaemonLaunches("hydra_pmi_proxy"), 2);
+  EXPECT_TRUE(Eventually([this] { return manager_->running() == 0; }));
+}
+
+TEST_F(LaunchE2eTest, MpichRunsCollbenchRankMpichAcrossTwoAliases) {
+  if (!IsExecutable(COLLBENCH_TEST_MPIEXEC_MPICH)) GTEST_SKIP() << "no MPICH mpiexec";
+  const std::string rank = self_.substr(0, self_.rfind('/')) + "/collbench-rank-mpich";
+  if (!IsExecutable(rank)) GTEST_SKIP() << "collbench-rank-mpich not built next to " << self_;
+  ProcessResult result = RunLauncher(
+      HydraCommand(rank + " allreduce --sizes 8,1K -n 5 -w 1 --check --format jsonl"));
+  EXPECT_EQ(result.exit_code, 0) << result.stdout_data << result.stderr_data;
+  EXPECT_THAT(result.stdout_data, HasSubstr("\"kind\":\"size\""));
+}
+
+TEST_F(LaunchE2eTest, RevokeTearsHydraRunDown) {
+  if (!IsExecutable(COLLBENCH_TEST_MPIEXEC_MPICH)) GTEST_SKIP() << "no MPICH mpiexec";
+  const std::string marker = absl::StrCat("1235", getpid(), ".5");
+  StartLauncher(HydraCommand("sleep " + marker));
+  ASSERT_TRUE(Eventually([&] { return CountSleeps(marker) == 2; }, absl::Seconds(30)))
+      << LauncherOutputAfterKill();
+  manager_->Revoke(kRun);
+  absl::StatusOr<ProcessResult> result = CollectOutput(launcher_.get(), absl::Seconds(60));
+  ASSERT_TRUE(result.ok()) << result.status();
+  EXPECT_NE(result->exit_code, 0);
+  EXPECT_TRUE(Eventually([this] { return manager_->running() == 0; }));
+  EXPECT_TRUE(Eventually([&] { return CountSleeps(marker) == 0; }));
+}
+
+}  // namespace
+}  // namespace collbench

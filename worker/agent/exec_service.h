@@ -1,0 +1,131 @@
+// The Agent service (DESIGN §3 Launch, §5 Security): runs MPI daemon
+// commands for a peer's launch shim, only for runs whose token the
+// coordinator gave this worker.
+//
+// ExecManager is the plain class (token table, running commands) that tests
+// drive without gRPC; ExecService is the thin gRPC layer over it.
+//
+// ExecService uses the callback API (grpc::CallbackServerContext, as the
+// other collbench services do): cancellation arrives at once through
+// OnCancel() instead of being polled, and no gRPC thread is held while a
+// command runs. Each Exec call owns one pump thread that reads the process
+// (Process::Next blocks) and queues output for the reactor, which writes one
+// message at a time; the queue is bounded, so a slow reader slows the pump
+// instead of growing memory.
+#ifndef COLLBENCH_WORKER_AGENT_EXEC_SERVICE_H_
+#define COLLBENCH_WORKER_AGENT_EXEC_SERVICE_H_
+
+#include <map>
+#include <memory>
+#include <set>
+#include <string>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
+#include "absl/synchronization/mutex.h"
+#include "absl/time/time.h"
+#include "collbench/v1/agent.grpc.pb.h"
+#include "worker/agent/process.h"
+
+namespace collbench {
+
+class ExecManager;
+
+// One running command, registered with its manager so Revoke() and
+// KillAll() can reach it. Destroying it kills the command if it still runs,
+// waits for it (Process' destructor reaps it) and unregisters it.
+// Thread safety: process() is used by one owner thread; Kill() from any.
+class ExecHandle {
+ public:
+  ~ExecHandle();
+  ExecHandle(const ExecHandle&) = delete;
+  ExecHandle& operator=(const ExecHandle&) = delete;
+
+  const std::string& run() const { return run_; }
+  Process* process() const { return process_.get(); }
+  // Kill(grace) on the process with the manager's grace period.
+  void Kill();
+
+ private:
+  friend class ExecManager;
+  ExecHandle(ExecManager* manager, std::string run, std::unique_ptr<Process> process)
+      : manager_(manager), run_(std::move(run)), process_(std::move(process)) {}
+
+  ExecManager* const manager_;
+  const std::string run_;
+  std::unique_ptr<Process> process_;
+};
+
+struct ExecManagerOptions {
+  // Between SIGTERM and SIGKILL when a command is cancelled or revoked:
+  // time for orted / hydra_pmi_proxy to stop their ranks.
+  absl::Duration kill_grace = absl::Seconds(3);
+};
+
+// The token table and the commands running for each run.
+// Thread safety: every method may be called from any thread.
+class ExecManager {
+ public:
+  // REQUIRES: `runner` outlives the manager and every handle it returns.
+  explicit ExecManager(ProcessRunner* runner, ExecManagerOptions options = {});
+  // Kills what still runs and waits for the handles to go (KillAll()).
+  ~ExecManager();
+  ExecManager(const ExecManager&) = delete;
+  ExecManager& operator=(const ExecManager&) = delete;
+
+  // Accept Exec for `run` (runs/{id}) with `token`; replaces an older token.
+  void Allow(std::string run, std::string token);
+  // Stop accepting `run` and kill every command still running for it.
+  void Revoke(absl::string_view run);
+  // For shutdown: refuse every later Start() (UNAVAILABLE), kill every
+  // command, and wait up to `wait` for all handles to be destroyed. Returns
+  // whether they all were.
+  bool KillAll(absl::Duration wait = absl::Seconds(10));
+
+  // Starts `command` (sh -c) with `env` for `run`. PermissionDenied naming
+  // the run when the run is not allowed or the token does not match; the
+  // token itself never appears in an error.
+  absl::StatusOr<std::unique_ptr<ExecHandle>> Start(
+      absl::string_view run, absl::string_view token, std::string command,
+      std::map<std::string, std::string> env);
+
+  // Commands running now (all runs, or one).
+  int running() const;
+  int running(absl::string_view run) const;
+
+ private:
+  friend class ExecHandle;
+  // A handle leaves handles_ (what Revoke/KillAll signal) before its process
+  // is destroyed, and live_ (what running/KillAll count) after it is reaped.
+  void Unregister(ExecHandle* handle);
+  void Release(const std::string& run);
+
+  ProcessRunner* const runner_;
+  const ExecManagerOptions options_;
+  mutable absl::Mutex mu_;
+  std::map<std::string, std::string, std::less<>> tokens_ ABSL_GUARDED_BY(mu_);
+  std::set<ExecHandle*> handles_ ABSL_GUARDED_BY(mu_);
+  std::map<std::string, int, std::less<>> live_ ABSL_GUARDED_BY(mu_);
+  bool shutting_down_ ABSL_GUARDED_BY(mu_) = false;
+};
+
+// Agent.Exec over an ExecManager. Streams stdout/stderr chunks as they come
+// and the exit code last; when the client goes away (cancel, broken stream,
+// deadline) the command's process group is killed.
+// Thread safety: as gRPC requires; all state lives in per-call reactors.
+class ExecService final : public v1::Agent::CallbackService {
+ public:
+  // REQUIRES: `manager` outlives the service and the server's calls.
+  explicit ExecService(ExecManager* manager) : manager_(manager) {}
+
+  grpc::ServerWriteReactor<v1::ExecOutput>* Exec(
+      grpc::CallbackServerContext* context, const v1::ExecRequest* request) override;
+
+ private:
+  ExecManager* const manager_;
+};
+
+}  // namespace collbench
+
+#endif  // COLLBENCH_WORKER_AGENT_EXEC_SERVICE_H_

@@ -1,0 +1,267 @@
+#include "worker/agent/launch_shim.h"
+
+#include <pthread.h>
+#include <signal.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cerrno>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <thread>
+#include <utility>
+
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "absl/strings/str_split.h"
+#include "absl/strings/strip.h"
+#include "collbench/v1/agent.grpc.pb.h"
+#include "grpcpp/create_channel.h"
+#include "grpcpp/security/credentials.h"
+
+namespace collbench {
+namespace {
+
+// OpenSSH's options that take a value ("b:c:D:E:e:F:..." in its getopt
+// string); every other letter is a flag.
+constexpr absl::string_view kOptionsWithValue = "BbcDEeFIiJLlmOoPpQRSWw";
+constexpr int kShimFailure = 255;
+
+// Consumes the options at args[*index...]. Returns false when "--" ended
+// the options. REQUIRES: *index < args.size().
+bool SkipOptions(const std::vector<std::string>& args, size_t* index) {
+  while (*index < args.size()) {
+    const std::string& word = args[*index];
+    if (word == "--") {
+      ++*index;
+      return false;
+    }
+    if (word.size() < 2 || word[0] != '-') return true;
+    ++*index;
+    // A cluster of flags may end with one option taking a value ("-xp22",
+    // "-xp 22").
+    for (size_t i = 1; i < word.size(); ++i) {
+      if (kOptionsWithValue.find(word[i]) == absl::string_view::npos) continue;
+      if (i + 1 == word.size()) ++*index;  // the value is the next word
+      break;
+    }
+  }
+  return true;
+}
+
+void WriteAll(int fd, absl::string_view data) {
+  while (!data.empty()) {
+    const ssize_t n = write(fd, data.data(), data.size());
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) return;  // the reader went away; the remote side goes on
+    data.remove_prefix(n);
+  }
+}
+
+int Fail(absl::string_view message) {
+  WriteAll(2, absl::StrCat("collbench launch-shim: ", message, "\n"));
+  return kShimFailure;
+}
+
+sigset_t TeardownSignals() {
+  sigset_t set;
+  sigemptyset(&set);
+  sigaddset(&set, SIGTERM);
+  sigaddset(&set, SIGINT);
+  sigaddset(&set, SIGHUP);
+  return set;
+}
+
+// Cancels `context` when one of TeardownSignals() arrives; they must be
+// blocked in every thread (RunLaunchShim does that first).
+class SignalWatcher {
+ public:
+  explicit SignalWatcher(grpc::ClientContext* context)
+      : thread_([this, context] { Watch(context); }) {}
+  ~SignalWatcher() {
+    stop_ = true;
+    thread_.join();
+  }
+  // The signal that cancelled the call, or 0.
+  int signal() const { return signal_; }
+
+ private:
+  void Watch(grpc::ClientContext* context) {
+    const sigset_t set = TeardownSignals();
+    const timespec slice = {0, 100 * 1000 * 1000};
+    while (!stop_) {
+      const int sig = sigtimedwait(&set, nullptr, &slice);
+      if (sig <= 0) continue;
+      signal_ = sig;
+      context->TryCancel();
+      return;
+    }
+  }
+
+  std::atomic<bool> stop_{false};
+  std::atomic<int> signal_{0};
+  std::thread thread_;  // last: starts after the flags exist
+};
+
+v1::ExecRequest BuildRequest(const ShimEnvironment& env, std::string command) {
+  v1::ExecRequest request;
+  request.set_run(env.run);
+  request.set_token(env.token);
+  request.set_command(std::move(command));
+  auto& forwarded = *request.mutable_env();
+  forwarded[kRunEnv] = env.run;
+  forwarded[kRunTokenEnv] = env.token;
+  forwarded[kHostMapEnv] = FormatHostMap(env.host_map);
+  return request;
+}
+
+// Runs the call; returns the remote exit code or the shim's failure code.
+int Relay(v1::Agent::Stub* stub, grpc::ClientContext* context,
+          const v1::ExecRequest& request, absl::string_view where,
+          const SignalWatcher* watcher) {
+  std::unique_ptr<grpc::ClientReader<v1::ExecOutput>> reader =
+      stub->Exec(context, request);
+  v1::ExecOutput output;
+  int exit_code = -1;
+  while (reader->Read(&output)) {
+    switch (output.output_case()) {
+      case v1::ExecOutput::kStdout:
+        WriteAll(1, output.stdout());
+        break;
+      case v1::ExecOutput::kStderr:
+        WriteAll(2, output.stderr());
+        break;
+      case v1::ExecOutput::kExitCode:
+        exit_code = output.exit_code();
+        break;
+      case v1::ExecOutput::OUTPUT_NOT_SET:
+        break;
+    }
+  }
+  const grpc::Status status = reader->Finish();
+  if (watcher != nullptr && watcher->signal() != 0) return 128 + watcher->signal();
+  if (!status.ok()) {
+    return Fail(absl::StrCat(where, ": Exec failed: ", status.error_message()));
+  }
+  if (exit_code < 0) return Fail(absl::StrCat(where, ": Exec ended without an exit code"));
+  return exit_code;
+}
+
+int RunShimImpl(const std::vector<std::string>& args, const ShimEnvironment& env,
+                const ShimOptions& options, bool watch_signals) {
+  absl::StatusOr<ShimCommand> parsed = ParseShimArgs(args);
+  if (!parsed.ok()) return Fail(parsed.status().message());
+  auto it = env.host_map.find(parsed->host);
+  if (it == env.host_map.end()) {
+    return Fail(absl::StrCat("unknown host alias \"", parsed->host, "\" (not in ",
+                             kHostMapEnv, ")"));
+  }
+  const std::string where =
+      absl::StrCat("host ", parsed->host, " (agent ", it->second, ", ", env.run, ")");
+  std::shared_ptr<grpc::ChannelCredentials> credentials =
+      options.credentials != nullptr ? options.credentials
+                                     : grpc::InsecureChannelCredentials();
+  std::shared_ptr<grpc::Channel> channel = grpc::CreateChannel(it->second, credentials);
+  if (!channel->WaitForConnected(absl::ToChronoTime(absl::Now() + options.connect_timeout))) {
+    return Fail(absl::StrCat("cannot reach the agent for ", where, " within ",
+                             absl::FormatDuration(options.connect_timeout)));
+  }
+  std::unique_ptr<v1::Agent::Stub> stub = v1::Agent::NewStub(channel);
+  grpc::ClientContext context;
+  const v1::ExecRequest request = BuildRequest(env, std::move(parsed->command));
+  if (!watch_signals) return Relay(stub.get(), &context, request, where, nullptr);
+  SignalWatcher watcher(&context);
+  return Relay(stub.get(), &context, request, where, &watcher);
+}
+
+}  // namespace
+
+absl::StatusOr<ShimCommand> ParseShimArgs(const std::vector<std::string>& args) {
+  size_t index = 0;
+  bool options_open = SkipOptions(args, &index);
+  if (index >= args.size()) {
+    return absl::InvalidArgumentError("no host given (usage: launch-shim [ssh options] HOST COMMAND...)");
+  }
+  ShimCommand result;
+  result.host = args[index++];
+  const size_t at = result.host.rfind('@');
+  if (at != std::string::npos) result.host.erase(0, at + 1);
+  if (options_open && index < args.size()) SkipOptions(args, &index);
+  if (index >= args.size()) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "no command for host ", result.host, " (a login shell is not supported)"));
+  }
+  std::vector<std::string> words(args.begin() + index, args.end());
+  result.command = absl::StrJoin(words, " ");
+  return result;
+}
+
+absl::StatusOr<std::map<std::string, std::string>> ParseHostMap(absl::string_view text) {
+  std::map<std::string, std::string> host_map;
+  for (absl::string_view entry : absl::StrSplit(text, ',', absl::SkipWhitespace())) {
+    entry = absl::StripAsciiWhitespace(entry);
+    std::pair<absl::string_view, absl::string_view> parts = absl::StrSplit(entry, absl::MaxSplits('=', 1));
+    const absl::string_view alias = absl::StripAsciiWhitespace(parts.first);
+    const absl::string_view address = absl::StripAsciiWhitespace(parts.second);
+    if (!absl::StrContains(entry, '=') || alias.empty() || address.empty()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("host map entry \"", entry, "\" is not alias=host:port"));
+    }
+    if (!host_map.emplace(std::string(alias), std::string(address)).second) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("host map names alias \"", alias, "\" twice"));
+    }
+  }
+  return host_map;
+}
+
+std::string FormatHostMap(const std::map<std::string, std::string>& host_map) {
+  return absl::StrJoin(host_map, ",", absl::PairFormatter("="));
+}
+
+absl::StatusOr<ShimEnvironment> ReadShimEnvironment() {
+  ShimEnvironment env;
+  const char* run = std::getenv(kRunEnv);
+  const char* token = std::getenv(kRunTokenEnv);
+  const char* host_map = std::getenv(kHostMapEnv);
+  for (auto [name, value] : {std::pair{kRunEnv, run}, std::pair{kRunTokenEnv, token},
+                             std::pair{kHostMapEnv, host_map}}) {
+    if (value == nullptr || *value == '\0') {
+      return absl::FailedPreconditionError(absl::StrCat(
+          name, " is not set (the launcher sets it for mpirun / mpiexec)"));
+    }
+  }
+  env.run = run;
+  env.token = token;
+  absl::StatusOr<std::map<std::string, std::string>> parsed = ParseHostMap(host_map);
+  if (!parsed.ok()) {
+    return absl::FailedPreconditionError(
+        absl::StrCat(kHostMapEnv, ": ", parsed.status().message()));
+  }
+  env.host_map = *std::move(parsed);
+  return env;
+}
+
+int RunShim(const std::vector<std::string>& args, const ShimEnvironment& env,
+            const ShimOptions& options) {
+  return RunShimImpl(args, env, options, /*watch_signals=*/false);
+}
+
+int RunLaunchShim(int argc, char** argv) {
+  std::vector<std::string> args;
+  for (int i = 1; i < argc; ++i) args.emplace_back(argv[i]);
+  absl::StatusOr<ShimEnvironment> env = ReadShimEnvironment();
+  if (!env.ok()) return Fail(env.status().message());
+  // Blocked before gRPC starts any thread, so only the watcher takes them;
+  // restored for callers that go on (tests).
+  const sigset_t teardown = TeardownSignals();
+  sigset_t previous;
+  pthread_sigmask(SIG_BLOCK, &teardown, &previous);
+  const int exit_code = RunShimImpl(args, *env, ShimOptions{}, /*watch_signals=*/true);
+  pthread_sigmask(SIG_SETMASK, &previous, nullptr);
+  return exit_code;
+}
+
+}  // namespace collbench

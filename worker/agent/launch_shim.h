@@ -1,0 +1,144 @@
+// The remote-shell agent that mpirun / mpiexec use on the launcher worker
+// (DESIGN §3 Launch). mpirun calls it like ssh:
+//
+//   <agent> [ssh options] HOST COMMAND [ARGS...]
+//
+// It maps HOST (an alias the launcher chose for a peer worker) to that
+// worker's Agent address, calls Exec there with the run's token, relays the
+// remote stdout/stderr to its own, and exits with the remote exit code, or
+// 255 with one line on stderr when the agent cannot be reached or refuses
+// (as ssh does). SIGTERM, SIGINT or SIGHUP cancel the call; the remote side
+// then kills the command's process group. If the shim is SIGKILLed the
+// connection drops, which cancels the call just the same. stdin is not
+// watched: hydra feeds mpiexec's own stdin to proxy 0 through the agent's
+// stdin, so its EOF is normal there, not a teardown (and Open MPI gives the
+// agent /dev/null).
+//
+// Environment, set by the launcher for mpirun (which passes it on to the
+// agent) and forwarded with each Exec so that a remote orted doing tree
+// spawn can use the shim too:
+//   COLLBENCH_RUN        the run's name, "runs/{id}"
+//   COLLBENCH_RUN_TOKEN  the run's token
+//   COLLBENCH_HOSTMAP    "alias1=host:port,alias2=host:port": alias → Agent
+//                        address ("[::1]:port" for IPv6)
+//
+// What mpirun and mpiexec pass, and the flags the launcher needs (observed
+// with Open MPI 4.1.4 and MPICH 4.0.2 hydra on Debian bookworm; the end to
+// end test tests/unit/agent/launch_e2e_test.cc runs both):
+//
+// Open MPI: `mpirun --mca plm_rsh_agent "<worker> launch-shim" ...` (the
+//   value is split on spaces, so extra words are fine). Each daemon launch
+//   is `<agent> ALIAS " orted" -mca ess "env" ... -mca orte_hnp_uri
+//   "...;tcp://IP:PORT" ...`: the words carry shell quoting for the remote
+//   shell (hence ssh's join-with-spaces + `sh -c`), the first starts with a
+//   space. `-x` is added only when the agent's basename is "ssh". The
+//   agent's stdin is /dev/null.
+//   Flags: `-H self:N,alias1:N,alias2:N` (or a hostfile with slots=N); a
+//   host is local (orted not launched through the agent) when it is
+//   mpirun's own hostname or "localhost" or resolves to an address of a
+//   local interface; aliases that do not resolve, or resolve to 127.0.0.x
+//   with x != 1, are remote. mpirun never needs to resolve a remote alias.
+//   `--mca plm_rsh_no_tree_spawn 1`: mpirun launches every daemon itself
+//   (with tree spawn, daemons beyond the first level are launched by a remote
+//   orted through the shim, which then needs the shim and COLLBENCH_* there;
+//   Exec forwards them, but one level is simpler). BUT with no tree spawn
+//   Open MPI adds `--daemonize`: orted forks, calls setsid and the Exec
+//   returns at once while the daemon escapes the process group that Exec
+//   kills. Always add `--mca orte_leave_session_attached 1` (the same as
+//   `--leave-session-attached`) with it: the daemon then stays in the
+//   group and the Exec call lasts as long as the daemon.
+//   `--mca oob_tcp_if_include`/`btl_tcp_if_include` only when the workers
+//   have several networks; `--allow-run-as-root` in containers running as
+//   root. Several daemons on one machine (only in tests) print "PMIX ERROR:
+//   ... dstore_base.c" lines; PMIX_MCA_gds=hash in the environment avoids
+//   the shared-memory store that clashes.
+//   orted puts each rank in a process group of its own: killing the Exec
+//   group alone would orphan ranks, so Process::Kill sends SIGTERM first
+//   (orted stops its ranks) and then SIGKILLs the whole tree.
+//
+// MPICH hydra: `mpiexec -launcher ssh -launcher-exec PATH ...`. PATH is
+//   exec'd as one word (a space in it is not split), so the launcher writes
+//   a wrapper script `exec <worker> launch-shim "$@"` and passes its path.
+//   Each proxy launch is `PATH -x ALIAS "/usr/bin/hydra_pmi_proxy"
+//   --control-port LAUNCHERHOST:PORT ... --proxy-id N`. The proxies connect
+//   back to LAUNCHERHOST, the launcher's hostname, which must resolve on
+//   the peers; in containers pass `-localhost <launcher IP>` (or `-iface`).
+//   Hosts: `-hosts self:N,alias1:N,alias2:N` (hydra launches the local host
+//   with fork when the name is local: its hostname, "localhost" or a local
+//   address). The agent's stdin is a pipe (proxy 0 gets mpiexec's stdin).
+//   hydra_pmi_proxy, like orted, gives each rank its own process group.
+#ifndef COLLBENCH_WORKER_AGENT_LAUNCH_SHIM_H_
+#define COLLBENCH_WORKER_AGENT_LAUNCH_SHIM_H_
+
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
+#include "absl/time/time.h"
+#include "grpcpp/security/credentials.h"
+
+namespace collbench {
+
+inline constexpr char kRunEnv[] = "COLLBENCH_RUN";
+inline constexpr char kRunTokenEnv[] = "COLLBENCH_RUN_TOKEN";
+inline constexpr char kHostMapEnv[] = "COLLBENCH_HOSTMAP";
+
+// An ssh command line taken apart.
+struct ShimCommand {
+  std::string host;     // the alias, without any "user@"
+  std::string command;  // the remaining words joined with single spaces
+};
+
+// Parses ssh-style arguments (without argv[0]) as OpenSSH does: options
+// before and right after the host (those taking a value, "-p 22", "-p22",
+// "-o Key=V", consume it; unknown ones are taken as flags), "--" ends the
+// options, the first word after the host that is not an option starts the
+// command. InvalidArgument when there is no host or no command (a login
+// shell is not supported).
+absl::StatusOr<ShimCommand> ParseShimArgs(const std::vector<std::string>& args);
+
+// "alias1=host:port,alias2=host:port" → {alias: address}. Blank entries are
+// skipped; InvalidArgument naming the entry for one without '=' or with an
+// empty alias or address, or for a repeated alias.
+absl::StatusOr<std::map<std::string, std::string>> ParseHostMap(absl::string_view text);
+// The inverse, for the launcher that sets COLLBENCH_HOSTMAP.
+std::string FormatHostMap(const std::map<std::string, std::string>& host_map);
+
+// What the shim needs from its environment.
+struct ShimEnvironment {
+  std::string run;
+  std::string token;
+  std::map<std::string, std::string> host_map;
+};
+
+// Reads COLLBENCH_RUN, COLLBENCH_RUN_TOKEN, COLLBENCH_HOSTMAP.
+// FailedPrecondition naming the variable that is missing or malformed.
+absl::StatusOr<ShimEnvironment> ReadShimEnvironment();
+
+struct ShimOptions {
+  // How long to wait for the peer's Agent to accept the connection.
+  absl::Duration connect_timeout = absl::Seconds(10);
+  // nullptr: insecure (plaintext) channel.
+  std::shared_ptr<grpc::ChannelCredentials> credentials;
+};
+
+// Runs one remote command: ParseShimArgs(args), Exec on the agent of the
+// host alias, relays output to fds 1 and 2. Returns the remote exit code,
+// 255 when the command could not be run remotely (bad arguments, unknown
+// alias, agent unreachable or refusing), with one line on stderr.
+int RunShim(const std::vector<std::string>& args, const ShimEnvironment& env,
+            const ShimOptions& options);
+
+// The agent entry point: argv[0] is ignored (collbench-worker's main calls
+// it as RunLaunchShim(argc - 1, argv + 1) for `collbench-worker launch-shim
+// ...`), argv[1..] are the ssh-style arguments. Reads the environment
+// above, blocks SIGTERM/SIGINT/SIGHUP and cancels the call when one
+// arrives (then returns 128 + that signal). Returns the process exit code.
+int RunLaunchShim(int argc, char** argv);
+
+}  // namespace collbench
+
+#endif  // COLLBENCH_WORKER_AGENT_LAUNCH_SHIM_H_

@@ -1,0 +1,198 @@
+#include "worker/agent/launcher.h"
+
+#include <deque>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "absl/strings/str_split.h"
+#include "api/convert.h"
+#include "common/records.h"
+#include "worker/engine/options.h"
+
+namespace collbench {
+
+struct Launcher::RunState {
+  v1::Assignment assignment;
+  std::unique_ptr<Process> process;
+  std::string stdout_buffer, stderr_buffer;
+  std::deque<std::string> last_stderr;  // for the failure message
+  std::string engine_error;             // from an "error" record
+  std::string cancel_reason;            // set by Cancel()
+  int sizes_total = 0;
+  bool started = false;  // RUNNING reported
+};
+
+namespace {
+
+constexpr size_t kStderrLinesKept = 5;
+
+// Sizes the engine will report, for progress: the sweep's sizes.
+int CountSizes(const v1::RunSpec& spec) {
+  absl::StatusOr<EngineOptions> options = ParseEngineArgs(EngineArgs(spec));
+  return options.ok() ? static_cast<int>(SweepSizes(*options).size()) : 0;
+}
+
+// Splits complete lines off `buffer` (keeping a partial last line).
+std::vector<std::string> TakeLines(std::string& buffer, const std::string& data) {
+  buffer += data;
+  std::vector<std::string> lines;
+  size_t start = 0;
+  for (size_t nl; (nl = buffer.find('\n', start)) != std::string::npos; start = nl + 1) {
+    lines.push_back(buffer.substr(start, nl - start));
+  }
+  buffer.erase(0, start);
+  return lines;
+}
+
+}  // namespace
+
+Launcher::Launcher(ProcessRunner* runner, ResultSpool* spool, ReportSink* sink,
+                   LauncherOptions options)
+    : runner_(runner), spool_(spool), sink_(sink), options_(std::move(options)) {}
+
+Launcher::~Launcher() {
+  std::vector<std::thread> threads;
+  {
+    absl::MutexLock lock(&mu_);
+    for (auto& [run, state] : runs_) {
+      state->cancel_reason = "the worker is shutting down";
+      if (state->process) state->process->Kill(options_.kill_grace);
+    }
+    threads.swap(threads_);
+  }
+  for (std::thread& t : threads) t.join();
+}
+
+absl::Status Launcher::Start(const v1::Assignment& assignment) {
+  absl::MutexLock lock(&mu_);
+  if (runs_.count(assignment.run())) {
+    return absl::AlreadyExistsError(absl::StrCat(assignment.run(), " is already running here"));
+  }
+  LaunchPaths paths = options_.paths;
+  if (assignment.spec().mpi() == v1::MPICH) {
+    paths.mpich_shim_script = absl::StrCat(options_.work_dir, "/launch-shim.sh");
+    if (absl::Status s = WriteShimScript(paths.mpich_shim_script, paths.self); !s.ok()) return s;
+  }
+  absl::StatusOr<LaunchCommand> command =
+      BuildLaunchCommand(assignment, options_.self_worker, paths);
+  if (!command.ok()) return command.status();
+  auto state = std::make_shared<RunState>();
+  state->assignment = assignment;
+  state->sizes_total = CountSizes(assignment.spec());
+  ProcessOptions process_options;
+  process_options.command = ShellJoin(command->argv);
+  process_options.env = command->env;
+  absl::StatusOr<std::unique_ptr<Process>> process = runner_->Start(process_options);
+  if (!process.ok()) return process.status();
+  state->process = *std::move(process);
+  runs_[assignment.run()] = state;
+  threads_.emplace_back([this, state] { Drive(state); });
+  return absl::OkStatus();
+}
+
+void Launcher::Cancel(const std::string& run, const std::string& reason) {
+  absl::MutexLock lock(&mu_);
+  auto it = runs_.find(run);
+  if (it == runs_.end()) return;
+  it->second->cancel_reason = reason;
+  it->second->process->Kill(options_.kill_grace);
+}
+
+std::vector<std::string> Launcher::Active() const {
+  absl::MutexLock lock(&mu_);
+  std::vector<std::string> out;
+  for (const auto& [run, state] : runs_) out.push_back(run);
+  return out;
+}
+
+void Launcher::Report(RunState& state, v1::RunState run_state, const std::string& error) {
+  v1::RunStatus status;
+  status.set_state(run_state);
+  status.set_error(error);
+  status.set_sizes_total(state.sizes_total);
+  v1::WorkerMessage message;
+  *message.mutable_run_status() = spool_->SetStatus(state.assignment.run(), status);
+  sink_->Send(message);
+}
+
+void Launcher::HandleLine(RunState& state, const std::string& line) {
+  const std::string& run = state.assignment.run();
+  absl::StatusOr<Record> record = ParseJsonLine(line);
+  if (!record.ok()) {  // not the engine's: pass it on as output
+    v1::WorkerMessage message;
+    message.mutable_log()->set_run(run);
+    message.mutable_log()->mutable_line()->set_stream("stdout");
+    message.mutable_log()->mutable_line()->set_text(line);
+    sink_->Send(message);
+    return;
+  }
+  if (const auto* start = std::get_if<StartRecord>(&*record)) {
+    v1::RunStatus status;
+    status.set_state(v1::RUNNING);
+    status.set_sizes_total(state.sizes_total);
+    status.set_mpi_version(start->mpi_version);
+    status.set_nccl_version(start->nccl_version);
+    status.set_environment_fingerprint(start->fingerprint);
+    for (const std::string& host : start->hosts) status.add_rank_hosts(host);
+    v1::WorkerMessage message;
+    *message.mutable_run_status() = spool_->SetStatus(run, status);
+    sink_->Send(message);
+    state.started = true;
+  } else if (const auto* size = std::get_if<SizeRecord>(&*record)) {
+    v1::WorkerMessage message;
+    *message.mutable_result() = spool_->AddResult(run, SizeResultFromRecord(*size));
+    sink_->Send(message);
+  } else if (const auto* error = std::get_if<ErrorRecord>(&*record)) {
+    state.engine_error = error->message;
+  }
+}
+
+void Launcher::Drive(std::shared_ptr<RunState> state) {
+  RunState& s = *state;
+  const std::string run = s.assignment.run();
+  Report(s, v1::SCHEDULED, "");
+  int exit_code = -1;
+  while (true) {
+    absl::StatusOr<ProcessEvent> event = s.process->Next(absl::Seconds(1));
+    if (!event.ok()) {
+      s.engine_error = std::string(event.status().message());
+      break;
+    }
+    if (event->kind == ProcessEvent::Kind::kStdout) {
+      for (const std::string& line : TakeLines(s.stdout_buffer, event->data)) HandleLine(s, line);
+    } else if (event->kind == ProcessEvent::Kind::kStderr) {
+      for (const std::string& line : TakeLines(s.stderr_buffer, event->data)) {
+        s.last_stderr.push_back(line);
+        if (s.last_stderr.size() > kStderrLinesKept) s.last_stderr.pop_front();
+        v1::WorkerMessage message;
+        message.mutable_log()->set_run(run);
+        message.mutable_log()->mutable_line()->set_stream("stderr");
+        message.mutable_log()->mutable_line()->set_text(line);
+        sink_->Send(message);
+      }
+    } else if (event->kind == ProcessEvent::Kind::kExit) {
+      exit_code = event->exit_code;
+      break;
+    }
+  }
+  std::string cancel_reason;
+  {
+    absl::MutexLock lock(&mu_);
+    cancel_reason = s.cancel_reason;
+  }
+  if (!cancel_reason.empty()) {
+    Report(s, v1::CANCELLED, cancel_reason);
+  } else if (exit_code == 0) {
+    Report(s, v1::SUCCEEDED, "");
+  } else {
+    std::string why = !s.engine_error.empty() ? s.engine_error
+                      : !s.last_stderr.empty() ? absl::StrJoin(s.last_stderr, " | ")
+                                               : "";
+    Report(s, v1::FAILED, absl::StrCat("the MPI launcher exited with code ", exit_code,
+                                       why.empty() ? "" : ": ", why));
+  }
+  absl::MutexLock lock(&mu_);
+  runs_.erase(run);
+}
+
+}  // namespace collbench

@@ -1,0 +1,173 @@
+// collbench-worker: serves the Agent (Exec) service, registers with the
+// coordinator and launches runs. `collbench-worker launch-shim ...` is the
+// remote-shell agent mpirun / mpiexec call (launch_shim.h).
+#include <grpcpp/ext/proto_server_reflection_plugin.h>
+#include <grpcpp/grpcpp.h>
+#include <grpcpp/health_check_service_interface.h>
+#include <limits.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <csignal>
+#include <cstdio>
+#include <thread>
+
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "absl/strings/str_split.h"
+#include "common/flag_parser.h"
+#include "worker/agent/exec_service.h"
+#include "worker/agent/inventory.h"
+#include "worker/agent/launch_shim.h"
+#include "worker/agent/launcher.h"
+#include "worker/agent/worker_agent.h"
+
+namespace collbench {
+namespace {
+
+constexpr char kUsage[] =
+    "usage: collbench-worker --coordinator HOST:PORT [--listen HOST:PORT] [--name NAME]\n"
+    "                        [--slots N] [--join-token T] [--advertise HOST:PORT]\n"
+    "       collbench-worker launch-shim HOST COMMAND...   (used by mpirun / mpiexec)\n";
+
+struct Flags {
+  std::string coordinator;
+  std::string listen = "0.0.0.0:0";
+  std::string advertise;
+  std::string name;
+  int slots = 0;
+  std::string join_token;
+  std::string work_dir;
+};
+
+std::string SelfPath() {
+  char path[PATH_MAX] = {0};
+  const ssize_t n = readlink("/proc/self/exe", path, sizeof path - 1);
+  return n > 0 ? std::string(path, n) : "collbench-worker";
+}
+
+std::string HostName() {
+  char name[256] = {0};
+  gethostname(name, sizeof name - 1);
+  return name;
+}
+
+// A program from PATH, or `name` itself when not found.
+std::string FromPath(const std::string& name) {
+  const char* path = std::getenv("PATH");
+  for (absl::string_view dir : absl::StrSplit(path ? path : "/usr/bin", ':')) {
+    const std::string candidate = absl::StrCat(dir, "/", name);
+    if (access(candidate.c_str(), X_OK) == 0) return candidate;
+  }
+  return name;
+}
+
+// Peers must reach the Agent service: a wildcard listen address is
+// advertised under this machine's host name.
+std::string AdvertiseAddress(const Flags& flags, int port) {
+  if (!flags.advertise.empty()) return flags.advertise;
+  std::string host = flags.listen.substr(0, flags.listen.rfind(':'));
+  if (host.empty() || host == "0.0.0.0" || host == "[::]") host = HostName();
+  return absl::StrCat(host, ":", port);
+}
+
+int Serve(const Flags& flags) {
+  std::unique_ptr<ProcessRunner> runner = NewPosixProcessRunner();
+  ExecManager exec(runner.get());
+  ExecService exec_service(&exec);
+  grpc::EnableDefaultHealthCheckService(true);
+  grpc::reflection::InitProtoReflectionServerBuilderPlugin();
+  int port = 0;
+  grpc::ServerBuilder builder;
+  builder.AddListeningPort(flags.listen, grpc::InsecureServerCredentials(), &port);
+  builder.RegisterService(&exec_service);
+  std::unique_ptr<grpc::Server> server = builder.BuildAndStart();
+  if (server == nullptr || port == 0) {
+    absl::FPrintF(stderr, "collbench-worker: cannot listen on %s\n", flags.listen);
+    return 1;
+  }
+  absl::StatusOr<v1::Inventory> inventory = DiscoverInventory();
+  if (!inventory.ok()) {
+    absl::FPrintF(stderr, "collbench-worker: inventory: %s\n", inventory.status().message());
+    return 1;
+  }
+  WorkerAgentOptions options;
+  options.coordinator = flags.coordinator;
+  options.worker_id = flags.name.empty() ? HostName() : flags.name;
+  options.display_name = options.worker_id;
+  options.agent_address = AdvertiseAddress(flags, port);
+  options.slots = flags.slots > 0 ? flags.slots : std::max(1, inventory->cpus());
+  options.join_token = flags.join_token;
+  options.inventory = *inventory;
+  ResultSpool spool;
+  WorkerAgent agent(options, &exec, &spool);
+  LauncherOptions launcher_options;
+  const std::string self = SelfPath();
+  const std::string bin_dir = self.substr(0, self.rfind('/'));
+  launcher_options.paths = {self, FromPath("mpirun.openmpi"), FromPath("mpiexec.mpich"),
+                            bin_dir + "/collbench-rank", bin_dir + "/collbench-rank-mpich", ""};
+  launcher_options.self_worker = absl::StrCat("workers/", options.worker_id);
+  launcher_options.work_dir =
+      flags.work_dir.empty() ? absl::StrCat("/tmp/collbench-worker-", options.worker_id)
+                             : flags.work_dir;
+  mkdir(launcher_options.work_dir.c_str(), 0755);
+  Launcher launcher(runner.get(), &spool, &agent, launcher_options);
+  agent.SetLauncher(&launcher);
+
+  sigset_t signals;
+  sigemptyset(&signals);
+  sigaddset(&signals, SIGINT);
+  sigaddset(&signals, SIGTERM);
+  std::thread waiter([&] {
+    int signal = 0;
+    sigwait(&signals, &signal);
+    agent.Stop();
+  });
+  absl::FPrintF(stderr, "collbench-worker %s: agent on %s, coordinator %s, %d slots\n",
+                options.worker_id, options.agent_address, options.coordinator, options.slots);
+  agent.Run();
+  exec.KillAll(absl::Seconds(5));
+  server->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(2));
+  pthread_kill(waiter.native_handle(), SIGTERM);  // wake the waiter if Run ended by itself
+  waiter.join();
+  return 0;
+}
+
+}  // namespace
+}  // namespace collbench
+
+int main(int argc, char** argv) {
+  if (argc >= 2 && std::string(argv[1]) == "launch-shim") {
+    return collbench::RunLaunchShim(argc - 1, argv + 1);
+  }
+  // Stop signals are taken by one thread in Serve(); block them everywhere.
+  sigset_t signals;
+  sigemptyset(&signals);
+  sigaddset(&signals, SIGINT);
+  sigaddset(&signals, SIGTERM);
+  pthread_sigmask(SIG_BLOCK, &signals, nullptr);
+  collbench::Flags flags;
+  collbench::FlagParser parser;
+  parser.String("coordinator", &flags.coordinator, "coordinator gRPC address HOST:PORT");
+  parser.String("listen", &flags.listen, "Agent service address (default 0.0.0.0:0)");
+  parser.String("advertise", &flags.advertise, "address peers use for the Agent service");
+  parser.String("name", &flags.name, "worker name (default: host name)");
+  parser.Int("slots", &flags.slots, "ranks this worker may host (default: CPUs)");
+  parser.String("join-token", &flags.join_token, "token the coordinator requires");
+  parser.String("work-dir", &flags.work_dir, "folder for per-run files");
+  const absl::Status parsed = parser.Parse(std::vector<std::string>(argv + 1, argv + argc));
+  if (parser.help()) {
+    std::fputs(collbench::kUsage, stdout);
+    std::fputs(parser.Usage().c_str(), stdout);
+    return 0;
+  }
+  if (!parsed.ok() || !parser.rest().empty() || flags.coordinator.empty()) {
+    absl::FPrintF(stderr, "collbench-worker: %s\n",
+                  !parsed.ok()               ? std::string(parsed.message())
+                  : !parser.rest().empty() ? "unexpected argument '" + parser.rest()[0] + "'"
+                                           : std::string("--coordinator HOST:PORT is required"));
+    return 2;
+  }
+  return collbench::Serve(flags);
+}

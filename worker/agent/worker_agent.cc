@@ -1,0 +1,149 @@
+#include "worker/agent/worker_agent.h"
+
+#include <algorithm>
+#include <random>
+#include <thread>
+
+#include "absl/strings/str_format.h"
+
+namespace collbench {
+
+WorkerAgent::WorkerAgent(WorkerAgentOptions options, ExecManager* exec, ResultSpool* spool)
+    : options_(std::move(options)), exec_(exec), spool_(spool) {}
+
+bool WorkerAgent::connected() const {
+  absl::MutexLock lock(&mu_);
+  return stream_ != nullptr;
+}
+
+void WorkerAgent::Run() {
+  auto channel = grpc::CreateChannel(
+      options_.coordinator,
+      options_.credentials ? options_.credentials : grpc::InsecureChannelCredentials());
+  auto stub = v1::WorkerGateway::NewStub(channel);
+  std::mt19937 random(std::random_device{}());
+  absl::Duration backoff = options_.min_backoff;
+  while (!stop_.HasBeenNotified()) {
+    if (Session(*stub)) backoff = options_.min_backoff;
+    // Full jitter keeps a fleet of workers from reconnecting in lockstep.
+    const double fraction = std::uniform_real_distribution<double>(0.5, 1.0)(random);
+    if (stop_.WaitForNotificationWithTimeout(backoff * fraction)) break;
+    backoff = std::min(backoff * 2, options_.max_backoff);
+  }
+}
+
+void WorkerAgent::Stop() {
+  if (!stop_.HasBeenNotified()) stop_.Notify();
+  absl::MutexLock lock(&mu_);
+  if (context_ != nullptr) context_->TryCancel();
+}
+
+bool WorkerAgent::Write(const v1::WorkerMessage& message) {
+  absl::MutexLock write_lock(&write_mu_);
+  Stream* stream;
+  {
+    absl::MutexLock lock(&mu_);
+    stream = stream_;
+  }
+  return stream != nullptr && stream->Write(message);
+}
+
+void WorkerAgent::Send(const v1::WorkerMessage& message) { Write(message); }
+
+bool WorkerAgent::Session(v1::WorkerGateway::Stub& stub) {
+  grpc::ClientContext context;
+  {
+    absl::MutexLock lock(&mu_);
+    if (stop_.HasBeenNotified()) return false;
+    context_ = &context;
+  }
+  std::unique_ptr<Stream> stream = stub.Connect(&context);
+  v1::WorkerMessage hello;
+  v1::Register* reg = hello.mutable_register_();
+  reg->set_worker_id(options_.worker_id);
+  reg->set_display_name(options_.display_name);
+  *reg->mutable_inventory() = options_.inventory;
+  reg->set_agent_address(options_.agent_address);
+  reg->set_slots(options_.slots);
+  reg->set_join_token(options_.join_token);
+  for (const std::string& run : spool_->ActiveRuns()) reg->add_active_runs(run);
+  v1::CoordinatorMessage reply;
+  bool registered = stream->Write(hello) && stream->Read(&reply) && reply.has_registered();
+  if (registered) {
+    {
+      absl::MutexLock lock(&mu_);
+      stream_ = stream.get();
+    }
+    // Everything not yet acknowledged goes again; duplicates are ignored.
+    for (const v1::WorkerMessage& pending : spool_->Pending()) Write(pending);
+    absl::Notification heartbeat_done;
+    const absl::Duration interval =
+        absl::Milliseconds(std::max(100, reply.registered().heartbeat_interval_ms()));
+    std::thread heartbeat([this, interval, &heartbeat_done] {
+      HeartbeatLoop(interval, &heartbeat_done);
+    });
+    v1::CoordinatorMessage message;
+    while (stream->Read(&message)) Handle(message);
+    heartbeat_done.Notify();
+    heartbeat.join();
+  }
+  {
+    absl::MutexLock write_lock(&write_mu_);
+    absl::MutexLock lock(&mu_);
+    stream_ = nullptr;
+    context_ = nullptr;
+  }
+  context.TryCancel();
+  const grpc::Status status = stream->Finish();
+  if (!stop_.HasBeenNotified() && !status.ok()) {
+    absl::FPrintF(stderr, "collbench-worker: coordinator %s: %s; reconnecting\n",
+                  options_.coordinator, status.error_message());
+  }
+  return registered;
+}
+
+void WorkerAgent::HeartbeatLoop(absl::Duration interval, absl::Notification* done) {
+  int64_t sequence = 0;
+  while (!done->WaitForNotificationWithTimeout(interval)) {
+    v1::WorkerMessage beat;
+    beat.mutable_heartbeat()->set_sequence(++sequence);
+    Write(beat);
+  }
+}
+
+void WorkerAgent::Handle(const v1::CoordinatorMessage& message) {
+  switch (message.message_case()) {
+    case v1::CoordinatorMessage::kAssignment: {
+      const absl::Status started =
+          launcher_ ? launcher_->Start(message.assignment())
+                    : absl::FailedPreconditionError("this worker has no launcher");
+      if (!started.ok() && !absl::IsAlreadyExists(started)) {
+        v1::RunStatus status;
+        status.set_state(v1::FAILED);
+        status.set_error(std::string(started.message()));
+        v1::WorkerMessage report;
+        *report.mutable_run_status() = spool_->SetStatus(message.assignment().run(), status);
+        Write(report);
+      }
+      break;
+    }
+    case v1::CoordinatorMessage::kRunToken:
+      exec_->Allow(message.run_token().run(), message.run_token().token());
+      break;
+    case v1::CoordinatorMessage::kCancel:
+      if (launcher_) launcher_->Cancel(message.cancel().run(), message.cancel().reason());
+      exec_->Revoke(message.cancel().run());
+      break;
+    case v1::CoordinatorMessage::kRelease:
+      exec_->Revoke(message.release().run());
+      spool_->Release(message.release().run());
+      break;
+    case v1::CoordinatorMessage::kAck:
+      spool_->Ack(message.ack().run(), message.ack().sequence());
+      break;
+    default:
+      break;
+  }
+}
+
+}  // namespace collbench

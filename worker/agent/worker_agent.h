@@ -1,0 +1,82 @@
+// The worker's side of the WorkerGateway stream (DESIGN §3): registers
+// with its inventory, heartbeats, relays the launcher's reports, and acts
+// on what the coordinator sends (assignments, run tokens, cancels, result
+// acks, releases). When the stream breaks it reconnects with exponential
+// backoff and, once registered again, re-sends everything the result spool
+// still holds, so no result is lost across a coordinator restart.
+//
+// Thread safety: Send() and Stop() may be called from any thread; Run()
+// from one.
+#ifndef COLLBENCH_WORKER_AGENT_WORKER_AGENT_H_
+#define COLLBENCH_WORKER_AGENT_WORKER_AGENT_H_
+
+#include <grpcpp/grpcpp.h>
+
+#include <memory>
+#include <string>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/synchronization/mutex.h"
+#include "absl/synchronization/notification.h"
+#include "absl/time/time.h"
+#include "collbench/v1/gateway.grpc.pb.h"
+#include "worker/agent/exec_service.h"
+#include "worker/agent/launcher.h"
+#include "worker/agent/result_spool.h"
+
+namespace collbench {
+
+struct WorkerAgentOptions {
+  std::string coordinator;  // HOST:PORT
+  std::string worker_id;    // stable across restarts: the worker's name
+  std::string display_name;
+  std::string agent_address;  // where peers reach this worker's Agent service
+  int slots = 1;
+  std::string join_token;
+  v1::Inventory inventory;
+  std::shared_ptr<grpc::ChannelCredentials> credentials;  // insecure when null
+  absl::Duration min_backoff = absl::Milliseconds(200);
+  absl::Duration max_backoff = absl::Seconds(5);
+};
+
+class WorkerAgent final : public ReportSink {
+ public:
+  // `exec` and `spool` are not owned and outlive the agent; the launcher is
+  // set before Run() (it needs the agent as its sink).
+  WorkerAgent(WorkerAgentOptions options, ExecManager* exec, ResultSpool* spool);
+  void SetLauncher(Launcher* launcher) { launcher_ = launcher; }
+
+  // Connects, serves, reconnects, until Stop().
+  void Run();
+  void Stop();
+
+  // ReportSink: writes to the stream when connected; dropped otherwise (the
+  // spool keeps what matters).
+  void Send(const v1::WorkerMessage& message) override;
+
+  bool connected() const;
+
+ private:
+  using Stream = grpc::ClientReaderWriter<v1::WorkerMessage, v1::CoordinatorMessage>;
+  // One connected stream, from register to break. Returns true if it got as
+  // far as registered (the backoff then starts over).
+  bool Session(v1::WorkerGateway::Stub& stub);
+  void Handle(const v1::CoordinatorMessage& message);
+  void HeartbeatLoop(absl::Duration interval, absl::Notification* done);
+  bool Write(const v1::WorkerMessage& message);
+
+  const WorkerAgentOptions options_;
+  ExecManager* const exec_;
+  ResultSpool* const spool_;
+  Launcher* launcher_ = nullptr;
+  absl::Notification stop_;
+
+  mutable absl::Mutex mu_;
+  grpc::ClientContext* context_ ABSL_GUARDED_BY(mu_) = nullptr;
+  Stream* stream_ ABSL_GUARDED_BY(mu_) = nullptr;  // non-null while registered
+  absl::Mutex write_mu_;  // one Write at a time on the stream
+};
+
+}  // namespace collbench
+
+#endif  // COLLBENCH_WORKER_AGENT_WORKER_AGENT_H_
