@@ -144,6 +144,16 @@ absl::Status CheckTransport(const Context& c) {
   if (!v1::Transport_IsValid(c.spec.transport())) {
     return FieldError("spec.transport", "unknown Transport value ", c.spec.transport());
   }
+  // Each worker runs its own MPI daemon, as each container would: ranks on
+  // different workers never share memory, so SHM cannot connect them.
+  const v1::Placement& p = c.spec.placement();
+  const bool across_workers = (p.policy() == v1::SPREAD && c.spec.ranks() > 1) ||
+                              (p.policy() == v1::EXPLICIT && p.workers_size() > 1);
+  if (c.spec.transport() == v1::SHM && across_workers) {
+    return FieldError("spec.transport",
+                      "SHM cannot connect ranks on different workers (separate containers "
+                      "share no memory); use TCP or UCX, or PACK placement");
+  }
   return absl::OkStatus();
 }
 

@@ -11,6 +11,7 @@
 #include "api/status_mapping.h"
 #include "client/format.h"
 #include "client/local.h"
+#include "client/matrix.h"
 #include "client/run_flags.h"
 #include "collbench/v1/coordinator.grpc.pb.h"
 #include "common/flag_parser.h"
@@ -31,6 +32,8 @@ commands:
   cancel RUN                    stop a run
   compare RUN RUN... [--output F]  runs side by side with ratios
   run OPERATION [flags]         create a run (see `collbench run --help`)
+  matrix [--operations L] [--placements L] [--transports L] [--mpis L] [run flags]
+                                one run per combination, then fastest vs slowest
   local [--workers K] [--slots N] COMMAND...
                                 an embedded coordinator and K local workers on
                                 127.0.0.1 for one command; nothing left running
@@ -240,6 +243,51 @@ int Run(Client& client, const std::vector<std::string>& args) {
   return Succeeded(*ended) ? kExitOk : kExitFailed;
 }
 
+int Matrix(Client& client, const std::vector<std::string>& args) {
+  absl::StatusOr<MatrixPlan> plan = ParseMatrixFlags(args);
+  if (!plan.ok()) return Report(plan.status());
+  std::vector<MatrixRun> done;
+  bool all_ok = true;
+  int index = 0;
+  for (const std::string& op : plan->operations) {
+    std::vector<RunWithResults> of_op;
+    for (const std::string& placement : plan->placements) {
+      for (const std::string& transport : plan->transports) {
+        for (const std::string& mpi : plan->mpis) {
+          const std::string config = MatrixConfig(placement, transport, mpi);
+          absl::FPrintF(stderr, "[%d/%d] %s %s ...\n", ++index, plan->size(), op, config);
+          absl::StatusOr<RunRequest> request =
+              ParseRunFlags(plan->FlagsFor(op, placement, transport, mpi));
+          v1::CreateRunRequest create;
+          *create.mutable_spec() = request->spec;
+          v1::Run run;
+          absl::Status s = client.Call(&v1::Coordinator::Stub::CreateRun, create, &run);
+          if (absl::IsInvalidArgument(s)) {  // a combination that cannot be: say so, go on
+            absl::FPrintF(stderr, "      skipped: %s\n", s.message());
+            continue;
+          }
+          if (!s.ok()) return Report(s);
+          absl::StatusOr<v1::Run> ended = client.Watch(run.name(), [](const v1::RunEvent&) {});
+          if (!ended.ok()) return Report(ended.status());
+          absl::StatusOr<RunWithResults> full = Fetch(client, run.name());
+          if (!full.ok()) return Report(full.status());
+          absl::FPrintF(stderr, "      %s: %s, %d sizes, %d wrong%s\n", run.name(),
+                        RunStateName(full->run.state()), full->results.size(), full->run.wrong(),
+                        full->run.error().empty() ? "" : ": " + full->run.error());
+          all_ok &= Succeeded(full->run);
+          done.push_back({absl::StrCat(op, " ", config), full->run, full->results});
+          done.back().config = config;
+          of_op.push_back(*std::move(full));
+        }
+      }
+    }
+    absl::PrintF("\n== %s\n%s", op, FormatComparison(of_op, OutputKind::kTable));
+  }
+  absl::PrintF("\n== fastest and slowest configuration per operation and size\n%s",
+               FormatBestWorst(done));
+  return all_ok ? kExitOk : kExitFailed;
+}
+
 }  // namespace
 
 int RunCommand(const std::string& coordinator, const std::string& token,
@@ -258,6 +306,7 @@ int RunCommand(const std::string& coordinator, const std::string& token,
   if (name == "cancel") return Cancel(client, args);
   if (name == "compare") return Compare(client, args);
   if (name == "run") return Run(client, args);
+  if (name == "matrix") return Matrix(client, args);
   absl::FPrintF(stderr, "collbench: unknown command '%s'\n%s", name, kUsage);
   return kExitUsage;
 }

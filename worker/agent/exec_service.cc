@@ -20,8 +20,7 @@ bool TokensEqual(absl::string_view a, absl::string_view b) {
 
 // absl and gRPC share the canonical status codes.
 grpc::Status ToGrpcStatus(const absl::Status& status) {
-  return grpc::Status(static_cast<grpc::StatusCode>(status.code()),
-                      std::string(status.message()));
+  return grpc::Status(static_cast<grpc::StatusCode>(status.code()), std::string(status.message()));
 }
 
 }  // namespace
@@ -72,10 +71,10 @@ absl::StatusOr<std::unique_ptr<ExecHandle>> ExecManager::Start(
   if (shutting_down_) return absl::UnavailableError("the worker is shutting down");
   auto it = tokens_.find(run);
   if (it == tokens_.end() || !TokensEqual(it->second, token)) {
-    return absl::PermissionDeniedError(absl::StrCat(
-        "Exec refused for run \"", run,
-        "\": this worker holds no matching token for it (not assigned, finished, or "
-        "a wrong token)"));
+    return absl::PermissionDeniedError(
+        absl::StrCat("Exec refused for run \"", run,
+                     "\": this worker holds no matching token for it (not assigned, finished, or "
+                     "a wrong token)"));
   }
   if (command.empty()) return absl::InvalidArgumentError("command: empty");
   ProcessOptions process_options;
@@ -83,8 +82,7 @@ absl::StatusOr<std::unique_ptr<ExecHandle>> ExecManager::Start(
   process_options.env = std::move(env);
   absl::StatusOr<std::unique_ptr<Process>> process = runner_->Start(process_options);
   if (!process.ok()) return process.status();
-  std::unique_ptr<ExecHandle> handle(
-      new ExecHandle(this, std::string(run), *std::move(process)));
+  std::unique_ptr<ExecHandle> handle(new ExecHandle(this, std::string(run), *std::move(process)));
   handles_.insert(handle.get());
   ++live_[handle->run()];
   return handle;
@@ -124,9 +122,7 @@ class ExecReactor final : public grpc::ServerWriteReactor<v1::ExecOutput> {
   static constexpr size_t kMaxQueued = 64;
 
   // A call refused before anything ran.
-  explicit ExecReactor(const absl::Status& refused) : refs_(1) {
-    Finish(ToGrpcStatus(refused));
-  }
+  explicit ExecReactor(const absl::Status& refused) : refs_(1) { Finish(ToGrpcStatus(refused)); }
 
   explicit ExecReactor(std::unique_ptr<ExecHandle> handle)
       : process_(handle->process()), handle_(std::move(handle)), refs_(2) {
@@ -268,8 +264,8 @@ void ExecReactor::Unref() {
 
 }  // namespace
 
-grpc::ServerWriteReactor<v1::ExecOutput>* ExecService::Exec(
-    grpc::CallbackServerContext* context, const v1::ExecRequest* request) {
+grpc::ServerWriteReactor<v1::ExecOutput>* ExecService::Exec(grpc::CallbackServerContext* context,
+                                                            const v1::ExecRequest* request) {
   std::map<std::string, std::string> env(request->env().begin(), request->env().end());
   absl::StatusOr<std::unique_ptr<ExecHandle>> handle =
       manager_->Start(request->run(), request->token(), request->command(), std::move(env));

@@ -86,9 +86,9 @@ class ExecManager {
   // Starts `command` (sh -c) with `env` for `run`. PermissionDenied naming
   // the run when the run is not allowed or the token does not match; the
   // token itself never appears in an error.
-  absl::StatusOr<std::unique_ptr<ExecHandle>> Start(
-      absl::string_view run, absl::string_view token, std::string command,
-      std::map<std::string, std::string> env);
+  absl::StatusOr<std::unique_ptr<ExecHandle>> Start(absl::string_view run, absl::string_view token,
+                                                    std::string command,
+                                                    std::map<std::string, std::string> env);
 
   // Commands running now (all runs, or one).
   int running() const;
@@ -119,8 +119,8 @@ class ExecService final : public v1::Agent::CallbackService {
   // REQUIRES: `manager` outlives the service and the server's calls.
   explicit ExecService(ExecManager* manager) : manager_(manager) {}
 
-  grpc::ServerWriteReactor<v1::ExecOutput>* Exec(
-      grpc::CallbackServerContext* context, const v1::ExecRequest* request) override;
+  grpc::ServerWriteReactor<v1::ExecOutput>* Exec(grpc::CallbackServerContext* context,
+                                                 const v1::ExecRequest* request) override;
 
  private:
   ExecManager* const manager_;

@@ -57,8 +57,7 @@ std::string HostId(const InventoryOptions& options, const std::string& hostname)
       return std::string(absl::StripAsciiWhitespace(*value));
     }
   }
-  std::optional<std::string> boot_id =
-      ReadFile(options.proc_root + "/sys/kernel/random/boot_id");
+  std::optional<std::string> boot_id = ReadFile(options.proc_root + "/sys/kernel/random/boot_id");
   if (boot_id.has_value() && !absl::StripAsciiWhitespace(*boot_id).empty()) {
     return std::string(absl::StripAsciiWhitespace(*boot_id));
   }
@@ -67,9 +66,11 @@ std::string HostId(const InventoryOptions& options, const std::string& hostname)
 
 // The runtime named by PID 1's cgroup paths, or "".
 std::string RuntimeFromCgroup(const std::string& cgroup) {
-  const std::pair<const char*, const char*> markers[] = {
-      {"kubepods", "kubernetes"}, {"libpod", "podman"},    {"docker", "docker"},
-      {"containerd", "containerd"}, {"lxc", "lxc"}};
+  const std::pair<const char*, const char*> markers[] = {{"kubepods", "kubernetes"},
+                                                         {"libpod", "podman"},
+                                                         {"docker", "docker"},
+                                                         {"containerd", "containerd"},
+                                                         {"lxc", "lxc"}};
   for (const auto& [marker, runtime] : markers) {
     if (absl::StrContains(cgroup, marker)) return runtime;
   }
@@ -113,8 +114,7 @@ uint64_t MeminfoBytes(const std::string& text, absl::string_view key) {
 }
 
 uint64_t MemoryBytes(const InventoryOptions& options) {
-  uint64_t bytes = MeminfoBytes(ReadFile(options.proc_root + "/meminfo").value_or(""),
-                                "MemTotal:");
+  uint64_t bytes = MeminfoBytes(ReadFile(options.proc_root + "/meminfo").value_or(""), "MemTotal:");
   // A container's limit (cgroup v2, then v1); "max" or a huge v1 value
   // means none.
   for (const char* file : {"/fs/cgroup/memory.max", "/fs/cgroup/memory/memory.limit_in_bytes"}) {
@@ -131,8 +131,8 @@ uint64_t MemoryBytes(const InventoryOptions& options) {
 // "0-3,8,10-11" → {0,1,2,3,8,10,11}.
 std::vector<int> ParseCpuList(absl::string_view text) {
   std::vector<int> cpus;
-  for (absl::string_view range : absl::StrSplit(absl::StripAsciiWhitespace(text), ',',
-                                                absl::SkipEmpty())) {
+  for (absl::string_view range :
+       absl::StrSplit(absl::StripAsciiWhitespace(text), ',', absl::SkipEmpty())) {
     std::pair<absl::string_view, absl::string_view> ends = absl::StrSplit(range, '-');
     int first = 0;
     int last = 0;
@@ -163,8 +163,7 @@ void AddNumaNodes(const InventoryOptions& options, v1::Inventory* inventory) {
     const std::string node_dir = absl::StrCat(dir, "/node", id);
     v1::NumaNode* node = inventory->add_numa_nodes();
     node->set_id(id);
-    node->set_memory_bytes(
-        MeminfoBytes(ReadFile(node_dir + "/meminfo").value_or(""), "MemTotal:"));
+    node->set_memory_bytes(MeminfoBytes(ReadFile(node_dir + "/meminfo").value_or(""), "MemTotal:"));
     for (int cpu : ParseCpuList(ReadFile(node_dir + "/cpulist").value_or(""))) {
       node->add_cpus(cpu);
     }
@@ -188,8 +187,7 @@ int GpuCount(const std::string& description) {
 
 // Adds the GPUs; returns the runtime of device 0 for the memory kinds
 // (initialised only when there is a GPU).
-std::unique_ptr<DeviceRuntime> AddGpus(const InventoryOptions& options,
-                                       v1::Inventory* inventory) {
+std::unique_ptr<DeviceRuntime> AddGpus(const InventoryOptions& options, v1::Inventory* inventory) {
   std::unique_ptr<DeviceRuntime> first = NewDeviceRuntime();
   if (!options.probe_gpus || !first->Init(0).ok()) return first;
   const int count = GpuCount(first->Describe());
@@ -210,8 +208,7 @@ std::unique_ptr<DeviceRuntime> AddGpus(const InventoryOptions& options,
   return first;
 }
 
-void AddMemoryKinds(const v1::Inventory& inventory, DeviceRuntime* device,
-                    v1::Inventory* out) {
+void AddMemoryKinds(const v1::Inventory& inventory, DeviceRuntime* device, v1::Inventory* out) {
   MemoryKindRegistry registry;
   RegisterBuiltinMemoryKinds(&registry);
   for (const std::string& name : registry.Names()) {
@@ -233,8 +230,7 @@ void AddMemoryKinds(const v1::Inventory& inventory, DeviceRuntime* device,
 
 bool IsExecutable(const std::string& path) {
   struct stat info;
-  return stat(path.c_str(), &info) == 0 && S_ISREG(info.st_mode) &&
-         access(path.c_str(), X_OK) == 0;
+  return stat(path.c_str(), &info) == 0 && S_ISREG(info.st_mode) && access(path.c_str(), X_OK) == 0;
 }
 
 std::string SelfDirectory() {

@@ -118,11 +118,9 @@ v1::ExecRequest BuildRequest(const ShimEnvironment& env, std::string command) {
 }
 
 // Runs the call; returns the remote exit code or the shim's failure code.
-int Relay(v1::Agent::Stub* stub, grpc::ClientContext* context,
-          const v1::ExecRequest& request, absl::string_view where,
-          const SignalWatcher* watcher) {
-  std::unique_ptr<grpc::ClientReader<v1::ExecOutput>> reader =
-      stub->Exec(context, request);
+int Relay(v1::Agent::Stub* stub, grpc::ClientContext* context, const v1::ExecRequest& request,
+          absl::string_view where, const SignalWatcher* watcher) {
+  std::unique_ptr<grpc::ClientReader<v1::ExecOutput>> reader = stub->Exec(context, request);
   v1::ExecOutput output;
   int exit_code = -1;
   while (reader->Read(&output)) {
@@ -155,14 +153,13 @@ int RunShimImpl(const std::vector<std::string>& args, const ShimEnvironment& env
   if (!parsed.ok()) return Fail(parsed.status().message());
   auto it = env.host_map.find(parsed->host);
   if (it == env.host_map.end()) {
-    return Fail(absl::StrCat("unknown host alias \"", parsed->host, "\" (not in ",
-                             kHostMapEnv, ")"));
+    return Fail(
+        absl::StrCat("unknown host alias \"", parsed->host, "\" (not in ", kHostMapEnv, ")"));
   }
   const std::string where =
       absl::StrCat("host ", parsed->host, " (agent ", it->second, ", ", env.run, ")");
   std::shared_ptr<grpc::ChannelCredentials> credentials =
-      options.credentials != nullptr ? options.credentials
-                                     : grpc::InsecureChannelCredentials();
+      options.credentials != nullptr ? options.credentials : grpc::InsecureChannelCredentials();
   std::shared_ptr<grpc::Channel> channel = grpc::CreateChannel(it->second, credentials);
   if (!channel->WaitForConnected(absl::ToChronoTime(absl::Now() + options.connect_timeout))) {
     return Fail(absl::StrCat("cannot reach the agent for ", where, " within ",
@@ -182,7 +179,8 @@ absl::StatusOr<ShimCommand> ParseShimArgs(const std::vector<std::string>& args) 
   size_t index = 0;
   bool options_open = SkipOptions(args, &index);
   if (index >= args.size()) {
-    return absl::InvalidArgumentError("no host given (usage: launch-shim [ssh options] HOST COMMAND...)");
+    return absl::InvalidArgumentError(
+        "no host given (usage: launch-shim [ssh options] HOST COMMAND...)");
   }
   ShimCommand result;
   result.host = args[index++];
@@ -190,8 +188,8 @@ absl::StatusOr<ShimCommand> ParseShimArgs(const std::vector<std::string>& args) 
   if (at != std::string::npos) result.host.erase(0, at + 1);
   if (options_open && index < args.size()) SkipOptions(args, &index);
   if (index >= args.size()) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "no command for host ", result.host, " (a login shell is not supported)"));
+    return absl::InvalidArgumentError(
+        absl::StrCat("no command for host ", result.host, " (a login shell is not supported)"));
   }
   std::vector<std::string> words(args.begin() + index, args.end());
   result.command = absl::StrJoin(words, " ");
@@ -202,7 +200,8 @@ absl::StatusOr<std::map<std::string, std::string>> ParseHostMap(absl::string_vie
   std::map<std::string, std::string> host_map;
   for (absl::string_view entry : absl::StrSplit(text, ',', absl::SkipWhitespace())) {
     entry = absl::StripAsciiWhitespace(entry);
-    std::pair<absl::string_view, absl::string_view> parts = absl::StrSplit(entry, absl::MaxSplits('=', 1));
+    std::pair<absl::string_view, absl::string_view> parts =
+        absl::StrSplit(entry, absl::MaxSplits('=', 1));
     const absl::string_view alias = absl::StripAsciiWhitespace(parts.first);
     const absl::string_view address = absl::StripAsciiWhitespace(parts.second);
     if (!absl::StrContains(entry, '=') || alias.empty() || address.empty()) {
@@ -210,8 +209,7 @@ absl::StatusOr<std::map<std::string, std::string>> ParseHostMap(absl::string_vie
           absl::StrCat("host map entry \"", entry, "\" is not alias=host:port"));
     }
     if (!host_map.emplace(std::string(alias), std::string(address)).second) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("host map names alias \"", alias, "\" twice"));
+      return absl::InvalidArgumentError(absl::StrCat("host map names alias \"", alias, "\" twice"));
     }
   }
   return host_map;
@@ -229,8 +227,8 @@ absl::StatusOr<ShimEnvironment> ReadShimEnvironment() {
   for (auto [name, value] : {std::pair{kRunEnv, run}, std::pair{kRunTokenEnv, token},
                              std::pair{kHostMapEnv, host_map}}) {
     if (value == nullptr || *value == '\0') {
-      return absl::FailedPreconditionError(absl::StrCat(
-          name, " is not set (the launcher sets it for mpirun / mpiexec)"));
+      return absl::FailedPreconditionError(
+          absl::StrCat(name, " is not set (the launcher sets it for mpirun / mpiexec)"));
     }
   }
   env.run = run;

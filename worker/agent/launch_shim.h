@@ -23,35 +23,46 @@
 //                        address ("[::1]:port" for IPv6)
 //
 // What mpirun and mpiexec pass, and the flags the launcher needs (observed
-// with Open MPI 4.1.4 and MPICH 4.0.2 hydra on Debian bookworm; the end to
-// end test tests/unit/agent/launch_e2e_test.cc runs both):
+// with Open MPI 4.1.4 and MPICH 4.0.2 hydra on Debian bookworm; the tests in
+// tests/unit/agent/launch_e2e_test.cc run both, collbench-rank included):
 //
 // Open MPI: `mpirun --mca plm_rsh_agent "<worker> launch-shim" ...` (the
 //   value is split on spaces, so extra words are fine). Each daemon launch
 //   is `<agent> ALIAS " orted" -mca ess "env" ... -mca orte_hnp_uri
-//   "...;tcp://IP:PORT" ...`: the words carry shell quoting for the remote
-//   shell (hence ssh's join-with-spaces + `sh -c`), the first starts with a
-//   space. `-x` is added only when the agent's basename is "ssh". The
-//   agent's stdin is /dev/null.
-//   Flags: `-H self:N,alias1:N,alias2:N` (or a hostfile with slots=N); a
-//   host is local (orted not launched through the agent) when it is
-//   mpirun's own hostname or "localhost" or resolves to an address of a
-//   local interface; aliases that do not resolve, or resolve to 127.0.0.x
-//   with x != 1, are remote. mpirun never needs to resolve a remote alias.
-//   `--mca plm_rsh_no_tree_spawn 1`: mpirun launches every daemon itself
-//   (with tree spawn, daemons beyond the first level are launched by a remote
-//   orted through the shim, which then needs the shim and COLLBENCH_* there;
-//   Exec forwards them, but one level is simpler). BUT with no tree spawn
-//   Open MPI adds `--daemonize`: orted forks, calls setsid and the Exec
-//   returns at once while the daemon escapes the process group that Exec
-//   kills. Always add `--mca orte_leave_session_attached 1` (the same as
-//   `--leave-session-attached`) with it: the daemon then stays in the
-//   group and the Exec call lasts as long as the daemon.
-//   `--mca oob_tcp_if_include`/`btl_tcp_if_include` only when the workers
-//   have several networks; `--allow-run-as-root` in containers running as
-//   root. Several daemons on one machine (only in tests) print "PMIX ERROR:
-//   ... dstore_base.c" lines; PMIX_MCA_gds=hash in the environment avoids
-//   the shared-memory store that clashes.
+//   "...;tcp://IP:PORT" ...`: the words carry shell quoting meant for the
+//   remote shell (hence ssh's join-with-spaces and `sh -c`), the first one
+//   starts with a space. `-x` is added only when the agent's basename is
+//   "ssh". The agent's stdin is /dev/null. Recommended flags:
+//     --mca plm_rsh_agent "<worker> launch-shim"
+//     --mca plm_rsh_no_tree_spawn 1 --mca orte_leave_session_attached 1
+//     -H <launcher hostname>:N,w1:N,w2:N   (or a hostfile with slots=N)
+//     --allow-run-as-root                  (containers running as root)
+//     --mca oob_tcp_if_include / btl_tcp_if_include CIDR  (several networks)
+//   Local or remote: a host is started locally (no agent) when it is
+//   mpirun's own hostname, "localhost", or resolves to an address of a
+//   local interface. Aliases that do not resolve at all are fine (mpirun
+//   never connects to a remote host by name), and so are aliases that
+//   resolve to 127.0.0.x with x != 1 (not an interface address): both are
+//   remote.
+//   No tree spawn: mpirun launches every daemon itself. (With the default
+//   tree spawn mpirun launches up to routed_radix=64 daemons and those
+//   launch the rest through the shim on their own host; Exec forwards
+//   COLLBENCH_* so that works too, but one level is simpler.) With no tree
+//   spawn Open MPI adds `--daemonize` to orted: it forks, calls setsid and
+//   the Exec returns at once. The daemon then escapes the process group
+//   that Exec kills, and worse, Exec's clean-up of the group when its
+//   leader exits races with the daemon's setsid and can kill it, leaving
+//   mpirun waiting forever (both observed). orte_leave_session_attached 1
+//   (= --leave-session-attached) removes --daemonize: orted stays in the
+//   group and the Exec call lasts as long as the daemon. Always pass it.
+//   Several orted of one job on ONE machine (tests only) share the session
+//   directory /tmp/ompi.HOST.UID/jf.N and race on creating it ("mkdir ...
+//   File exists"), on its hwloc.sm (orted crashes in
+//   hwloc_shmem_topology_write) and on PMIx's dstore ("PMIX ERROR ...
+//   dstore_base.c"): give each daemon its own OMPI_MCA_orte_tmpdir_base.
+//   Teardown: SIGTERM or SIGKILL of mpirun makes the orteds exit (their
+//   lifeline to mpirun breaks), so the Exec calls end and the shims exit;
+//   killing a shim makes mpirun abort the job.
 //   orted puts each rank in a process group of its own: killing the Exec
 //   group alone would orphan ranks, so Process::Kill sends SIGTERM first
 //   (orted stops its ranks) and then SIGKILLs the whole tree.
@@ -60,13 +71,18 @@
 //   exec'd as one word (a space in it is not split), so the launcher writes
 //   a wrapper script `exec <worker> launch-shim "$@"` and passes its path.
 //   Each proxy launch is `PATH -x ALIAS "/usr/bin/hydra_pmi_proxy"
-//   --control-port LAUNCHERHOST:PORT ... --proxy-id N`. The proxies connect
-//   back to LAUNCHERHOST, the launcher's hostname, which must resolve on
-//   the peers; in containers pass `-localhost <launcher IP>` (or `-iface`).
-//   Hosts: `-hosts self:N,alias1:N,alias2:N` (hydra launches the local host
-//   with fork when the name is local: its hostname, "localhost" or a local
-//   address). The agent's stdin is a pipe (proxy 0 gets mpiexec's stdin).
-//   hydra_pmi_proxy, like orted, gives each rank its own process group.
+//   --control-port HOST:PORT ... --proxy-id N`. The proxies connect back to
+//   HOST, by default the launcher's hostname, which must then resolve on
+//   the peers; `-localhost <launcher IP>` puts the IP there instead (pass
+//   it in containers). Recommended flags:
+//     -launcher ssh -launcher-exec <wrapper> -localhost <launcher IP>
+//     -hosts <launcher hostname>:N,w1:N,w2:N
+//     -iface IFACE                      (several networks)
+//   Local or remote as for Open MPI (the local host is forked, not passed
+//   to the agent). The agent's stdin is a pipe (proxy 0 gets mpiexec's
+//   stdin). hydra_pmi_proxy, like orted, gives each rank its own process
+//   group; killing a shim (SIGTERM) kills its proxy and ranks through Exec
+//   and mpiexec fails with "control_cb ... assert (!closed) failed".
 #ifndef COLLBENCH_WORKER_AGENT_LAUNCH_SHIM_H_
 #define COLLBENCH_WORKER_AGENT_LAUNCH_SHIM_H_
 

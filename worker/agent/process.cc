@@ -98,8 +98,7 @@ std::vector<std::string> MergedEnvironment(const std::map<std::string, std::stri
 
 class PosixProcess final : public Process {
  public:
-  PosixProcess(pid_t pid, int out_fd, int err_fd)
-      : pid_(pid), fds_{out_fd, err_fd} {}
+  PosixProcess(pid_t pid, int out_fd, int err_fd) : pid_(pid), fds_{out_fd, err_fd} {}
   PosixProcess(const PosixProcess&) = delete;
   PosixProcess& operator=(const PosixProcess&) = delete;
   ~PosixProcess() override;
@@ -242,8 +241,8 @@ absl::StatusOr<ProcessEvent> PosixProcess::Next(absl::Duration timeout) {
       if (!hard_killed_) wake = std::min(wake, kill_deadline_);
     }
     pollfd polls[2] = {{fds_[0], POLLIN, 0}, {fds_[1], POLLIN, 0}};
-    const int wait_ms = static_cast<int>(
-        std::max<int64_t>(0, absl::ToInt64Milliseconds(wake - absl::Now())));
+    const int wait_ms =
+        static_cast<int>(std::max<int64_t>(0, absl::ToInt64Milliseconds(wake - absl::Now())));
     const int ready = poll(polls, 2, wait_ms);
     if (ready < 0 && errno != EINTR) return ErrnoStatus("poll", errno);
     for (int i = 0; i < 2 && ready > 0; ++i) {
@@ -275,18 +274,16 @@ absl::Status InitSpawnAttributes(posix_spawnattr_t* attr) {
   for (int sig = 1; sig < 32; ++sig) {
     if (sig != SIGKILL && sig != SIGSTOP) sigaddset(&defaults, sig);
   }
-  if (posix_spawnattr_setflags(attr, POSIX_SPAWN_SETPGROUP | POSIX_SPAWN_SETSIGMASK |
-                                         POSIX_SPAWN_SETSIGDEF) != 0 ||
-      posix_spawnattr_setpgroup(attr, 0) != 0 ||
-      posix_spawnattr_setsigmask(attr, &mask) != 0 ||
+  if (posix_spawnattr_setflags(
+          attr, POSIX_SPAWN_SETPGROUP | POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF) != 0 ||
+      posix_spawnattr_setpgroup(attr, 0) != 0 || posix_spawnattr_setsigmask(attr, &mask) != 0 ||
       posix_spawnattr_setsigdefault(attr, &defaults) != 0) {
     return absl::InternalError("posix_spawnattr setup failed");
   }
   return absl::OkStatus();
 }
 
-absl::StatusOr<std::unique_ptr<Process>> PosixProcessRunner::Start(
-    const ProcessOptions& options) {
+absl::StatusOr<std::unique_ptr<Process>> PosixProcessRunner::Start(const ProcessOptions& options) {
   int out[2];
   int err[2];
   if (pipe2(out, O_CLOEXEC) != 0) return ErrnoStatus("pipe2", errno);
@@ -343,9 +340,8 @@ absl::StatusOr<ProcessResult> CollectOutput(Process* process, absl::Duration tim
   while (true) {
     const absl::Duration left = deadline - absl::Now();
     if (left <= absl::ZeroDuration()) {
-      return absl::DeadlineExceededError(
-          absl::StrCat("process ", process->pid(), " still running after ",
-                       absl::FormatDuration(timeout)));
+      return absl::DeadlineExceededError(absl::StrCat(
+          "process ", process->pid(), " still running after ", absl::FormatDuration(timeout)));
     }
     absl::StatusOr<ProcessEvent> event = process->Next(left);
     if (!event.ok()) return event.status();
@@ -435,16 +431,14 @@ void FakeProcessRunner::SetStartError(absl::Status status) {
   state_->start_error = std::move(status);
 }
 
-absl::StatusOr<std::unique_ptr<Process>> FakeProcessRunner::Start(
-    const ProcessOptions& options) {
+absl::StatusOr<std::unique_ptr<Process>> FakeProcessRunner::Start(const ProcessOptions& options) {
   absl::MutexLock lock(&state_->mu);
   if (!state_->start_error.ok()) return state_->start_error;
   state_->started.push_back(options);
   Script script;
   auto it = state_->scripts.find(options.command);
   if (it != state_->scripts.end()) script = it->second;
-  return std::unique_ptr<Process>(
-      new FakeProcess(state_->next_pid++, std::move(script), state_));
+  return std::unique_ptr<Process>(new FakeProcess(state_->next_pid++, std::move(script), state_));
 }
 
 std::vector<ProcessOptions> FakeProcessRunner::started() const {

@@ -93,8 +93,7 @@ class Process {
 class ProcessRunner {
  public:
   virtual ~ProcessRunner() = default;
-  virtual absl::StatusOr<std::unique_ptr<Process>> Start(
-      const ProcessOptions& options) = 0;
+  virtual absl::StatusOr<std::unique_ptr<Process>> Start(const ProcessOptions& options) = 0;
 };
 
 // The real runner: posix_spawn of /bin/sh with POSIX_SPAWN_SETPGROUP, default
@@ -132,8 +131,7 @@ class FakeProcessRunner : public ProcessRunner {
   // Makes the next Start() calls fail with `status` (OK to succeed again).
   void SetStartError(absl::Status status);
 
-  absl::StatusOr<std::unique_ptr<Process>> Start(
-      const ProcessOptions& options) override;
+  absl::StatusOr<std::unique_ptr<Process>> Start(const ProcessOptions& options) override;
 
   // Every ProcessOptions passed to Start(), in order.
   std::vector<ProcessOptions> started() const;

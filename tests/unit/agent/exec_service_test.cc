@@ -36,8 +36,8 @@ class ExecServiceTest : public ::testing::Test {
  protected:
   void SetUp() override {
     runner_ = NewPosixProcessRunner();
-    manager_ = std::make_unique<ExecManager>(
-        runner_.get(), ExecManagerOptions{.kill_grace = absl::Seconds(1)});
+    manager_ = std::make_unique<ExecManager>(runner_.get(),
+                                             ExecManagerOptions{.kill_grace = absl::Seconds(1)});
     service_ = std::make_unique<ExecService>(manager_.get());
     grpc::ServerBuilder builder;
     int port = 0;
@@ -46,8 +46,8 @@ class ExecServiceTest : public ::testing::Test {
     server_ = builder.BuildAndStart();
     ASSERT_NE(server_, nullptr);
     ASSERT_GT(port, 0);
-    stub_ = v1::Agent::NewStub(grpc::CreateChannel(absl::StrCat("127.0.0.1:", port),
-                                                   grpc::InsecureChannelCredentials()));
+    stub_ = v1::Agent::NewStub(
+        grpc::CreateChannel(absl::StrCat("127.0.0.1:", port), grpc::InsecureChannelCredentials()));
     manager_->Allow(kRun, kToken);
   }
 
@@ -57,8 +57,7 @@ class ExecServiceTest : public ::testing::Test {
     server_->Wait();
   }
 
-  static v1::ExecRequest Request(const std::string& command,
-                                 const std::string& token = kToken) {
+  static v1::ExecRequest Request(const std::string& command, const std::string& token = kToken) {
     v1::ExecRequest request;
     request.set_run(kRun);
     request.set_token(token);
@@ -149,8 +148,7 @@ TEST_F(ExecServiceTest, WrongTokenIsPermissionDeniedNamingTheRun) {
 TEST_F(ExecServiceTest, ClientCancelKillsTheGroup) {
   grpc::ClientContext context;
   std::unique_ptr<grpc::ClientReader<v1::ExecOutput>> reader;
-  const pid_t pgid =
-      StartAndReadPid(&context, "sleep 100 & sleep 100 & echo $$; wait", &reader);
+  const pid_t pgid = StartAndReadPid(&context, "sleep 100 & sleep 100 & echo $$; wait", &reader);
   ASSERT_GT(pgid, 0);
   EXPECT_EQ(manager_->running(kRun), 1);
   context.TryCancel();
@@ -174,8 +172,7 @@ TEST_F(ExecServiceTest, RevokeKillsRunningCommandsAndRefusesNewOnes) {
   EXPECT_EQ(exit_code, 128 + SIGTERM);
   EXPECT_TRUE(GroupGone(pgid));
   EXPECT_EQ(manager_->running(), 0);
-  EXPECT_EQ(Exec(Request("echo never")).status.error_code(),
-            grpc::StatusCode::PERMISSION_DENIED);
+  EXPECT_EQ(Exec(Request("echo never")).status.error_code(), grpc::StatusCode::PERMISSION_DENIED);
 }
 
 TEST_F(ExecServiceTest, KillAllStopsEverythingAndRefusesNewCommands) {
@@ -188,8 +185,7 @@ TEST_F(ExecServiceTest, KillAllStopsEverythingAndRefusesNewCommands) {
   while (reader->Read(&output)) {
   }
   EXPECT_TRUE(reader->Finish().ok());
-  EXPECT_EQ(Exec(Request("echo never")).status.error_code(),
-            grpc::StatusCode::UNAVAILABLE);
+  EXPECT_EQ(Exec(Request("echo never")).status.error_code(), grpc::StatusCode::UNAVAILABLE);
 }
 
 TEST(ExecManagerTest, RevokeKillsOnlyThatRunsCommands) {

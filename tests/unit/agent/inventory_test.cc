@@ -98,11 +98,9 @@ TEST_F(InventoryTest, ReadsProcAndSysTrees) {
   WriteFile(root_ / "proc/sys/kernel/random/boot_id", "1234-abcd\n");
   WriteFile(root_ / "proc/meminfo", "MemTotal:       16384 kB\nMemFree: 1 kB\n");
   WriteFile(root_ / "proc/1/cgroup", "0::/kubepods/burstable/pod1/abc\n");
-  WriteFile(root_ / "sys/devices/system/node/node0/meminfo",
-            "Node 0 MemTotal:       8192 kB\n");
+  WriteFile(root_ / "sys/devices/system/node/node0/meminfo", "Node 0 MemTotal:       8192 kB\n");
   WriteFile(root_ / "sys/devices/system/node/node0/cpulist", "0-2,5\n");
-  WriteFile(root_ / "sys/devices/system/node/node1/meminfo",
-            "Node 1 MemTotal:       4096 kB\n");
+  WriteFile(root_ / "sys/devices/system/node/node1/meminfo", "Node 1 MemTotal:       4096 kB\n");
   WriteFile(root_ / "sys/devices/system/node/node1/cpulist", "3\n");
   WriteFile(root_ / "sys/fs/cgroup/memory.max", "max\n");
   InventoryOptions options;
@@ -156,8 +154,7 @@ TEST_F(InventoryTest, MpiImplementationsNeedRankBinaryAndLauncher) {
   WriteFile(root_ / "path/mpiexec.mpich", "#!/bin/sh\n", true);
   EXPECT_THAT(DiscoverInventory(options)->mpi_implementations(), ElementsAre("openmpi"));
   chmod((root_ / "path/collbench-rank-mpich").c_str(), 0755);
-  EXPECT_THAT(DiscoverInventory(options)->mpi_implementations(),
-              ElementsAre("openmpi", "mpich"));
+  EXPECT_THAT(DiscoverInventory(options)->mpi_implementations(), ElementsAre("openmpi", "mpich"));
 }
 
 }  // namespace

@@ -8,9 +8,9 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "gmock/gmock.h"
 #include "grpcpp/server.h"
 #include "grpcpp/server_builder.h"
-#include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "worker/agent/exec_service.h"
 
@@ -20,19 +20,56 @@ namespace {
 using ::testing::HasSubstr;
 
 // The daemon launch exactly as Open MPI 4.1 passes it to plm_rsh_agent.
-const std::vector<std::string> kOpenMpiArgs = {
-    "fakehost1", " orted", "-mca", "ess", "\"env\"", "-mca", "ess_base_jobid",
-    "\"411893760\"", "-mca", "ess_base_vpid", "1", "-mca", "orte_node_regex",
-    "\"vm,fakehost[1:1-2]@0(3)\"", "-mca", "orte_hnp_uri",
-    "\"411893760.0;tcp://192.0.2.2:60279\"", "--mca", "plm_rsh_agent",
-    "\"/usr/bin/collbench-worker launch-shim\"", "-mca", "plm", "\"rsh\""};
+const std::vector<std::string> kOpenMpiArgs = {"fakehost1",
+                                               " orted",
+                                               "-mca",
+                                               "ess",
+                                               "\"env\"",
+                                               "-mca",
+                                               "ess_base_jobid",
+                                               "\"411893760\"",
+                                               "-mca",
+                                               "ess_base_vpid",
+                                               "1",
+                                               "-mca",
+                                               "orte_node_regex",
+                                               "\"vm,fakehost[1:1-2]@0(3)\"",
+                                               "-mca",
+                                               "orte_hnp_uri",
+                                               "\"411893760.0;tcp://192.0.2.2:60279\"",
+                                               "--mca",
+                                               "plm_rsh_agent",
+                                               "\"/usr/bin/collbench-worker launch-shim\"",
+                                               "-mca",
+                                               "plm",
+                                               "\"rsh\""};
 
 // The proxy launch exactly as MPICH 4.0 hydra passes it to -launcher-exec.
-const std::vector<std::string> kHydraArgs = {
-    "-x", "fakehost2", "\"/usr/bin/hydra_pmi_proxy\"", "--control-port", "vm:45529",
-    "--rmk", "user", "--launcher", "ssh", "--launcher-exec", "/tmp/shim.sh",
-    "--demux", "poll", "--pgid", "0", "--retries", "10", "--usize", "-2",
-    "--pmi-port", "0", "--gpus-per-proc", "-2", "--proxy-id", "1"};
+const std::vector<std::string> kHydraArgs = {"-x",
+                                             "fakehost2",
+                                             "\"/usr/bin/hydra_pmi_proxy\"",
+                                             "--control-port",
+                                             "vm:45529",
+                                             "--rmk",
+                                             "user",
+                                             "--launcher",
+                                             "ssh",
+                                             "--launcher-exec",
+                                             "/tmp/shim.sh",
+                                             "--demux",
+                                             "poll",
+                                             "--pgid",
+                                             "0",
+                                             "--retries",
+                                             "10",
+                                             "--usize",
+                                             "-2",
+                                             "--pmi-port",
+                                             "0",
+                                             "--gpus-per-proc",
+                                             "-2",
+                                             "--proxy-id",
+                                             "1"};
 
 TEST(ParseShimArgsTest, OpenMpiDaemonLaunch) {
   absl::StatusOr<ShimCommand> parsed = ParseShimArgs(kOpenMpiArgs);
@@ -49,16 +86,15 @@ TEST(ParseShimArgsTest, HydraProxyLaunch) {
   absl::StatusOr<ShimCommand> parsed = ParseShimArgs(kHydraArgs);
   ASSERT_TRUE(parsed.ok()) << parsed.status();
   EXPECT_EQ(parsed->host, "fakehost2");
-  EXPECT_EQ(parsed->command.rfind("\"/usr/bin/hydra_pmi_proxy\" --control-port vm:45529 ", 0),
-            0u);
+  EXPECT_EQ(parsed->command.rfind("\"/usr/bin/hydra_pmi_proxy\" --control-port vm:45529 ", 0), 0u);
   EXPECT_THAT(parsed->command, HasSubstr("--usize -2 --pmi-port 0"));
   EXPECT_THAT(parsed->command, ::testing::EndsWith("--proxy-id 1"));
 }
 
 TEST(ParseShimArgsTest, SshOptionsWithAndWithoutValues) {
-  absl::StatusOr<ShimCommand> parsed = ParseShimArgs(
-      {"-o", "StrictHostKeyChecking=no", "-p", "22", "-l", "root", "-xqT", "-p2222",
-       "-oBatchMode=yes", "user@alias", "-n", "-i", "key", "echo", "-x", "a  b"});
+  absl::StatusOr<ShimCommand> parsed =
+      ParseShimArgs({"-o", "StrictHostKeyChecking=no", "-p", "22", "-l", "root", "-xqT", "-p2222",
+                     "-oBatchMode=yes", "user@alias", "-n", "-i", "key", "echo", "-x", "a  b"});
   ASSERT_TRUE(parsed.ok()) << parsed.status();
   EXPECT_EQ(parsed->host, "alias");
   // Options after the host are ssh's too, up to the first word that is not.
@@ -74,8 +110,7 @@ TEST(ParseShimArgsTest, DoubleDashEndsOptions) {
 
 TEST(ParseShimArgsTest, MissingHostOrCommand) {
   EXPECT_EQ(ParseShimArgs({}).status().code(), absl::StatusCode::kInvalidArgument);
-  EXPECT_EQ(ParseShimArgs({"-x", "-p", "22"}).status().code(),
-            absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(ParseShimArgs({"-x", "-p", "22"}).status().code(), absl::StatusCode::kInvalidArgument);
   absl::StatusOr<ShimCommand> parsed = ParseShimArgs({"-x", "alias"});
   EXPECT_EQ(parsed.status().code(), absl::StatusCode::kInvalidArgument);
   EXPECT_THAT(parsed.status().message(), HasSubstr("alias"));
@@ -94,8 +129,7 @@ TEST(HostMapTest, ParsesAndFormats) {
 
 TEST(HostMapTest, RejectsMalformedEntries) {
   for (const char* text : {"w1", "=1.2.3.4:5", "w1=", "w1=a:1,w1=b:2"}) {
-    EXPECT_EQ(ParseHostMap(text).status().code(), absl::StatusCode::kInvalidArgument)
-        << text;
+    EXPECT_EQ(ParseHostMap(text).status().code(), absl::StatusCode::kInvalidArgument) << text;
   }
 }
 
@@ -176,10 +210,9 @@ TEST_F(LaunchShimTest, RunLaunchShimRelaysOutputFromTheEnvironment) {
 }
 
 TEST_F(LaunchShimTest, RelaysStderrAndExitCodeAndForwardsItsEnvironment) {
-  EXPECT_EQ(Shim({"-x", "alias1", "echo", "$COLLBENCH_RUN;", "echo", "oops", ">&2;",
-                  "exit", "7"},
-                 env_),
-            7);
+  EXPECT_EQ(
+      Shim({"-x", "alias1", "echo", "$COLLBENCH_RUN;", "echo", "oops", ">&2;", "exit", "7"}, env_),
+      7);
   EXPECT_EQ(stdout_, "runs/s\n");
   EXPECT_EQ(stderr_, "oops\n");
 }

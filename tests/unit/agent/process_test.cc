@@ -21,7 +21,7 @@ using ::collbench::testing::ProcessGone;
 
 std::unique_ptr<Process> StartOrDie(const std::string& command,
                                     std::map<std::string, std::string> env = {}) {
-  static std::unique_ptr<ProcessRunner> runner = NewPosixProcessRunner();
+  std::unique_ptr<ProcessRunner> runner = NewPosixProcessRunner();
   ProcessOptions options;
   options.command = command;
   options.env = std::move(env);
@@ -92,8 +92,8 @@ TEST(PosixProcessTest, SignalDispositionsAreReset) {
   // SigIgn is a hex mask, bit N-1 for signal N. Only the classic signals
   // count: glibc's posix_spawn leaves its internal 32 and 33 ignored, and
   // every glibc program re-arms them at start-up.
-  const std::string mask(absl::StripAsciiWhitespace(
-      absl::StripPrefix(result->stdout_data, "SigIgn:")));
+  const std::string mask(
+      absl::StripAsciiWhitespace(absl::StripPrefix(result->stdout_data, "SigIgn:")));
   uint64_t ignored = ~0ull;
   ASSERT_TRUE(absl::SimpleHexAtoi(mask, &ignored)) << result->stdout_data;
   EXPECT_EQ(ignored & 0x7fffffffull, 0u) << result->stdout_data;
@@ -146,8 +146,9 @@ TEST(PosixProcessTest, KillEscalatesToSigkillAfterGrace) {
 
 TEST(PosixProcessTest, KillReachesDescendantsThatLeftTheGroup) {
   // MPI daemons put each rank in a group of its own; Kill must reach them.
-  auto process = StartOrDie("trap '' TERM; setsid sh -c 'trap \"\" TERM; sleep 100' & "
-                            "echo $!; wait");
+  auto process = StartOrDie(
+      "trap '' TERM; setsid sh -c 'trap \"\" TERM; sleep 100' & "
+      "echo $!; wait");
   const pid_t escaped = ReadPid(process.get());
   ASSERT_GT(escaped, 0);
   ASSERT_TRUE(Eventually([escaped] { return getpgid(escaped) == escaped; }));
@@ -210,8 +211,7 @@ TEST(FakeProcessRunnerTest, PlaysScriptsAndCountsKills) {
   EXPECT_EQ(runner.started()[1].command, "daemon");
 
   runner.SetStartError(absl::ResourceExhaustedError("no more"));
-  EXPECT_EQ(runner.Start(Command("x")).status().code(),
-            absl::StatusCode::kResourceExhausted);
+  EXPECT_EQ(runner.Start(Command("x")).status().code(), absl::StatusCode::kResourceExhausted);
 }
 
 }  // namespace

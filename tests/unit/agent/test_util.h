@@ -4,8 +4,8 @@
 
 #include <dirent.h>
 #include <signal.h>
-#include <unistd.h>
 #include <sys/types.h>
+#include <unistd.h>
 
 #include <cerrno>
 #include <cstdlib>

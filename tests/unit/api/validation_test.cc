@@ -230,6 +230,13 @@ std::vector<BadSpec> BadSpecs() {
        "spec.ranks"},
       {"UnknownTransportEnumValue",
        [](S s, L) { s->set_transport(static_cast<v1::Transport>(42)); }, "spec.transport"},
+      {"SharedMemoryAcrossWorkers",
+       [](S s, L) {
+         s->set_ranks(2);
+         s->mutable_placement()->set_policy(v1::SPREAD);
+         s->set_transport(v1::SHM);
+       },
+       "spec.transport"},
       // Environment, timeout, labels.
       {"EnvKeyOutsideTheAllowList", [](S s, L) { (*s->mutable_env())["LD_PRELOAD"] = "/tmp/x.so"; },
        "spec.env"},
