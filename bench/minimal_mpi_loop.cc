@@ -54,20 +54,35 @@ struct Result {
 };
 
 // Valid on rank 0 only.
+// Page-aligned like collbench-rank's `default` memory kind: the alignment
+// changes how fast MPI copies, so both programs must use the same.
+struct PageBuffer {
+  explicit PageBuffer(size_t count, float value) {
+    if (count == 0) return;
+    void* p = nullptr;
+    if (posix_memalign(&p, 4096, count * sizeof(float)) != 0) std::abort();
+    data = static_cast<float*>(p);
+    std::fill(data, data + count, value);
+  }
+  ~PageBuffer() { std::free(data); }
+  float* data = nullptr;
+};
+
 Result TimeOneSize(Op op, int count, int iters, int warmup, int rank, int nranks) {
-  std::vector<float> send(count, 1.0f);
+  PageBuffer send_buffer(count, 1.0f);
+  float* const send_ptr = send_buffer.data;
   const size_t recv_count =
       op == Op::kGather ? (rank == 0 ? size_t(count) * nranks : 0) : count;
-  std::vector<float> recv(recv_count, 0.0f);
-  float* recv_ptr = recv.empty() ? nullptr : recv.data();
+  PageBuffer recv_buffer(recv_count, -1.0f);
+  float* recv_ptr = recv_buffer.data;
 
-  for (int i = 0; i < warmup; ++i) Call(op, send.data(), recv_ptr, count, rank);
+  for (int i = 0; i < warmup; ++i) Call(op, send_ptr, recv_ptr, count, rank);
   MPI_Barrier(MPI_COMM_WORLD);
   std::vector<double> times_s(iters);
   double total_s = 0;
   for (int i = 0; i < iters; ++i) {
     const double t0 = MPI_Wtime();
-    Call(op, send.data(), recv_ptr, count, rank);
+    Call(op, send_ptr, recv_ptr, count, rank);
     const double t1 = MPI_Wtime();
     total_s += t1 - t0;
     times_s[i] = t1 - t0;

@@ -18,6 +18,7 @@
 
 #include "absl/status/statusor.h"
 #include "common/histogram.h"
+#include "worker/engine/tick_clock.h"
 
 namespace collbench {
 
@@ -71,22 +72,22 @@ namespace timing_internal {
 
 using Clock = std::chrono::steady_clock;
 
-// Runs `n` timed iterations, appending to `timing`. One clock read per
-// iteration: each iteration's end is the next one's start, so the only
-// work between two reads besides the iteration is recording the sample.
+// Runs `n` timed iterations, appending to `timing`. Each iteration is
+// bracketed by two reads of the tick clock, so recording the sample stays
+// outside the measured interval.
 template <typename Iteration>
 absl::Status TimedBatch(int n, double scale, Iteration& iteration, LocalTiming* timing) {
-  Clock::time_point previous = Clock::now();
+  const TickClock& clock = DefaultTickClock();
+  const double ns_per_tick = clock.ns_per_tick() * scale;
   for (int i = 0; i < n; ++i) {
+    const uint64_t start = clock.Start();
     absl::Status status = iteration();
-    const Clock::time_point now = Clock::now();
+    const uint64_t end = clock.End();
     if (!status.ok()) return status;
-    uint64_t ns = static_cast<uint64_t>(
-        std::chrono::duration_cast<std::chrono::nanoseconds>(now - previous).count());
-    if (scale != 1.0) ns = static_cast<uint64_t>(std::llround(ns * scale));
+    const uint64_t ns =
+        static_cast<uint64_t>(std::llround(static_cast<double>(end - start) * ns_per_tick));
     timing->histogram.Record(ns);
     timing->total_ns += ns;
-    previous = now;
   }
   timing->iters += n;
   return absl::OkStatus();
