@@ -69,6 +69,13 @@ absl::StatusOr<std::unique_ptr<ExecHandle>> ExecManager::Start(
     std::map<std::string, std::string> env) {
   absl::MutexLock lock(&mu_);
   if (shutting_down_) return absl::UnavailableError("the worker is shutting down");
+  // The coordinator sends a run's token to its peers just before the
+  // launcher starts, on another stream: a launcher's Exec can arrive first.
+  auto known = [this, run]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    return tokens_.find(run) != tokens_.end() || shutting_down_;
+  };
+  mu_.AwaitWithTimeout(absl::Condition(&known), options_.token_wait);
+  if (shutting_down_) return absl::UnavailableError("the worker is shutting down");
   auto it = tokens_.find(run);
   if (it == tokens_.end() || !TokensEqual(it->second, token)) {
     return absl::PermissionDeniedError(

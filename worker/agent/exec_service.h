@@ -61,6 +61,10 @@ struct ExecManagerOptions {
   // Between SIGTERM and SIGKILL when a command is cancelled or revoked:
   // time for orted / hydra_pmi_proxy to stop their ranks.
   absl::Duration kill_grace = absl::Seconds(3);
+  // How long Start() waits for an unknown run's token: the coordinator
+  // sends it to peers just before the launcher starts, on another stream,
+  // so a launcher's Exec can arrive first.
+  absl::Duration token_wait = absl::Seconds(5);
 };
 
 // The token table and the commands running for each run.

@@ -37,7 +37,7 @@ class ExecServiceTest : public ::testing::Test {
   void SetUp() override {
     runner_ = NewPosixProcessRunner();
     manager_ = std::make_unique<ExecManager>(runner_.get(),
-                                             ExecManagerOptions{.kill_grace = absl::Seconds(1)});
+                                             ExecManagerOptions{.kill_grace = absl::Seconds(1), .token_wait = absl::Milliseconds(50)});
     service_ = std::make_unique<ExecService>(manager_.get());
     grpc::ServerBuilder builder;
     int port = 0;
