@@ -1,0 +1,138 @@
+// The launcher's pure parts: the result spool (at-least-once delivery) and
+// the mpirun / mpiexec command an assignment becomes.
+#include <algorithm>
+#include <string>
+#include <vector>
+
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "worker/agent/launch_command.h"
+#include "worker/agent/result_spool.h"
+
+namespace collbench {
+namespace {
+
+using ::testing::Contains;
+using ::testing::ElementsAre;
+using ::testing::HasSubstr;
+
+v1::SizeResult Bytes(uint64_t bytes) {
+  v1::SizeResult r;
+  r.set_bytes(bytes);
+  return r;
+}
+
+TEST(ResultSpoolTest, NumbersResultsAndKeepsThemUntilAcked) {
+  ResultSpool spool;
+  EXPECT_EQ(spool.AddResult("runs/a", Bytes(8)).result().sequence(), 0);
+  EXPECT_EQ(spool.AddResult("runs/a", Bytes(16)).result().sequence(), 1);
+  EXPECT_EQ(spool.AddResult("runs/a", Bytes(32)).result().sequence(), 2);
+  EXPECT_EQ(spool.UnackedCount(), 3u);
+  spool.Ack("runs/a", 1);
+  EXPECT_EQ(spool.UnackedCount(), 1u);
+  spool.Ack("runs/a", 0);  // an older ack changes nothing
+  EXPECT_EQ(spool.UnackedCount(), 1u);
+}
+
+TEST(ResultSpoolTest, PendingResendsUnackedResultsThenTheLatestStatus) {
+  ResultSpool spool;
+  spool.AddResult("runs/a", Bytes(8));
+  spool.AddResult("runs/a", Bytes(16));
+  spool.Ack("runs/a", 0);
+  v1::RunStatus status;
+  status.set_state(v1::SUCCEEDED);
+  EXPECT_EQ(spool.SetStatus("runs/a", status).results_total(), 2);
+  const std::vector<v1::WorkerMessage> pending = spool.Pending();
+  ASSERT_EQ(pending.size(), 2u);
+  EXPECT_EQ(pending[0].result().result().sequence(), 1);
+  EXPECT_EQ(pending[1].run_status().state(), v1::SUCCEEDED);
+}
+
+TEST(ResultSpoolTest, ActiveRunsAreThoseNotFinishedOrNotFullyAcked) {
+  ResultSpool spool;
+  v1::RunStatus running;
+  running.set_state(v1::RUNNING);
+  spool.SetStatus("runs/running", running);
+  v1::RunStatus done;
+  done.set_state(v1::SUCCEEDED);
+  spool.AddResult("runs/unacked", Bytes(8));
+  spool.SetStatus("runs/unacked", done);
+  spool.SetStatus("runs/done", done);
+  EXPECT_THAT(spool.ActiveRuns(), ElementsAre("runs/running", "runs/unacked"));
+  spool.Release("runs/unacked");
+  EXPECT_THAT(spool.ActiveRuns(), ElementsAre("runs/running"));
+}
+
+class LaunchCommandTest : public ::testing::Test {
+ protected:
+  LaunchCommandTest() {
+    paths_ = {"/opt/cb/collbench-worker", "/usr/bin/mpirun.openmpi", "/usr/bin/mpiexec.mpich",
+              "/opt/cb/collbench-rank",   "/opt/cb/collbench-rank-mpich", "/tmp/shim.sh"};
+    assignment_.set_run("runs/r1");
+    assignment_.set_token("secret");
+    assignment_.mutable_spec()->set_operation("allreduce");
+    assignment_.mutable_spec()->add_sizes_bytes(1024);
+    assignment_.mutable_spec()->set_check(true);
+    AddPeer("workers/a", "127.0.0.1:7001", 2);
+    AddPeer("workers/b", "127.0.0.1:7002", 1);
+  }
+  void AddPeer(const std::string& worker, const std::string& address, int slots) {
+    v1::Peer* peer = assignment_.add_peers();
+    peer->set_worker(worker);
+    peer->set_agent_address(address);
+    peer->set_slots(slots);
+  }
+  static std::string Joined(const std::vector<std::string>& argv) {
+    std::string out;
+    for (const auto& a : argv) out += a + " ";
+    return out;
+  }
+  LaunchPaths paths_;
+  v1::Assignment assignment_;
+};
+
+TEST_F(LaunchCommandTest, OpenMpiUsesTheShimAndHostsInRankOrder) {
+  auto command = BuildLaunchCommand(assignment_, "workers/a", paths_);
+  ASSERT_TRUE(command.ok()) << command.status();
+  const std::string line = Joined(command->argv);
+  EXPECT_EQ(command->argv[0], "/usr/bin/mpirun.openmpi");
+  EXPECT_THAT(line, HasSubstr("-np 3 --host localhost:2,w1:1 "));
+  EXPECT_THAT(line, HasSubstr("plm_rsh_agent /opt/cb/collbench-worker launch-shim"));
+  EXPECT_THAT(line, HasSubstr("orte_leave_session_attached 1"));
+  EXPECT_THAT(line, HasSubstr("/opt/cb/collbench-rank allreduce"));
+  EXPECT_THAT(line, HasSubstr("--format jsonl"));
+  EXPECT_EQ(command->env.at("COLLBENCH_RUN"), "runs/r1");
+  EXPECT_EQ(command->env.at("COLLBENCH_RUN_TOKEN"), "secret");
+  EXPECT_EQ(command->env.at("COLLBENCH_HOSTMAP"), "w1=127.0.0.1:7002");
+}
+
+TEST_F(LaunchCommandTest, TransportsMapToMcaOrUcx) {
+  assignment_.mutable_spec()->set_transport(v1::TCP);
+  auto openmpi = BuildLaunchCommand(assignment_, "workers/a", paths_);
+  EXPECT_THAT(Joined(openmpi->argv), HasSubstr("--mca btl self,tcp"));
+  assignment_.mutable_spec()->set_mpi(v1::MPICH);
+  auto mpich = BuildLaunchCommand(assignment_, "workers/a", paths_);
+  EXPECT_EQ(mpich->argv[0], "/usr/bin/mpiexec.mpich");
+  EXPECT_THAT(Joined(mpich->argv), HasSubstr("-launcher ssh -launcher-exec /tmp/shim.sh"));
+  EXPECT_THAT(Joined(mpich->argv), HasSubstr("-genv UCX_TLS self,tcp"));
+  EXPECT_THAT(Joined(mpich->argv), HasSubstr("/opt/cb/collbench-rank-mpich allreduce"));
+}
+
+TEST_F(LaunchCommandTest, AllowedEnvironmentReachesEveryRank) {
+  (*assignment_.mutable_spec()->mutable_env())["NCCL_DEBUG"] = "INFO";
+  auto command = BuildLaunchCommand(assignment_, "workers/a", paths_);
+  EXPECT_EQ(command->env.at("NCCL_DEBUG"), "INFO");
+  EXPECT_THAT(Joined(command->argv), HasSubstr("-x NCCL_DEBUG"));
+}
+
+TEST_F(LaunchCommandTest, RefusesAnAssignmentForAnotherLauncher) {
+  auto command = BuildLaunchCommand(assignment_, "workers/b", paths_);
+  EXPECT_EQ(command.status().code(), absl::StatusCode::kInvalidArgument);
+}
+
+TEST(ShellJoinTest, QuotesEveryWord) {
+  EXPECT_EQ(ShellJoin({"a b", "it's", "$HOME"}), "'a b' 'it'\\''s' '$HOME'");
+}
+
+}  // namespace
+}  // namespace collbench
