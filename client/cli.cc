@@ -155,6 +155,7 @@ int Show(Client& client, const std::vector<std::string>& args) {
 // Follows a run; with `print_rows`, prints each size as it comes.
 absl::StatusOr<v1::Run> Follow(Client& client, const std::string& run, bool print_rows) {
   bool header = false;
+  bool progress_shown = false;  // a progress line is open on stderr
   return client.Watch(run, [&](const v1::RunEvent& event) {
     if (event.has_result() && print_rows) {
       if (!header) std::fputs(ResultHeader().c_str(), stdout);
@@ -162,9 +163,12 @@ absl::StatusOr<v1::Run> Follow(Client& client, const std::string& run, bool prin
       std::fputs(FormatResultRow(event.result()).c_str(), stdout);
       std::fflush(stdout);
     } else if (event.has_progress()) {
-      absl::FPrintF(stderr, "  [%d/%d sizes]\r", event.progress().sizes_done(),
+      absl::FPrintF(stderr, "\r  [%d/%d sizes]", event.progress().sizes_done(),
                     event.progress().sizes_total());
+      progress_shown = true;
     } else if (event.has_state_change()) {
+      if (progress_shown) absl::FPrintF(stderr, "\n");
+      progress_shown = false;
       absl::FPrintF(stderr, "%s: %s%s\n", event.state_change().name(),
                     RunStateName(event.state_change().state()),
                     event.state_change().error().empty() ? ""

@@ -169,7 +169,9 @@ void RunManager::OnRunStatus(const std::string& worker, const v1::RunStatus& sta
   live->launcher_away_since = absl::InfiniteFuture();
   v1::Run& run = live->run;
   if (!IsFinalState(status.state())) {
-    if (live->cancelling) return;
+    // SCHEDULED only says the launcher took the run; RUNNING comes with the
+    // engine's start.
+    if (live->cancelling || status.state() != v1::RUNNING) return;
     run.set_state(v1::RUNNING);
     run.set_sizes_total(status.sizes_total());
     run.set_mpi_version(status.mpi_version());
