@@ -27,6 +27,7 @@
 #include <cstdint>
 #include <deque>
 #include <map>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -121,6 +122,7 @@ class RunManager {
     v1::RunState final_state = v1::RUN_STATE_UNSPECIFIED;  // reported, awaiting results
     std::string final_error;
     int64_t stored_through = -1;      // results 0..stored_through are stored
+    std::set<int64_t> stored_ahead;   // stored past a gap (arrived out of order)
     absl::Time launcher_away_since = absl::InfiniteFuture();
     bool cancelling = false;          // marked cancelled, workers still held
     absl::Time cancel_deadline = absl::InfiniteFuture();

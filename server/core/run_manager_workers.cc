@@ -1,6 +1,8 @@
 // RunManager: what workers tell the coordinator (registration, heartbeats,
 // run status, results, logs), the periodic tick, and recovery after a
 // restart.
+#include <algorithm>
+
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
@@ -57,6 +59,9 @@ absl::Status RunManager::Recover(absl::Time now) {
     } else {
       ASSIGN_OR_RETURN(std::vector<v1::SizeResult> results, store_->ListResults(run.name()));
       live.stored_through = ContiguousThrough(results);
+      for (const v1::SizeResult& r : results) {
+        if (r.sequence() > live.stored_through) live.stored_ahead.insert(r.sequence());
+      }
       run.set_sizes_done(static_cast<int32_t>(results.size()));
       // Its launcher has readopt_grace to reconnect and claim it.
       live.launcher_away_since = now;
@@ -219,7 +224,14 @@ void RunManager::OnResult(const std::string& worker, const v1::RunResult& messag
       event.mutable_progress()->set_sizes_total(live->run.sizes_total());
       hub_->Publish(event);
     }
-    if (result.sequence() == live->stored_through + 1) live->stored_through = result.sequence();
+    // A reconnect's re-sends interleave with new results, so they can come
+    // out of order: advance over every stored one that is contiguous now.
+    if (result.sequence() > live->stored_through) live->stored_ahead.insert(result.sequence());
+    while (!live->stored_ahead.empty() &&
+           *live->stored_ahead.begin() <= live->stored_through + 1) {
+      live->stored_through = std::max(live->stored_through, *live->stored_ahead.begin());
+      live->stored_ahead.erase(live->stored_ahead.begin());
+    }
     ack_through = live->stored_through;
   } else if (!store_->GetRun(message.run()).ok()) {
     return;
@@ -301,6 +313,12 @@ std::vector<v1::Worker> RunManager::ListWorkers() {
 absl::StatusOr<v1::Worker> RunManager::GetWorker(absl::string_view name) {
   const std::string full = absl::StartsWith(name, "workers/") ? std::string(name)
                                                                : absl::StrCat("workers/", name);
+  // A registered worker is answered from the registry (as ListWorkers
+  // would: its entry there wins over the store's); only one known solely
+  // from before a restart needs the full listing, store included.
+  if (absl::StatusOr<scheduling::WorkerSnapshot> live = registry_->Get(full); live.ok()) {
+    return WorkerProto(*live);
+  }
   for (v1::Worker& w : ListWorkers()) {
     if (w.name() == full) return w;
   }

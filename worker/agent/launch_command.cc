@@ -57,6 +57,16 @@ void MpichTransport(v1::Transport transport, std::map<std::string, std::string>*
   }
 }
 
+// The host part of an Agent address "host:port" or "[v6]:port".
+std::string HostOf(const std::string& address) {
+  const size_t colon = address.rfind(':');
+  std::string host = colon == std::string::npos ? address : address.substr(0, colon);
+  if (host.size() >= 2 && host.front() == '[' && host.back() == ']') {
+    host = host.substr(1, host.size() - 2);
+  }
+  return host;
+}
+
 }  // namespace
 
 absl::Status WriteShimScript(const std::string& path, const std::string& self) {
@@ -125,7 +135,19 @@ absl::StatusOr<LaunchCommand> BuildLaunchCommand(const v1::Assignment& assignmen
   if (mpich) {
     argv = {paths.mpich_mpiexec, "-n", absl::StrCat(ranks), "-hosts", absl::StrJoin(hosts, ","),
             "-launcher", "ssh", "-launcher-exec", paths.mpich_shim_script};
+    // The proxies on peers call mpiexec back at this host, by default its
+    // host name, which need not resolve there; the address this worker
+    // advertises to its peers reaches it by definition.
+    const std::string self_host = HostOf(assignment.peers(0).agent_address());
+    if (!self_host.empty()) argv.insert(argv.end(), {"-localhost", self_host});
     MpichTransport(spec.transport(), &command.env);
+    // UCX takes devices by name only (a CIDR is left out), and picks the
+    // loopback or any other network otherwise. The run's own
+    // UCX_NET_DEVICES wins.
+    if (!paths.mpi_interface.empty() && paths.mpi_interface.find('/') == std::string::npos &&
+        !spec.env().contains("UCX_NET_DEVICES")) {
+      command.env["UCX_NET_DEVICES"] = paths.mpi_interface;
+    }
     for (const auto& [key, value] : command.env) {
       if (key.rfind("COLLBENCH_", 0) == 0) continue;
       argv.insert(argv.end(), {"-genv", key, value});
@@ -141,6 +163,10 @@ absl::StatusOr<LaunchCommand> BuildLaunchCommand(const v1::Assignment& assignmen
             "--mca", "plm_rsh_agent", absl::StrCat(paths.self, " launch-shim"),
             "--mca", "plm_rsh_no_tree_spawn", "1", "--mca", "orte_leave_session_attached", "1",
             "--bind-to", "none"};
+    if (!paths.mpi_interface.empty()) {  // daemons call back, and ranks connect, only there
+      argv.insert(argv.end(), {"--mca", "oob_tcp_if_include", paths.mpi_interface, "--mca",
+                               "btl_tcp_if_include", paths.mpi_interface});
+    }
     OpenMpiTransport(spec.transport(), &argv);
     for (const auto& [key, value] : spec.env()) argv.insert(argv.end(), {"-x", key});
     argv.push_back(paths.rank_openmpi);

@@ -28,6 +28,16 @@ struct LaunchPaths {
   // MPICH runs its launcher as one word, so the shim is reached through a
   // script that does `exec <self> launch-shim "$@"` (WriteShimScript).
   std::string mpich_shim_script;
+  // Not a path: the network MPI's own TCP traffic between hosts uses, an
+  // interface name ("eth0") or a CIDR ("10.0.0.0/16"); empty: MPI's choice.
+  // Open MPI gets it as oob_tcp_if_include and btl_tcp_if_include (on a
+  // host with several networks the daemons otherwise may try to call back
+  // mpirun on an address they cannot reach). MPICH (over UCX) gets an
+  // interface name as UCX_NET_DEVICES, unless the run sets that itself
+  // (this also keeps UCX off RDMA devices; a CIDR is not passed on). MPICH's
+  // proxies always call back the launcher's advertised Agent host
+  // (`-localhost`), so they need no interface for that.
+  std::string mpi_interface;
 };
 
 // Writes the MPICH wrapper script for `self` at `path` (mode 0755).

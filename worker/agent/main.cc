@@ -29,6 +29,7 @@ namespace {
 constexpr char kUsage[] =
     "usage: collbench-worker --coordinator HOST:PORT [--listen HOST:PORT] [--name NAME]\n"
     "                        [--slots N] [--join-token T] [--advertise HOST:PORT]\n"
+    "                        [--mpi-interface IFACE|CIDR]\n"
     "       collbench-worker launch-shim HOST COMMAND...   (used by mpirun / mpiexec)\n";
 
 struct Flags {
@@ -39,6 +40,7 @@ struct Flags {
   int slots = 0;
   std::string join_token;
   std::string work_dir;
+  std::string mpi_interface;
 };
 
 std::string SelfPath() {
@@ -106,7 +108,8 @@ int Serve(const Flags& flags) {
   const std::string self = SelfPath();
   const std::string bin_dir = self.substr(0, self.rfind('/'));
   launcher_options.paths = {self, FromPath("mpirun.openmpi"), FromPath("mpiexec.mpich"),
-                            bin_dir + "/collbench-rank", bin_dir + "/collbench-rank-mpich", ""};
+                            bin_dir + "/collbench-rank", bin_dir + "/collbench-rank-mpich", "",
+                            flags.mpi_interface};
   launcher_options.self_worker = absl::StrCat("workers/", options.worker_id);
   launcher_options.work_dir =
       flags.work_dir.empty() ? absl::StrCat("/tmp/collbench-worker-", options.worker_id)
@@ -156,6 +159,11 @@ int main(int argc, char** argv) {
   parser.Int("slots", &flags.slots, "ranks this worker may host (default: CPUs)");
   parser.String("join-token", &flags.join_token, "token the coordinator requires");
   parser.String("work-dir", &flags.work_dir, "folder for per-run files");
+  parser.String("mpi-interface", &flags.mpi_interface,
+                "network for MPI's TCP traffic between hosts when this worker launches a run:"
+                " an interface (eth0) or a CIDR (10.0.0.0/16); Open MPI gets it as"
+                " oob_tcp_if_include and btl_tcp_if_include, MPICH an interface name as"
+                " UCX_NET_DEVICES (default: MPI's choice)");
   const absl::Status parsed = parser.Parse(std::vector<std::string>(argv + 1, argv + argc));
   if (parser.help()) {
     std::fputs(collbench::kUsage, stdout);

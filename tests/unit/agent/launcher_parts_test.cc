@@ -67,7 +67,8 @@ class LaunchCommandTest : public ::testing::Test {
  protected:
   LaunchCommandTest() {
     paths_ = {"/opt/cb/collbench-worker", "/usr/bin/mpirun.openmpi", "/usr/bin/mpiexec.mpich",
-              "/opt/cb/collbench-rank",   "/opt/cb/collbench-rank-mpich", "/tmp/shim.sh"};
+              "/opt/cb/collbench-rank",   "/opt/cb/collbench-rank-mpich", "/tmp/shim.sh",
+              ""};
     assignment_.set_run("runs/r1");
     assignment_.set_token("secret");
     assignment_.mutable_spec()->set_operation("allreduce");
@@ -123,6 +124,16 @@ TEST_F(LaunchCommandTest, AllowedEnvironmentReachesEveryRank) {
   auto command = BuildLaunchCommand(assignment_, "workers/a", paths_);
   EXPECT_EQ(command->env.at("NCCL_DEBUG"), "INFO");
   EXPECT_THAT(Joined(command->argv), HasSubstr("-x NCCL_DEBUG"));
+}
+
+TEST_F(LaunchCommandTest, MpiInterfaceRestrictsOpenMpiAndMpichCallsBackTheLauncher) {
+  paths_.mpi_interface = "198.18.0.0/24";
+  auto openmpi = BuildLaunchCommand(assignment_, "workers/a", paths_);
+  EXPECT_THAT(Joined(openmpi->argv), HasSubstr("--mca oob_tcp_if_include 198.18.0.0/24"));
+  EXPECT_THAT(Joined(openmpi->argv), HasSubstr("--mca btl_tcp_if_include 198.18.0.0/24"));
+  assignment_.mutable_spec()->set_mpi(v1::MPICH);
+  auto mpich = BuildLaunchCommand(assignment_, "workers/a", paths_);
+  EXPECT_THAT(Joined(mpich->argv), HasSubstr("-localhost 127.0.0.1"));
 }
 
 TEST_F(LaunchCommandTest, RefusesAnAssignmentForAnotherLauncher) {

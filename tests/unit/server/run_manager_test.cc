@@ -154,6 +154,19 @@ TEST_F(RunManagerTest, FinishWaitsForResultsStillOnTheirWay) {
   EXPECT_EQ(Get(run.name()).state(), v1::SUCCEEDED);
 }
 
+// After a reconnect the launcher's re-sends and its new results interleave:
+// a result can arrive before an earlier one.
+TEST_F(RunManagerTest, ResultsOutOfOrderStillFinishTheRun) {
+  Register("a", "host-a");
+  const v1::Run run = Create(Spec(2));
+  Status("workers/a", run.name(), v1::RUNNING);
+  Result("workers/a", run.name(), 1);
+  Result("workers/a", run.name(), 0);
+  Status("workers/a", run.name(), v1::SUCCEEDED, 2);
+  EXPECT_EQ(Get(run.name()).state(), v1::SUCCEEDED);
+  EXPECT_EQ(manager_->GetResults(run.name())->size(), 2u);
+}
+
 TEST_F(RunManagerTest, WrongElementsFailTheRun) {
   Register("a", "host-a");
   const v1::Run run = Create(Spec(2));
