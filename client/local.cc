@@ -79,8 +79,10 @@ class LocalCluster {
     const std::string binary = SelfDir() + "/collbench-worker";
     const std::string log = absl::StrCat(dir_, "/", name, ".log");
     const std::string work = absl::StrCat(dir_, "/", name);
-    std::vector<std::string> args = {binary,   "--coordinator", address_, "--listen",
-                                     "127.0.0.1:0", "--name", name,      "--work-dir", work};
+    // Everything stays on loopback, MPI's own TCP traffic included.
+    std::vector<std::string> args = {binary,         "--coordinator",   address_, "--listen",
+                                     "127.0.0.1:0",  "--name",          name,     "--work-dir",
+                                     work,           "--mpi-interface", "127.0.0.0/8"};
     if (slots > 0) args.insert(args.end(), {"--slots", absl::StrCat(slots)});
     const pid_t pid = fork();
     if (pid < 0) return absl::InternalError("fork failed");

@@ -1,6 +1,7 @@
 #include "worker/engine/mpi/mpi_communicator.h"
 
 #include <cstring>
+#include <vector>
 
 #include "absl/strings/ascii.h"
 #include "common/status_macros.h"
@@ -13,12 +14,25 @@ absl::StatusOr<std::unique_ptr<MpiCommunicator>> MpiCommunicator::Create(MPI_Com
   MPI_RETURN_IF_ERROR(MPI_Comm_set_errhandler(comm, MPI_ERRORS_RETURN));
   MPI_RETURN_IF_ERROR(MPI_Comm_rank(comm, &c->rank_));
   MPI_RETURN_IF_ERROR(MPI_Comm_size(comm, &c->size_));
-  MPI_Comm local;
-  MPI_RETURN_IF_ERROR(
-      MPI_Comm_split_type(comm, MPI_COMM_TYPE_SHARED, c->rank_, MPI_INFO_NULL, &local));
-  MPI_Comm_rank(local, &c->local_rank_);
-  MPI_Comm_size(local, &c->local_size_);
-  MPI_Comm_free(&local);
+  // Ranks on this machine, by host name. MPI_Comm_split_type(SHARED) would
+  // be the usual way, but Open MPI 4.1 crashes in it when the ranks of one
+  // machine come from several daemons (one per worker container).
+  char name[MPI_MAX_PROCESSOR_NAME] = {0};
+  int length = 0;
+  MPI_RETURN_IF_ERROR(MPI_Get_processor_name(name, &length));
+  std::vector<char> names(static_cast<size_t>(c->size_) * MPI_MAX_PROCESSOR_NAME);
+  MPI_RETURN_IF_ERROR(MPI_Allgather(name, MPI_MAX_PROCESSOR_NAME, MPI_CHAR, names.data(),
+                                    MPI_MAX_PROCESSOR_NAME, MPI_CHAR, comm));
+  c->local_rank_ = 0;
+  c->local_size_ = 0;
+  for (int r = 0; r < c->size_; ++r) {
+    if (std::strncmp(names.data() + static_cast<size_t>(r) * MPI_MAX_PROCESSOR_NAME, name,
+                     MPI_MAX_PROCESSOR_NAME) != 0) {
+      continue;
+    }
+    if (r < c->rank_) ++c->local_rank_;
+    ++c->local_size_;
+  }
   return c;
 }
 
