@@ -1,5 +1,7 @@
 #include "api/convert.h"
 
+#include "google/protobuf/util/time_util.h"
+
 #include <charconv>
 #include <cmath>
 #include <set>
@@ -285,6 +287,18 @@ absl::StatusOr<v1::RunSpec> SpecFromEngineArgs(const std::vector<std::string>& e
   SetIterationsFromOptions(options, &spec);
   SetDataFromOptions(options, given, &spec);
   return spec;
+}
+
+bool IsFinalRunState(v1::RunState state) {
+  return state == v1::SUCCEEDED || state == v1::FAILED || state == v1::CANCELLED;
+}
+
+google::protobuf::Timestamp TimestampFromTime(absl::Time time) {
+  return google::protobuf::util::TimeUtil::NanosecondsToTimestamp(absl::ToUnixNanos(time));
+}
+
+absl::Time TimeFromTimestamp(const google::protobuf::Timestamp& timestamp) {
+  return absl::FromUnixNanos(google::protobuf::util::TimeUtil::TimestampToNanoseconds(timestamp));
 }
 
 }  // namespace collbench

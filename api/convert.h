@@ -12,6 +12,8 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "absl/time/time.h"
+#include "google/protobuf/timestamp.pb.h"
 #include "collbench/v1/run.pb.h"
 #include "common/histogram.h"
 #include "common/records.h"
@@ -41,6 +43,13 @@ absl::StatusOr<SizeRecord> SizeRecordFromResult(const v1::SizeResult& result);
 // REQUIRES: ValidateRunSpec(spec, ...) is OK, else the engine may reject
 // the arguments.
 std::vector<std::string> EngineArgs(const v1::RunSpec& spec);
+
+// SUCCEEDED, FAILED or CANCELLED: the run will not change again.
+bool IsFinalRunState(v1::RunState state);
+
+// absl::Time <-> google.protobuf.Timestamp, to the nanosecond.
+google::protobuf::Timestamp TimestampFromTime(absl::Time time);
+absl::Time TimeFromTimestamp(const google::protobuf::Timestamp& timestamp);
 
 // The engine binary for `mpi`: "collbench-rank" (Open MPI, the default) or
 // "collbench-rank-mpich".

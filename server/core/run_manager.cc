@@ -9,16 +9,10 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "common/status_macros.h"
-#include "google/protobuf/util/time_util.h"
+#include "api/convert.h"
 
 namespace collbench {
 namespace {
-
-using google::protobuf::util::TimeUtil;
-
-google::protobuf::Timestamp ToProto(absl::Time t) {
-  return TimeUtil::NanosecondsToTimestamp(absl::ToUnixNanos(t));
-}
 
 std::string RandomHex(int bytes) {
   std::random_device random;
@@ -97,7 +91,7 @@ absl::StatusOr<v1::Run> RunManager::CreateRun(const v1::RunSpec& spec,
                             "-", RandomHex(3)));
   *run.mutable_spec() = spec;
   run.set_state(v1::QUEUED);
-  *run.mutable_create_time() = ToProto(now);
+  *run.mutable_create_time() = TimestampFromTime(now);
   run.set_request_id(request_id);
   RETURN_IF_ERROR(store_->CreateRun(run));
   const std::string name = run.name();
@@ -155,8 +149,7 @@ void RunManager::ScheduleLocked(absl::Time now) {
   for (const scheduling::UnsatisfiableRun& bad : result.unsatisfiable) {
     LiveRun* live = FindLiveLocked(bad.run);
     if (live == nullptr) continue;
-    const absl::Time created =
-        absl::FromUnixNanos(TimeUtil::TimestampToNanoseconds(live->run.create_time()));
+    const absl::Time created = TimeFromTimestamp(live->run.create_time());
     if (now - created < kUnsatisfiableGrace) continue;
     queue_.erase(std::find(queue_.begin(), queue_.end(), bad.run));
     FinishLocked(*live, v1::FAILED, std::string(bad.reason.message()), now);
@@ -208,7 +201,7 @@ void RunManager::StartLocked(const scheduling::Assignment& a, absl::Time now) {
     host->set_slots(p.ranks);
   }
   run.mutable_held_workers()->Assign(a.held_workers.begin(), a.held_workers.end());
-  *run.mutable_start_time() = ToProto(now);
+  *run.mutable_start_time() = TimestampFromTime(now);
   const absl::Duration timeout =
       run.spec().has_timeout() && run.spec().timeout().seconds() > 0
           ? absl::Seconds(run.spec().timeout().seconds())
@@ -232,7 +225,7 @@ void RunManager::AbortLocked(LiveRun& live, v1::RunState state, const std::strin
   }
   live.run.set_state(state);
   live.run.set_error(reason);
-  *live.run.mutable_end_time() = ToProto(now);
+  *live.run.mutable_end_time() = TimestampFromTime(now);
   SaveLocked(live);
   PublishStateLocked(live, now);
   hub_->End(run);
@@ -251,7 +244,7 @@ void RunManager::FinishLocked(LiveRun& live, v1::RunState state, const std::stri
   const std::string run = live.run.name();
   live.run.set_state(state);
   live.run.set_error(error);
-  *live.run.mutable_end_time() = ToProto(now);
+  *live.run.mutable_end_time() = TimestampFromTime(now);
   SaveLocked(live);
   PublishStateLocked(live, now);
   hub_->End(run);
@@ -288,7 +281,7 @@ void RunManager::SaveLocked(LiveRun& live) {
 void RunManager::PublishStateLocked(const LiveRun& live, absl::Time now) {
   v1::RunEvent event;
   event.set_run(live.run.name());
-  *event.mutable_time() = ToProto(now);
+  *event.mutable_time() = TimestampFromTime(now);
   *event.mutable_state_change() = live.run;
   hub_->Publish(event);
 }

@@ -7,25 +7,11 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "common/status_macros.h"
-#include "google/protobuf/util/time_util.h"
+#include "api/convert.h"
 #include "server/core/run_manager.h"
 
 namespace collbench {
 namespace {
-
-using google::protobuf::util::TimeUtil;
-
-google::protobuf::Timestamp ToProto(absl::Time t) {
-  return TimeUtil::NanosecondsToTimestamp(absl::ToUnixNanos(t));
-}
-
-absl::Time FromProto(const google::protobuf::Timestamp& t) {
-  return absl::FromUnixNanos(TimeUtil::TimestampToNanoseconds(t));
-}
-
-bool IsFinalState(v1::RunState state) {
-  return state == v1::SUCCEEDED || state == v1::FAILED || state == v1::CANCELLED;
-}
 
 v1::WorkerState ToProtoState(scheduling::WorkerState state) {
   switch (state) {
@@ -68,7 +54,7 @@ absl::Status RunManager::Recover(absl::Time now) {
       const absl::Duration timeout = run.spec().timeout().seconds() > 0
                                          ? absl::Seconds(run.spec().timeout().seconds())
                                          : options_.default_run_timeout;
-      live.deadline = FromProto(run.start_time()) + timeout;
+      live.deadline = TimeFromTimestamp(run.start_time()) + timeout;
     }
     live.run = std::move(run);
     const std::string name = live.run.name();
@@ -173,7 +159,7 @@ void RunManager::OnRunStatus(const std::string& worker, const v1::RunStatus& sta
   if (live == nullptr || live->run.launcher() != worker) return;
   live->launcher_away_since = absl::InfiniteFuture();
   v1::Run& run = live->run;
-  if (!IsFinalState(status.state())) {
+  if (!IsFinalRunState(status.state())) {
     // SCHEDULED only says the launcher took the run; RUNNING comes with the
     // engine's start.
     if (live->cancelling || status.state() != v1::RUNNING) return;
@@ -217,7 +203,7 @@ void RunManager::OnResult(const std::string& worker, const v1::RunResult& messag
       SaveLocked(*live);
       v1::RunEvent event;
       event.set_run(live->run.name());
-      *event.mutable_time() = ToProto(now);
+      *event.mutable_time() = TimestampFromTime(now);
       *event.mutable_result() = result;
       hub_->Publish(event);
       event.mutable_progress()->set_sizes_done(live->run.sizes_done());
@@ -246,7 +232,7 @@ void RunManager::OnResult(const std::string& worker, const v1::RunResult& messag
 void RunManager::OnLog(const std::string& worker, const v1::RunLog& log, absl::Time now) {
   v1::RunEvent event;
   event.set_run(log.run());
-  *event.mutable_time() = ToProto(now);
+  *event.mutable_time() = TimestampFromTime(now);
   *event.mutable_log() = log.line();
   hub_->Publish(event);
 }
@@ -287,8 +273,8 @@ v1::Worker RunManager::WorkerProto(const scheduling::WorkerSnapshot& snapshot) c
   worker.set_display_name(worker.inventory().hostname());
   worker.set_agent_address(snapshot.agent_address);
   worker.set_slots(snapshot.slots);
-  *worker.mutable_last_heartbeat_time() = ToProto(snapshot.last_heartbeat_time);
-  *worker.mutable_register_time() = ToProto(snapshot.register_time);
+  *worker.mutable_last_heartbeat_time() = TimestampFromTime(snapshot.last_heartbeat_time);
+  *worker.mutable_register_time() = TimestampFromTime(snapshot.register_time);
   worker.set_current_run(snapshot.current_run);
   return worker;
 }

@@ -5,14 +5,11 @@
 
 #include "absl/base/thread_annotations.h"
 #include "absl/synchronization/mutex.h"
+#include "api/convert.h"
 #include "api/status_mapping.h"
 
 namespace collbench {
 namespace {
-
-bool IsFinal(v1::RunState state) {
-  return state == v1::SUCCEEDED || state == v1::FAILED || state == v1::CANCELLED;
-}
 
 class WatchReactor final : public grpc::ServerWriteReactor<v1::RunEvent> {
  public:
@@ -43,7 +40,7 @@ class WatchReactor final : public grpc::ServerWriteReactor<v1::RunEvent> {
       }
     }
     // A run that already ended gets no more events.
-    if (IsFinal(run->state())) ended_ = true;
+    if (IsFinalRunState(run->state())) ended_ = true;
     MaybeWriteLocked();
   }
 

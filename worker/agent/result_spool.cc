@@ -1,10 +1,8 @@
 #include "worker/agent/result_spool.h"
 
-namespace collbench {
+#include "api/convert.h"
 
-bool IsFinal(v1::RunState state) {
-  return state == v1::SUCCEEDED || state == v1::FAILED || state == v1::CANCELLED;
-}
+namespace collbench {
 
 v1::RunResult ResultSpool::AddResult(const std::string& run, v1::SizeResult result) {
   absl::MutexLock lock(&mu_);
@@ -64,7 +62,7 @@ std::vector<std::string> ResultSpool::ActiveRuns() const {
   absl::MutexLock lock(&mu_);
   std::vector<std::string> out;
   for (const auto& [run, entry] : runs_) {
-    if (!entry.status.has_value() || !IsFinal(entry.status->state()) || !entry.unacked.empty()) {
+    if (!entry.status.has_value() || !IsFinalRunState(entry.status->state()) || !entry.unacked.empty()) {
       out.push_back(run);
     }
   }

@@ -51,7 +51,6 @@ class ResultSpool {
   std::map<std::string, RunEntry> runs_ ABSL_GUARDED_BY(mu_);
 };
 
-bool IsFinal(v1::RunState state);
 
 }  // namespace collbench
 

@@ -237,7 +237,11 @@ class Cluster:
         self.workers[name] = self._spawn(
             [self.binary("collbench-worker"), "--coordinator", "127.0.0.1:%d" % self.port,
              "--listen", "127.0.0.1:0", "--name", name, "--slots", str(slots),
-             "--work-dir", work_dir], "%s.log" % name)
+             "--work-dir", work_dir,
+             # MPI's own TCP between daemons stays on loopback, as in
+             # `collbench local`; otherwise Open MPI picks the host's network
+             # address and a daemon sometimes cannot call mpirun back.
+             "--mpi-interface", "127.0.0.0/8"], "%s.log" % name)
         return self.workers[name]
 
     def start_workers(self, count, slots, prefix="w"):
