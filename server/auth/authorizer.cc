@@ -1,0 +1,108 @@
+#include "server/auth/authorizer.h"
+
+#include <fstream>
+#include <sstream>
+#include <utility>
+#include <vector>
+
+#include "absl/strings/ascii.h"
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
+
+namespace collbench {
+namespace {
+
+bool Allows(Role have, Role needed) {
+  if (have == needed) return true;
+  return have == Role::kOperator && needed == Role::kRead;
+}
+
+}  // namespace
+
+absl::string_view RoleName(Role role) {
+  switch (role) {
+    case Role::kRead:
+      return "read";
+    case Role::kOperator:
+      return "operator";
+    case Role::kWorker:
+      return "worker";
+  }
+  return "unknown";
+}
+
+absl::StatusOr<Authorizer> Authorizer::FromText(absl::string_view text) {
+  Authorizer authorizer;
+  int line_number = 0;
+  for (absl::string_view line : absl::StrSplit(text, '\n')) {
+    ++line_number;
+    line = absl::StripAsciiWhitespace(line);
+    if (line.empty() || line[0] == '#') continue;
+    std::vector<absl::string_view> fields =
+        absl::StrSplit(line, absl::ByAnyChar(" \t"), absl::SkipEmpty());
+    if (fields.size() != 2) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("line ", line_number, ": expected 'ROLE TOKEN', got ", fields.size(),
+                       " fields"));
+    }
+    Role role;
+    if (fields[0] == "read") {
+      role = Role::kRead;
+    } else if (fields[0] == "operator") {
+      role = Role::kOperator;
+    } else if (fields[0] == "worker") {
+      role = Role::kWorker;
+    } else {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "line ", line_number, ": unknown role '", fields[0], "' (read, operator or worker)"));
+    }
+    if (authorizer.roles_.count(fields[1]) > 0) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("line ", line_number, ": the same token appears twice"));
+    }
+    authorizer.Add(role, std::string(fields[1]));
+  }
+  return authorizer;
+}
+
+absl::StatusOr<Authorizer> Authorizer::FromFile(const std::string& path) {
+  std::ifstream in(path);
+  if (!in) return absl::InvalidArgumentError(absl::StrCat("--tokens: cannot read '", path, "'"));
+  std::stringstream text;
+  text << in.rdbuf();
+  absl::StatusOr<Authorizer> parsed = FromText(text.str());
+  if (!parsed.ok()) {
+    return absl::InvalidArgumentError(absl::StrCat("--tokens ", path, ": ", parsed.status().message()));
+  }
+  if (!parsed->enabled()) {
+    return absl::InvalidArgumentError(absl::StrCat("--tokens ", path, ": no tokens in the file"));
+  }
+  return parsed;
+}
+
+void Authorizer::Add(Role role, std::string token) { roles_[std::move(token)] = role; }
+
+absl::Status Authorizer::Check(absl::string_view authorization, Role needed) const {
+  if (!enabled()) return absl::OkStatus();
+  if (authorization.empty()) {
+    return absl::UnauthenticatedError("missing bearer token (Authorization: Bearer TOKEN)");
+  }
+  constexpr absl::string_view kScheme = "bearer ";
+  if (authorization.size() <= kScheme.size() ||
+      !absl::StartsWithIgnoreCase(authorization, kScheme)) {
+    return absl::UnauthenticatedError("the Authorization header is not 'Bearer TOKEN'");
+  }
+  const absl::string_view token =
+      absl::StripAsciiWhitespace(authorization.substr(kScheme.size()));
+  auto it = roles_.find(token);
+  if (it == roles_.end()) return absl::UnauthenticatedError("unknown bearer token");
+  if (!Allows(it->second, needed)) {
+    return absl::PermissionDeniedError(absl::StrCat("a ", RoleName(it->second),
+                                                    " token may not do this; it needs the ",
+                                                    RoleName(needed), " role"));
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace collbench

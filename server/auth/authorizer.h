@@ -1,0 +1,63 @@
+// Bearer-token authorization (DESIGN §5), shared by the gRPC services and
+// the REST API. Three roles: `read` (list, get, watch), `operator` (also
+// create, cancel, drain) and `worker` (join through WorkerGateway.Connect).
+//
+// Tokens come from a file, one per line: a role, white space, the token.
+// Blank lines and lines starting with '#' are ignored; a role may have
+// several tokens.
+//
+//   # role     token
+//   read       r-4f1c…
+//   operator   o-9a0e…
+//   worker     w-77d2…
+//
+// An Authorizer without tokens (collbench local, tests) allows everything.
+//
+// Thread safety: immutable after construction; Check() may be called from
+// any thread.
+#ifndef COLLBENCH_SERVER_AUTH_AUTHORIZER_H_
+#define COLLBENCH_SERVER_AUTH_AUTHORIZER_H_
+
+#include <map>
+#include <string>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
+
+namespace collbench {
+
+enum class Role { kRead, kOperator, kWorker };
+
+// "read", "operator", "worker".
+absl::string_view RoleName(Role role);
+
+class Authorizer {
+ public:
+  // Allows every request.
+  Authorizer() = default;
+
+  // Parses the token file's text. InvalidArgument names the line.
+  static absl::StatusOr<Authorizer> FromText(absl::string_view text);
+  // Reads and parses a token file.
+  static absl::StatusOr<Authorizer> FromFile(const std::string& path);
+
+  // Adds one token (e.g. --join-token for the worker role).
+  void Add(Role role, std::string token);
+
+  bool enabled() const { return !roles_.empty(); }
+
+  // Checks the value of an HTTP `Authorization` header or a gRPC
+  // `authorization` metadata entry ("Bearer TOKEN") for a call that needs
+  // `needed`. OK when allowed; Unauthenticated when the header is missing,
+  // malformed or names no known token; PermissionDenied when the token's
+  // role is not enough. An operator token may do what a read token may.
+  absl::Status Check(absl::string_view authorization, Role needed) const;
+
+ private:
+  std::map<std::string, Role, std::less<>> roles_;  // token -> role
+};
+
+}  // namespace collbench
+
+#endif  // COLLBENCH_SERVER_AUTH_AUTHORIZER_H_
