@@ -6,6 +6,7 @@ find_package(nlohmann_json REQUIRED)
 find_package(Threads REQUIRED)
 find_package(Protobuf REQUIRED)
 find_package(gRPC CONFIG REQUIRED)
+find_package(prometheus-cpp CONFIG REQUIRED)
 
 # Open MPI is the default MPI; MPICH is the second axis. Both come as
 # pkg-config modules on Debian and can be installed side by side.

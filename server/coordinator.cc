@@ -10,7 +10,11 @@
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "common/status_macros.h"
+#include "server/auth/authorizer.h"
 #include "server/core/watch_hub.h"
+#include "server/metrics/coordinator_metrics.h"
+#include "server/rest/http_server.h"
+#include "server/services/api_interceptor.h"
 #include "server/services/coordinator_service.h"
 #include "server/services/gateway_service.h"
 #include "server/store/store.h"
@@ -18,12 +22,15 @@
 namespace collbench {
 
 struct Coordinator::Parts {
+  Authorizer authorizer;
+  std::shared_ptr<CoordinatorMetrics> metrics;
   std::unique_ptr<Store> store;
   scheduling::WorkerRegistry registry;
   WatchHub hub;
   GatewayService gateway;
   std::unique_ptr<CoordinatorService> service;
   std::unique_ptr<grpc::Server> server;
+  std::unique_ptr<HttpServer> http;
 };
 
 namespace {
@@ -51,35 +58,47 @@ absl::StatusOr<std::shared_ptr<grpc::ServerCredentials>> Credentials(
   return grpc::SslServerCredentials(ssl);
 }
 
+absl::StatusOr<Authorizer> LoadTokens(const CoordinatorOptions& options) {
+  Authorizer authorizer;
+  if (!options.tokens_file.empty()) {
+    ASSIGN_OR_RETURN(authorizer, Authorizer::FromFile(options.tokens_file));
+  }
+  if (!options.join_token.empty()) authorizer.Add(Role::kWorker, options.join_token);
+  return authorizer;
+}
+
+std::shared_ptr<CoordinatorMetrics> NewMetrics(Store* store, RunManager* manager) {
+  MetricsSources sources;
+  sources.lookup_run = [store](const std::string& name) { return store->GetRun(name); };
+  sources.workers = [manager] { return manager->ListWorkers(); };
+  sources.queued_runs = [manager] { return manager->queued_count(); };
+  return std::make_shared<CoordinatorMetrics>(COLLBENCH_VERSION, std::move(sources));
+}
+
 }  // namespace
 
 absl::StatusOr<std::unique_ptr<Coordinator>> Coordinator::Start(const CoordinatorOptions& options) {
   std::unique_ptr<Coordinator> c(new Coordinator);
   c->parts_ = std::make_unique<Parts>();
   Parts& p = *c->parts_;
+  ASSIGN_OR_RETURN(p.authorizer, LoadTokens(options));
   if (options.store == ":memory:") {
     p.store = NewMemoryStore();
   } else {
     ASSIGN_OR_RETURN(p.store, OpenSqliteStore(options.store));
   }
+  RunManagerOptions manager_options = options.run_manager;
+  manager_options.tokens = p.authorizer;
   c->manager_ = std::make_unique<RunManager>(p.store.get(), &p.registry, &p.hub, &p.gateway,
-                                             options.run_manager);
+                                             manager_options);
+  p.metrics = NewMetrics(p.store.get(), c->manager_.get());
+  p.hub.AddObserver(p.metrics);
   RETURN_IF_ERROR(c->manager_->Recover(absl::Now()));
   p.gateway.SetManager(c->manager_.get());
-  p.service = std::make_unique<CoordinatorService>(c->manager_.get(), &p.hub);
-
-  grpc::EnableDefaultHealthCheckService(true);
-  grpc::reflection::InitProtoReflectionServerBuilderPlugin();
-  ASSIGN_OR_RETURN(std::shared_ptr<grpc::ServerCredentials> credentials, Credentials(options));
-  grpc::ServerBuilder builder;
-  builder.AddListeningPort(options.grpc_listen, credentials, &c->grpc_port_);
-  builder.RegisterService(p.service.get());
-  builder.RegisterService(&p.gateway);
-  p.server = builder.BuildAndStart();
-  if (p.server == nullptr || c->grpc_port_ == 0) {
-    return absl::UnavailableError(
-        absl::StrCat("cannot listen on ", options.grpc_listen, " (in use, or not an address here)"));
-  }
+  p.service =
+      std::make_unique<CoordinatorService>(c->manager_.get(), &p.hub, &p.authorizer);
+  RETURN_IF_ERROR(c->StartGrpc(options));
+  if (!options.http_listen.empty()) RETURN_IF_ERROR(c->StartHttp(options));
   RunManager* manager = c->manager_.get();
   absl::Notification* stop = &c->stop_;
   const absl::Duration interval = options.tick_interval;
@@ -89,6 +108,54 @@ absl::StatusOr<std::unique_ptr<Coordinator>> Coordinator::Start(const Coordinato
   return c;
 }
 
+absl::Status Coordinator::StartGrpc(const CoordinatorOptions& options) {
+  Parts& p = *parts_;
+  grpc::EnableDefaultHealthCheckService(true);
+  grpc::reflection::InitProtoReflectionServerBuilderPlugin();
+  ASSIGN_OR_RETURN(std::shared_ptr<grpc::ServerCredentials> credentials, Credentials(options));
+  grpc::ServerBuilder builder;
+  builder.AddListeningPort(options.grpc_listen, credentials, &grpc_port_);
+  builder.RegisterService(p.service.get());
+  builder.RegisterService(&p.gateway);
+  std::vector<std::unique_ptr<grpc::experimental::ServerInterceptorFactoryInterface>> interceptors;
+  CoordinatorMetrics* metrics = p.metrics.get();
+  interceptors.push_back(NewApiInterceptorFactory(
+      [metrics](absl::string_view method, absl::string_view code, absl::Duration latency) {
+        metrics->RecordApiRequest("grpc", method, code, latency);
+      }));
+  builder.experimental().SetInterceptorCreators(std::move(interceptors));
+  p.server = builder.BuildAndStart();
+  if (p.server == nullptr || grpc_port_ == 0) {
+    return absl::UnavailableError(
+        absl::StrCat("cannot listen on ", options.grpc_listen, " (in use, or not an address here)"));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status Coordinator::StartHttp(const CoordinatorOptions& options) {
+  Parts& p = *parts_;
+  HttpServerOptions http;
+  http.listen = options.http_listen;
+  http.tls_cert = options.tls_cert;
+  http.tls_key = options.tls_key;
+  http.max_body_bytes = options.max_body_bytes;
+  HttpServerDependencies deps;
+  deps.manager = manager_.get();
+  deps.hub = &p.hub;
+  deps.authorizer = &p.authorizer;
+  CoordinatorMetrics* metrics = p.metrics.get();
+  deps.metrics_text = [metrics] { return metrics->Scrape(); };
+  grpc::Server* server = p.server.get();
+  deps.ready = [server] { return server != nullptr; };
+  deps.on_request = [metrics](absl::string_view route, int status, absl::Duration latency) {
+    metrics->RecordApiRequest("http", route, std::to_string(status), latency);
+  };
+  ASSIGN_OR_RETURN(p.http, HttpServer::Start(http, std::move(deps)));
+  return absl::OkStatus();
+}
+
+int Coordinator::http_port() const { return parts_->http ? parts_->http->port() : 0; }
+
 void Coordinator::Wait() { stop_.WaitForNotification(); }
 
 void Coordinator::Shutdown() {
@@ -97,6 +164,7 @@ void Coordinator::Shutdown() {
   if (!stop_.HasBeenNotified()) stop_.Notify();
   if (ticker_.joinable()) ticker_.join();
   parts_->hub.EndAll();
+  if (parts_->http) parts_->http->Shutdown();
   parts_->server->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(2));
 }
 

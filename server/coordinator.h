@@ -1,6 +1,7 @@
 // A whole coordinator in one object: store, worker registry, run manager,
 // the Coordinator and WorkerGateway gRPC services (with health checking and
-// reflection), and the ticker. collbench-coordinator's main runs one;
+// reflection), the HTTP listener (REST, /metrics, /healthz, /readyz), the
+// metrics, and the ticker. collbench-coordinator's main runs one;
 // `collbench local` embeds one.
 #ifndef COLLBENCH_SERVER_COORDINATOR_H_
 #define COLLBENCH_SERVER_COORDINATOR_H_
@@ -18,8 +19,12 @@ namespace collbench {
 struct CoordinatorOptions {
   std::string grpc_listen = "127.0.0.1:50051";  // HOST:PORT; port 0 picks one
   std::string store = "collbench.db";           // SQLite file, or ":memory:"
-  std::string tls_cert;  // PEM files; both or neither
+  std::string http_listen;  // HOST:PORT for REST and /metrics; empty: none
+  std::string tls_cert;  // PEM files; both or neither; used by both listeners
   std::string tls_key;
+  std::string tokens_file;  // bearer tokens (server/auth/authorizer.h); empty: none
+  std::string join_token;   // one more worker token (--join-token)
+  size_t max_body_bytes = 1 << 20;  // REST request bodies
   RunManagerOptions run_manager;
   absl::Duration tick_interval = absl::Milliseconds(250);
 };
@@ -32,6 +37,8 @@ class Coordinator {
 
   // The port the gRPC server listens on (useful with port 0).
   int grpc_port() const { return grpc_port_; }
+  // The HTTP port, 0 when there is no HTTP listener.
+  int http_port() const;
   RunManager* manager() { return manager_.get(); }
   // Blocks until Shutdown() is called from another thread.
   void Wait();
@@ -39,6 +46,8 @@ class Coordinator {
 
  private:
   Coordinator() = default;
+  absl::Status StartGrpc(const CoordinatorOptions& options);
+  absl::Status StartHttp(const CoordinatorOptions& options);
   struct Parts;
   std::unique_ptr<Parts> parts_;
   std::unique_ptr<RunManager> manager_;

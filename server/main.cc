@@ -12,22 +12,24 @@
 namespace {
 
 constexpr char kUsage[] =
-    "usage: collbench-coordinator [--grpc-listen HOST:PORT] [--store FILE] "
-    "[--tls-cert F --tls-key F] [--join-token T]\n";
+    "usage: collbench-coordinator [--grpc-listen HOST:PORT] [--http-listen HOST:PORT] "
+    "[--store FILE] [--tokens FILE] [--tls-cert F --tls-key F] [--join-token T]\n";
 
 }  // namespace
 
 int main(int argc, char** argv) {
   collbench::CoordinatorOptions options;
-  std::string http_listen;
   int heartbeat_timeout_s = 6;
   collbench::FlagParser flags;
   flags.String("grpc-listen", &options.grpc_listen, "gRPC address (default 127.0.0.1:50051)");
-  flags.String("http-listen", &http_listen, "HTTP address for REST and /metrics (not yet served)");
+  flags.String("http-listen", &options.http_listen,
+               "HTTP address for REST, /metrics, /healthz and /readyz (default: none)");
   flags.String("store", &options.store, "SQLite file (default collbench.db) or :memory:");
   flags.String("tls-cert", &options.tls_cert, "PEM certificate chain for TLS");
   flags.String("tls-key", &options.tls_key, "PEM private key for TLS");
-  flags.String("join-token", &options.run_manager.join_token, "token workers must present");
+  flags.String("tokens", &options.tokens_file,
+               "bearer tokens, one 'ROLE TOKEN' per line (roles: read, operator, worker)");
+  flags.String("join-token", &options.join_token, "a token workers must present");
   flags.Int("heartbeat-timeout", &heartbeat_timeout_s, "seconds of silence before a worker is lost");
   const absl::Status parsed = flags.Parse(std::vector<std::string>(argv + 1, argv + argc));
   if (flags.help()) {
@@ -57,6 +59,10 @@ int main(int argc, char** argv) {
   }
   absl::FPrintF(stderr, "collbench-coordinator: serving gRPC on port %d, store %s\n",
                 (*coordinator)->grpc_port(), options.store);
+  if ((*coordinator)->http_port() != 0) {
+    absl::FPrintF(stderr, "collbench-coordinator: serving HTTP (REST, /metrics) on port %d\n",
+                  (*coordinator)->http_port());
+  }
   std::thread waiter([&] {
     int signal = 0;
     sigwait(&signals, &signal);

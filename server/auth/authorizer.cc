@@ -75,7 +75,7 @@ absl::StatusOr<Authorizer> Authorizer::FromFile(const std::string& path) {
   if (!parsed.ok()) {
     return absl::InvalidArgumentError(absl::StrCat("--tokens ", path, ": ", parsed.status().message()));
   }
-  if (!parsed->enabled()) {
+  if (!parsed->Protects(Role::kRead) && !parsed->Protects(Role::kWorker)) {
     return absl::InvalidArgumentError(absl::StrCat("--tokens ", path, ": no tokens in the file"));
   }
   return parsed;
@@ -83,8 +83,15 @@ absl::StatusOr<Authorizer> Authorizer::FromFile(const std::string& path) {
 
 void Authorizer::Add(Role role, std::string token) { roles_[std::move(token)] = role; }
 
+bool Authorizer::Protects(Role role) const {
+  for (const auto& [token, have] : roles_) {
+    if ((have == Role::kWorker) == (role == Role::kWorker)) return true;
+  }
+  return false;
+}
+
 absl::Status Authorizer::Check(absl::string_view authorization, Role needed) const {
-  if (!enabled()) return absl::OkStatus();
+  if (!Protects(needed)) return absl::OkStatus();
   if (authorization.empty()) {
     return absl::UnauthenticatedError("missing bearer token (Authorization: Bearer TOKEN)");
   }
@@ -93,10 +100,14 @@ absl::Status Authorizer::Check(absl::string_view authorization, Role needed) con
       !absl::StartsWithIgnoreCase(authorization, kScheme)) {
     return absl::UnauthenticatedError("the Authorization header is not 'Bearer TOKEN'");
   }
-  const absl::string_view token =
-      absl::StripAsciiWhitespace(authorization.substr(kScheme.size()));
+  return CheckToken(absl::StripAsciiWhitespace(authorization.substr(kScheme.size())), needed);
+}
+
+absl::Status Authorizer::CheckToken(absl::string_view token, Role needed) const {
+  if (!Protects(needed)) return absl::OkStatus();
+  if (token.empty()) return absl::UnauthenticatedError("missing token");
   auto it = roles_.find(token);
-  if (it == roles_.end()) return absl::UnauthenticatedError("unknown bearer token");
+  if (it == roles_.end()) return absl::UnauthenticatedError("unknown token");
   if (!Allows(it->second, needed)) {
     return absl::PermissionDeniedError(absl::StrCat("a ", RoleName(it->second),
                                                     " token may not do this; it needs the ",

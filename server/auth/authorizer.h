@@ -11,7 +11,10 @@
 //   operator   o-9a0e…
 //   worker     w-77d2…
 //
-// An Authorizer without tokens (collbench local, tests) allows everything.
+// The API and joining are protected separately: API calls need a token only
+// when the file holds read or operator tokens, joining only when it holds
+// worker tokens. An Authorizer without tokens (collbench local, tests)
+// allows everything.
 //
 // Thread safety: immutable after construction; Check() may be called from
 // any thread.
@@ -45,7 +48,8 @@ class Authorizer {
   // Adds one token (e.g. --join-token for the worker role).
   void Add(Role role, std::string token);
 
-  bool enabled() const { return !roles_.empty(); }
+  // Whether calls that need `role` need a token at all.
+  bool Protects(Role role) const;
 
   // Checks the value of an HTTP `Authorization` header or a gRPC
   // `authorization` metadata entry ("Bearer TOKEN") for a call that needs
@@ -53,6 +57,8 @@ class Authorizer {
   // malformed or names no known token; PermissionDenied when the token's
   // role is not enough. An operator token may do what a read token may.
   absl::Status Check(absl::string_view authorization, Role needed) const;
+  // The same for a bare token (e.g. the join token of a worker's Register).
+  absl::Status CheckToken(absl::string_view token, Role needed) const;
 
  private:
   std::map<std::string, Role, std::less<>> roles_;  // token -> role

@@ -39,6 +39,7 @@
 #include "collbench/v1/gateway.pb.h"
 #include "collbench/v1/run.pb.h"
 #include "collbench/v1/worker.pb.h"
+#include "server/auth/authorizer.h"
 #include "server/core/watch_hub.h"
 #include "server/core/worker_link.h"
 #include "server/scheduling/scheduler.h"
@@ -62,8 +63,8 @@ struct RunManagerOptions {
   absl::Duration cancel_grace = absl::Seconds(15);
   // Limits for validation; worker-derived limits are filled in per request.
   ValidationLimits limits;
-  // When empty, workers need no join token.
-  std::string join_token;
+  // Worker join tokens (Role::kWorker); with none, workers need no token.
+  Authorizer tokens;
 };
 
 class RunManager {

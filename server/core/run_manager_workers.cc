@@ -65,8 +65,10 @@ absl::Status RunManager::Recover(absl::Time now) {
 
 absl::StatusOr<RunManager::Registration> RunManager::OnRegister(const v1::Register& hello,
                                                                 absl::Time now) {
-  if (!options_.join_token.empty() && hello.join_token() != options_.join_token) {
-    return absl::PermissionDeniedError("the worker's join token is not accepted");
+  if (absl::Status joined = options_.tokens.CheckToken(hello.join_token(), Role::kWorker);
+      !joined.ok()) {
+    return absl::PermissionDeniedError(
+        absl::StrCat("the worker's join token is not accepted: ", joined.message()));
   }
   if (hello.worker_id().empty()) {
     return absl::InvalidArgumentError("register.worker_id: must not be empty");

@@ -4,6 +4,11 @@
 
 namespace collbench {
 
+void WatchHub::AddObserver(std::shared_ptr<RunEventSink> observer) {
+  absl::MutexLock lock(&mu_);
+  observers_.push_back(std::move(observer));
+}
+
 void WatchHub::Subscribe(const std::string& run, std::shared_ptr<RunEventSink> sink) {
   absl::MutexLock lock(&mu_);
   sinks_[run].push_back(std::move(sink));
@@ -24,9 +29,9 @@ void WatchHub::Publish(const v1::RunEvent& event) {
   std::vector<std::shared_ptr<RunEventSink>> targets;
   {
     absl::MutexLock lock(&mu_);
+    targets = observers_;
     auto it = sinks_.find(event.run());
-    if (it == sinks_.end()) return;
-    targets = it->second;
+    if (it != sinks_.end()) targets.insert(targets.end(), it->second.begin(), it->second.end());
   }
   for (const auto& sink : targets) sink->OnEvent(event);
 }

@@ -33,6 +33,9 @@ class RunEventSink {
 
 class WatchHub {
  public:
+  // `observer` receives every event of every run from now on (metrics); its
+  // OnEnd() is never called. Add observers before events flow.
+  void AddObserver(std::shared_ptr<RunEventSink> observer);
   // `sink` receives every event published for `run` from now on.
   void Subscribe(const std::string& run, std::shared_ptr<RunEventSink> sink);
   void Unsubscribe(const std::string& run, const RunEventSink* sink);
@@ -46,6 +49,7 @@ class WatchHub {
  private:
   mutable absl::Mutex mu_;
   std::map<std::string, std::vector<std::shared_ptr<RunEventSink>>> sinks_ ABSL_GUARDED_BY(mu_);
+  std::vector<std::shared_ptr<RunEventSink>> observers_ ABSL_GUARDED_BY(mu_);
 };
 
 }  // namespace collbench

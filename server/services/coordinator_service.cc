@@ -26,11 +26,34 @@ grpc::ServerUnaryReactor* Fail(grpc::CallbackServerContext* context, const absl:
   return reactor;
 }
 
+// Ends a WatchRun that may not start.
+class RefusedWatch final : public grpc::ServerWriteReactor<v1::RunEvent> {
+ public:
+  explicit RefusedWatch(const absl::Status& status) { Finish(ToGrpcStatus(status)); }
+  void OnDone() override { delete this; }
+};
+
 }  // namespace
+
+absl::Status CoordinatorService::Authorize(const grpc::CallbackServerContext* context,
+                                           Role needed) const {
+  const auto& metadata = context->client_metadata();
+  auto it = metadata.find("authorization");
+  const absl::string_view header =
+      it == metadata.end() ? absl::string_view() : absl::string_view(it->second.data(), it->second.size());
+  return authorizer_->Check(header, needed);
+}
+
+grpc::ServerUnaryReactor* CoordinatorService::Refuse(grpc::CallbackServerContext* context,
+                                                     Role needed) const {
+  const absl::Status allowed = Authorize(context, needed);
+  return allowed.ok() ? nullptr : Fail(context, allowed);
+}
 
 grpc::ServerUnaryReactor* CoordinatorService::CreateRun(grpc::CallbackServerContext* context,
                                                         const v1::CreateRunRequest* request,
                                                         v1::Run* response) {
+  if (auto* refused = Refuse(context, Role::kOperator)) return refused;
   return Reply(context, manager_->CreateRun(request->spec(), request->request_id(), absl::Now()),
                response);
 }
@@ -38,12 +61,14 @@ grpc::ServerUnaryReactor* CoordinatorService::CreateRun(grpc::CallbackServerCont
 grpc::ServerUnaryReactor* CoordinatorService::GetRun(grpc::CallbackServerContext* context,
                                                      const v1::GetRunRequest* request,
                                                      v1::Run* response) {
+  if (auto* refused = Refuse(context, Role::kRead)) return refused;
   return Reply(context, manager_->GetRun(request->name()), response);
 }
 
 grpc::ServerUnaryReactor* CoordinatorService::ListRuns(grpc::CallbackServerContext* context,
                                                        const v1::ListRunsRequest* request,
                                                        v1::ListRunsResponse* response) {
+  if (auto* refused = Refuse(context, Role::kRead)) return refused;
   v1::RunState state = v1::RUN_STATE_UNSPECIFIED;
   const std::string& filter = request->filter();
   if (!filter.empty()) {
@@ -64,17 +89,22 @@ grpc::ServerUnaryReactor* CoordinatorService::ListRuns(grpc::CallbackServerConte
 grpc::ServerUnaryReactor* CoordinatorService::CancelRun(grpc::CallbackServerContext* context,
                                                         const v1::CancelRunRequest* request,
                                                         v1::Run* response) {
+  if (auto* refused = Refuse(context, Role::kOperator)) return refused;
   return Reply(context, manager_->CancelRun(request->name(), absl::Now()), response);
 }
 
 grpc::ServerWriteReactor<v1::RunEvent>* CoordinatorService::WatchRun(
     grpc::CallbackServerContext* context, const v1::WatchRunRequest* request) {
+  if (absl::Status allowed = Authorize(context, Role::kRead); !allowed.ok()) {
+    return new RefusedWatch(allowed);
+  }
   return NewWatchReactor(manager_, hub_, request->name());
 }
 
 grpc::ServerUnaryReactor* CoordinatorService::GetRunResults(
     grpc::CallbackServerContext* context, const v1::GetRunResultsRequest* request,
     v1::GetRunResultsResponse* response) {
+  if (auto* refused = Refuse(context, Role::kRead)) return refused;
   absl::StatusOr<v1::Run> run = manager_->GetRun(request->name());
   if (!run.ok()) return Fail(context, run.status());
   absl::StatusOr<std::vector<v1::SizeResult>> results = manager_->GetResults(run->name());
@@ -87,6 +117,7 @@ grpc::ServerUnaryReactor* CoordinatorService::GetRunResults(
 grpc::ServerUnaryReactor* CoordinatorService::ListWorkers(grpc::CallbackServerContext* context,
                                                           const v1::ListWorkersRequest* request,
                                                           v1::ListWorkersResponse* response) {
+  if (auto* refused = Refuse(context, Role::kRead)) return refused;
   std::vector<v1::Worker> workers = manager_->ListWorkers();
   // Workers are few; one page of up to page_size from the token's index.
   size_t start = 0;
@@ -104,12 +135,14 @@ grpc::ServerUnaryReactor* CoordinatorService::ListWorkers(grpc::CallbackServerCo
 grpc::ServerUnaryReactor* CoordinatorService::GetWorker(grpc::CallbackServerContext* context,
                                                         const v1::GetWorkerRequest* request,
                                                         v1::Worker* response) {
+  if (auto* refused = Refuse(context, Role::kRead)) return refused;
   return Reply(context, manager_->GetWorker(request->name()), response);
 }
 
 grpc::ServerUnaryReactor* CoordinatorService::DrainWorker(grpc::CallbackServerContext* context,
                                                           const v1::DrainWorkerRequest* request,
                                                           v1::Worker* response) {
+  if (auto* refused = Refuse(context, Role::kOperator)) return refused;
   return Reply(context, manager_->DrainWorker(request->name()), response);
 }
 

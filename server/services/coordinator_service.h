@@ -1,10 +1,13 @@
 // The Coordinator gRPC service (DESIGN §3): a thin translation of requests
 // onto RunManager (STYLE §5). WatchRun replays what is stored, then streams
-// live events until the run ends.
+// live events until the run ends. Every call is authorized first (DESIGN
+// §5): reads need a read token, CreateRun, CancelRun and DrainWorker an
+// operator token, each as `authorization: Bearer TOKEN` metadata.
 #ifndef COLLBENCH_SERVER_SERVICES_COORDINATOR_SERVICE_H_
 #define COLLBENCH_SERVER_SERVICES_COORDINATOR_SERVICE_H_
 
 #include "collbench/v1/coordinator.grpc.pb.h"
+#include "server/auth/authorizer.h"
 #include "server/core/run_manager.h"
 #include "server/core/watch_hub.h"
 
@@ -12,8 +15,9 @@ namespace collbench {
 
 class CoordinatorService final : public v1::Coordinator::CallbackService {
  public:
-  // Neither is owned; both outlive the service.
-  CoordinatorService(RunManager* manager, WatchHub* hub) : manager_(manager), hub_(hub) {}
+  // None is owned; all outlive the service.
+  CoordinatorService(RunManager* manager, WatchHub* hub, const Authorizer* authorizer)
+      : manager_(manager), hub_(hub), authorizer_(authorizer) {}
 
   grpc::ServerUnaryReactor* CreateRun(grpc::CallbackServerContext* context,
                                       const v1::CreateRunRequest* request,
@@ -42,8 +46,13 @@ class CoordinatorService final : public v1::Coordinator::CallbackService {
                                         v1::Worker* response) override;
 
  private:
+  absl::Status Authorize(const grpc::CallbackServerContext* context, Role needed) const;
+  // A reactor already finished with the refusal, or nullptr when allowed.
+  grpc::ServerUnaryReactor* Refuse(grpc::CallbackServerContext* context, Role needed) const;
+
   RunManager* const manager_;
   WatchHub* const hub_;
+  const Authorizer* const authorizer_;
 };
 
 }  // namespace collbench

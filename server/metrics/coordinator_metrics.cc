@@ -1,0 +1,182 @@
+#include "server/metrics/coordinator_metrics.h"
+
+#include <prometheus/text_serializer.h>
+
+#include <utility>
+
+#include "absl/strings/ascii.h"
+#include "api/convert.h"
+#include "server/metrics/latency_buckets.h"
+
+namespace collbench {
+namespace {
+
+using prometheus::Labels;
+
+const prometheus::Histogram::BucketBoundaries& RunDurationBounds() {
+  static const auto* bounds = new prometheus::Histogram::BucketBoundaries{
+      0.5, 1, 2, 5, 10, 30, 60, 120, 300, 600, 1800, 3600};
+  return *bounds;
+}
+
+const prometheus::Histogram::BucketBoundaries& ApiDurationBounds() {
+  static const auto* bounds = new prometheus::Histogram::BucketBoundaries{
+      0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5};
+  return *bounds;
+}
+
+std::string Lower(const std::string& name) { return absl::AsciiStrToLower(name); }
+
+std::string StateLabel(v1::RunState state) { return Lower(v1::RunState_Name(state)); }
+
+// Label values for one collective result; defaults spelled as the engine
+// and the CLI spell them.
+Labels CollectiveLabels(const v1::RunSpec& spec, const v1::SizeResult& result) {
+  const v1::PlacementPolicy policy =
+      spec.placement().policy() == v1::PLACEMENT_POLICY_UNSPECIFIED ? v1::PACK
+                                                                    : spec.placement().policy();
+  const v1::MpiImplementation mpi =
+      spec.mpi() == v1::MPI_IMPLEMENTATION_UNSPECIFIED ? v1::OPENMPI : spec.mpi();
+  return Labels{
+      {"operation", result.operation().empty() ? spec.operation() : result.operation()},
+      {"backend", spec.backend().empty() ? "mpi" : spec.backend()},
+      {"mpi", Lower(v1::MpiImplementation_Name(mpi))},
+      {"placement", Lower(v1::PlacementPolicy_Name(policy))},
+      {"ranks", std::to_string(spec.ranks())},
+      {"size_bytes", std::to_string(result.bytes())},
+  };
+}
+
+}  // namespace
+
+CoordinatorMetrics::CoordinatorMetrics(absl::string_view version, MetricsSources sources)
+    : sources_(std::move(sources)),
+      registry_(std::make_shared<prometheus::Registry>()),
+      workers_(prometheus::BuildGauge()
+                   .Name("collbench_workers")
+                   .Help("Registered workers by state.")
+                   .Register(*registry_)),
+      runs_total_(prometheus::BuildCounter()
+                      .Name("collbench_runs_total")
+                      .Help("Runs that entered each state.")
+                      .Register(*registry_)),
+      runs_queued_(prometheus::BuildGauge()
+                       .Name("collbench_runs_queued")
+                       .Help("Runs waiting in the queue.")
+                       .Register(*registry_)
+                       .Add({})),
+      run_duration_(prometheus::BuildHistogram()
+                        .Name("collbench_run_duration_seconds")
+                        .Help("Time from a run's creation to its final state.")
+                        .Register(*registry_)),
+      latency_(prometheus::BuildHistogram()
+                   .Name("collbench_collective_latency_seconds")
+                   .Help("Per-iteration latency of each rank, from the engine's histograms.")
+                   .Register(*registry_)),
+      bus_bandwidth_(prometheus::BuildGauge()
+                         .Name("collbench_collective_bus_bandwidth_bytes_per_second")
+                         .Help("Bus bandwidth of the last result (nccl-tests' busbw).")
+                         .Register(*registry_)),
+      api_requests_(prometheus::BuildCounter()
+                        .Name("collbench_api_requests_total")
+                        .Help("Finished API calls by protocol, method and code.")
+                        .Register(*registry_)),
+      api_duration_(prometheus::BuildHistogram()
+                        .Name("collbench_api_request_duration_seconds")
+                        .Help("API call latency by protocol and method.")
+                        .Register(*registry_)) {
+  prometheus::BuildGauge()
+      .Name("collbench_build_info")
+      .Help("The coordinator's version; always 1.")
+      .Register(*registry_)
+      .Add({{"version", std::string(version)}})
+      .Set(1);
+  // Every state is present from the start, so dashboards show zeros
+  // instead of no data.
+  for (v1::WorkerState s : {v1::READY, v1::BUSY, v1::DRAINING, v1::LOST}) {
+    workers_.Add({{"state", Lower(v1::WorkerState_Name(s))}});
+  }
+  for (int s = v1::QUEUED; s <= v1::CANCELLED; ++s) {
+    runs_total_.Add({{"state", StateLabel(static_cast<v1::RunState>(s))}});
+  }
+}
+
+void CoordinatorMetrics::OnEvent(const v1::RunEvent& event) {
+  if (event.has_state_change()) {
+    OnStateChange(event.state_change(), event.has_time() ? TimeFromTimestamp(event.time())
+                                                         : absl::Now());
+  } else if (event.has_result()) {
+    OnResult(event.run(), event.result());
+  }
+}
+
+void CoordinatorMetrics::OnStateChange(const v1::Run& run, absl::Time event_time) {
+  absl::MutexLock lock(&mu_);
+  Tracked& tracked = runs_[run.name()];
+  if (tracked.state == run.state()) return;  // announced again, counted once
+  tracked.state = run.state();
+  tracked.spec = run.spec();
+  runs_total_.Add({{"state", StateLabel(run.state())}}).Increment();
+  if (!IsFinalRunState(run.state())) return;
+  runs_.erase(run.name());
+  if (!run.has_create_time()) return;
+  const absl::Time end = run.has_end_time() ? TimeFromTimestamp(run.end_time()) : event_time;
+  const double seconds = absl::ToDoubleSeconds(end - TimeFromTimestamp(run.create_time()));
+  run_duration_.Add({{"state", StateLabel(run.state())}}, RunDurationBounds())
+      .Observe(seconds < 0 ? 0 : seconds);
+}
+
+const v1::RunSpec* CoordinatorMetrics::SpecLocked(const std::string& run_name) {
+  auto it = runs_.find(run_name);
+  if (it != runs_.end()) return &it->second.spec;
+  if (!sources_.lookup_run) return nullptr;
+  absl::StatusOr<v1::Run> run = sources_.lookup_run(run_name);
+  if (!run.ok() || IsFinalRunState(run->state())) return nullptr;
+  Tracked& tracked = runs_[run_name];
+  tracked.spec = run->spec();
+  tracked.state = run->state();
+  return &tracked.spec;
+}
+
+void CoordinatorMetrics::OnResult(const std::string& run_name, const v1::SizeResult& result) {
+  absl::StatusOr<Histogram> histogram = HistogramFromProto(result.histogram());
+  absl::MutexLock lock(&mu_);
+  const v1::RunSpec* spec = SpecLocked(run_name);
+  if (spec == nullptr) return;
+  const Labels labels = CollectiveLabels(*spec, result);
+  bus_bandwidth_.Add(labels).Set(result.busbw_bytes_per_s());
+  if (!histogram.ok() || histogram->count() == 0) return;
+  static const auto* bounds =
+      new prometheus::Histogram::BucketBoundaries(LatencyBucketBoundsSeconds());
+  latency_.Add(labels, *bounds)
+      .ObserveMultiple(LatencyBucketIncrements(*histogram),
+                       static_cast<double>(histogram->sum_ns()) * 1e-9);
+}
+
+void CoordinatorMetrics::RecordApiRequest(absl::string_view protocol, absl::string_view method,
+                                          absl::string_view code, absl::Duration latency) {
+  const std::string protocol_label(protocol);
+  const std::string method_label(method);
+  api_requests_
+      .Add({{"protocol", protocol_label}, {"method", method_label}, {"code", std::string(code)}})
+      .Increment();
+  api_duration_.Add({{"protocol", protocol_label}, {"method", method_label}}, ApiDurationBounds())
+      .Observe(absl::ToDoubleSeconds(latency));
+}
+
+std::string CoordinatorMetrics::Scrape() {
+  if (sources_.workers) {
+    std::map<std::string, int> by_state;
+    for (v1::WorkerState s : {v1::READY, v1::BUSY, v1::DRAINING, v1::LOST}) {
+      by_state[Lower(v1::WorkerState_Name(s))] = 0;
+    }
+    for (const v1::Worker& worker : sources_.workers()) {
+      ++by_state[Lower(v1::WorkerState_Name(worker.state()))];
+    }
+    for (const auto& [state, n] : by_state) workers_.Add({{"state", state}}).Set(n);
+  }
+  if (sources_.queued_runs) runs_queued_.Set(sources_.queued_runs());
+  return prometheus::TextSerializer().Serialize(registry_->Collect());
+}
+
+}  // namespace collbench

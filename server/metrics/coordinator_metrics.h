@@ -1,0 +1,102 @@
+// The coordinator's Prometheus metrics (DESIGN §4):
+//
+//   collbench_build_info{version}                        gauge, 1
+//   collbench_workers{state}                             gauge (ready, busy, draining, lost)
+//   collbench_runs_total{state}                          counter of runs entering each state
+//   collbench_runs_queued                                gauge
+//   collbench_run_duration_seconds{state}                histogram, creation to final state
+//   collbench_collective_latency_seconds{operation, backend, mpi, placement, ranks, size_bytes}
+//                                                        histogram, power-of-two ns buckets,
+//                                                        filled exactly from the engine's
+//   collbench_collective_bus_bandwidth_bytes_per_second{same labels}   gauge, last value
+//   collbench_api_requests_total{protocol, method, code} counter
+//   collbench_api_request_duration_seconds{protocol, method}           histogram
+//
+// No label carries a run id. Run and result metrics come from the run
+// events the WatchHub fans out (this class is an observer of every run);
+// worker and queue gauges are read from their sources at scrape time.
+//
+// Thread safety: every method may be called from any thread. OnEvent() is
+// called with the RunManager's lock held, so it never calls the manager;
+// it looks specs up in the store.
+#ifndef COLLBENCH_SERVER_METRICS_COORDINATOR_METRICS_H_
+#define COLLBENCH_SERVER_METRICS_COORDINATOR_METRICS_H_
+
+#include <functional>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include <prometheus/counter.h>
+#include <prometheus/family.h>
+#include <prometheus/gauge.h>
+#include <prometheus/histogram.h>
+#include <prometheus/registry.h>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
+#include "absl/synchronization/mutex.h"
+#include "absl/time/time.h"
+#include "collbench/v1/run.pb.h"
+#include "collbench/v1/worker.pb.h"
+#include "server/core/watch_hub.h"
+
+namespace collbench {
+
+struct MetricsSources {
+  // Run by name, for results of runs whose state event was not seen (e.g.
+  // re-adopted after a restart). Must not take the RunManager's lock.
+  std::function<absl::StatusOr<v1::Run>(const std::string& name)> lookup_run;
+  // Read at scrape time.
+  std::function<std::vector<v1::Worker>()> workers;
+  std::function<int()> queued_runs;
+};
+
+class CoordinatorMetrics final : public RunEventSink {
+ public:
+  CoordinatorMetrics(absl::string_view version, MetricsSources sources);
+
+  // RunEventSink: state changes count runs and time finished ones; results
+  // feed the latency histograms and bandwidth gauges.
+  void OnEvent(const v1::RunEvent& event) override;
+  void OnEnd() override {}
+
+  // One finished API call. protocol: "grpc" or "http"; code: the gRPC code
+  // name or the HTTP status.
+  void RecordApiRequest(absl::string_view protocol, absl::string_view method,
+                        absl::string_view code, absl::Duration latency);
+
+  // The Prometheus text exposition of everything, gauges refreshed first.
+  std::string Scrape();
+
+ private:
+  void OnStateChange(const v1::Run& run, absl::Time event_time);
+  void OnResult(const std::string& run_name, const v1::SizeResult& result);
+  // The spec of a run, from the cache or the store; nullptr if unknown.
+  const v1::RunSpec* SpecLocked(const std::string& run_name) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+
+  const MetricsSources sources_;
+  std::shared_ptr<prometheus::Registry> registry_;
+  prometheus::Family<prometheus::Gauge>& workers_;
+  prometheus::Family<prometheus::Counter>& runs_total_;
+  prometheus::Gauge& runs_queued_;
+  prometheus::Family<prometheus::Histogram>& run_duration_;
+  prometheus::Family<prometheus::Histogram>& latency_;
+  prometheus::Family<prometheus::Gauge>& bus_bandwidth_;
+  prometheus::Family<prometheus::Counter>& api_requests_;
+  prometheus::Family<prometheus::Histogram>& api_duration_;
+
+  absl::Mutex mu_;
+  // Unfinished runs: their spec and the last state counted.
+  struct Tracked {
+    v1::RunSpec spec;
+    v1::RunState state = v1::RUN_STATE_UNSPECIFIED;
+  };
+  std::map<std::string, Tracked> runs_ ABSL_GUARDED_BY(mu_);
+};
+
+}  // namespace collbench
+
+#endif  // COLLBENCH_SERVER_METRICS_COORDINATOR_METRICS_H_

@@ -1,0 +1,97 @@
+#include "server/auth/authorizer.h"
+
+#include <gtest/gtest.h>
+
+namespace collbench {
+namespace {
+
+constexpr char kTokens[] = R"(# roles and tokens
+read      r-1
+operator  o-1
+
+worker    w-1
+worker	w-2
+)";
+
+Authorizer Parse(const char* text) {
+  absl::StatusOr<Authorizer> parsed = Authorizer::FromText(text);
+  EXPECT_TRUE(parsed.ok()) << parsed.status();
+  return parsed.ok() ? *parsed : Authorizer();
+}
+
+TEST(Authorizer, WithoutTokensEverythingIsAllowed) {
+  Authorizer open;
+  EXPECT_TRUE(open.Check("", Role::kOperator).ok());
+  EXPECT_TRUE(open.CheckToken("", Role::kWorker).ok());
+}
+
+TEST(Authorizer, ReadTokenReadsButMayNotOperate) {
+  Authorizer auth = Parse(kTokens);
+  EXPECT_TRUE(auth.Check("Bearer r-1", Role::kRead).ok());
+  const absl::Status denied = auth.Check("Bearer r-1", Role::kOperator);
+  EXPECT_EQ(denied.code(), absl::StatusCode::kPermissionDenied);
+  EXPECT_NE(denied.message().find("operator"), absl::string_view::npos) << denied;
+}
+
+TEST(Authorizer, OperatorTokenDoesBoth) {
+  Authorizer auth = Parse(kTokens);
+  EXPECT_TRUE(auth.Check("Bearer o-1", Role::kRead).ok());
+  EXPECT_TRUE(auth.Check("bearer o-1", Role::kOperator).ok());
+  EXPECT_EQ(auth.Check("Bearer o-1", Role::kWorker).code(), absl::StatusCode::kPermissionDenied);
+}
+
+TEST(Authorizer, MissingMalformedOrUnknownTokensAreUnauthenticated) {
+  Authorizer auth = Parse(kTokens);
+  for (const char* header : {"", "Bearer", "Bearer ", "Basic r-1", "r-1", "Bearer r-2"}) {
+    EXPECT_EQ(auth.Check(header, Role::kRead).code(), absl::StatusCode::kUnauthenticated)
+        << "'" << header << "'";
+  }
+}
+
+TEST(Authorizer, WorkerTokensJoinOnly) {
+  Authorizer auth = Parse(kTokens);
+  EXPECT_TRUE(auth.CheckToken("w-1", Role::kWorker).ok());
+  EXPECT_TRUE(auth.CheckToken("w-2", Role::kWorker).ok());
+  EXPECT_EQ(auth.CheckToken("w-3", Role::kWorker).code(), absl::StatusCode::kUnauthenticated);
+  EXPECT_EQ(auth.Check("Bearer w-1", Role::kRead).code(), absl::StatusCode::kPermissionDenied);
+}
+
+TEST(Authorizer, ApiAndJoiningAreProtectedSeparately) {
+  Authorizer join_only;
+  join_only.Add(Role::kWorker, "w");
+  EXPECT_TRUE(join_only.Protects(Role::kWorker));
+  EXPECT_FALSE(join_only.Protects(Role::kRead));
+  EXPECT_TRUE(join_only.Check("", Role::kOperator).ok());
+  EXPECT_FALSE(join_only.CheckToken("", Role::kWorker).ok());
+
+  Authorizer api_only = Parse("read r\n");
+  EXPECT_TRUE(api_only.CheckToken("", Role::kWorker).ok());
+  EXPECT_FALSE(api_only.Check("", Role::kRead).ok());
+}
+
+TEST(Authorizer, BadFilesNameTheLine) {
+  struct Case {
+    const char* text;
+    const char* expected;
+  } cases[] = {
+      {"read\n", "line 1: expected 'ROLE TOKEN'"},
+      {"read a b\n", "line 1: expected 'ROLE TOKEN'"},
+      {"# c\nadmin x\n", "line 2: unknown role 'admin'"},
+      {"read x\noperator x\n", "line 2: the same token appears twice"},
+  };
+  for (const Case& c : cases) {
+    absl::StatusOr<Authorizer> parsed = Authorizer::FromText(c.text);
+    ASSERT_FALSE(parsed.ok()) << c.text;
+    EXPECT_EQ(parsed.status().code(), absl::StatusCode::kInvalidArgument);
+    EXPECT_NE(parsed.status().message().find(c.expected), absl::string_view::npos)
+        << parsed.status();
+  }
+}
+
+TEST(Authorizer, FileErrors) {
+  EXPECT_EQ(Authorizer::FromFile("/nonexistent/tokens").status().code(),
+            absl::StatusCode::kInvalidArgument);
+}
+
+}  // namespace
+}  // namespace collbench
