@@ -87,6 +87,7 @@ absl::StatusOr<std::unique_ptr<ExecHandle>> ExecManager::Start(
   ProcessOptions process_options;
   process_options.command = std::move(command);
   process_options.env = std::move(env);
+  for (const auto& [key, value] : options_.default_env) process_options.env.emplace(key, value);
   absl::StatusOr<std::unique_ptr<Process>> process = runner_->Start(process_options);
   if (!process.ok()) return process.status();
   std::unique_ptr<ExecHandle> handle(new ExecHandle(this, std::string(run), *std::move(process)));

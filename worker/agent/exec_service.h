@@ -65,6 +65,9 @@ struct ExecManagerOptions {
   // sends it to peers just before the launcher starts, on another stream,
   // so a launcher's Exec can arrive first.
   absl::Duration token_wait = absl::Seconds(5);
+  // Environment every command gets unless its request sets the key (e.g.
+  // where this worker's Open MPI ranks put their shared-memory segments).
+  std::map<std::string, std::string> default_env;
 };
 
 // The token table and the commands running for each run.

@@ -4,15 +4,19 @@
 #include <grpcpp/ext/proto_server_reflection_plugin.h>
 #include <grpcpp/grpcpp.h>
 #include <grpcpp/health_check_service_interface.h>
+#include <dirent.h>
 #include <limits.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <csignal>
 #include <cstdio>
 #include <thread>
 
 #include "absl/strings/match.h"
+#include "absl/strings/numbers.h"
+#include "absl/strings/strip.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_split.h"
@@ -74,9 +78,66 @@ std::string AdvertiseAddress(const Flags& flags, int port) {
   return absl::StrCat(host, ":", port);
 }
 
+// Open MPI names a rank's shared-memory segment after the host name, the
+// job and the rank's index on its node. Two workers on one machine are two
+// "nodes" to mpirun, with the same host name and the same local indexes, so
+// their ranks would create, and unlink, each other's segments (a crash or a
+// silent mix-up). Each worker's ranks therefore get their own folder,
+// removed with what killed ranks left in it when the worker exits.
+class SegmentDir {
+ public:
+  SegmentDir() {
+    struct stat shm;
+    parent_ = stat("/dev/shm", &shm) == 0 && S_ISDIR(shm.st_mode) ? "/dev/shm" : "/tmp";
+    RemoveStale();
+    std::string pattern = absl::StrCat(parent_, "/", kPrefix, getpid(), "-XXXXXX");
+    if (mkdtemp(pattern.data()) != nullptr) path_ = pattern;
+  }
+  ~SegmentDir() {
+    if (!path_.empty()) RemoveTree(path_);
+  }
+  const std::string& path() const { return path_; }
+
+ private:
+  static constexpr char kPrefix[] = "collbench-segments-";
+
+  // Folders of workers that were killed (named after their pid).
+  void RemoveStale() const {
+    DIR* dir = opendir(parent_.c_str());
+    if (dir == nullptr) return;
+    while (dirent* entry = readdir(dir)) {
+      absl::string_view name = entry->d_name;
+      if (!absl::ConsumePrefix(&name, kPrefix)) continue;
+      int pid = 0;
+      if (!absl::SimpleAtoi(name.substr(0, name.find('-')), &pid) || pid <= 0) continue;
+      if (kill(pid, 0) != 0 && errno == ESRCH) RemoveTree(parent_ + "/" + entry->d_name);
+    }
+    closedir(dir);
+  }
+
+  static void RemoveTree(const std::string& path) {
+    if (DIR* dir = opendir(path.c_str())) {
+      while (dirent* entry = readdir(dir)) {
+        const std::string name = entry->d_name;
+        if (name != "." && name != "..") unlink((path + "/" + name).c_str());
+      }
+      closedir(dir);
+    }
+    rmdir(path.c_str());
+  }
+
+  std::string parent_;
+  std::string path_;  // empty when it could not be made
+};
+
 int Serve(const Flags& flags) {
   std::unique_ptr<ProcessRunner> runner = NewPosixProcessRunner();
-  ExecManager exec(runner.get());
+  const SegmentDir segment_dir;
+  ExecManagerOptions exec_options;
+  if (!segment_dir.path().empty()) {
+    exec_options.default_env["OMPI_MCA_btl_vader_backing_directory"] = segment_dir.path();
+  }
+  ExecManager exec(runner.get(), exec_options);
   ExecService exec_service(&exec);
   grpc::EnableDefaultHealthCheckService(true);
   grpc::reflection::InitProtoReflectionServerBuilderPlugin();

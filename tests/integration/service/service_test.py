@@ -799,9 +799,10 @@ def case_local(c):
 
 def case_pack_across_workers(c):
     """PACK over several workers of one host: 3 ranks on 2-slot workers put
-    ranks 0-1 on one worker and rank 2 on the next. Open MPI 4.1 crashes in
-    MPI_Comm_split_type(MPI_COMM_TYPE_SHARED) when two of its "nodes" are one
-    machine, and collbench-rank calls it at start; MPICH is fine."""
+    ranks 0-1 on one worker and rank 2 on the next. To Open MPI these are two
+    nodes with one host name: without a segment folder per worker, rank 0 and
+    rank 2 (each local rank 0 of its node) share one shared-memory segment
+    name and crash."""
     c.start_coordinator()
     c.start_workers(3, slots=2)
     mpis = ["openmpi"]
@@ -826,9 +827,8 @@ CASES = {
     "local": case_local,
     "pack_across_workers": case_pack_across_workers,
 }
-# Known to fail until the engine stops calling MPI_Comm_split_type under Open
-# MPI (see the case); run only when named.
-KNOWN_FAILING = {"pack_across_workers"}
+# Cases run only when named.
+KNOWN_FAILING = set()
 
 
 def run_case(name, bin_dir, keep_logs):
