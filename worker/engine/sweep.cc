@@ -69,10 +69,13 @@ absl::StatusOr<SizeBuffers> Prepare(const SweepEnv& env, const OpContext& ctx) {
   return buffers;
 }
 
-absl::Status RunOnce(const SweepEnv& env, const OpContext& ctx, SizeBuffers& buffers) {
+// One call of the operation; `synchronize` is the backend's
+// completes_asynchronously(), asked once per size rather than per call.
+absl::Status RunOnce(const SweepEnv& env, const OpContext& ctx, SizeBuffers& buffers,
+                     bool synchronize) {
   RETURN_IF_ERROR(env.op->Run(*env.backend, env.device, ctx, buffers.send.data(),
                               buffers.recv.data()));
-  return env.backend->Synchronize();
+  return synchronize ? env.backend->Synchronize() : absl::OkStatus();
 }
 
 // The testing aid behind --debug-corrupt-rank: changes the middle element
@@ -99,7 +102,7 @@ absl::StatusOr<uint64_t> CheckOnce(const SweepEnv& env, const OpContext& ctx,
                                    SizeBuffers& buffers) {
   const size_t n = env.op->Buffers(ctx).recv_count;
   RETURN_IF_ERROR(Fill(env, buffers.recv, ctx.dtype, n, [](size_t) { return kPoison; }));
-  RETURN_IF_ERROR(RunOnce(env, ctx, buffers));
+  RETURN_IF_ERROR(RunOnce(env, ctx, buffers, env.backend->completes_asynchronously()));
   if (n == 0) return uint64_t{0};
   if (env.options->corrupt_rank == ctx.rank) RETURN_IF_ERROR(CorruptOne(env, ctx, buffers.recv, n));
   std::vector<char> staging;
@@ -134,9 +137,10 @@ absl::StatusOr<uint64_t> RunSize(const SweepEnv& env, uint64_t bytes) {
   absl::StatusOr<SizeBuffers> prepared = Prepare(env, ctx);
   RETURN_IF_ERROR(AgreeOnStatus(*env.comm, prepared.status()));
   SizeBuffers& buffers = *prepared;
+  const bool synchronize = env.backend->completes_asynchronously();
   ASSIGN_OR_RETURN(LocalTiming local,
                    TimeIterations(*env.comm, PolicyFor(*env.options, *env.op, bytes),
-                                  [&] { return RunOnce(env, ctx, buffers); }));
+                                  [&] { return RunOnce(env, ctx, buffers, synchronize); }));
   uint64_t wrong = 0;
   if (env.options->check) {
     ASSIGN_OR_RETURN(uint64_t mine, CheckOnce(env, ctx, buffers));

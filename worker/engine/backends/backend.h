@@ -5,7 +5,7 @@
 // Buffers passed in live in buffer_space(). Counts are elements of `dtype`.
 // Calls may complete asynchronously on device backends; Synchronize() waits
 // for everything issued so far and is called by the driver inside the timed
-// region. Every call returns a Status naming the failing library call, the
+// region when the backend completes_asynchronously(). Every call returns a Status naming the failing library call, the
 // library's error text and file:line.
 //
 // Thread safety: one thread per backend. Backends are created by a
@@ -68,6 +68,9 @@ class Backend {
 
   // Waits for issued work to finish (stream synchronize on device backends).
   virtual absl::Status Synchronize() = 0;
+  // Whether calls may return before their work is done; the driver calls
+  // Synchronize() after each timed call only then.
+  virtual bool completes_asynchronously() const { return true; }
 
   // Library version for the "start" record, e.g. "NCCL 2.28.9"; empty if the
   // backend adds nothing beyond the MPI library.

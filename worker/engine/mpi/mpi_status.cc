@@ -18,29 +18,10 @@ absl::Status MpiStatus(int code, const char* call, const char* file, int line) {
 }
 
 absl::Status ToMpiDatatype(DataType dtype, MPI_Datatype* out) {
-  switch (dtype) {
-    case DataType::kInt8: *out = MPI_INT8_T; return absl::OkStatus();
-    case DataType::kInt32: *out = MPI_INT32_T; return absl::OkStatus();
-    case DataType::kInt64: *out = MPI_INT64_T; return absl::OkStatus();
-    case DataType::kFloat32: *out = MPI_FLOAT; return absl::OkStatus();
-    case DataType::kFloat64: *out = MPI_DOUBLE; return absl::OkStatus();
-    case DataType::kFloat16:
-    case DataType::kBFloat16:
-      break;
-  }
+  if (MpiDatatypeFor(dtype, out)) return absl::OkStatus();
   return absl::InvalidArgumentError(absl::StrCat(
       "--dtype ", DataTypeName(dtype),
       " needs --backend nccl (MPI has no 16-bit float type)"));
-}
-
-MPI_Op ToMpiOp(ReduceOp op) {
-  switch (op) {
-    case ReduceOp::kSum: return MPI_SUM;
-    case ReduceOp::kProd: return MPI_PROD;
-    case ReduceOp::kMin: return MPI_MIN;
-    case ReduceOp::kMax: return MPI_MAX;
-  }
-  return MPI_SUM;
 }
 
 }  // namespace collbench
