@@ -1,0 +1,614 @@
+#!/usr/bin/env python3
+"""The Grafana dashboards against a real Prometheus and a real coordinator.
+
+A coordinator (with --http-listen, so it serves /metrics) and three workers
+on 127.0.0.1, and Prometheus (Debian's `prometheus`) scraping it every
+second from its own temporary folder and loopback port. With Prometheus
+already scraping, the test runs a small matrix with the `collbench` CLI
+(allreduce and bcast; pack and spread; Open MPI and MPICH), one run that
+fails (`--memory hbw` on a machine without high-bandwidth memory), one that
+is cancelled and a few API calls that fail, so that every panel has
+something to show. Once Prometheus has scraped the final state it checks,
+for every dashboard in dashboards/:
+
+  - every metric name an expression or a variable query uses is one the
+    coordinator's /metrics exports (histograms as _bucket/_sum/_count);
+  - every templating variable query (label_values) yields values;
+  - every panel target's expression, with the variables substituted as
+    Grafana would (All -> its allValue, otherwise the saved or the first
+    value; $__range, $__interval and $__rate_interval from the test's time
+    window and the 1 s scrape interval), evaluates through Prometheus' HTTP
+    API (/api/v1/query for instant targets, /api/v1/query_range for the
+    others) without error and returns at least one finite sample;
+  - every panel and target uses the provisioned data source uid.
+
+    prometheus_test.py [--bin-dir build/bin] [--prometheus PATH] [--dashboards DIR]
+                       [--keep-logs] [-v]
+
+The binaries come from --bin-dir, else $COLLBENCH_BIN_DIR, else build/bin.
+Without a prometheus binary (--prometheus, $PROMETHEUS, or on PATH) it exits
+77, which ctest reports as skipped. Everything it starts, Prometheus
+included, is stopped by process id in `finally`, also on failure. Exit code:
+0 passed, 1 failed, 2 bad usage, 77 skipped.
+"""
+
+import argparse
+import ctypes
+import glob
+import json
+import math
+import os
+import re
+import shutil
+import signal
+import sys
+import time
+import traceback
+import urllib.error
+import urllib.parse
+import urllib.request
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.normpath(os.path.join(HERE, "..", "..", ".."))
+sys.dont_write_bytecode = True  # nothing written into the source tree
+sys.path.insert(0, os.path.join(HERE, "..", "service"))
+import service_test as svc  # noqa: E402  (the shared cluster helpers)
+from service_test import Failure, expect, poll  # noqa: E402
+
+SKIP = 77
+DATASOURCE_UID = "collbench-prometheus"
+SCRAPE_INTERVAL_S = 1
+SIZES = "8,1K,64K"
+
+
+def log(message):
+    svc.log(message)
+
+
+# ---------------------------------------------------------------------------
+# HTTP
+
+
+def http_get(url, timeout=10):
+    """(status, body text); status 0 when nothing answered."""
+    try:
+        with urllib.request.urlopen(url, timeout=timeout) as response:
+            return response.status, response.read().decode("utf-8", errors="replace")
+    except urllib.error.HTTPError as e:
+        return e.code, e.read().decode("utf-8", errors="replace")
+    except (urllib.error.URLError, OSError):
+        return 0, ""
+
+
+class Prometheus:
+    """Prometheus' HTTP API on 127.0.0.1:port."""
+
+    def __init__(self, port):
+        self.base = "http://127.0.0.1:%d" % port
+
+    def api(self, path, **params):
+        """The `data` of a successful API answer; raises Failure with
+        Prometheus' error otherwise."""
+        query = urllib.parse.urlencode(params, doseq=True)
+        status, body = http_get("%s/api/v1/%s?%s" % (self.base, path, query), timeout=30)
+        try:
+            answer = json.loads(body)
+        except ValueError:
+            raise Failure("Prometheus answered %s with HTTP %d: %r" % (path, status, body[:300]))
+        if answer.get("status") != "success":
+            raise Failure("%s: %s: %s" % (path, answer.get("errorType"), answer.get("error")))
+        return answer["data"]
+
+    def ready(self):
+        return http_get(self.base + "/-/ready", timeout=2)[0] == 200
+
+    def instant(self, expr, at):
+        return self.api("query", query=expr, time="%.3f" % at)
+
+    def range(self, expr, start, end, step):
+        return self.api("query_range", query=expr, start="%.3f" % start, end="%.3f" % end,
+                        step="%gs" % step)
+
+    def label_values(self, label, selector, start, end):
+        params = {"start": "%.3f" % start, "end": "%.3f" % end}
+        if selector:
+            params["match[]"] = [selector]
+        return self.api("label/%s/values" % urllib.parse.quote(label), **params)
+
+
+def finite_samples(data):
+    """How many finite values a query's data holds (NaN and ±Inf are what
+    histogram_quantile and divisions by zero give where nothing was
+    measured, so they do not count as data)."""
+    def finite(value):
+        try:
+            return math.isfinite(float(value))
+        except (TypeError, ValueError):
+            return False
+    kind, result = data.get("resultType"), data.get("result")
+    if kind == "scalar":
+        return int(finite(result[1]))
+    if kind == "vector":
+        return sum(finite(s["value"][1]) for s in result)
+    if kind == "matrix":
+        return sum(finite(v[1]) for s in result for v in s["values"])
+    return 0
+
+
+# ---------------------------------------------------------------------------
+# Processes
+
+
+class ObservedCluster(svc.Cluster):
+    """service_test's Cluster whose coordinator also serves HTTP (/metrics),
+    plus a Prometheus that scrapes it; all in the cluster's folder and
+    stopped by its teardown."""
+
+    def __init__(self, bin_dir):
+        super().__init__(bin_dir, "observability")
+        self.http_port = None
+        self.prometheus = None
+        self.prometheus_port = None
+
+    def _spawn(self, argv, log_name):
+        if os.path.basename(argv[0]) == "collbench-coordinator":
+            if self.http_port is None:
+                self.http_port = svc.free_port()
+            argv = argv + ["--http-listen", "127.0.0.1:%d" % self.http_port]
+        return super()._spawn(argv, log_name)
+
+    def metrics_url(self):
+        return "http://127.0.0.1:%d/metrics" % self.http_port
+
+    def metrics_text(self):
+        status, body = http_get(self.metrics_url())
+        expect(status == 200, "GET %s answered %d: %r" % (self.metrics_url(), status, body[:300]))
+        return body
+
+    def wait_metrics(self):
+        poll("the coordinator's /metrics on port %d" % self.http_port,
+             lambda: http_get(self.metrics_url(), timeout=2)[0] == 200, 20)
+
+    def start_prometheus(self, binary):
+        """Prometheus with its own configuration and storage here, on a
+        free loopback port (another try if someone took the port)."""
+        config = os.path.join(self.dir, "prometheus.yml")
+        with open(config, "w") as f:
+            f.write("global:\n"
+                    "  scrape_interval: %ds\n"
+                    "  scrape_timeout: %ds\n"
+                    "scrape_configs:\n"
+                    "  - job_name: collbench\n"
+                    "    metrics_path: /metrics\n"
+                    "    static_configs:\n"
+                    "      - targets: ['127.0.0.1:%d']\n"
+                    % (SCRAPE_INTERVAL_S, SCRAPE_INTERVAL_S, self.http_port))
+        for attempt in range(3):
+            port = svc.free_port()
+            storage = os.path.join(self.dir, "prometheus-data-%d" % attempt)
+            proc = self._spawn([binary, "--config.file=" + config,
+                                "--storage.tsdb.path=" + storage,
+                                "--web.listen-address=127.0.0.1:%d" % port,
+                                "--storage.tsdb.retention.time=1d"],
+                               "prometheus-%d.log" % attempt)
+            api = Prometheus(port)
+            deadline = time.monotonic() + 30
+            while time.monotonic() < deadline and proc.poll() is None:
+                if api.ready():
+                    self.prometheus, self.prometheus_port = proc, port
+                    return api
+                time.sleep(0.2)
+            log("prometheus on port %d did not come up: %s" % (port, self.tail(proc)))
+            self.stop(proc)
+        raise Failure("prometheus did not start: %s" % self.tail(proc))
+
+
+# ---------------------------------------------------------------------------
+# Dashboards
+
+
+def load_dashboards(folder):
+    dashboards = {}
+    for path in sorted(glob.glob(os.path.join(folder, "*.json"))):
+        with open(path) as f:
+            try:
+                dashboards[os.path.basename(path)] = json.load(f)
+            except ValueError as e:
+                raise Failure("%s is not JSON: %s" % (path, e))
+    expect(dashboards, "no dashboards (*.json) in %s" % folder)
+    return dashboards
+
+
+def all_panels(panels):
+    """Every panel, those inside (collapsed) rows included."""
+    for panel in panels:
+        yield panel
+        for inner in panel.get("panels", []) or []:
+            yield from all_panels([inner])
+
+
+def datasource_uid(ref):
+    if isinstance(ref, dict):
+        return ref.get("uid")
+    return ref  # a name or a "${var}" in older dashboards
+
+
+def check_structure(dashboards, provisioning_file):
+    """Uids, data source references, targets: problems as lines."""
+    problems = []
+    with open(provisioning_file) as f:
+        provisioned = f.read()
+    if not re.search(r"^\s*uid:\s*['\"]?%s['\"]?\s*$" % re.escape(DATASOURCE_UID), provisioned,
+                     re.M):
+        problems.append("%s does not provision a data source with uid %s" % (
+            provisioning_file, DATASOURCE_UID))
+    uids = {}
+    for name, board in dashboards.items():
+        uid = board.get("uid")
+        if not uid or uid in uids:
+            problems.append("%s: missing or duplicate uid %r (also %s)" % (name, uid,
+                                                                           uids.get(uid)))
+        uids[uid] = name
+        for var in board.get("templating", {}).get("list", []):
+            if var.get("type") == "query" and datasource_uid(var.get("datasource")) != \
+                    DATASOURCE_UID:
+                problems.append("%s: variable %s uses data source %r" % (
+                    name, var.get("name"), var.get("datasource")))
+        for panel in all_panels(board.get("panels", [])):
+            if panel.get("type") in ("row", "text"):
+                continue
+            title = panel.get("title", "?")
+            targets = panel.get("targets") or []
+            if not targets:
+                problems.append("%s / %s: no targets" % (name, title))
+            refs = [datasource_uid(panel.get("datasource"))]
+            refs += [datasource_uid(t.get("datasource")) for t in targets if "datasource" in t]
+            for ref in refs:
+                if ref != DATASOURCE_UID:
+                    problems.append("%s / %s: data source %r, expected uid %s" % (
+                        name, title, ref, DATASOURCE_UID))
+            for t in targets:
+                if not (t.get("expr") or "").strip():
+                    problems.append("%s / %s [%s]: empty expr" % (name, title, t.get("refId")))
+    return problems
+
+
+class Window:
+    """The time window the dashboards are evaluated over, and Grafana's
+    built-in interval variables for it."""
+
+    def __init__(self, start, end):
+        self.start, self.end = start, end
+        self.range_s = max(1, int(math.ceil(end - start)))
+        # Grafana: $__interval = range / max data points, at least the data
+        # source's scrape interval; $__rate_interval = max($__interval +
+        # scrape interval, 4 x scrape interval).
+        self.step_s = max(SCRAPE_INTERVAL_S, int(math.ceil(self.range_s / 1000.0)))
+        self.rate_interval_s = max(self.step_s + SCRAPE_INTERVAL_S, 4 * SCRAPE_INTERVAL_S)
+
+    def builtins(self):
+        return {
+            "__range": "%ds" % self.range_s, "__range_s": str(self.range_s),
+            "__range_ms": str(self.range_s * 1000),
+            "__interval": "%ds" % self.step_s, "__interval_ms": str(self.step_s * 1000),
+            "__rate_interval": "%ds" % self.rate_interval_s,
+            "__rate_interval_ms": str(self.rate_interval_s * 1000),
+        }
+
+
+VARIABLE_RE = re.compile(r"\$\{(\w+)(?::(\w+))?\}|\$(\w+)|\[\[(\w+)(?::(\w+))?\]\]")
+
+
+def interpolate(text, values):
+    """Grafana's variable substitution for a Prometheus query: a list value
+    becomes a regex alternation; unknown variables are an error."""
+    def replace(match):
+        name = match.group(1) or match.group(3) or match.group(4)
+        if name not in values:
+            raise Failure("unknown variable $%s in %r" % (name, text))
+        value = values[name]
+        if isinstance(value, list):
+            return value[0] if len(value) == 1 else "(%s)" % "|".join(
+                re.escape(v) for v in value)
+        return value
+    return VARIABLE_RE.sub(replace, text)
+
+
+LABEL_VALUES_RE = re.compile(r"^\s*label_values\(\s*(?:(.*?)\s*,\s*)?(\w+)\s*\)\s*$", re.S)
+
+
+def variable_query(var):
+    query = var.get("query")
+    if isinstance(query, dict):
+        query = query.get("query", "")
+    return query or var.get("definition", "")
+
+
+def sort_values(values, mode):
+    if mode in (3, 4):  # numerical
+        def key(v):
+            try:
+                return (0, float(v), v)
+            except ValueError:
+                return (1, 0.0, v)
+        return sorted(values, key=key, reverse=mode == 4)
+    if mode in (1, 2):
+        return sorted(values, reverse=mode == 2)
+    return list(values)
+
+
+def resolve_variables(board, prom, window, problems, name):
+    """Evaluates the board's templating variables in order; returns the
+    substitution map (built-ins included)."""
+    values = window.builtins()
+    for var in board.get("templating", {}).get("list", []):
+        vname, kind = var.get("name"), var.get("type")
+        current = (var.get("current") or {}).get("value")
+        if kind == "query":
+            query = interpolate(variable_query(var), values)
+            match = LABEL_VALUES_RE.match(query)
+            if not match:
+                problems.append("%s: variable %s: unsupported query %r" % (name, vname, query))
+                values[vname] = ".*"
+                continue
+            selector, label = match.group(1), match.group(2)
+            try:
+                options = prom.label_values(label, selector, window.start, window.end)
+            except Failure as e:
+                problems.append("%s: variable %s: %s fails: %s" % (name, vname, query, e))
+                options = []
+            if var.get("regex"):
+                options = [o for o in options if re.search(var["regex"], o)]
+            options = sort_values(options, var.get("sort", 0))
+            log("%s: $%s <- %s: %s" % (name, vname, query, options))
+            if not options:
+                problems.append("%s: variable %s: %s yields no values" % (name, vname, query))
+                values[vname] = var.get("allValue") or ".*"
+                continue
+        elif kind == "custom":
+            options = [o.strip() for o in (variable_query(var) or "").split(",") if o.strip()]
+        elif kind in ("constant", "textbox"):
+            values[vname] = variable_query(var) or current or ""
+            continue
+        else:
+            options = [current] if isinstance(current, str) else list(current or [])
+        chosen = current if isinstance(current, list) else [current] if current else []
+        if var.get("includeAll") and "$__all" in chosen:
+            values[vname] = var.get("allValue") or options
+        else:
+            picked = [c for c in chosen if c in options]
+            values[vname] = picked if picked else [options[0]]
+    return values
+
+
+# ---------------------------------------------------------------------------
+# Metric names
+
+
+def exported_names(metrics_text):
+    """Sample names in a text exposition (histograms give _bucket, _sum and
+    _count), and the families by type."""
+    names, families = set(), {}
+    for line in metrics_text.splitlines():
+        if line.startswith("# TYPE "):
+            parts = line.split()
+            if len(parts) >= 4:
+                families[parts[2]] = parts[3]
+        elif line and not line.startswith("#"):
+            names.add(re.split(r"[{\s]", line, 1)[0])
+    return names, families
+
+
+METRIC_NAME_RE = re.compile(r"(?<![\w:])(collbench_[A-Za-z0-9_:]*)")
+STRING_RE = re.compile(r'"(?:[^"\\]|\\.)*"|\'(?:[^\'\\]|\\.)*\'|`[^`]*`')
+
+
+def metric_names(expr):
+    """collbench_* metric names an expression uses (quoted strings, such as
+    label values, left out)."""
+    return set(METRIC_NAME_RE.findall(STRING_RE.sub('""', expr)))
+
+
+# ---------------------------------------------------------------------------
+# The test
+
+
+def produce_runs(c):
+    """Runs so that every panel has data: two operations, both placements,
+    both MPI libraries, a failed and a cancelled run, and failing API
+    calls."""
+    mpich = os.access(c.binary("collbench-rank-mpich"), os.X_OK)
+    other_mpi = "mpich" if mpich else "openmpi"
+    if not mpich:
+        sys.stderr.write("prometheus_test: collbench-rank-mpich not built; MPICH runs use "
+                         "Open MPI\n")
+
+    def not_found():
+        # Failing API calls over gRPC (NOT_FOUND) and HTTP (404), a few
+        # times apart, so that rate() sees them rise.
+        c.cli("show", "runs/no-such-run", expect_code=None)
+        http_get("http://127.0.0.1:%d/v1/runs/no-such-run" % c.http_port)
+
+    not_found()
+    matrix = [
+        ("allreduce", "pack", "openmpi"),
+        ("allreduce", "spread", "openmpi"),
+        ("allreduce", "spread", other_mpi),
+        ("bcast", "pack", other_mpi),
+        ("bcast", "spread", "openmpi"),
+        ("allreduce", "pack", "openmpi"),  # again: the same series grows
+    ]
+    for operation, placement, mpi in matrix:
+        done = c.cli("run", operation, "--ranks", 2, "--placement", placement, "--mpi", mpi,
+                     "--sizes", SIZES, "-n", 50, "-w", 5, "--check", "--wait", "--output",
+                     "jsonl", timeout=120)
+        svc.check_results(svc.parse_jsonl(done.stdout), [8, 1024, 65536],
+                          "%s %s %s" % (operation, placement, mpi))
+    not_found()
+
+    # A run that fails at run time: no high-bandwidth memory here.
+    failed = c.create_run("allreduce", "--ranks", 2, "--placement", "pack", "--sizes", "8",
+                          "-n", 10, "--memory", "hbw")
+    state = c.wait_state(failed, ("succeeded", "failed", "cancelled"), 60)
+    expect(state == "failed", "%s (--memory hbw) ended %s, expected failed" % (failed, state))
+
+    cancelled = c.create_run("allreduce", "--ranks", 2, "--placement", "spread", "--sizes",
+                             "1M", "-n", 100000, "-w", 1)
+    c.wait_state(cancelled, ("running",), 60)
+    c.cli("cancel", cancelled)
+    state = c.wait_state(cancelled, ("succeeded", "failed", "cancelled"), 30)
+    expect(state == "cancelled", "%s ended %s, expected cancelled" % (cancelled, state))
+    c.wait_workers_ready(list(c.workers), timeout=30)
+    not_found()
+
+
+def wait_scraped(prom, since):
+    """Until Prometheus holds a scrape that started after `since`."""
+    def scraped():
+        data = prom.instant("timestamp(collbench_build_info)", time.time())
+        return any(float(s["value"][1]) > since for s in data["result"])
+    poll("Prometheus to scrape the final state", scraped, 30, 0.5)
+
+
+def evaluate_dashboards(dashboards, prom, window, exported):
+    """Problems (lines) and counts."""
+    problems = []
+    counts = {"dashboards": len(dashboards), "panels": 0, "expressions": 0, "variables": 0}
+    used = set()
+    for name, board in dashboards.items():
+        for var in board.get("templating", {}).get("list", []):
+            if var.get("type") == "query":
+                counts["variables"] += 1
+                for metric in metric_names(variable_query(var)):
+                    used.add(metric)
+                    if metric not in exported:
+                        problems.append("%s: variable %s uses %s, which the coordinator does "
+                                        "not export" % (name, var.get("name"), metric))
+        values = resolve_variables(board, prom, window, problems, name)
+        for panel in all_panels(board.get("panels", [])):
+            targets = [t for t in panel.get("targets") or [] if not t.get("hide")]
+            if not targets:
+                continue
+            counts["panels"] += 1
+            title = panel.get("title", "?")
+            for t in targets:
+                counts["expressions"] += 1
+                where = "%s / %s [%s]" % (name, title, t.get("refId"))
+                raw = t.get("expr", "")
+                for metric in metric_names(raw):
+                    used.add(metric)
+                    if metric not in exported:
+                        problems.append("%s: uses %s, which the coordinator does not export\n"
+                                        "    %s" % (where, metric, raw))
+                try:
+                    expr = interpolate(raw, values)
+                    instant = t.get("instant") and not t.get("range")
+                    if instant:
+                        data = prom.instant(expr, window.end)
+                    else:
+                        data = prom.range(expr, window.start, window.end, window.step_s)
+                except Failure as e:
+                    problems.append("%s: error: %s\n    %s" % (where, e, raw))
+                    continue
+                found = finite_samples(data)
+                log("%s: %d finite samples (%s)" % (where, found,
+                                                    "instant" if instant else "range"))
+                if not found:
+                    problems.append("%s: no data (%s query)\n    %s" % (
+                        where, "instant" if instant else "range", expr))
+    return problems, counts, used
+
+
+def run(args, failed_logs):
+    """The test; raises Failure. On failure, the tails of the processes'
+    logs go to `failed_logs`."""
+    dashboards = load_dashboards(args.dashboards)
+    provisioning = os.path.join(ROOT, "deploy", "grafana", "provisioning", "datasources",
+                                "collbench.yaml")
+    problems = check_structure(dashboards, provisioning)
+    expect(not problems, "dashboard structure:\n  " + "\n  ".join(problems))
+
+    c = ObservedCluster(args.bin_dir)
+    ok = False
+    try:
+        c.start_coordinator()
+        c.wait_metrics()
+        prom = c.start_prometheus(args.prometheus)
+        started = time.time()
+
+        def target_up():
+            active = prom.api("targets").get("activeTargets", [])
+            return any(t.get("health") == "up" for t in active)
+        poll("Prometheus to scrape the coordinator", target_up, 30, 0.5)
+        c.start_workers(3, slots=2)
+        produce_runs(c)
+        done = time.time()
+        wait_scraped(prom, done)
+        metrics = c.metrics_text()
+        exported, families = exported_names(metrics)
+        log("exported: %s" % ", ".join("%s (%s)" % kv for kv in sorted(families.items())))
+        window = Window(started, time.time())
+        problems, counts, used = evaluate_dashboards(dashboards, prom, window, exported)
+        unused = sorted(f for f in families
+                        if not any(u == f or u.startswith(f + "_") for u in used))
+        if unused:
+            print("note: exported but on no dashboard: %s" % ", ".join(unused))
+        expect(not problems, "%d problems in %d expressions:\n  %s" % (
+            len(problems), counts["expressions"], "\n  ".join(problems)))
+        print("PASS observability: %(dashboards)d dashboards, %(panels)d panels, "
+              "%(expressions)d expressions, %(variables)d variables evaluated" % counts)
+        ok = True
+    finally:
+        if not ok:
+            for proc in c.popens:
+                if hasattr(proc, "log_path"):
+                    failed_logs.append("--- %s\n%s" % (os.path.basename(proc.log_path),
+                                                       c.tail(proc, 25)))
+        c.teardown(keep_dir=args.keep_logs and not ok)
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--bin-dir", default=os.environ.get("COLLBENCH_BIN_DIR",
+                                                            os.path.join(ROOT, "build", "bin")),
+                        help="folder with collbench, collbench-coordinator, ... "
+                             "(default: $COLLBENCH_BIN_DIR or build/bin)")
+    parser.add_argument("--prometheus", default=os.environ.get("PROMETHEUS") or
+                        shutil.which("prometheus"), help="the prometheus binary")
+    parser.add_argument("--dashboards", default=os.path.join(ROOT, "dashboards"),
+                        help="folder of dashboard JSON files")
+    parser.add_argument("--keep-logs", action="store_true", help="keep the folder on failure")
+    parser.add_argument("-v", "--verbose", action="store_true")
+    args = parser.parse_args()
+    svc.VERBOSE = args.verbose
+    if not args.prometheus or not os.access(args.prometheus, os.X_OK):
+        print("SKIP observability: no prometheus binary (install Debian's `prometheus`, or "
+              "pass --prometheus PATH)")
+        return SKIP
+    args.bin_dir = os.path.abspath(args.bin_dir)
+    for binary in ("collbench", "collbench-coordinator", "collbench-worker", "collbench-rank"):
+        if not os.access(os.path.join(args.bin_dir, binary), os.X_OK):
+            sys.stderr.write("prometheus_test: %s not found in %s\n" % (binary, args.bin_dir))
+            return 2
+    # Orphans of what the workers start come here, and the teardown sees them.
+    libc = ctypes.CDLL(None, use_errno=True)
+    libc.prctl(svc.PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
+    # The teardown must run on ctest's timeout (SIGTERM) too.
+    signal.signal(signal.SIGTERM, lambda *_: (_ for _ in ()).throw(KeyboardInterrupt()))
+    started = time.monotonic()
+    failed_logs = []
+    try:
+        run(args, failed_logs)
+        return 0
+    except Failure as e:
+        print("FAIL observability %.1fs: %s" % (time.monotonic() - started, e))
+    except Exception:  # a bug in the test itself, or an unexpected error
+        print("FAIL observability %.1fs:\n%s" % (time.monotonic() - started,
+                                                 traceback.format_exc()))
+    for text in failed_logs:
+        print(text)
+    return 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
