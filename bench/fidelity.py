@@ -22,9 +22,12 @@ import statistics
 import subprocess
 import sys
 
-# Iterations per size (warmup is a tenth): many for small messages, fewer for
-# large ones, as OSU does, so each measurement takes well under a second.
-DEFAULT_ITERS = {8: 20000, 1024: 20000, 65536: 2000, 1 << 20: 200, 16 << 20: 20}
+# Iterations per size (warmup is a tenth): enough that each measurement lasts
+# about a quarter of a second on a laptop-class machine. With OSU's counts
+# (10^4 for small messages) an 8-byte measurement lasts a few milliseconds,
+# and one timer interrupt or descheduling moves its average by tens of
+# percent in either program.
+DEFAULT_ITERS = {8: 400000, 1024: 200000, 65536: 10000, 1 << 20: 500, 16 << 20: 30}
 SUFFIXES = {"K": 1 << 10, "M": 1 << 20, "G": 1 << 30}
 
 
@@ -39,7 +42,7 @@ def iters_for(size_bytes):
     if size_bytes in DEFAULT_ITERS:
         return DEFAULT_ITERS[size_bytes]
     # Roughly constant bytes moved per measurement for other sizes.
-    return max(20, min(20000, (64 << 20) // max(size_bytes, 1)))
+    return max(30, min(400000, (512 << 20) // max(size_bytes, 1)))
 
 
 def mpirun_prefix(args):

@@ -16,15 +16,19 @@ absl::StatusOr<v1::RunState> ParseRunFilter(absl::string_view filter) {
   if (!absl::StartsWith(filter, kPrefix) ||
       !v1::RunState_Parse(std::string(filter.substr(kPrefix.size())), &state) ||
       state == v1::RUN_STATE_UNSPECIFIED) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "filter: \"", filter,
-        "\" is not one of state=QUEUED|SCHEDULED|RUNNING|SUCCEEDED|FAILED|CANCELLED"));
+    return absl::InvalidArgumentError(
+        absl::StrCat("filter: \"", filter,
+                     "\" is not one of state=QUEUED|SCHEDULED|RUNNING|SUCCEEDED|FAILED|CANCELLED"));
   }
   return state;
 }
 
 absl::StatusOr<v1::ListRunsResponse> ListRunsPage(RunManager& manager,
                                                   const v1::ListRunsRequest& request) {
+  if (request.page_size() < 0) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("page_size: must not be negative, got ", request.page_size()));
+  }
   absl::StatusOr<v1::RunState> state = ParseRunFilter(request.filter());
   if (!state.ok()) return state.status();
   absl::StatusOr<Store::RunPage> page =

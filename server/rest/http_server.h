@@ -2,6 +2,13 @@
 // /v1 (the same operations and validation as the gRPC Coordinator service),
 // /metrics, /healthz and /readyz. cpp-httplib stays private to this module.
 //
+// Errors: every failed request gets a JSON body {code, status, message,
+// details} (server/rest/rest_json.h) with the HTTP status HttpStatusFor()
+// gives its code; 405 for a known path with another method, 413 for a body
+// over max_body_bytes. Tokens: routes other than /healthz, /readyz and
+// /metrics need a bearer token of the route's role (server/rest/routes.h);
+// missing or unknown gets 401, a read token on an operator route 403.
+//
 // Thread safety: Start() and Shutdown() from one thread; requests are served
 // on the server's own threads.
 #ifndef COLLBENCH_SERVER_REST_HTTP_SERVER_H_
@@ -25,7 +32,12 @@ struct HttpServerOptions {
   std::string listen = "127.0.0.1:8080";  // HOST:PORT; port 0 picks one
   std::string tls_cert;                   // PEM files; both or neither
   std::string tls_key;
-  size_t max_body_bytes = 1 << 20;        // larger request bodies get 413
+  size_t max_body_bytes = 1 << 20;  // larger request bodies get 413
+  // Requests are served by this many threads; each open event stream
+  // (GET /v1/runs/{id}:watch) holds one while it lasts.
+  int threads = 64;
+  // An event stream sends a comment after this long without an event.
+  absl::Duration event_keepalive = absl::Seconds(15);
 };
 
 struct HttpServerDependencies {
@@ -38,7 +50,9 @@ struct HttpServerDependencies {
   // GET /readyz answers 200 while this returns true, 503 otherwise.
   std::function<bool()> ready;
   // Called once per finished request with the route's template (e.g.
-  // "GET /v1/runs/{id}"), the HTTP status and the time it took.
+  // "GET /v1/runs/{id}", or "unmatched" for a request no route serves),
+  // the HTTP status and the time it took (for an event stream: until it
+  // ended). Called on the server's threads; may be empty.
   std::function<void(absl::string_view route, int http_status, absl::Duration latency)> on_request;
 };
 
@@ -49,7 +63,10 @@ class HttpServer {
   virtual ~HttpServer() = default;
   // The port it listens on (useful with port 0).
   virtual int port() const = 0;
-  // Ends open event streams, stops listening and joins the server's threads.
+  // Stops listening, ends open event streams (each with a clean end of
+  // its response) and joins the server's threads. Idle keep-alive
+  // connections are closed within about a second. Idempotent; the
+  // destructor calls it.
   virtual void Shutdown() = 0;
 };
 

@@ -2,9 +2,9 @@
 
 #include <utility>
 
-#include "absl/strings/numbers.h"
 #include "absl/time/clock.h"
 #include "api/status_mapping.h"
+#include "server/core/listing.h"
 #include "server/services/watch_reactor.h"
 
 namespace collbench {
@@ -69,21 +69,7 @@ grpc::ServerUnaryReactor* CoordinatorService::ListRuns(grpc::CallbackServerConte
                                                        const v1::ListRunsRequest* request,
                                                        v1::ListRunsResponse* response) {
   if (auto* refused = Refuse(context, Role::kRead)) return refused;
-  v1::RunState state = v1::RUN_STATE_UNSPECIFIED;
-  const std::string& filter = request->filter();
-  if (!filter.empty()) {
-    const std::string prefix = "state=";
-    if (filter.rfind(prefix, 0) != 0 || !v1::RunState_Parse(filter.substr(prefix.size()), &state)) {
-      return Fail(context, absl::InvalidArgumentError(
-                               "filter: use state=QUEUED|SCHEDULED|RUNNING|SUCCEEDED|FAILED|CANCELLED"));
-    }
-  }
-  absl::StatusOr<Store::RunPage> page =
-      manager_->ListRuns(request->page_size(), request->page_token(), state);
-  if (!page.ok()) return Fail(context, page.status());
-  for (v1::Run& run : page->runs) *response->add_runs() = std::move(run);
-  response->set_next_page_token(page->next_page_token);
-  return Fail(context, absl::OkStatus());
+  return Reply(context, ListRunsPage(*manager_, *request), response);
 }
 
 grpc::ServerUnaryReactor* CoordinatorService::CancelRun(grpc::CallbackServerContext* context,
@@ -118,18 +104,7 @@ grpc::ServerUnaryReactor* CoordinatorService::ListWorkers(grpc::CallbackServerCo
                                                           const v1::ListWorkersRequest* request,
                                                           v1::ListWorkersResponse* response) {
   if (auto* refused = Refuse(context, Role::kRead)) return refused;
-  std::vector<v1::Worker> workers = manager_->ListWorkers();
-  // Workers are few; one page of up to page_size from the token's index.
-  size_t start = 0;
-  if (!request->page_token().empty() && !absl::SimpleAtoi(request->page_token(), &start)) {
-    return Fail(context, absl::InvalidArgumentError("page_token: not a token from ListWorkers"));
-  }
-  const size_t size = request->page_size() > 0 ? request->page_size() : 100;
-  for (size_t i = start; i < workers.size() && i < start + size; ++i) {
-    *response->add_workers() = std::move(workers[i]);
-  }
-  if (start + size < workers.size()) response->set_next_page_token(std::to_string(start + size));
-  return Fail(context, absl::OkStatus());
+  return Reply(context, ListWorkersPage(*manager_, *request), response);
 }
 
 grpc::ServerUnaryReactor* CoordinatorService::GetWorker(grpc::CallbackServerContext* context,

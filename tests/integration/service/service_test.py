@@ -831,12 +831,16 @@ CASES = {
 KNOWN_FAILING = set()
 
 
-def run_case(name, bin_dir, keep_logs):
-    cluster = Cluster(bin_dir, name)
+def run_case(name, bin_dir, keep_logs, cases=None, make_cluster=None):
+    """Runs one case on a fresh cluster, prints PASS or FAIL (with the tail
+    of every process's log) and tears the cluster down. Other test drivers
+    pass their own cases and cluster class."""
+    cases = CASES if cases is None else cases
+    cluster = (make_cluster or Cluster)(bin_dir, name)
     started = time.monotonic()
     ok = False
     try:
-        CASES[name](cluster)
+        cases[name](cluster)
         ok = True
     except Failure as e:
         message = str(e)

@@ -1,0 +1,154 @@
+#include "server/rest/event_stream.h"
+
+#include <utility>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "absl/time/clock.h"
+#include "api/convert.h"
+#include "server/rest/rest_json.h"
+
+namespace collbench {
+
+absl::StatusOr<std::shared_ptr<EventStream>> EventStream::Open(RunManager& manager, WatchHub& hub,
+                                                               const std::string& run_name,
+                                                               absl::Duration keepalive) {
+  absl::StatusOr<v1::Run> run = manager.GetRun(run_name);
+  if (!run.ok()) return run.status();
+  std::shared_ptr<EventStream> stream(new EventStream(&hub, run->name(), keepalive));
+  absl::MutexLock lock(&stream->mu_);
+  // Subscribe before reading the store; live events wait for the lock and
+  // queue behind the replay.
+  hub.Subscribe(stream->run_, stream);
+  stream->subscribed_ = true;
+  if (absl::StatusOr<v1::Run> now = manager.GetRun(stream->run_); now.ok()) run = std::move(now);
+  absl::StatusOr<std::vector<v1::SizeResult>> results = manager.GetResults(stream->run_);
+  stream->ReplayLocked(*run, results.ok() ? *results : std::vector<v1::SizeResult>());
+  return stream;
+}
+
+EventStream::EventStream(WatchHub* hub, std::string run, absl::Duration keepalive)
+    : hub_(hub), run_(std::move(run)), keepalive_(keepalive) {}
+
+void EventStream::ReplayLocked(const v1::Run& run, const std::vector<v1::SizeResult>& results) {
+  v1::RunEvent state;
+  state.set_run(run_);
+  *state.mutable_time() = TimestampFromTime(absl::Now());
+  *state.mutable_state_change() = run;
+  queue_.push_back(std::move(state));
+  last_state_ = run.state();
+  for (const v1::SizeResult& result : results) {
+    sequences_.insert(result.sequence());
+    v1::RunEvent event;
+    event.set_run(run_);
+    *event.mutable_result() = result;
+    queue_.push_back(std::move(event));
+  }
+  // A run that already ended gets no more events.
+  if (IsFinalRunState(run.state())) ended_ = true;
+}
+
+void EventStream::OnEvent(const v1::RunEvent& event) {
+  absl::MutexLock lock(&mu_);
+  EnqueueLocked(event);
+}
+
+void EventStream::OnEnd() {
+  absl::MutexLock lock(&mu_);
+  ended_ = true;
+}
+
+void EventStream::EnqueueLocked(const v1::RunEvent& event) {
+  if (ended_ || closed_) return;
+  if (event.has_result()) {
+    if (!sequences_.insert(event.result().sequence()).second) return;  // replayed already
+  } else if (event.has_state_change()) {
+    const v1::RunState state = event.state_change().state();
+    if (state == last_state_) return;  // the replay already said so
+    last_state_ = state;
+    if (IsFinalRunState(state)) ended_ = true;  // after this event, nothing more
+  }
+  queue_.push_back(event);
+}
+
+EventStream::Chunk EventStream::Next() {
+  std::deque<v1::RunEvent> batch;
+  Chunk chunk;
+  {
+    absl::MutexLock lock(&mu_);
+    const bool woken =
+        mu_.AwaitWithTimeout(absl::Condition(this, &EventStream::HasWork), keepalive_);
+    batch.swap(queue_);
+    chunk.last = ended_ || closed_;
+    if (!woken && batch.empty() && !chunk.last) chunk.text = ": keep-alive\n\n";
+  }
+  for (const v1::RunEvent& event : batch) chunk.text += Format(event);
+  return chunk;
+}
+
+void EventStream::Close() {
+  absl::MutexLock lock(&mu_);
+  closed_ = true;
+}
+
+void EventStream::Detach() {
+  {
+    absl::MutexLock lock(&mu_);
+    if (!subscribed_) return;
+    subscribed_ = false;
+  }
+  hub_->Unsubscribe(run_, this);
+}
+
+std::string EventStream::Format(const v1::RunEvent& event) {
+  absl::string_view name = "message";
+  switch (event.event_case()) {
+    case v1::RunEvent::kStateChange:
+      name = "state";
+      break;
+    case v1::RunEvent::kResult:
+      name = "result";
+      break;
+    case v1::RunEvent::kProgress:
+      name = "progress";
+      break;
+    case v1::RunEvent::kLog:
+      name = "log";
+      break;
+    case v1::RunEvent::EVENT_NOT_SET:
+      break;
+  }
+  return absl::StrCat("event: ", name, "\ndata: ", ProtoToJson(event), "\n\n");
+}
+
+void EventStreams::Add(const std::shared_ptr<EventStream>& stream) {
+  bool closed;
+  {
+    absl::MutexLock lock(&mu_);
+    closed = closed_;
+    streams_[stream.get()] = stream;
+  }
+  if (closed) stream->Close();
+}
+
+void EventStreams::Remove(const EventStream* stream) {
+  absl::MutexLock lock(&mu_);
+  streams_.erase(stream);
+}
+
+void EventStreams::CloseAll() {
+  std::map<const EventStream*, std::shared_ptr<EventStream>> open;
+  {
+    absl::MutexLock lock(&mu_);
+    closed_ = true;
+    open = streams_;
+  }
+  for (auto& [key, stream] : open) stream->Close();
+}
+
+size_t EventStreams::size() const {
+  absl::MutexLock lock(&mu_);
+  return streams_.size();
+}
+
+}  // namespace collbench

@@ -1,0 +1,116 @@
+// One server-sent-events watch of a run (GET /v1/runs/{id}:watch): what
+// WatchRun streams over gRPC, as `text/event-stream`. Each RunEvent is one
+// event, named after what it carries, with the event as one line of JSON:
+//
+//   event: state | result | progress | log
+//   data: {"run": "runs/…", "stateChange": {…}}
+//   <blank line>
+//
+// Open() subscribes to the WatchHub first, then replays the stored state and
+// every stored SizeResult (as WatchRun does), so nothing falls between the
+// two; live results already replayed are dropped by sequence, and a state
+// event that repeats the last state sent is dropped. The stream ends after
+// the run's final state event, or when the hub ends it; for a run that had
+// already ended, after the replay. A comment line (": keep-alive")
+// goes out whenever nothing else did for `keepalive`, so proxies keep the
+// connection and a vanished client is noticed.
+//
+// Ownership: shared by the hub (until Detach) and the HTTP response.
+// Thread safety: the hub calls OnEvent/OnEnd from any thread; one HTTP
+// thread calls Next(); Close() and Detach() may be called from any thread.
+#ifndef COLLBENCH_SERVER_REST_EVENT_STREAM_H_
+#define COLLBENCH_SERVER_REST_EVENT_STREAM_H_
+
+#include <cstdint>
+#include <deque>
+#include <map>
+#include <memory>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/status/statusor.h"
+#include "absl/synchronization/mutex.h"
+#include "absl/time/time.h"
+#include "collbench/v1/run.pb.h"
+#include "server/core/run_manager.h"
+#include "server/core/watch_hub.h"
+
+namespace collbench {
+
+class EventStream final : public RunEventSink {
+ public:
+  // Watches the run named `run_name` ("runs/{id}"). The run's error (e.g.
+  // NotFound) when it cannot be read.
+  static absl::StatusOr<std::shared_ptr<EventStream>> Open(RunManager& manager, WatchHub& hub,
+                                                           const std::string& run_name,
+                                                           absl::Duration keepalive);
+  void OnEvent(const v1::RunEvent& event) override;
+  void OnEnd() override;
+
+  // What to write next.
+  struct Chunk {
+    std::string text;   // whole SSE events or a keep-alive comment; may be ""
+    bool last = false;  // nothing follows: end the response after `text`
+  };
+  // Blocks until an event is queued, the stream ends or is closed, or
+  // `keepalive` passed (then `text` is a keep-alive comment).
+  Chunk Next();
+
+  // Ends the stream at once (server shutdown): Next() returns what is
+  // queued with `last` set.
+  void Close();
+  // Stops receiving events from the hub. Idempotent.
+  void Detach();
+
+  const std::string& run() const { return run_; }
+
+  // One RunEvent as an SSE event ("event: …\ndata: …\n\n").
+  static std::string Format(const v1::RunEvent& event);
+
+ private:
+  EventStream(WatchHub* hub, std::string run, absl::Duration keepalive);
+
+  // The run's stored state, then its stored results.
+  void ReplayLocked(const v1::Run& run, const std::vector<v1::SizeResult>& results)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // A live event, unless it repeats what was sent or the stream ended.
+  void EnqueueLocked(const v1::RunEvent& event) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  bool HasWork() const ABSL_SHARED_LOCKS_REQUIRED(mu_) {
+    return !queue_.empty() || ended_ || closed_;
+  }
+
+  WatchHub* const hub_;
+  const std::string run_;
+  const absl::Duration keepalive_;
+
+  absl::Mutex mu_;
+  std::deque<v1::RunEvent> queue_ ABSL_GUARDED_BY(mu_);
+  std::set<int64_t> sequences_ ABSL_GUARDED_BY(mu_);  // results queued so far
+  v1::RunState last_state_ ABSL_GUARDED_BY(mu_) = v1::RUN_STATE_UNSPECIFIED;
+  bool ended_ ABSL_GUARDED_BY(mu_) = false;   // no more events will be queued
+  bool closed_ ABSL_GUARDED_BY(mu_) = false;  // end now
+  bool subscribed_ ABSL_GUARDED_BY(mu_) = false;
+};
+
+// The open streams of one HTTP server, so Shutdown() can end them all.
+// Thread-safe.
+class EventStreams {
+ public:
+  // Tracks `stream`; closes it at once when CloseAll() has been called.
+  void Add(const std::shared_ptr<EventStream>& stream);
+  void Remove(const EventStream* stream);
+  // Closes every stream, now and from now on.
+  void CloseAll();
+  size_t size() const;
+
+ private:
+  mutable absl::Mutex mu_;
+  std::map<const EventStream*, std::shared_ptr<EventStream>> streams_ ABSL_GUARDED_BY(mu_);
+  bool closed_ ABSL_GUARDED_BY(mu_) = false;
+};
+
+}  // namespace collbench
+
+#endif  // COLLBENCH_SERVER_REST_EVENT_STREAM_H_

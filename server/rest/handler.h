@@ -1,0 +1,53 @@
+// What a REST handler sees and returns, independent of the HTTP library:
+// the dispatcher (http_server.cc) matches a route, checks the token and the
+// query parameter names, builds a RestRequest, calls the route's handler and
+// writes its RestReply. Handlers are plain functions, so tests can call them
+// without a socket.
+#ifndef COLLBENCH_SERVER_REST_HANDLER_H_
+#define COLLBENCH_SERVER_REST_HANDLER_H_
+
+#include <functional>
+#include <map>
+#include <memory>
+#include <string>
+
+#include "absl/time/time.h"
+#include "server/core/run_manager.h"
+#include "server/core/watch_hub.h"
+
+namespace collbench {
+
+class EventStream;
+
+// One request. Query parameter names are in snake_case (the dispatcher
+// turns pageSize into page_size) and each appears at most once.
+struct RestRequest {
+  std::string id;  // the {id} path segment, if any
+  std::map<std::string, std::string> query;
+  std::string body;
+};
+
+// One answer: a body with a content type, or an event stream.
+struct RestReply {
+  int http_status = 200;
+  std::string content_type = "application/json";
+  std::string body;
+  // When set, the answer is `text/event-stream` fed from this stream and
+  // `body` is unused.
+  std::shared_ptr<EventStream> stream;
+};
+
+// What handlers may use. Pointers are not owned and outlive every request.
+struct RestContext {
+  RunManager* manager = nullptr;
+  WatchHub* hub = nullptr;
+  std::function<std::string()> metrics_text;     // may be empty
+  std::function<bool()> ready;                   // may be empty: always ready
+  absl::Duration keepalive = absl::Seconds(15);  // event stream comments
+};
+
+using RestHandler = RestReply (*)(const RestContext& context, const RestRequest& request);
+
+}  // namespace collbench
+
+#endif  // COLLBENCH_SERVER_REST_HANDLER_H_

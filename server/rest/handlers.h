@@ -1,0 +1,31 @@
+// The REST handlers, one per route (see RestRoutes() for which is which).
+// Each translates JSON and query parameters into the RunManager call the
+// gRPC Coordinator service makes for the same operation, so both APIs
+// validate and answer alike. Errors come back as JSON error replies with
+// the HTTP status HttpStatusFor() assigns. Internal to server/rest.
+#ifndef COLLBENCH_SERVER_REST_HANDLERS_H_
+#define COLLBENCH_SERVER_REST_HANDLERS_H_
+
+#include "server/rest/handler.h"
+
+namespace collbench::rest_handlers {
+
+// Runs (run_handlers.cc).
+RestReply CreateRun(const RestContext& context, const RestRequest& request);
+RestReply ListRuns(const RestContext& context, const RestRequest& request);
+RestReply GetRun(const RestContext& context, const RestRequest& request);
+RestReply CancelRun(const RestContext& context, const RestRequest& request);
+RestReply GetRunResults(const RestContext& context, const RestRequest& request);
+RestReply WatchRun(const RestContext& context, const RestRequest& request);
+
+// Workers and the service itself (service_handlers.cc).
+RestReply ListWorkers(const RestContext& context, const RestRequest& request);
+RestReply GetWorker(const RestContext& context, const RestRequest& request);
+RestReply DrainWorker(const RestContext& context, const RestRequest& request);
+RestReply Healthz(const RestContext& context, const RestRequest& request);
+RestReply Readyz(const RestContext& context, const RestRequest& request);
+RestReply Metrics(const RestContext& context, const RestRequest& request);
+
+}  // namespace collbench::rest_handlers
+
+#endif  // COLLBENCH_SERVER_REST_HANDLERS_H_

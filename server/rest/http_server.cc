@@ -1,0 +1,365 @@
+// HttpServer on cpp-httplib, the only file of the project that includes it.
+// Debian's libcpp-httplib is a compiled library built with OpenSSL, zlib
+// and Brotli; its pkg-config module defines the matching CPPHTTPLIB_*
+// macros for this target only (server/rest/CMakeLists.txt).
+//
+// Request flow: the pre-routing hook notes the start time and serves every
+// request without a body itself; requests with a body arrive through a
+// content-reader handler that enforces max_body_bytes while reading (also
+// for chunked or compressed bodies, which httplib does not limit). Both end
+// in Serve(): route match, token check, query names, handler, reply. The
+// logger reports each finished request to on_request.
+#include "server/rest/http_server.h"
+
+#include <httplib.h>
+#include <sys/socket.h>
+
+#include <algorithm>
+#include <thread>
+#include <utility>
+
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "absl/time/clock.h"
+#include "api/status_mapping.h"
+#include "server/rest/event_stream.h"
+#include "server/rest/rest_json.h"
+#include "server/rest/routes.h"
+
+namespace collbench {
+namespace {
+
+// When the request served on this thread began: set before routing, read
+// and cleared by the logger (httplib serves a request on one thread).
+thread_local absl::Time request_start = absl::InfinitePast();
+
+// Idle keep-alive connections hold a server thread and delay Shutdown()
+// by up to this long.
+constexpr int kKeepAliveTimeoutS = 1;
+
+// A body over the limit is read and dropped up to this many times the
+// limit before the connection is given up.
+constexpr size_t kDrainFactor = 16;
+
+absl::Status SplitHostPort(absl::string_view listen, std::string* host, int* port) {
+  const size_t colon = listen.rfind(':');
+  if (colon == absl::string_view::npos || !absl::SimpleAtoi(listen.substr(colon + 1), port) ||
+      *port < 0 || *port > 65535) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("http listen address \"", listen, "\" is not HOST:PORT"));
+  }
+  absl::string_view h = listen.substr(0, colon);
+  if (h.size() >= 2 && h.front() == '[' && h.back() == ']') h = h.substr(1, h.size() - 2);
+  *host = h.empty() ? "0.0.0.0" : std::string(h);
+  return absl::OkStatus();
+}
+
+// Whether httplib would read a body for this request.
+bool HasBody(const httplib::Request& req) {
+  const bool body_method = req.method == "POST" || req.method == "PUT" || req.method == "PATCH" ||
+                           req.method == "DELETE";
+  if (!body_method) return false;
+  if (req.has_header("Transfer-Encoding")) return true;
+  const std::string length = req.get_header_value("Content-Length");
+  return !length.empty() && length != "0";
+}
+
+// The message of an error httplib itself answered (the body is empty then).
+absl::string_view HttplibErrorMessage(int status) {
+  switch (status) {
+    case 400:
+      return "malformed HTTP request";
+    case 404:
+      return "no such route";
+    case 413:
+      return "request body too large";
+    case 414:
+      return "request URI too long";
+    case 416:
+      return "bad Range header";
+    default:
+      return "internal error";
+  }
+}
+
+class HttpServerImpl final : public HttpServer {
+ public:
+  HttpServerImpl(const HttpServerOptions& options, HttpServerDependencies deps)
+      : options_(options), deps_(std::move(deps)) {
+    context_.manager = deps_.manager;
+    context_.hub = deps_.hub;
+    context_.metrics_text = deps_.metrics_text;
+    context_.ready = deps_.ready;
+    context_.keepalive = options_.event_keepalive;
+  }
+  ~HttpServerImpl() override { Shutdown(); }
+
+  absl::Status Listen();
+  int port() const override { return port_; }
+  void Shutdown() override;
+
+ private:
+  absl::Status MakeServer();
+  void Install();
+  void ServeWithBody(const httplib::Request& req, httplib::Response& res,
+                     const httplib::ContentReader& reader);
+  void Serve(const httplib::Request& req, httplib::Response& res, std::string body);
+  // The token check for a route; OK for public routes and without tokens.
+  absl::Status Authorize(const httplib::Request& req, Access access) const;
+  absl::Status ParseQuery(const httplib::Request& req, const RestRoute& route,
+                          RestRequest* request) const;
+  void Write(RestReply reply, httplib::Response& res);
+  void LogRequest(const httplib::Request& req, const httplib::Response& res);
+
+  const HttpServerOptions options_;
+  const HttpServerDependencies deps_;
+  RestContext context_;
+  EventStreams streams_;
+  std::unique_ptr<httplib::Server> server_;
+  std::thread listener_;
+  int port_ = 0;
+  bool shut_down_ = false;
+};
+
+absl::Status HttpServerImpl::MakeServer() {
+  if (options_.tls_cert.empty() != options_.tls_key.empty()) {
+    return absl::InvalidArgumentError("TLS needs both a certificate and a key");
+  }
+  if (options_.tls_cert.empty()) {
+    server_ = std::make_unique<httplib::Server>();
+    return absl::OkStatus();
+  }
+  auto tls =
+      std::make_unique<httplib::SSLServer>(options_.tls_cert.c_str(), options_.tls_key.c_str());
+  if (!tls->is_valid()) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "cannot load the TLS certificate ", options_.tls_cert, " and key ", options_.tls_key));
+  }
+  server_ = std::move(tls);
+  return absl::OkStatus();
+}
+
+void HttpServerImpl::Install() {
+  const int threads = std::max(options_.threads, 1);
+  server_->new_task_queue = [threads] { return new httplib::ThreadPool(threads); };
+  server_->set_payload_max_length(options_.max_body_bytes);
+  server_->set_keep_alive_timeout(kKeepAliveTimeoutS);
+  // httplib's default adds SO_REUSEPORT, which would let a second server
+  // share the port and take part of its requests. A restart may still
+  // rebind while old connections linger.
+  server_->set_socket_options([](socket_t sock) {
+    int yes = 1;
+    setsockopt(sock, SOL_SOCKET, SO_REUSEADDR, &yes, sizeof(yes));
+  });
+  server_->set_pre_routing_handler([this](const httplib::Request& req, httplib::Response& res) {
+    request_start = absl::Now();
+    if (HasBody(req)) return httplib::Server::HandlerResponse::Unhandled;
+    Serve(req, res, "");
+    return httplib::Server::HandlerResponse::Handled;
+  });
+  auto with_body = [this](const httplib::Request& req, httplib::Response& res,
+                          const httplib::ContentReader& reader) {
+    ServeWithBody(req, res, reader);
+  };
+  server_->Post(".*", with_body);
+  server_->Put(".*", with_body);
+  server_->Patch(".*", with_body);
+  server_->Delete(".*", with_body);
+  // Errors httplib answers itself (malformed requests, bodies over the
+  // limit) get the JSON error body too; replies of ours already have one.
+  server_->set_error_handler(
+      httplib::Server::HandlerWithResponse([](const httplib::Request& req, httplib::Response& res) {
+        if (!res.body.empty()) return httplib::Server::HandlerResponse::Unhandled;
+        const absl::StatusCode code = res.status == 413  ? absl::StatusCode::kResourceExhausted
+                                      : res.status < 500 ? absl::StatusCode::kInvalidArgument
+                                                         : absl::StatusCode::kInternal;
+        res.set_content(ErrorJson(absl::Status(code, HttplibErrorMessage(res.status))),
+                        "application/json");
+        return httplib::Server::HandlerResponse::Handled;
+      }));
+  server_->set_exception_handler(
+      [](const httplib::Request& req, httplib::Response& res, std::exception_ptr error) {
+        res.status = 500;
+        res.set_content(ErrorJson(absl::InternalError("internal error")), "application/json");
+      });
+  server_->set_logger(
+      [this](const httplib::Request& req, const httplib::Response& res) { LogRequest(req, res); });
+}
+
+absl::Status HttpServerImpl::Listen() {
+  std::string host;
+  int port = 0;
+  if (absl::Status split = SplitHostPort(options_.listen, &host, &port); !split.ok()) return split;
+  if (absl::Status made = MakeServer(); !made.ok()) return made;
+  Install();
+  if (port == 0) {
+    port = server_->bind_to_any_port(host);
+  } else if (!server_->bind_to_port(host, port)) {
+    port = -1;
+  }
+  if (port <= 0) {
+    return absl::UnavailableError(absl::StrCat("cannot listen on ", options_.listen));
+  }
+  port_ = port;
+  listener_ = std::thread([this] { server_->listen_after_bind(); });
+  // Wait until it accepts, so that a Shutdown() right away stops it.
+  const absl::Time deadline = absl::Now() + absl::Seconds(10);
+  while (!server_->is_running() && absl::Now() < deadline) absl::SleepFor(absl::Milliseconds(1));
+  return absl::OkStatus();
+}
+
+void HttpServerImpl::Shutdown() {
+  if (shut_down_) return;
+  shut_down_ = true;
+  if (server_ == nullptr) return;
+  // Stop first: a stream that ends then does not go back to waiting for
+  // another request on its connection.
+  server_->stop();
+  streams_.CloseAll();
+  if (listener_.joinable()) listener_.join();
+}
+
+void HttpServerImpl::ServeWithBody(const httplib::Request& req, httplib::Response& res,
+                                   const httplib::ContentReader& reader) {
+  std::string body;
+  bool too_large = false;
+  // Past the limit the rest is read and dropped (up to a bound), so the
+  // client, still sending, sees the 413 rather than a reset connection.
+  const size_t drain_limit = options_.max_body_bytes * kDrainFactor;
+  size_t received = 0;
+  const bool read = reader([&](const char* data, size_t size) {
+    received += size;
+    too_large = too_large || received > options_.max_body_bytes;
+    if (!too_large) body.append(data, size);
+    return received <= drain_limit;
+  });
+  if (read && !too_large) {
+    Serve(req, res, std::move(body));
+    return;
+  }
+  // Part of the body may still be unread: this connection is done.
+  if (!read) res.set_header("Connection", "close");
+  if (too_large || res.status == 413) {
+    res.status = 413;
+    res.set_content(ErrorJson(absl::ResourceExhaustedError(absl::StrCat(
+                        "request body: larger than ", options_.max_body_bytes, " bytes"))),
+                    "application/json");
+    return;
+  }
+  const absl::Status error = absl::InvalidArgumentError("request body: could not be read");
+  res.status = HttpStatusFor(error.code());
+  res.set_content(ErrorJson(error), "application/json");
+}
+
+void HttpServerImpl::Serve(const httplib::Request& req, httplib::Response& res, std::string body) {
+  const RouteMatch match = MatchRoute(req.method, req.path);
+  if (match.route == nullptr && match.path_known) {
+    res.set_header("Allow", match.allow);
+    RestReply reply = ErrorReply(absl::UnimplementedError(absl::StrCat(
+        req.method, " is not allowed on ", req.path, " (allowed: ", match.allow, ")")));
+    reply.http_status = 405;
+    return Write(std::move(reply), res);
+  }
+  if (match.route == nullptr) {
+    return Write(
+        ErrorReply(absl::NotFoundError(absl::StrCat("no route for ", req.method, " ", req.path))),
+        res);
+  }
+  if (absl::Status allowed = Authorize(req, match.route->access); !allowed.ok()) {
+    if (absl::IsUnauthenticated(allowed)) {
+      res.set_header("WWW-Authenticate", "Bearer realm=\"collbench\"");
+    }
+    return Write(ErrorReply(allowed), res);
+  }
+  RestRequest request;
+  request.id = match.id;
+  request.body = std::move(body);
+  if (absl::Status parsed = ParseQuery(req, *match.route, &request); !parsed.ok()) {
+    return Write(ErrorReply(parsed), res);
+  }
+  Write(match.route->handler(context_, request), res);
+}
+
+absl::Status HttpServerImpl::Authorize(const httplib::Request& req, Access access) const {
+  if (access == Access::kPublic || deps_.authorizer == nullptr) return absl::OkStatus();
+  const Role needed = access == Access::kOperator ? Role::kOperator : Role::kRead;
+  return deps_.authorizer->Check(req.get_header_value("Authorization"), needed);
+}
+
+absl::Status HttpServerImpl::ParseQuery(const httplib::Request& req, const RestRoute& route,
+                                        RestRequest* request) const {
+  // From the raw target: httplib's own parsing cuts a value at its second
+  // '=' (filter=state=RUNNING).
+  const size_t mark = req.target.find('?');
+  if (mark == std::string::npos) return absl::OkStatus();
+  absl::StatusOr<std::vector<std::pair<std::string, std::string>>> params =
+      ParseQueryString(absl::string_view(req.target).substr(mark + 1));
+  if (!params.ok()) return params.status();
+  for (auto& [raw_name, value] : *params) {
+    const std::string name = SnakeCase(raw_name);
+    const auto& known = route.query_params;
+    if (std::find(known.begin(), known.end(), name) == known.end()) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          name, ": not a query parameter of ", route.Template(),
+          known.empty() ? " (it takes none)"
+                        : absl::StrCat(" (it takes ", absl::StrJoin(known, ", "), ")")));
+    }
+    if (!request->query.emplace(name, std::move(value)).second) {
+      return absl::InvalidArgumentError(absl::StrCat(name, ": given more than once"));
+    }
+  }
+  return absl::OkStatus();
+}
+
+void HttpServerImpl::Write(RestReply reply, httplib::Response& res) {
+  res.status = reply.http_status;
+  if (reply.stream == nullptr) {
+    res.set_content(reply.body, reply.content_type);
+    return;
+  }
+  std::shared_ptr<EventStream> stream = std::move(reply.stream);
+  streams_.Add(stream);
+  res.set_header("Cache-Control", "no-cache");
+  res.set_header("X-Accel-Buffering", "no");  // proxies: pass events on at once
+  res.set_chunked_content_provider(
+      "text/event-stream",
+      [stream](size_t offset, httplib::DataSink& sink) {
+        EventStream::Chunk chunk = stream->Next();
+        // An empty write would end httplib's loop; only write text.
+        if (!chunk.text.empty() && !sink.write(chunk.text.data(), chunk.text.size())) {
+          return false;  // the client went away
+        }
+        if (chunk.last) sink.done();
+        return true;
+      },
+      [this, stream](bool success) {
+        stream->Detach();
+        streams_.Remove(stream.get());
+      });
+}
+
+void HttpServerImpl::LogRequest(const httplib::Request& req, const httplib::Response& res) {
+  const absl::Time start = request_start;
+  request_start = absl::InfinitePast();
+  if (!deps_.on_request) return;
+  const RouteMatch match = MatchRoute(req.method, req.path);
+  const absl::Duration latency =
+      start == absl::InfinitePast() ? absl::ZeroDuration() : absl::Now() - start;
+  deps_.on_request(match.route != nullptr ? match.route->Template() : "unmatched", res.status,
+                   latency);
+}
+
+}  // namespace
+
+absl::StatusOr<std::unique_ptr<HttpServer>> HttpServer::Start(const HttpServerOptions& options,
+                                                              HttpServerDependencies deps) {
+  if (deps.manager == nullptr || deps.hub == nullptr) {
+    return absl::InvalidArgumentError("HttpServer needs a run manager and a watch hub");
+  }
+  auto server = std::make_unique<HttpServerImpl>(options, std::move(deps));
+  if (absl::Status listening = server->Listen(); !listening.ok()) return listening;
+  return std::unique_ptr<HttpServer>(std::move(server));
+}
+
+}  // namespace collbench

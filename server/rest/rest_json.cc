@@ -1,0 +1,176 @@
+#include "server/rest/rest_json.h"
+
+#include <google/protobuf/util/json_util.h>
+
+#include <cctype>
+#include <nlohmann/json.hpp>
+
+#include "absl/strings/ascii.h"
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
+#include "api/status_mapping.h"
+
+namespace collbench {
+namespace {
+
+bool IsIdentifierStart(char c) { return absl::ascii_isalpha(c) || c == '_'; }
+bool IsIdentifierChar(char c) { return absl::ascii_isalnum(c) || c == '_'; }
+
+// Length of the field path at the start of `text` ("a.b[2].c"), 0 if none.
+size_t FieldPathLength(absl::string_view text) {
+  size_t i = 0;
+  while (true) {
+    if (i >= text.size() || !IsIdentifierStart(text[i])) return 0;
+    while (i < text.size() && IsIdentifierChar(text[i])) ++i;
+    while (i < text.size() && text[i] == '[') {
+      const size_t close = text.find(']', i);
+      if (close == absl::string_view::npos || close == i + 1) return 0;
+      for (size_t j = i + 1; j < close; ++j) {
+        if (!absl::ascii_isdigit(text[j])) return 0;
+      }
+      i = close + 1;
+    }
+    if (i < text.size() && text[i] == '.') {
+      ++i;
+      continue;
+    }
+    return i;
+  }
+}
+
+// Percent-decodes one query component.
+absl::StatusOr<std::string> DecodeComponent(absl::string_view text) {
+  std::string out;
+  out.reserve(text.size());
+  for (size_t i = 0; i < text.size(); ++i) {
+    if (text[i] == '+') {
+      out += ' ';
+    } else if (text[i] != '%') {
+      out += text[i];
+    } else if (i + 2 < text.size() && absl::ascii_isxdigit(text[i + 1]) &&
+               absl::ascii_isxdigit(text[i + 2])) {
+      int value = 0;
+      (void)absl::SimpleHexAtoi(text.substr(i + 1, 2), &value);
+      out += static_cast<char>(value);
+      i += 2;
+    } else {
+      return absl::InvalidArgumentError(
+          absl::StrCat("query: \"", text, "\" has a malformed %-escape"));
+    }
+  }
+  return out;
+}
+
+}  // namespace
+
+absl::StatusOr<std::vector<std::pair<std::string, std::string>>> ParseQueryString(
+    absl::string_view query) {
+  std::vector<std::pair<std::string, std::string>> params;
+  for (absl::string_view part : absl::StrSplit(query, '&', absl::SkipEmpty())) {
+    const size_t eq = part.find('=');
+    absl::StatusOr<std::string> name = DecodeComponent(part.substr(0, eq));
+    if (!name.ok()) return name.status();
+    absl::StatusOr<std::string> value =
+        DecodeComponent(eq == absl::string_view::npos ? "" : part.substr(eq + 1));
+    if (!value.ok()) return value.status();
+    params.emplace_back(*std::move(name), *std::move(value));
+  }
+  return params;
+}
+
+std::string ProtoToJson(const google::protobuf::Message& message) {
+  google::protobuf::util::JsonPrintOptions options;
+  options.always_print_primitive_fields = true;
+  std::string out;
+  // Printing a valid message cannot fail.
+  (void)google::protobuf::util::MessageToJsonString(message, &out, options);
+  return out;
+}
+
+absl::Status ProtoFromJson(absl::string_view body, bool empty_ok,
+                           google::protobuf::Message* message) {
+  if (absl::StripAsciiWhitespace(body).empty()) {
+    if (empty_ok) return absl::OkStatus();
+    return absl::InvalidArgumentError(absl::StrCat("request body: expected a JSON object (",
+                                                   message->GetDescriptor()->name(), ")"));
+  }
+  google::protobuf::util::JsonParseOptions options;
+  options.ignore_unknown_fields = false;
+  const auto status = google::protobuf::util::JsonStringToMessage(
+      google::protobuf::StringPiece(body.data(), body.size()), message, options);
+  if (status.ok()) return absl::OkStatus();
+  const auto what = status.message();
+  return absl::InvalidArgumentError(
+      absl::StrCat("request body: ", absl::string_view(what.data(), what.size())));
+}
+
+std::string FieldOf(absl::string_view message) {
+  const size_t length = FieldPathLength(message);
+  if (length == 0 || message.substr(length, 2) != ": ") return "";
+  return std::string(message.substr(0, length));
+}
+
+std::string ErrorJson(const absl::Status& status) {
+  const std::string message(status.message());
+  nlohmann::json details = nlohmann::json::array();
+  const std::string field = FieldOf(message);
+  if (status.code() == absl::StatusCode::kInvalidArgument && !field.empty()) {
+    nlohmann::json violation = {{"field", field},
+                                {"description", message.substr(field.size() + 2)}};
+    nlohmann::json bad_request = {{"@type", "type.googleapis.com/google.rpc.BadRequest"},
+                                  {"fieldViolations", nlohmann::json::array({violation})}};
+    details.push_back(std::move(bad_request));
+  }
+  nlohmann::json body = nlohmann::json::object();
+  body["code"] = static_cast<int>(status.code());
+  body["status"] = absl::StatusCodeToString(status.code());
+  body["message"] = message;
+  body["details"] = std::move(details);
+  // Invalid UTF-8 (a path or body echoed back) is replaced, not thrown.
+  return body.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+}
+
+RestReply JsonReply(const google::protobuf::Message& message) {
+  RestReply reply;
+  reply.body = ProtoToJson(message);
+  return reply;
+}
+
+RestReply ErrorReply(const absl::Status& status) {
+  RestReply reply;
+  reply.http_status = HttpStatusFor(status.code());
+  reply.body = ErrorJson(status);
+  return reply;
+}
+
+absl::StatusOr<int32_t> QueryInt(const RestRequest& request, const std::string& name) {
+  auto it = request.query.find(name);
+  if (it == request.query.end() || it->second.empty()) return 0;
+  int32_t value = 0;
+  if (!absl::SimpleAtoi(it->second, &value)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(name, ": \"", it->second, "\" is not an integer"));
+  }
+  return value;
+}
+
+std::string QueryString(const RestRequest& request, const std::string& name) {
+  auto it = request.query.find(name);
+  return it == request.query.end() ? "" : it->second;
+}
+
+std::string SnakeCase(absl::string_view name) {
+  std::string out;
+  for (char c : name) {
+    if (absl::ascii_isupper(c)) {
+      out += '_';
+      out += absl::ascii_tolower(c);
+    } else {
+      out += c;
+    }
+  }
+  return out;
+}
+
+}  // namespace collbench

@@ -1,0 +1,89 @@
+#include "server/rest/routes.h"
+
+#include "absl/strings/match.h"
+#include "server/rest/handlers.h"
+
+namespace collbench {
+
+absl::string_view AccessName(Access access) {
+  switch (access) {
+    case Access::kPublic:
+      return "public";
+    case Access::kRead:
+      return "read";
+    case Access::kOperator:
+      return "operator";
+  }
+  return "operator";
+}
+
+const std::vector<RestRoute>& RestRoutes() {
+  namespace h = rest_handlers;
+  constexpr Access kPublic = Access::kPublic, kRead = Access::kRead, kOp = Access::kOperator;
+  static const std::vector<RestRoute>* const routes = new std::vector<RestRoute>{
+      {"POST", "/v1/runs", kOp, "Validate and queue a run", {}, h::CreateRun},
+      {"GET",
+       "/v1/runs",
+       kRead,
+       "List runs, newest first",
+       {"page_size", "page_token", "filter"},
+       h::ListRuns},
+      {"GET", "/v1/runs/{id}", kRead, "Get a run", {}, h::GetRun},
+      {"POST", "/v1/runs/{id}:cancel", kOp, "Cancel a run", {}, h::CancelRun},
+      {"GET",
+       "/v1/runs/{id}/results",
+       kRead,
+       "Get a run and its per-size results",
+       {},
+       h::GetRunResults},
+      {"GET",
+       "/v1/runs/{id}:watch",
+       kRead,
+       "Stream a run's events (server-sent events)",
+       {},
+       h::WatchRun},
+      {"GET", "/v1/workers", kRead, "List workers", {"page_size", "page_token"}, h::ListWorkers},
+      {"GET", "/v1/workers/{id}", kRead, "Get a worker", {}, h::GetWorker},
+      {"POST", "/v1/workers/{id}:drain", kOp, "Drain a worker", {}, h::DrainWorker},
+      {"GET", "/healthz", kPublic, "Liveness", {}, h::Healthz},
+      {"GET", "/readyz", kPublic, "Readiness", {}, h::Readyz},
+      {"GET", "/metrics", kPublic, "Prometheus metrics", {}, h::Metrics},
+  };
+  return *routes;
+}
+
+bool MatchTemplate(absl::string_view path_template, absl::string_view path, std::string* id) {
+  const size_t open = path_template.find('{');
+  if (open == absl::string_view::npos) return path == path_template;
+  const size_t close = path_template.find('}', open);
+  const absl::string_view prefix = path_template.substr(0, open);
+  const absl::string_view suffix = path_template.substr(close + 1);
+  if (!absl::StartsWith(path, prefix)) return false;
+  const absl::string_view rest = path.substr(prefix.size());
+  const size_t end = rest.find_first_of("/:");
+  const absl::string_view segment = rest.substr(0, end);
+  if (segment.empty()) return false;
+  if (rest.substr(segment.size()) != suffix) return false;
+  if (id != nullptr) *id = std::string(segment);
+  return true;
+}
+
+RouteMatch MatchRoute(absl::string_view method, absl::string_view path) {
+  if (method == "HEAD") method = "GET";
+  RouteMatch match;
+  for (const RestRoute& route : RestRoutes()) {
+    std::string id;
+    if (!MatchTemplate(route.path, path, &id)) continue;
+    if (route.method == method) {
+      match.route = &route;
+      match.id = std::move(id);
+      return match;
+    }
+    match.path_known = true;
+    if (!match.allow.empty()) match.allow += ", ";
+    match.allow += route.method;
+  }
+  return match;
+}
+
+}  // namespace collbench

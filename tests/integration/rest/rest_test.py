@@ -1,0 +1,463 @@
+#!/usr/bin/env python3
+"""REST API integration tests: a real collbench-coordinator with
+--http-listen and --tokens, two real collbench-worker processes joining with
+the worker token, and curl against every route of docs/openapi.yaml.
+
+    rest_test.py --bin-dir build/bin --case routes [--case watch ...]
+    rest_test.py --bin-dir build/bin            # every case
+    rest_test.py --list
+
+Cases:
+  routes  every route: success; 400 naming the field (spec.ranks,
+          spec.sizes_bytes[1], page_size, filter), malformed JSON and
+          unknown fields; 404 for unknown runs and workers; 401 without a
+          token and 403 with a read token on POST; 413 for a body over
+          1 MiB; paging; cancel and its 412; drain.
+  watch   an SSE watch (GET /v1/runs/{id}:watch) of a real allreduce run of
+          5 sizes on 2 ranks (one per worker): every size result arrives, in
+          sequence order, while the run is still running, then the final
+          SUCCEEDED state, and the stream ends.
+
+It reuses tests/integration/service/service_test.py's cluster (processes,
+ports, teardown, leak-safe subreaper). Each case prints one PASS/FAIL line.
+Exit code: 0 when every case passed, 1 otherwise, 2 on bad usage, 77 when
+curl is missing (ctest reports it as skipped).
+"""
+
+import argparse
+import ctypes
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import threading
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.dont_write_bytecode = True  # nothing written into the source tree
+sys.path.insert(0, os.path.join(HERE, "..", "service"))
+import service_test as svc  # noqa: E402  (the shared cluster helpers)
+from service_test import Failure, expect, poll  # noqa: E402
+
+SKIP = 77
+TOKENS = {"read": "r-3c9f1e", "operator": "o-77ab02", "worker": "w-51d4c8"}
+READ, OPERATOR = TOKENS["read"], TOKENS["operator"]
+
+
+def log(message):
+    svc.log(message)
+
+
+class RestCluster(svc.Cluster):
+    """service_test's Cluster whose coordinator also serves HTTP and checks
+    bearer tokens, and whose workers join with the worker token."""
+
+    def __init__(self, bin_dir, case):
+        super().__init__(bin_dir, "rest-" + case)
+        self.http_port = None
+        self.tokens_file = os.path.join(self.dir, "tokens")
+        with open(self.tokens_file, "w") as f:
+            f.write("# role token\n")
+            for role, token in TOKENS.items():
+                f.write("%s %s\n" % (role, token))
+
+    def _spawn(self, argv, log_name):
+        name = os.path.basename(argv[0])
+        if name == "collbench-coordinator":
+            if self.http_port is None:
+                self.http_port = svc.free_port()
+            argv = argv + ["--http-listen", "127.0.0.1:%d" % self.http_port,
+                           "--tokens", self.tokens_file]
+        elif name == "collbench-worker":
+            argv = argv + ["--join-token", TOKENS["worker"]]
+        return super()._spawn(argv, log_name)
+
+    def start_coordinator(self, heartbeat_timeout=6):
+        proc = super().start_coordinator(heartbeat_timeout)
+        poll("GET /healthz on port %d" % self.http_port,
+             lambda: self.curl("GET", "/healthz")[0] == 200, 20, 0.1)
+        return proc
+
+    def list_workers(self):
+        """What wait_workers_ready needs, over REST (the CLI would need a
+        token)."""
+        status, body, _ = self.curl("GET", "/v1/workers", READ)
+        expect(status == 200, "GET /v1/workers answered %d: %s" % (status, body))
+        return [{"name": w["name"], "state": w["state"].lower()}
+                for w in json.loads(body).get("workers", [])]
+
+    def url(self, path):
+        return "http://127.0.0.1:%d%s" % (self.http_port, path)
+
+    def curl(self, method, path, token=None, body=None, timeout=30):
+        """(HTTP status, body text, headers dict with lower-case names).
+        `body` is sent as is (str or bytes) with Content-Type JSON."""
+        headers_file = os.path.join(self.dir, "curl-headers")
+        argv = ["curl", "-sS", "-o", "-", "-D", headers_file, "-w", "\n%{http_code}",
+                "-X", method, "--max-time", str(timeout)]
+        if token:
+            argv += ["-H", "Authorization: Bearer " + token]
+        if body is not None:
+            argv += ["-H", "Content-Type: application/json", "--data-binary", "@-"]
+        data = body.encode() if isinstance(body, str) else body
+        done = subprocess.run(argv + [self.url(path)], input=data, capture_output=True,
+                              timeout=timeout + 10)
+        expect(done.returncode == 0, "curl %s %s failed (%d): %s" % (
+            method, path, done.returncode, done.stderr.decode(errors="replace")))
+        text, _, code = done.stdout.decode(errors="replace").rpartition("\n")
+        headers = {}
+        with open(headers_file, errors="replace") as f:
+            for line in f:
+                name, sep, value = line.partition(":")
+                if sep:
+                    headers[name.strip().lower()] = value.strip()
+        log("curl %s %s -> %s" % (method, path, code))
+        return int(code), text, headers
+
+    def call(self, method, path, token, body=None, status=200):
+        """The parsed JSON answer of a call that must answer `status`."""
+        got, text, headers = self.curl(method, path, token, body)
+        expect(got == status, "%s %s answered %d, expected %d: %s" % (
+            method, path, got, status, text[:500]))
+        if status != 200:
+            expect(headers.get("content-type") == "application/json",
+                   "%s %s error is not JSON: %s" % (method, path, headers.get("content-type")))
+        try:
+            return json.loads(text)
+        except ValueError:
+            raise Failure("%s %s answered no JSON: %r" % (method, path, text[:300]))
+
+
+def expect_error(c, method, path, token, status, code_name, field=None, body=None,
+                 message_part=None):
+    """An error answer with the JSON error body; `field` is the field its
+    BadRequest detail must name."""
+    error = c.call(method, path, token, body, status)
+    for key in ("code", "status", "message", "details"):
+        expect(key in error, "%s %s: error body has no %r: %s" % (method, path, key, error))
+    expect(error["status"] == code_name, "%s %s: status %s, expected %s" % (
+        method, path, error["status"], code_name))
+    if field is not None:
+        fields = [v["field"] for d in error["details"] for v in d.get("fieldViolations", [])]
+        expect(fields == [field], "%s %s: names %s, expected %s (%s)" % (
+            method, path, fields, field, error["message"]))
+        expect(error["message"].startswith(field + ": "),
+               "%s %s: message does not start with %s: %s" % (method, path, field,
+                                                               error["message"]))
+    if message_part is not None:
+        expect(message_part in error["message"], "%s %s: %r not in %r" % (
+            method, path, message_part, error["message"]))
+    return error
+
+
+def spec(ranks=2, sizes=("8", "1024"), **extra):
+    s = {"operation": "allreduce", "ranks": ranks, "sizesBytes": list(sizes), "iters": 20,
+         "check": True, "placement": {"policy": "SPREAD"}}
+    s.update(extra)
+    return s
+
+
+def run_id(run):
+    expect(run["name"].startswith("runs/"), "not a run name: %s" % run["name"])
+    return run["name"][len("runs/"):]
+
+
+def wait_final(c, rid, timeout=120):
+    def final():
+        run = c.call("GET", "/v1/runs/" + rid, READ)
+        return run if run["state"] in ("SUCCEEDED", "FAILED", "CANCELLED") else None
+    return poll("runs/%s to end" % rid, final, timeout, 0.25)
+
+
+# ---------------------------------------------------------------------------
+# Cases
+
+
+def check_public_routes(c):
+    status, body, headers = c.curl("GET", "/healthz")
+    expect(status == 200 and body.strip() == "ok", "/healthz: %d %r" % (status, body))
+    status, body, _ = c.curl("GET", "/readyz")
+    expect(status == 200, "/readyz: %d %r" % (status, body))
+    status, body, headers = c.curl("GET", "/metrics")
+    expect(status == 200 and "collbench_" in body, "/metrics: %d %r" % (status, body[:200]))
+    expect(headers.get("content-type", "").startswith("text/plain"),
+           "/metrics content type %s" % headers.get("content-type"))
+
+
+def check_auth(c):
+    for method, path in (("GET", "/v1/runs"), ("GET", "/v1/workers"), ("GET", "/v1/runs/x"),
+                         ("POST", "/v1/runs")):
+        error = expect_error(c, method, path, None, 401, "UNAUTHENTICATED",
+                             body="{}" if method == "POST" else None)
+        expect(error["code"] == 16, "401 with code %s" % error["code"])
+    _, _, headers = c.curl("GET", "/v1/runs")
+    expect(headers.get("www-authenticate", "").startswith("Bearer"),
+           "401 without WWW-Authenticate: %s" % headers)
+    expect_error(c, "GET", "/v1/runs", "not-a-token", 401, "UNAUTHENTICATED")
+    expect_error(c, "GET", "/v1/runs", TOKENS["worker"], 403, "PERMISSION_DENIED")
+    body = json.dumps({"spec": spec()})
+    expect_error(c, "POST", "/v1/runs", READ, 403, "PERMISSION_DENIED", body=body)
+    expect_error(c, "POST", "/v1/runs/x:cancel", READ, 403, "PERMISSION_DENIED")
+    expect_error(c, "POST", "/v1/workers/w1:drain", READ, 403, "PERMISSION_DENIED")
+    expect(c.call("GET", "/v1/runs", READ).get("runs", []) == [],
+           "a request without the operator token queued a run")
+
+
+def check_validation(c):
+    post = lambda body, field, **kw: expect_error(  # noqa: E731
+        c, "POST", "/v1/runs", OPERATOR, 400, "INVALID_ARGUMENT", field, body, **kw)
+    post(json.dumps({"spec": spec(ranks=0)}), "spec.ranks")
+    post(json.dumps({"spec": spec(sizes=("8", "0"))}), "spec.sizes_bytes[1]")
+    post(json.dumps({"spec": spec(ranks=64)}), "spec.ranks")  # more than the workers' slots
+    post(json.dumps({"spec": spec(env={"LD_PRELOAD": "x"})}), "spec.env")
+    post(json.dumps({"requestId": "no-spec"}), "spec")
+    # Malformed JSON and unknown fields: 400 naming the problem.
+    error = post('{"spec": {"operation": "allreduce", ', None, message_part="request body: ")
+    expect(len(error["message"]) > len("request body: ") + 5,
+           "malformed JSON without the parser's reason: %s" % error["message"])
+    post(json.dumps({"spec": spec(), "colour": "red"}), None, message_part="colour")
+    post(json.dumps({"spec": dict(spec(), ranks="two")}), None, message_part="request body: ")
+    post("", None, message_part="request body: ")
+    # Bodies over the default 1 MiB limit.
+    big = json.dumps({"spec": spec(), "requestId": "x" * (2 << 20)})
+    expect_error(c, "POST", "/v1/runs", OPERATOR, 413, "RESOURCE_EXHAUSTED", body=big)
+    # Query parameters.
+    get = lambda path, field: expect_error(  # noqa: E731
+        c, "GET", path, READ, 400, "INVALID_ARGUMENT", field)
+    get("/v1/runs?page_size=abc", "page_size")
+    get("/v1/runs?page_size=-3", "page_size")
+    get("/v1/runs?filter=state=SLEEPING", "filter")
+    get("/v1/runs?page_token=bogus", "page_token")
+    get("/v1/runs?colour=red", "colour")
+    get("/v1/workers?page_size=x", "page_size")
+    expect(c.call("GET", "/v1/runs", READ).get("runs", []) == [],
+           "an invalid request queued a run")
+
+
+def check_unknown(c):
+    for path in ("/v1/runs/nope", "/v1/runs/nope/results", "/v1/runs/nope:watch",
+                 "/v1/workers/nope"):
+        expect_error(c, "GET", path, READ, 404, "NOT_FOUND")
+    expect_error(c, "POST", "/v1/runs/nope:cancel", OPERATOR, 404, "NOT_FOUND")
+    expect_error(c, "POST", "/v1/workers/nope:drain", OPERATOR, 404, "NOT_FOUND")
+    expect_error(c, "GET", "/v1/nothing", READ, 404, "NOT_FOUND")
+    status, _, headers = c.curl("DELETE", "/v1/runs", OPERATOR)
+    expect(status == 405 and headers.get("allow") == "POST, GET",
+           "DELETE /v1/runs: %d, Allow %s" % (status, headers.get("allow")))
+
+
+def check_runs(c):
+    created = c.call("POST", "/v1/runs", OPERATOR,
+                     json.dumps({"spec": spec(), "requestId": "rest-1"}))
+    expect(created["state"] in ("QUEUED", "SCHEDULED", "RUNNING"), "created: %s" % created)
+    again = c.call("POST", "/v1/runs", OPERATOR,
+                   json.dumps({"spec": spec(), "request_id": "rest-1"}))
+    expect(again["name"] == created["name"], "the same requestId made a second run")
+    rid = run_id(created)
+    got = c.call("GET", "/v1/runs/" + rid, READ)
+    expect(got["name"] == created["name"] and got["spec"]["ranks"] == 2, "GET run: %s" % got)
+    done = wait_final(c, rid)
+    expect(done["state"] == "SUCCEEDED", "the run ended %s: %s" % (done["state"], done["error"]))
+    results = c.call("GET", "/v1/runs/%s/results" % rid, READ)
+    expect(results["run"]["name"] == created["name"], "results of another run")
+    got_sizes = [int(r["bytes"]) for r in results["results"]]
+    expect(got_sizes == [8, 1024], "result sizes %s" % got_sizes)
+    for r in results["results"]:
+        expect(r["checked"] is True and int(r["wrong"]) == 0 and r["avgS"] > 0,
+               "a bad result: %s" % r)
+    # A long run to cancel, and a third run queued behind it.
+    long_spec = spec(sizes=("1048576",), iters=100000)
+    long_run = c.call("POST", "/v1/runs", OPERATOR, json.dumps({"spec": long_spec}))
+    queued = c.call("POST", "/v1/runs", OPERATOR, json.dumps({"spec": long_spec}))
+    expect(queued["state"] == "QUEUED", "the third run is %s, not queued" % queued["state"])
+    cancelled = c.call("POST", "/v1/runs/%s:cancel" % run_id(queued), OPERATOR)
+    expect(cancelled["state"] == "CANCELLED", "cancel of a queued run: %s" % cancelled["state"])
+    expect_error(c, "POST", "/v1/runs/%s:cancel" % run_id(queued), OPERATOR, 412,
+                 "FAILED_PRECONDITION")
+    cancelled = c.call("POST", "/v1/runs/%s:cancel" % run_id(long_run), OPERATOR, body="{}")
+    expect(cancelled["state"] == "CANCELLED", "cancel of a started run: %s" % cancelled)
+    # Paging: three runs, newest first, two per page; the filter.
+    first = c.call("GET", "/v1/runs?page_size=2", READ)
+    expect(len(first["runs"]) == 2 and first["nextPageToken"], "first page: %s" % first)
+    second = c.call("GET", "/v1/runs?pageSize=2&page_token=" + first["nextPageToken"], READ)
+    names = [r["name"] for r in first["runs"] + second["runs"]]
+    expect(names == [queued["name"], long_run["name"], created["name"]],
+           "paged listing %s" % names)
+    expect(not second["nextPageToken"], "a token after the last page")
+    only = c.call("GET", "/v1/runs?filter=state=SUCCEEDED", READ)["runs"]
+    expect([r["name"] for r in only] == [created["name"]], "filtered listing %s" % only)
+
+
+def check_workers(c):
+    workers = c.call("GET", "/v1/workers", READ)["workers"]
+    expect([w["name"] for w in workers] == ["workers/w1", "workers/w2"], "workers %s" % workers)
+    page = c.call("GET", "/v1/workers?page_size=1", READ)
+    expect(len(page["workers"]) == 1 and page["nextPageToken"], "worker page %s" % page)
+    w1 = c.call("GET", "/v1/workers/w1", READ)
+    expect(w1["name"] == "workers/w1" and w1["inventory"]["cpus"] >= 1, "w1: %s" % w1)
+    drained = c.call("POST", "/v1/workers/w2:drain", OPERATOR)
+    expect(drained["state"] == "DRAINING", "drained w2 is %s" % drained["state"])
+
+
+def case_routes(c):
+    c.start_coordinator()
+    c.start_workers(2, slots=1)
+    check_public_routes(c)
+    check_auth(c)
+    check_validation(c)
+    check_unknown(c)
+    check_runs(c)
+    check_workers(c)
+
+
+class SseReader:
+    """Reads `curl -N` of an event stream on a thread; keeps each event with
+    the time it arrived."""
+
+    def __init__(self, c, path, token):
+        self.events = []  # (arrival monotonic time, event name, data dict)
+        self.lock = threading.Condition()
+        self.proc = subprocess.Popen(
+            ["curl", "-sS", "-N", "--max-time", "300", "-H", "Authorization: Bearer " + token,
+             "-D", os.path.join(c.dir, "sse-headers"), c.url(path)],
+            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        c.popens.append(self.proc)  # the teardown stops it on failure
+        self.thread = threading.Thread(target=self._read, daemon=True)
+        self.thread.start()
+
+    def _read(self):
+        name, data = None, None
+        for raw in self.proc.stdout:
+            line = raw.decode(errors="replace").rstrip("\n")
+            if line.startswith("event: "):
+                name = line[len("event: "):]
+            elif line.startswith("data: "):
+                data = json.loads(line[len("data: "):])
+            elif line == "" and name is not None:
+                with self.lock:
+                    self.events.append((time.monotonic(), name, data))
+                    self.lock.notify_all()
+                name, data = None, None
+
+    def wait(self, predicate, what, timeout):
+        deadline = time.monotonic() + timeout
+        with self.lock:
+            while not predicate(self.events):
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    raise Failure("timed out after %ss waiting for %s; events: %s" % (
+                        timeout, what, [(n, d.get("result", {}).get("sequence")) for _, n, d in
+                                        self.events]))
+                self.lock.wait(left)
+            return list(self.events)
+
+    def finish(self, timeout):
+        try:
+            self.proc.wait(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            raise Failure("the event stream did not end within %ss of the final state" % timeout)
+        self.thread.join(timeout=5)
+        return self.proc.returncode
+
+
+def case_watch(c):
+    c.start_coordinator()
+    c.start_workers(2, slots=1)
+    sizes = [8, 1024, 65536, 1 << 20, 4 << 20]
+    body = {"spec": spec(sizes=[str(s) for s in sizes], iters=1000, warmup=5)}
+    run = c.call("POST", "/v1/runs", OPERATOR, json.dumps(body))
+    rid = run_id(run)
+    reader = SseReader(c, "/v1/runs/%s:watch" % rid, READ)
+    # The first result arrives while the run still runs: streamed, not
+    # replayed at the end.
+    reader.wait(lambda ev: any(n == "result" for _, n, _ in ev), "the first result", 90)
+    now = c.call("GET", "/v1/runs/" + rid, READ)
+    log("at the first result the run is %s, %s/%s sizes" % (
+        now["state"], now.get("sizesDone"), now.get("sizesTotal")))
+    expect(now["state"] == "RUNNING" and now["sizesDone"] < len(sizes),
+           "the first result came only with the run's end (%s, %s sizes done)" % (
+               now["state"], now["sizesDone"]))
+    events = reader.wait(lambda ev: any(n == "state" and d["stateChange"]["state"] in (
+        "SUCCEEDED", "FAILED", "CANCELLED") for _, n, d in ev), "the final state", 120)
+    code = reader.finish(10)
+    expect(code == 0, "curl of the event stream exited %d: %s" % (
+        code, reader.proc.stderr.read().decode(errors="replace")))
+    with open(os.path.join(c.dir, "sse-headers")) as f:
+        headers = f.read().lower()
+    expect("content-type: text/event-stream" in headers, "SSE headers: %s" % headers)
+    names = [n for _, n, _ in events]
+    expect(names[-1] == "state" and events[-1][2]["stateChange"]["state"] == "SUCCEEDED",
+           "the stream did not end with SUCCEEDED: %s" % names)
+    expect(names[0] == "state", "the stream did not start with the run's state: %s" % names)
+    results = [(t, d["result"]) for t, n, d in events if n == "result"]
+    got = [(int(r["sequence"]), int(r["bytes"])) for _, r in results]
+    expect(got == list(enumerate(sizes)), "results (sequence, bytes) %s, expected %s" % (
+        got, list(enumerate(sizes))))
+    for _, r in results:
+        expect(r["checked"] is True and int(r["wrong"]) == 0 and r["avgS"] > 0,
+               "a bad result: %s" % r)
+    # Each result came as it was stored, not in one burst at the end: the
+    # large sizes take seconds, so the first and last arrive well apart.
+    final_time = events[-1][0]
+    times = [t for t, _ in results]
+    log("results arrived at +%s s; final state at +%.2f s" % (
+        ", ".join("%.2f" % (t - times[0]) for t in times), final_time - times[0]))
+    expect(times[-1] <= final_time, "a result arrived after the final state")
+    expect(times[-1] - times[0] >= 0.3,
+           "all results arrived within %.3f s: not streamed as they completed" % (
+               times[-1] - times[0]))
+    progress = [d["progress"] for _, n, d in events if n == "progress"]
+    expect(progress and progress[-1]["sizesDone"] == len(sizes), "progress %s" % progress)
+    stored = c.call("GET", "/v1/runs/%s/results" % rid, READ)["results"]
+    expect([int(r["bytes"]) for r in stored] == sizes, "stored results %s" % stored)
+
+
+CASES = {
+    "routes": case_routes,
+    "watch": case_watch,
+}
+
+
+def run_case(name, bin_dir, keep_logs):
+    return svc.run_case(name, bin_dir, keep_logs, CASES, RestCluster)
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--bin-dir",
+                        help="folder with collbench-coordinator, collbench-worker, ...")
+    parser.add_argument("--case", action="append", choices=sorted(CASES),
+                        help="a case to run (repeatable; default: all)")
+    parser.add_argument("--list", action="store_true", help="print the case names")
+    parser.add_argument("--keep-logs", action="store_true", help="keep a failed case's folder")
+    parser.add_argument("-v", "--verbose", action="store_true")
+    args = parser.parse_args()
+    if args.list:
+        print("\n".join(CASES))
+        return 0
+    if not args.bin_dir:
+        parser.error("--bin-dir is required")
+    if shutil.which("curl") is None:
+        sys.stderr.write("rest_test: no curl; skipped\n")
+        return SKIP
+    svc.VERBOSE = args.verbose
+    bin_dir = os.path.abspath(args.bin_dir)
+    for binary in ("collbench-coordinator", "collbench-worker", "collbench-rank"):
+        if not os.access(os.path.join(bin_dir, binary), os.X_OK):
+            sys.stderr.write("rest_test: %s not found in %s\n" % (binary, bin_dir))
+            return 2
+    # Orphans of the processes started here come to this process, not init.
+    libc = ctypes.CDLL(None, use_errno=True)
+    libc.prctl(svc.PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
+    # The teardown must run on ctest's timeout (SIGTERM) too.
+    signal.signal(signal.SIGTERM, lambda *_: (_ for _ in ()).throw(KeyboardInterrupt()))
+    failed = 0
+    for name in args.case or list(CASES):
+        failed += not run_case(name, bin_dir, args.keep_logs)
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

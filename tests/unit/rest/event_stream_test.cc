@@ -1,0 +1,140 @@
+// Event streams without HTTP: replay then live events, no duplicates, the
+// end after the final state, keep-alives, and Close().
+#include "server/rest/event_stream.h"
+
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "absl/strings/str_split.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "rest_test_support.h"
+
+namespace collbench {
+namespace {
+
+using ::testing::ElementsAre;
+using ::testing::HasSubstr;
+using ::testing::StartsWith;
+
+// The event names in `text`, in order.
+std::vector<std::string> EventNames(const std::string& text) {
+  std::vector<std::string> names;
+  for (absl::string_view line : absl::StrSplit(text, '\n')) {
+    if (absl::ConsumePrefix(&line, "event: ")) names.emplace_back(line);
+  }
+  return names;
+}
+
+// Everything the stream sends until its last chunk.
+std::string Drain(EventStream& stream) {
+  std::string text;
+  for (int i = 0; i < 100; ++i) {
+    EventStream::Chunk chunk = stream.Next();
+    text += chunk.text;
+    if (chunk.last) return text;
+  }
+  ADD_FAILURE() << "the stream did not end";
+  return text;
+}
+
+TEST(EventStreamTest, ReplaysStateAndResultsThenFollowsUntilTheFinalState) {
+  FakeCoordinator c;
+  c.Register("a");
+  const v1::Run run = c.Create(3);
+  c.Running(run.name(), 3);
+  c.Result(run.name(), 0);
+  absl::StatusOr<std::shared_ptr<EventStream>> stream =
+      EventStream::Open(c.manager(), c.hub(), run.name(), absl::Seconds(30));
+  ASSERT_TRUE(stream.ok()) << stream.status();
+  EventStream::Chunk first = (*stream)->Next();
+  EXPECT_FALSE(first.last);
+  EXPECT_THAT(EventNames(first.text), ElementsAre("state", "result"));
+  EXPECT_THAT(first.text, HasSubstr("\"state\":\"RUNNING\""));
+
+  c.Result(run.name(), 0);  // a re-send: neither stored again nor streamed
+  c.Result(run.name(), 1);
+  c.Result(run.name(), 2);
+  c.Succeeded(run.name(), 3);
+  const std::string rest = Drain(**stream);
+  EXPECT_THAT(EventNames(rest), ElementsAre("result", "progress", "result", "progress", "state"));
+  EXPECT_THAT(rest, HasSubstr("\"state\":\"SUCCEEDED\""));
+  (*stream)->Detach();
+  EXPECT_EQ(c.hub().watcher_count(), 0u);
+}
+
+TEST(EventStreamTest, AFinishedRunIsReplayedAndEnds) {
+  FakeCoordinator c;
+  c.Register("a");
+  const v1::Run run = c.Create(2);
+  c.Running(run.name(), 2);
+  c.Result(run.name(), 0);
+  c.Result(run.name(), 1);
+  c.Succeeded(run.name(), 2);
+  absl::StatusOr<std::shared_ptr<EventStream>> stream =
+      EventStream::Open(c.manager(), c.hub(), run.name(), absl::Seconds(30));
+  ASSERT_TRUE(stream.ok());
+  EventStream::Chunk chunk = (*stream)->Next();
+  EXPECT_TRUE(chunk.last);
+  EXPECT_THAT(EventNames(chunk.text), ElementsAre("state", "result", "result"));
+  (*stream)->Detach();
+}
+
+TEST(EventStreamTest, EventsAreOneLineOfJson) {
+  v1::RunEvent event;
+  event.set_run("runs/x");
+  event.mutable_log()->set_text("two\nlines");
+  const std::string text = EventStream::Format(event);
+  EXPECT_THAT(text, StartsWith("event: log\ndata: {"));
+  EXPECT_THAT(text, HasSubstr("two\\nlines"));
+  EXPECT_EQ(std::count(text.begin(), text.end(), '\n'), 3);  // two lines, one blank
+}
+
+TEST(EventStreamTest, UnknownRunIsNotFound) {
+  FakeCoordinator c;
+  EXPECT_EQ(EventStream::Open(c.manager(), c.hub(), "runs/nope", absl::Seconds(1)).status().code(),
+            absl::StatusCode::kNotFound);
+  EXPECT_EQ(c.hub().watcher_count(), 0u);
+}
+
+TEST(EventStreamTest, KeepAliveWhileQuietAndCloseEndsAtOnce) {
+  FakeCoordinator c;
+  c.Register("a");
+  const v1::Run run = c.Create(2);
+  absl::StatusOr<std::shared_ptr<EventStream>> stream =
+      EventStream::Open(c.manager(), c.hub(), run.name(), absl::Milliseconds(50));
+  ASSERT_TRUE(stream.ok());
+  EXPECT_THAT(EventNames((*stream)->Next().text), ElementsAre("state"));
+  EventStream::Chunk quiet = (*stream)->Next();
+  EXPECT_EQ(quiet.text, ": keep-alive\n\n");
+  EXPECT_FALSE(quiet.last);
+
+  std::shared_ptr<EventStream> s = *stream;
+  std::thread closer([s] {
+    absl::SleepFor(absl::Milliseconds(20));
+    s->Close();
+  });
+  const absl::Time start = absl::Now();
+  // Keep-alives may come first; the close must end it well before long.
+  std::string text = Drain(*s);
+  closer.join();
+  EXPECT_LT(absl::Now() - start, absl::Seconds(2));
+  EXPECT_THAT(EventNames(text), ElementsAre());
+  s->Detach();
+}
+
+TEST(EventStreamTest, HubEndAllEndsTheStream) {
+  FakeCoordinator c;
+  c.Register("a");
+  const v1::Run run = c.Create(2);
+  absl::StatusOr<std::shared_ptr<EventStream>> stream =
+      EventStream::Open(c.manager(), c.hub(), run.name(), absl::Seconds(30));
+  ASSERT_TRUE(stream.ok());
+  (*stream)->Next();
+  c.hub().EndAll();
+  EXPECT_TRUE((*stream)->Next().last);
+}
+
+}  // namespace
+}  // namespace collbench

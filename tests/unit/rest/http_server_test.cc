@@ -1,0 +1,348 @@
+// Every REST route over loopback: success, validation (400 naming the
+// field), unknown resources (404), tokens (401, 403), malformed and
+// oversized bodies, and the per-request callback.
+#include <cstdlib>
+#include <string>
+
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "rest_http_fixture.h"
+
+namespace collbench {
+namespace {
+
+using ::testing::Contains;
+using ::testing::HasSubstr;
+using ::testing::Pair;
+using ::testing::StartsWith;
+
+// The field a 400 reply names in its google.rpc.BadRequest detail.
+std::string ViolatedField(const nlohmann::json& error) {
+  if (!error.contains("details") || error["details"].empty()) return "";
+  return error["details"][0]["fieldViolations"][0]["field"].get<std::string>();
+}
+
+TEST_F(RestHttpTest, HealthReadinessAndMetricsNeedNoToken) {
+  Start();
+  httplib::Result health = Get("/healthz", "");
+  ASSERT_TRUE(health);
+  EXPECT_EQ(health->status, 200);
+  EXPECT_EQ(health->body, "ok\n");
+  httplib::Result ready = Get("/readyz", "");
+  ASSERT_TRUE(ready);
+  EXPECT_EQ(ready->status, 200);
+  ready_ = false;
+  ready = Get("/readyz", "");
+  EXPECT_EQ(ready->status, 503);
+  EXPECT_EQ(Json(ready)["status"], "UNAVAILABLE");
+  httplib::Result metrics = Get("/metrics", "");
+  ASSERT_TRUE(metrics);
+  EXPECT_EQ(metrics->status, 200);
+  EXPECT_EQ(metrics->body, "collbench_build_info 1\n");
+  EXPECT_THAT(metrics->get_header_value("Content-Type"), StartsWith("text/plain; version=0.0.4"));
+}
+
+TEST_F(RestHttpTest, CreateGetAndListRuns) {
+  c_.Register("a");
+  Start();
+  httplib::Result created = Post("/v1/runs", CreateBody());
+  ASSERT_TRUE(created);
+  ASSERT_EQ(created->status, 200) << created->body;
+  const nlohmann::json run = Json(created);
+  EXPECT_THAT(run["name"].get<std::string>(), StartsWith("runs/"));
+  EXPECT_EQ(run["state"], "SCHEDULED");
+  EXPECT_EQ(run["spec"]["ranks"], 2);
+
+  httplib::Result got = Get("/v1/runs/" + Id(run));
+  ASSERT_EQ(got->status, 200);
+  EXPECT_EQ(Json(got)["name"], run["name"]);
+
+  Post("/v1/runs", CreateBody());
+  Post("/v1/runs", CreateBody());
+  const nlohmann::json page = Json(Get("/v1/runs?page_size=2"));
+  ASSERT_EQ(page["runs"].size(), 2u);
+  const std::string token = page["nextPageToken"];
+  ASSERT_FALSE(token.empty());
+  const nlohmann::json rest = Json(Get("/v1/runs?pageSize=2&page_token=" + token));
+  ASSERT_EQ(rest["runs"].size(), 1u);
+  EXPECT_EQ(rest["nextPageToken"], "");
+  EXPECT_EQ(Json(Get("/v1/runs?filter=state%3DQUEUED"))["runs"].size(), 2u);
+  EXPECT_EQ(Json(Get("/v1/runs?filter=state=SCHEDULED"))["runs"].size(), 1u);
+}
+
+TEST_F(RestHttpTest, SameRequestIdSameRun) {
+  Start();
+  const nlohmann::json first = Json(Post("/v1/runs", CreateBody(2, "req-1")));
+  const nlohmann::json second = Json(Post("/v1/runs", CreateBody(2, "req-1")));
+  EXPECT_EQ(first["name"], second["name"]);
+  EXPECT_EQ(first["requestId"], "req-1");
+}
+
+TEST_F(RestHttpTest, InvalidSpecIs400NamingTheField) {
+  Start();
+  httplib::Result bad = Post("/v1/runs", CreateBody(0));
+  ASSERT_EQ(bad->status, 400);
+  const nlohmann::json error = Json(bad);
+  EXPECT_EQ(error["code"], 3);
+  EXPECT_EQ(error["status"], "INVALID_ARGUMENT");
+  EXPECT_THAT(error["message"].get<std::string>(), StartsWith("spec.ranks: "));
+  EXPECT_EQ(ViolatedField(error), "spec.ranks");
+
+  bad = Post("/v1/runs", R"({"spec": {"operation": "allreduce", "ranks": 2,
+                                      "sizesBytes": ["8", "0"]}})");
+  ASSERT_EQ(bad->status, 400);
+  EXPECT_EQ(ViolatedField(Json(bad)), "spec.sizes_bytes[1]");
+
+  bad = Post("/v1/runs", R"({"requestId": "x"})");
+  ASSERT_EQ(bad->status, 400);
+  EXPECT_EQ(ViolatedField(Json(bad)), "spec");
+  EXPECT_EQ(Json(Get("/v1/runs"))["runs"].size(), 0u) << "nothing may be queued";
+}
+
+TEST_F(RestHttpTest, MalformedOrUnknownJsonIs400) {
+  Start();
+  httplib::Result bad = Post("/v1/runs", "{\"spec\": {");
+  ASSERT_EQ(bad->status, 400);
+  std::string message = Json(bad)["message"];
+  EXPECT_THAT(message, StartsWith("request body: "));
+  EXPECT_GT(message.size(), 20u) << "the parser's reason is missing";
+
+  bad = Post("/v1/runs", R"({"spec": {"operation": "bcast", "rank": 2}})");
+  ASSERT_EQ(bad->status, 400);
+  EXPECT_THAT(Json(bad)["message"].get<std::string>(), HasSubstr("rank"));
+
+  bad = Post("/v1/runs", "");
+  ASSERT_EQ(bad->status, 400);
+  EXPECT_THAT(Json(bad)["message"].get<std::string>(), StartsWith("request body: "));
+}
+
+TEST_F(RestHttpTest, BadQueryParametersAre400NamingThem) {
+  Start();
+  httplib::Result bad = Get("/v1/runs?page_size=abc");
+  ASSERT_EQ(bad->status, 400);
+  EXPECT_EQ(ViolatedField(Json(bad)), "page_size");
+  bad = Get("/v1/runs?page_size=-1");
+  ASSERT_EQ(bad->status, 400);
+  EXPECT_EQ(ViolatedField(Json(bad)), "page_size");
+  bad = Get("/v1/runs?filter=RUNNING");
+  ASSERT_EQ(bad->status, 400);
+  EXPECT_EQ(ViolatedField(Json(bad)), "filter");
+  bad = Get("/v1/runs?page_token=garbage");
+  ASSERT_EQ(bad->status, 400);
+  EXPECT_EQ(ViolatedField(Json(bad)), "page_token");
+  bad = Get("/v1/runs?limit=3");
+  ASSERT_EQ(bad->status, 400);
+  EXPECT_EQ(ViolatedField(Json(bad)), "limit");
+  bad = Get("/v1/runs?page_size=1&page_size=2");
+  ASSERT_EQ(bad->status, 400);
+  EXPECT_EQ(ViolatedField(Json(bad)), "page_size");
+  bad = Get("/v1/workers?page_size=x");
+  ASSERT_EQ(bad->status, 400);
+  EXPECT_EQ(ViolatedField(Json(bad)), "page_size");
+  bad = Get("/v1/workers?page_token=x");
+  ASSERT_EQ(bad->status, 400);
+  EXPECT_EQ(ViolatedField(Json(bad)), "page_token");
+}
+
+TEST_F(RestHttpTest, UnknownRunsAndWorkersAre404) {
+  Start();
+  for (const std::string& path :
+       {"/v1/runs/nope", "/v1/runs/nope/results", "/v1/runs/nope:watch", "/v1/workers/nope"}) {
+    httplib::Result missing = Get(path);
+    ASSERT_TRUE(missing) << path;
+    EXPECT_EQ(missing->status, 404) << path;
+    EXPECT_EQ(Json(missing)["status"], "NOT_FOUND") << path;
+  }
+  httplib::Result cancel = Post("/v1/runs/nope:cancel", "");
+  EXPECT_EQ(cancel->status, 404);
+  EXPECT_EQ(Json(cancel)["code"], 5);
+  EXPECT_EQ(Post("/v1/workers/nope:drain", "")->status, 404);
+}
+
+TEST_F(RestHttpTest, UnknownPathsAre404AndOtherMethods405) {
+  Start();
+  httplib::Result missing = Get("/v2/runs");
+  EXPECT_EQ(missing->status, 404);
+  EXPECT_EQ(Json(missing)["status"], "NOT_FOUND");
+  httplib::Result wrong = client_->Delete("/v1/runs", Auth(kOperator));
+  ASSERT_TRUE(wrong);
+  EXPECT_EQ(wrong->status, 405);
+  EXPECT_EQ(wrong->get_header_value("Allow"), "POST, GET");
+  EXPECT_EQ(Json(wrong)["status"], "UNIMPLEMENTED");
+}
+
+TEST_F(RestHttpTest, CancelQueuedThenCancelAgainIs412) {
+  c_.Register("a");  // two slots: the second 2-rank run waits in the queue
+  Start();
+  Post("/v1/runs", CreateBody());
+  const nlohmann::json queued = Json(Post("/v1/runs", CreateBody()));
+  ASSERT_EQ(queued["state"], "QUEUED");
+  httplib::Result cancelled = Post("/v1/runs/" + Id(queued) + ":cancel", "");
+  ASSERT_EQ(cancelled->status, 200) << cancelled->body;
+  EXPECT_EQ(Json(cancelled)["state"], "CANCELLED");
+  httplib::Result again = Post("/v1/runs/" + Id(queued) + ":cancel", "{}");
+  EXPECT_EQ(again->status, 412);
+  EXPECT_EQ(Json(again)["status"], "FAILED_PRECONDITION");
+  httplib::Result mismatch = Post("/v1/runs/" + Id(queued) + ":cancel", R"({"name": "runs/x"})");
+  EXPECT_EQ(mismatch->status, 400);
+  EXPECT_EQ(ViolatedField(Json(mismatch)), "name");
+}
+
+TEST_F(RestHttpTest, CancelWithAnEmptyBody) {
+  Start();
+  const nlohmann::json run = Json(Post("/v1/runs", CreateBody()));
+  httplib::Result cancelled =
+      client_->Post(("/v1/runs/" + Id(run) + ":cancel").c_str(), Auth(kOperator));
+  ASSERT_TRUE(cancelled);
+  EXPECT_EQ(cancelled->status, 200);
+}
+
+TEST_F(RestHttpTest, ResultsOfAFinishedRun) {
+  c_.Register("a");
+  Start();
+  const nlohmann::json run = Json(Post("/v1/runs", CreateBody()));
+  const std::string name = run["name"];
+  c_.Running(name, 2);
+  c_.Result(name, 0);
+  c_.Result(name, 1);
+  c_.Succeeded(name, 2);
+  const nlohmann::json results = Json(Get("/v1/runs/" + Id(run) + "/results"));
+  EXPECT_EQ(results["run"]["state"], "SUCCEEDED");
+  ASSERT_EQ(results["results"].size(), 2u);
+  EXPECT_EQ(results["results"][0]["bytes"], "8");  // uint64 is a string in JSON
+  EXPECT_EQ(results["results"][1]["sequence"], "1");
+}
+
+TEST_F(RestHttpTest, ListGetAndDrainWorkers) {
+  c_.Register("a");
+  c_.Register("b");
+  Start();
+  const nlohmann::json all = Json(Get("/v1/workers"));
+  ASSERT_EQ(all["workers"].size(), 2u);
+  EXPECT_EQ(all["workers"][0]["name"], "workers/a");
+  const nlohmann::json page = Json(Get("/v1/workers?page_size=1"));
+  ASSERT_EQ(page["workers"].size(), 1u);
+  const nlohmann::json next =
+      Json(Get("/v1/workers?page_size=1&page_token=" + page["nextPageToken"].get<std::string>()));
+  ASSERT_EQ(next["workers"].size(), 1u);
+  EXPECT_EQ(next["workers"][0]["name"], "workers/b");
+  const nlohmann::json worker = Json(Get("/v1/workers/a"));
+  EXPECT_EQ(worker["name"], "workers/a");
+  EXPECT_EQ(worker["slots"], 2);
+  EXPECT_EQ(worker["state"], "READY");
+  httplib::Result drained = Post("/v1/workers/b:drain", "");
+  ASSERT_EQ(drained->status, 200);
+  EXPECT_EQ(Json(drained)["state"], "DRAINING");
+}
+
+TEST_F(RestHttpTest, TokensAreCheckedPerRole) {
+  Start();
+  httplib::Result none = Get("/v1/runs", "");
+  ASSERT_EQ(none->status, 401);
+  EXPECT_EQ(Json(none)["status"], "UNAUTHENTICATED");
+  EXPECT_THAT(none->get_header_value("WWW-Authenticate"), StartsWith("Bearer"));
+  EXPECT_EQ(Get("/v1/runs", "wrong")->status, 401);
+  EXPECT_EQ(Get("/v1/runs", "w-token")->status, 403);  // a worker token may not read
+  EXPECT_EQ(Post("/v1/runs", CreateBody(), "")->status, 401);
+  httplib::Result denied = Post("/v1/runs", CreateBody(), kRead);
+  ASSERT_EQ(denied->status, 403);
+  EXPECT_EQ(Json(denied)["status"], "PERMISSION_DENIED");
+  EXPECT_EQ(Json(Get("/v1/runs"))["runs"].size(), 0u) << "a denied create queued a run";
+  EXPECT_EQ(Post("/v1/runs/x:cancel", "", kRead)->status, 403);
+  EXPECT_EQ(Post("/v1/workers/x:drain", "", kRead)->status, 403);
+  EXPECT_EQ(Get("/v1/runs", kOperator)->status, 200);  // operators may read
+}
+
+TEST_F(RestHttpTest, NoTokensNeededWithoutATokenFile) {
+  authorizer_ = Authorizer();
+  Start();
+  EXPECT_EQ(Get("/v1/runs", "")->status, 200);
+  EXPECT_EQ(Post("/v1/runs", CreateBody(), "")->status, 200);
+}
+
+TEST_F(RestHttpTest, BodiesOverTheLimitAre413) {
+  HttpServerOptions options;
+  options.max_body_bytes = 4096;
+  Start(options);
+  const std::string big(8192, ' ');
+  httplib::Result large = Post("/v1/runs", big);
+  ASSERT_TRUE(large);
+  EXPECT_EQ(large->status, 413);
+  EXPECT_EQ(Json(large)["status"], "RESOURCE_EXHAUSTED");
+
+  // Chunked, so httplib cannot see the length up front.
+  std::unique_ptr<httplib::Client> client = NewClient();
+  httplib::Result chunked = client->Post(
+      "/v1/runs", Auth(kOperator),
+      [&big](size_t offset, httplib::DataSink& sink) {
+        sink.write(big.data(), big.size());
+        sink.done();
+        return true;
+      },
+      "application/json");
+  ASSERT_TRUE(chunked) << httplib::to_string(chunked.error());
+  EXPECT_EQ(chunked->status, 413);
+  EXPECT_EQ(Json(chunked)["status"], "RESOURCE_EXHAUSTED");
+  // A body within the limit still works.
+  EXPECT_EQ(
+      NewClient()->Post("/v1/runs", Auth(kOperator), CreateBody(), "application/json")->status,
+      200);
+}
+
+TEST_F(RestHttpTest, EveryRequestIsReportedOnceWithItsRoute) {
+  Start();
+  Get("/healthz", "");
+  Get("/v1/runs/nope");
+  Get("/v1/runs", "");
+  Get("/nowhere");
+  Post("/v1/runs", CreateBody(0));
+  // Reports come after each answer is written, so their order may differ.
+  EXPECT_THAT(Requests(5),
+              testing::UnorderedElementsAre(
+                  Pair("GET /healthz", 200), Pair("GET /v1/runs/{id}", 404),
+                  Pair("GET /v1/runs", 401), Pair("unmatched", 404), Pair("POST /v1/runs", 400)));
+}
+
+TEST_F(RestHttpTest, ServesTlsWhenGivenACertificate) {
+  const std::string dir = ::testing::TempDir() + "/rest_tls";
+  const std::string command =
+      "mkdir -p " + dir +
+      " && openssl req -x509 -newkey rsa:2048 -nodes -days 1 -subj /CN=127.0.0.1 -keyout " + dir +
+      "/key.pem -out " + dir + "/cert.pem >/dev/null 2>&1";
+  if (std::system(command.c_str()) != 0) GTEST_SKIP() << "no openssl command to make a certificate";
+  HttpServerOptions options;
+  options.tls_cert = dir + "/cert.pem";
+  options.tls_key = dir + "/key.pem";
+  Start(options);
+  httplib::Client tls("https://127.0.0.1:" + std::to_string(server_->port()));
+  tls.enable_server_certificate_verification(false);
+  httplib::Result health = tls.Get("/healthz");
+  ASSERT_TRUE(health) << httplib::to_string(health.error());
+  EXPECT_EQ(health->status, 200);
+  httplib::Result runs = tls.Get("/v1/runs", Auth(kRead));
+  ASSERT_TRUE(runs);
+  EXPECT_EQ(runs->status, 200);
+  httplib::Result plain = client_->Get("/healthz");  // plain HTTP gets no answer
+  EXPECT_FALSE(plain && plain->status == 200);
+}
+
+TEST_F(RestHttpTest, ListenErrors) {
+  HttpServerDependencies deps;
+  deps.manager = &c_.manager();
+  deps.hub = &c_.hub();
+  HttpServerOptions options;
+  options.listen = "nonsense";
+  EXPECT_EQ(HttpServer::Start(options, deps).status().code(), absl::StatusCode::kInvalidArgument);
+  options.listen = "127.0.0.1:0";
+  options.tls_cert = "/nonexistent/cert.pem";
+  EXPECT_FALSE(HttpServer::Start(options, deps).ok());
+  options.tls_key = "/nonexistent/key.pem";
+  EXPECT_FALSE(HttpServer::Start(options, deps).ok());
+  Start();
+  options = HttpServerOptions();
+  options.listen = "127.0.0.1:" + std::to_string(server_->port());  // taken
+  EXPECT_EQ(HttpServer::Start(options, deps).status().code(), absl::StatusCode::kUnavailable);
+}
+
+}  // namespace
+}  // namespace collbench

@@ -1,0 +1,117 @@
+// An HttpServer on 127.0.0.1 (port 0) over a FakeCoordinator, with a read
+// token "r-token" and an operator token "o-token", and an httplib client.
+// Records every on_request call.
+#ifndef COLLBENCH_TESTS_UNIT_REST_REST_HTTP_FIXTURE_H_
+#define COLLBENCH_TESTS_UNIT_REST_REST_HTTP_FIXTURE_H_
+
+#include <httplib.h>
+
+#include <atomic>
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "absl/synchronization/mutex.h"
+#include "gtest/gtest.h"
+#include "rest_test_support.h"
+#include "server/auth/authorizer.h"
+#include "server/rest/http_server.h"
+
+namespace collbench {
+
+class RestHttpTest : public ::testing::Test {
+ protected:
+  static constexpr char kRead[] = "r-token";
+  static constexpr char kOperator[] = "o-token";
+
+  void SetUp() override {
+    absl::StatusOr<Authorizer> tokens =
+        Authorizer::FromText("read r-token\noperator o-token\nworker w-token\n");
+    ASSERT_TRUE(tokens.ok()) << tokens.status();
+    authorizer_ = *tokens;
+  }
+  void TearDown() override {
+    if (server_ != nullptr) server_->Shutdown();
+  }
+
+  void Start(HttpServerOptions options = {}) {
+    options.listen = "127.0.0.1:0";
+    HttpServerDependencies deps;
+    deps.manager = &c_.manager();
+    deps.hub = &c_.hub();
+    deps.authorizer = &authorizer_;
+    deps.metrics_text = [] { return std::string("collbench_build_info 1\n"); };
+    deps.ready = [this] { return ready_.load(); };
+    deps.on_request = [this](absl::string_view route, int status, absl::Duration latency) {
+      absl::MutexLock lock(&mu_);
+      requests_.emplace_back(std::string(route), status);
+    };
+    absl::StatusOr<std::unique_ptr<HttpServer>> server = HttpServer::Start(options, deps);
+    ASSERT_TRUE(server.ok()) << server.status();
+    server_ = *std::move(server);
+    client_ = NewClient();
+  }
+
+  std::unique_ptr<httplib::Client> NewClient() {
+    auto client = std::make_unique<httplib::Client>("127.0.0.1", server_->port());
+    client->set_read_timeout(30, 0);
+    return client;
+  }
+
+  static httplib::Headers Auth(const std::string& token) {
+    if (token.empty()) return {};
+    return {{"Authorization", "Bearer " + token}};
+  }
+
+  httplib::Result Get(const std::string& path, const std::string& token = kRead) {
+    return client_->Get(path.c_str(), Auth(token));
+  }
+  httplib::Result Post(const std::string& path, const std::string& body,
+                       const std::string& token = kOperator) {
+    return client_->Post(path.c_str(), Auth(token), body, "application/json");
+  }
+
+  static nlohmann::json Json(const httplib::Result& result) {
+    EXPECT_TRUE(result) << "no response: " << httplib::to_string(result.error());
+    if (!result) return nlohmann::json();
+    EXPECT_EQ(result->get_header_value("Content-Type"), "application/json") << result->body;
+    return nlohmann::json::parse(result->body, nullptr, /*allow_exceptions=*/false);
+  }
+
+  // A valid CreateRunRequest body.
+  static std::string CreateBody(int ranks = 2, const std::string& request_id = "") {
+    nlohmann::json body = {
+        {"spec", {{"operation", "allreduce"}, {"ranks", ranks}, {"sizesBytes", {"8", "1024"}}}}};
+    if (!request_id.empty()) body["requestId"] = request_id;
+    return body.dump();
+  }
+
+  // The bare id of "runs/{id}".
+  static std::string Id(const nlohmann::json& run) {
+    return run["name"].get<std::string>().substr(5);
+  }
+
+  // What on_request was told. The server reports a request after writing
+  // its answer, so this waits (briefly) for at least `count` reports.
+  std::vector<std::pair<std::string, int>> Requests(size_t count = 0) {
+    absl::MutexLock lock(&mu_);
+    auto enough = [this, count]()
+                      ABSL_SHARED_LOCKS_REQUIRED(mu_) { return requests_.size() >= count; };
+    mu_.AwaitWithTimeout(absl::Condition(&enough), absl::Seconds(5));
+    return requests_;
+  }
+
+  FakeCoordinator c_;
+  Authorizer authorizer_;
+  std::atomic<bool> ready_{true};
+  std::unique_ptr<HttpServer> server_;
+  std::unique_ptr<httplib::Client> client_;
+  absl::Mutex mu_;
+  std::vector<std::pair<std::string, int>> requests_ ABSL_GUARDED_BY(mu_);
+};
+
+}  // namespace collbench
+
+#endif  // COLLBENCH_TESTS_UNIT_REST_REST_HTTP_FIXTURE_H_
