@@ -68,7 +68,15 @@ bool WorkerAgent::Session(v1::WorkerGateway::Stub& stub) {
   reg->set_join_token(options_.join_token);
   for (const std::string& run : spool_->ActiveRuns()) reg->add_active_runs(run);
   v1::CoordinatorMessage reply;
-  bool registered = stream->Write(hello) && stream->Read(&reply) && reply.has_registered();
+  // Once a Read fails the coordinator has ended the call, and Finish()
+  // returns its status (e.g. a refused join token); cancelling first would
+  // replace that with CANCELLED.
+  bool server_done = false;
+  bool registered = false;
+  if (stream->Write(hello)) {
+    server_done = !stream->Read(&reply);
+    registered = !server_done && reply.has_registered();
+  }
   if (registered) {
     {
       absl::MutexLock lock(&mu_);
@@ -84,6 +92,7 @@ bool WorkerAgent::Session(v1::WorkerGateway::Stub& stub) {
     });
     v1::CoordinatorMessage message;
     while (stream->Read(&message)) Handle(message);
+    server_done = true;
     heartbeat_done.Notify();
     heartbeat.join();
   }
@@ -93,7 +102,7 @@ bool WorkerAgent::Session(v1::WorkerGateway::Stub& stub) {
     stream_ = nullptr;
     context_ = nullptr;
   }
-  context.TryCancel();
+  if (!server_done) context.TryCancel();
   const grpc::Status status = stream->Finish();
   if (!stop_.HasBeenNotified() && !status.ok()) {
     absl::FPrintF(stderr, "collbench-worker: coordinator %s: %s; reconnecting\n",

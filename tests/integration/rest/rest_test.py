@@ -312,6 +312,39 @@ def case_routes(c):
     check_workers(c)
 
 
+def case_grpc_auth(c):
+    """The same tokens guard the gRPC API (through the CLI's --token) and
+    joining (a worker with a wrong join token is refused)."""
+    c.start_coordinator()
+    c.start_workers(2, slots=1)
+    denied = c.cli("workers", expect_code=None)
+    expect(denied.returncode != 0 and "token" in denied.stderr.lower(),
+           "`collbench workers` without a token: exit %d, stderr %r" % (
+               denied.returncode, denied.stderr.strip()))
+    listed = c.cli("--token", READ, "workers")
+    expect(listed.stdout.count("ready") >= 2, "workers with a read token: %r" % listed.stdout)
+    run = ["run", "allreduce", "--ranks", 2, "--placement", "spread", "--sizes", "8,1K",
+           "-n", 20, "--check", "--wait", "--output", "jsonl"]
+    refused = c.cli("--token", READ, *run, expect_code=None)
+    expect(refused.returncode != 0 and "operator" in refused.stderr,
+           "a run with a read token: exit %d, stderr %r" % (
+               refused.returncode, refused.stderr.strip()))
+    status, body, _ = c.curl("GET", "/v1/runs", READ)
+    expect(status == 200 and json.loads(body).get("runs", []) == [],
+           "a refused create queued something: %s" % body)
+    done = c.cli("--token", OPERATOR, *run)
+    svc.check_results(svc.parse_jsonl(done.stdout), [8, 1024], "a run with an operator token")
+    # A stranger's worker never joins.
+    stranger = super(RestCluster, c)._spawn(
+        [c.binary("collbench-worker"), "--coordinator", "127.0.0.1:%d" % c.port,
+         "--listen", "127.0.0.1:0", "--name", "stranger", "--slots", "1",
+         "--join-token", "not-a-token"], "stranger")
+    poll("the stranger's refusal in its log",
+         lambda: "not accepted" in c.tail(stranger, 20), 20, 0.2)
+    names = [w["name"] for w in c.list_workers()]
+    expect("workers/stranger" not in names, "a worker with a wrong token joined: %s" % names)
+
+
 class SseReader:
     """Reads `curl -N` of an event stream on a thread; keeps each event with
     the time it arrived."""
@@ -417,6 +450,7 @@ def case_watch(c):
 CASES = {
     "routes": case_routes,
     "watch": case_watch,
+    "grpc_auth": case_grpc_auth,
 }
 
 
