@@ -163,6 +163,9 @@ class RunManager {
   std::deque<std::string> queue_ ABSL_GUARDED_BY(mu_);  // FIFO of run names
   std::map<std::string, LiveRun, std::less<>> live_ ABSL_GUARDED_BY(mu_);
   uint64_t next_id_ ABSL_GUARDED_BY(mu_) = 0;
+  // Workers in the store when Recover() ran, as LOST: ListWorkers shows
+  // them until they register again, without reading the store per call.
+  std::map<std::string, v1::Worker> known_before_start_ ABSL_GUARDED_BY(mu_);
 };
 
 }  // namespace collbench

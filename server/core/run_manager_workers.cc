@@ -37,7 +37,15 @@ int64_t ContiguousThrough(const std::vector<v1::SizeResult>& results) {
 
 absl::Status RunManager::Recover(absl::Time now) {
   ASSIGN_OR_RETURN(std::vector<v1::Run> runs, store_->ListUnfinishedRuns());
+  ASSIGN_OR_RETURN(std::vector<v1::Worker> workers, store_->ListWorkers());
   absl::MutexLock lock(&mu_);
+  // Workers known from before the restart are lost until they come back
+  // (a registered worker's registry entry wins in ListWorkers).
+  for (v1::Worker& w : workers) {
+    w.set_state(v1::LOST);
+    w.clear_current_run();
+    known_before_start_[w.name()] = std::move(w);
+  }
   for (v1::Run& run : runs) {
     LiveRun live;
     if (run.state() == v1::QUEUED) {
@@ -283,14 +291,9 @@ v1::Worker RunManager::WorkerProto(const scheduling::WorkerSnapshot& snapshot) c
 
 std::vector<v1::Worker> RunManager::ListWorkers() {
   std::map<std::string, v1::Worker> by_name;
-  // Workers known from before a restart that have not come back are lost.
-  absl::StatusOr<std::vector<v1::Worker>> stored = store_->ListWorkers();
-  if (stored.ok()) {
-    for (v1::Worker& w : *stored) {
-      w.set_state(v1::LOST);
-      w.clear_current_run();
-      by_name[w.name()] = std::move(w);
-    }
+  {
+    absl::MutexLock lock(&mu_);
+    by_name = known_before_start_;
   }
   for (const scheduling::WorkerSnapshot& s : registry_->List()) by_name[s.name] = WorkerProto(s);
   std::vector<v1::Worker> out;
