@@ -159,10 +159,15 @@ absl::StatusOr<LaunchCommand> BuildLaunchCommand(const v1::Assignment& assignmen
     // ending the call ends them. Several daemons on one machine need the
     // PMIx hash store instead of the shared-memory one.
     command.env["PMIX_MCA_gds"] = "hash";
+    // Each daemon would also write its hwloc topology into a shared-memory
+    // mapping placed in the largest hole of its address space; with several
+    // daemons starting on one machine, about one start in eight crashed
+    // there (SIGSEGV in hwloc_shmem_topology_write). Ranks then read the
+    // topology themselves, which costs start-up time only.
     argv = {paths.openmpi_mpirun, "-np", absl::StrCat(ranks), "--host", absl::StrJoin(hosts, ","),
             "--mca", "plm_rsh_agent", absl::StrCat(paths.self, " launch-shim"),
             "--mca", "plm_rsh_no_tree_spawn", "1", "--mca", "orte_leave_session_attached", "1",
-            "--bind-to", "none"};
+            "--mca", "rtc_hwloc_vmhole", "none", "--bind-to", "none"};
     if (!paths.mpi_interface.empty()) {  // daemons call back, and ranks connect, only there
       argv.insert(argv.end(), {"--mca", "oob_tcp_if_include", paths.mpi_interface, "--mca",
                                "btl_tcp_if_include", paths.mpi_interface});

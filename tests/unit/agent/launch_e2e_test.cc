@@ -149,7 +149,7 @@ class LaunchE2eTest : public ::testing::Test {
   std::string OpenMpiCommand(const std::string& program) const {
     return absl::StrCat(COLLBENCH_TEST_MPIRUN, " --allow-run-as-root --mca plm_rsh_agent '", self_,
                         " launch-shim' --mca plm_rsh_no_tree_spawn 1"
-                        " --mca orte_leave_session_attached 1"
+                        " --mca orte_leave_session_attached 1 --mca rtc_hwloc_vmhole none"
                         " -H alias1:1,alias2:1 -np 2 ",
                         program);
   }
