@@ -5,6 +5,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
@@ -167,7 +168,14 @@ int RunLocal(const std::vector<std::string>& args) {
     cluster.Stop();
     return 1;
   }
-  const int code = RunCommand(cluster.address(), "", flags.rest());
+  std::vector<std::string> command = flags.rest();
+  // The embedded coordinator ends with this command, so a run is always
+  // waited for: without --watch it prints the results at the end.
+  if (command[0] == "run" && std::find(command.begin(), command.end(), "--wait") == command.end() &&
+      std::find(command.begin(), command.end(), "--watch") == command.end()) {
+    command.push_back("--wait");
+  }
+  const int code = RunCommand(cluster.address(), "", command);
   cluster.Stop();
   return code;
 }
