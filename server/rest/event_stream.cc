@@ -5,7 +5,6 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
-#include "api/convert.h"
 #include "server/rest/rest_json.h"
 
 namespace collbench {
@@ -21,54 +20,24 @@ absl::StatusOr<std::shared_ptr<EventStream>> EventStream::Open(RunManager& manag
   // queue behind the replay.
   hub.Subscribe(stream->run_, stream);
   stream->subscribed_ = true;
-  if (absl::StatusOr<v1::Run> now = manager.GetRun(stream->run_); now.ok()) run = std::move(now);
-  absl::StatusOr<std::vector<v1::SizeResult>> results = manager.GetResults(stream->run_);
-  stream->ReplayLocked(*run, results.ok() ? *results : std::vector<v1::SizeResult>());
+  if (absl::StatusOr<std::string> replayed = stream->feed_.Replay(manager, stream->run_);
+      !replayed.ok()) {
+    return replayed.status();
+  }
   return stream;
 }
 
 EventStream::EventStream(WatchHub* hub, std::string run, absl::Duration keepalive)
     : hub_(hub), run_(std::move(run)), keepalive_(keepalive) {}
 
-void EventStream::ReplayLocked(const v1::Run& run, const std::vector<v1::SizeResult>& results) {
-  v1::RunEvent state;
-  state.set_run(run_);
-  *state.mutable_time() = TimestampFromTime(absl::Now());
-  *state.mutable_state_change() = run;
-  queue_.push_back(std::move(state));
-  last_state_ = run.state();
-  for (const v1::SizeResult& result : results) {
-    sequences_.insert(result.sequence());
-    v1::RunEvent event;
-    event.set_run(run_);
-    *event.mutable_result() = result;
-    queue_.push_back(std::move(event));
-  }
-  // A run that already ended gets no more events.
-  if (IsFinalRunState(run.state())) ended_ = true;
-}
-
 void EventStream::OnEvent(const v1::RunEvent& event) {
   absl::MutexLock lock(&mu_);
-  EnqueueLocked(event);
+  if (!closed_) feed_.Add(event);
 }
 
 void EventStream::OnEnd() {
   absl::MutexLock lock(&mu_);
-  ended_ = true;
-}
-
-void EventStream::EnqueueLocked(const v1::RunEvent& event) {
-  if (ended_ || closed_) return;
-  if (event.has_result()) {
-    if (!sequences_.insert(event.result().sequence()).second) return;  // replayed already
-  } else if (event.has_state_change()) {
-    const v1::RunState state = event.state_change().state();
-    if (state == last_state_) return;  // the replay already said so
-    last_state_ = state;
-    if (IsFinalRunState(state)) ended_ = true;  // after this event, nothing more
-  }
-  queue_.push_back(event);
+  feed_.End();
 }
 
 EventStream::Chunk EventStream::Next() {
@@ -78,8 +47,8 @@ EventStream::Chunk EventStream::Next() {
     absl::MutexLock lock(&mu_);
     const bool woken =
         mu_.AwaitWithTimeout(absl::Condition(this, &EventStream::HasWork), keepalive_);
-    batch.swap(queue_);
-    chunk.last = ended_ || closed_;
+    batch.swap(feed_.queue());
+    chunk.last = feed_.ended() || closed_;
     if (!woken && batch.empty() && !chunk.last) chunk.text = ": keep-alive\n\n";
   }
   for (const v1::RunEvent& event : batch) chunk.text += Format(event);

@@ -6,12 +6,10 @@
 //   data: {"run": "runs/…", "stateChange": {…}}
 //   <blank line>
 //
-// Open() subscribes to the WatchHub first, then replays the stored state and
-// every stored SizeResult (as WatchRun does), so nothing falls between the
-// two; live results already replayed are dropped by sequence, and a state
-// event that repeats the last state sent is dropped. The stream ends after
-// the run's final state event, or when the hub ends it; for a run that had
-// already ended, after the replay. A comment line (": keep-alive")
+// Open() subscribes to the WatchHub first, then replays what is stored; a
+// WatchFeed (server/core/watch_feed.h) orders and deduplicates, as for
+// WatchRun. The stream ends after the run's final state event, or when the
+// hub ends it; for a run that had already ended, after the replay. A comment line (": keep-alive")
 // goes out whenever nothing else did for `keepalive`, so proxies keep the
 // connection and a vanished client is noticed.
 //
@@ -21,13 +19,9 @@
 #ifndef COLLBENCH_SERVER_REST_EVENT_STREAM_H_
 #define COLLBENCH_SERVER_REST_EVENT_STREAM_H_
 
-#include <cstdint>
-#include <deque>
 #include <map>
 #include <memory>
-#include <set>
 #include <string>
-#include <vector>
 
 #include "absl/base/thread_annotations.h"
 #include "absl/status/statusor.h"
@@ -35,6 +29,7 @@
 #include "absl/time/time.h"
 #include "collbench/v1/run.pb.h"
 #include "server/core/run_manager.h"
+#include "server/core/watch_feed.h"
 #include "server/core/watch_hub.h"
 
 namespace collbench {
@@ -72,13 +67,8 @@ class EventStream final : public RunEventSink {
  private:
   EventStream(WatchHub* hub, std::string run, absl::Duration keepalive);
 
-  // The run's stored state, then its stored results.
-  void ReplayLocked(const v1::Run& run, const std::vector<v1::SizeResult>& results)
-      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  // A live event, unless it repeats what was sent or the stream ended.
-  void EnqueueLocked(const v1::RunEvent& event) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   bool HasWork() const ABSL_SHARED_LOCKS_REQUIRED(mu_) {
-    return !queue_.empty() || ended_ || closed_;
+    return !feed_.empty() || feed_.ended() || closed_;
   }
 
   WatchHub* const hub_;
@@ -86,10 +76,7 @@ class EventStream final : public RunEventSink {
   const absl::Duration keepalive_;
 
   absl::Mutex mu_;
-  std::deque<v1::RunEvent> queue_ ABSL_GUARDED_BY(mu_);
-  std::set<int64_t> sequences_ ABSL_GUARDED_BY(mu_);  // results queued so far
-  v1::RunState last_state_ ABSL_GUARDED_BY(mu_) = v1::RUN_STATE_UNSPECIFIED;
-  bool ended_ ABSL_GUARDED_BY(mu_) = false;   // no more events will be queued
+  WatchFeed feed_ ABSL_GUARDED_BY(mu_);       // replay, then live events, deduplicated
   bool closed_ ABSL_GUARDED_BY(mu_) = false;  // end now
   bool subscribed_ ABSL_GUARDED_BY(mu_) = false;
 };

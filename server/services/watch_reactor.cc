@@ -1,12 +1,11 @@
 #include "server/services/watch_reactor.h"
 
-#include <deque>
 #include <memory>
 
 #include "absl/base/thread_annotations.h"
 #include "absl/synchronization/mutex.h"
-#include "api/convert.h"
 #include "api/status_mapping.h"
+#include "server/core/watch_feed.h"
 
 namespace collbench {
 namespace {
@@ -23,24 +22,13 @@ class WatchReactor final : public grpc::ServerWriteReactor<v1::RunEvent> {
     run_ = run->name();
     absl::MutexLock lock(&mu_);
     // Subscribe before reading the store: nothing falls between the two,
-    // and duplicates are dropped by sequence below.
+    // and the feed drops what arrives twice.
     hub_->Subscribe(run_, sink_);
     subscribed_ = true;
-    absl::StatusOr<std::vector<v1::SizeResult>> results = manager->GetResults(run_);
-    v1::RunEvent state;
-    state.set_run(run_);
-    *state.mutable_state_change() = *run;
-    EnqueueLocked(state);
-    if (results.ok()) {
-      for (const v1::SizeResult& r : *results) {
-        v1::RunEvent event;
-        event.set_run(run_);
-        *event.mutable_result() = r;
-        EnqueueLocked(event);
-      }
+    if (absl::StatusOr<std::string> replayed = feed_.Replay(*manager, run_); !replayed.ok()) {
+      FinishLocked(ToGrpcStatus(replayed.status()));
+      return;
     }
-    // A run that already ended gets no more events.
-    if (IsFinalRunState(run->state())) ended_ = true;
     MaybeWriteLocked();
   }
 
@@ -51,7 +39,7 @@ class WatchReactor final : public grpc::ServerWriteReactor<v1::RunEvent> {
       FinishLocked(grpc::Status(grpc::StatusCode::CANCELLED, "client went away"));
       return;
     }
-    queue_.pop_front();
+    feed_.queue().pop_front();
     MaybeWriteLocked();
   }
 
@@ -91,31 +79,22 @@ class WatchReactor final : public grpc::ServerWriteReactor<v1::RunEvent> {
 
   void Deliver(const v1::RunEvent& event) {
     absl::MutexLock lock(&mu_);
-    EnqueueLocked(event);
+    if (!finished_) feed_.Add(event);
     MaybeWriteLocked();
   }
 
   void End() {
     absl::MutexLock lock(&mu_);
-    ended_ = true;
+    feed_.End();
     MaybeWriteLocked();
-  }
-
-  void EnqueueLocked(const v1::RunEvent& event) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
-    if (finished_ || ended_) return;
-    if (event.has_result()) {
-      if (event.result().sequence() <= last_sequence_) return;  // replayed already
-      last_sequence_ = event.result().sequence();
-    }
-    queue_.push_back(event);
   }
 
   void MaybeWriteLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
     if (writing_ || finished_) return;
-    if (!queue_.empty()) {
+    if (!feed_.empty()) {
       writing_ = true;
-      StartWrite(&queue_.front());
-    } else if (ended_) {
+      StartWrite(&feed_.queue().front());
+    } else if (feed_.ended()) {
       FinishLocked(grpc::Status::OK);
     }
   }
@@ -131,11 +110,9 @@ class WatchReactor final : public grpc::ServerWriteReactor<v1::RunEvent> {
   std::string run_;
   bool subscribed_ = false;
   absl::Mutex mu_;
-  std::deque<v1::RunEvent> queue_ ABSL_GUARDED_BY(mu_);
+  WatchFeed feed_ ABSL_GUARDED_BY(mu_);  // what is still to be written, in order
   bool writing_ ABSL_GUARDED_BY(mu_) = false;
-  bool ended_ ABSL_GUARDED_BY(mu_) = false;
   bool finished_ ABSL_GUARDED_BY(mu_) = false;
-  int64_t last_sequence_ ABSL_GUARDED_BY(mu_) = -1;
 };
 
 }  // namespace
