@@ -33,14 +33,12 @@ included, is stopped by process id in `finally`, also on failure. Exit code:
 """
 
 import argparse
-import ctypes
 import glob
 import json
 import math
 import os
 import re
 import shutil
-import signal
 import sys
 import time
 import traceback
@@ -586,15 +584,10 @@ def main():
               "pass --prometheus PATH)")
         return SKIP
     args.bin_dir = os.path.abspath(args.bin_dir)
-    for binary in ("collbench", "collbench-coordinator", "collbench-worker", "collbench-rank"):
-        if not os.access(os.path.join(args.bin_dir, binary), os.X_OK):
-            sys.stderr.write("prometheus_test: %s not found in %s\n" % (binary, args.bin_dir))
-            return 2
-    # Orphans of what the workers start come here, and the teardown sees them.
-    libc = ctypes.CDLL(None, use_errno=True)
-    libc.prctl(svc.PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
-    # The teardown must run on ctest's timeout (SIGTERM) too.
-    signal.signal(signal.SIGTERM, lambda *_: (_ for _ in ()).throw(KeyboardInterrupt()))
+    stop = svc.prepare_driver("prometheus_test", args.bin_dir, (
+        "collbench", "collbench-coordinator", "collbench-worker", "collbench-rank"))
+    if stop is not None:
+        return stop
     started = time.monotonic()
     failed_logs = []
     try:

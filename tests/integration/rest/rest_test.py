@@ -24,12 +24,9 @@ Exit code: 0 when every case passed, 1 otherwise, 2 on bad usage, 77 when
 curl is missing (ctest reports it as skipped).
 """
 
-import argparse
-import ctypes
 import json
 import os
 import shutil
-import signal
 import subprocess
 import sys
 import threading
@@ -41,7 +38,6 @@ sys.path.insert(0, os.path.join(HERE, "..", "service"))
 import service_test as svc  # noqa: E402  (the shared cluster helpers)
 from service_test import Failure, expect, poll  # noqa: E402
 
-SKIP = 77
 TOKENS = {"read": "r-3c9f1e", "operator": "o-77ab02", "worker": "w-51d4c8"}
 READ, OPERATOR = TOKENS["read"], TOKENS["operator"]
 
@@ -454,43 +450,11 @@ CASES = {
 }
 
 
-def run_case(name, bin_dir, keep_logs):
-    return svc.run_case(name, bin_dir, keep_logs, CASES, RestCluster)
-
-
 def main():
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--bin-dir",
-                        help="folder with collbench-coordinator, collbench-worker, ...")
-    parser.add_argument("--case", action="append", choices=sorted(CASES),
-                        help="a case to run (repeatable; default: all)")
-    parser.add_argument("--list", action="store_true", help="print the case names")
-    parser.add_argument("--keep-logs", action="store_true", help="keep a failed case's folder")
-    parser.add_argument("-v", "--verbose", action="store_true")
-    args = parser.parse_args()
-    if args.list:
-        print("\n".join(CASES))
-        return 0
-    if not args.bin_dir:
-        parser.error("--bin-dir is required")
-    if shutil.which("curl") is None:
-        sys.stderr.write("rest_test: no curl; skipped\n")
-        return SKIP
-    svc.VERBOSE = args.verbose
-    bin_dir = os.path.abspath(args.bin_dir)
-    for binary in ("collbench-coordinator", "collbench-worker", "collbench-rank"):
-        if not os.access(os.path.join(bin_dir, binary), os.X_OK):
-            sys.stderr.write("rest_test: %s not found in %s\n" % (binary, bin_dir))
-            return 2
-    # Orphans of the processes started here come to this process, not init.
-    libc = ctypes.CDLL(None, use_errno=True)
-    libc.prctl(svc.PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
-    # The teardown must run on ctest's timeout (SIGTERM) too.
-    signal.signal(signal.SIGTERM, lambda *_: (_ for _ in ()).throw(KeyboardInterrupt()))
-    failed = 0
-    for name in args.case or list(CASES):
-        failed += not run_case(name, bin_dir, args.keep_logs)
-    return 1 if failed else 0
+    return svc.case_main(
+        __doc__, CASES, RestCluster, "rest_test",
+        binaries=("collbench", "collbench-coordinator", "collbench-worker", "collbench-rank"),
+        skip=lambda: None if shutil.which("curl") else "no curl")
 
 
 if __name__ == "__main__":

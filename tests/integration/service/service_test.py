@@ -865,11 +865,34 @@ def run_case(name, bin_dir, keep_logs, cases=None, make_cluster=None):
     return ok
 
 
-def main():
+def prepare_driver(prog, bin_dir, binaries):
+    """What every driver of these clusters does before its cases: checks that
+    `binaries` are in `bin_dir`, makes this process the subreaper of what it
+    starts (so leak checks see re-parented processes) and lets ctest's
+    timeout (SIGTERM) run the teardown. Returns an exit code to stop with,
+    or None."""
+    for binary in binaries:
+        if not os.access(os.path.join(bin_dir, binary), os.X_OK):
+            sys.stderr.write("%s: %s not found in %s\n" % (prog, binary, bin_dir))
+            return 2
+    libc = ctypes.CDLL(None, use_errno=True)
+    if libc.prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) != 0:
+        sys.stderr.write("%s: cannot become a child subreaper; leak checks will miss "
+                         "re-parented processes\n" % prog)
+    signal.signal(signal.SIGTERM, lambda *_: (_ for _ in ()).throw(KeyboardInterrupt()))
+    return None
+
+
+def case_main(description, cases, make_cluster=None, prog="service_test",
+              binaries=("collbench", "collbench-coordinator", "collbench-worker",
+                        "collbench-rank"), known_failing=(), skip=None):
+    """The command line of a driver of cluster cases: --case, --repeat,
+    --list, --keep-logs, -v. `skip` returns why the cases cannot run here
+    (exit 77), or None."""
     global VERBOSE
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--bin-dir", help="folder with collbench, collbench-coordinator, ...")
-    parser.add_argument("--case", action="append", choices=sorted(CASES),
+    parser = argparse.ArgumentParser(description=description.split("\n\n")[0])
+    parser.add_argument("--bin-dir", help="folder with %s, ..." % ", ".join(binaries[:2]))
+    parser.add_argument("--case", action="append", choices=sorted(cases),
                         help="a case to run (repeatable; default: all)")
     parser.add_argument("--repeat", type=int, default=1, help="run each case this many times")
     parser.add_argument("--list", action="store_true", help="print the case names")
@@ -877,28 +900,28 @@ def main():
     parser.add_argument("-v", "--verbose", action="store_true")
     args = parser.parse_args()
     if args.list:
-        print("\n".join(CASES))
+        print("\n".join(cases))
         return 0
     if not args.bin_dir:
         parser.error("--bin-dir is required")
+    why = skip() if skip else None
+    if why:
+        sys.stderr.write("%s: %s; skipped\n" % (prog, why))
+        return 77
     VERBOSE = args.verbose
     bin_dir = os.path.abspath(args.bin_dir)
-    for binary in ("collbench", "collbench-coordinator", "collbench-worker", "collbench-rank"):
-        if not os.access(os.path.join(bin_dir, binary), os.X_OK):
-            sys.stderr.write("service_test: %s not found in %s\n" % (binary, bin_dir))
-            return 2
-    # Orphans of the processes started here come to this process, not init.
-    libc = ctypes.CDLL(None, use_errno=True)
-    if libc.prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) != 0:
-        sys.stderr.write("service_test: cannot become a child subreaper; leak checks will "
-                         "miss re-parented processes\n")
-    # The teardown must run on ctest's timeout (SIGTERM) too.
-    signal.signal(signal.SIGTERM, lambda *_: (_ for _ in ()).throw(KeyboardInterrupt()))
+    stop = prepare_driver(prog, bin_dir, binaries)
+    if stop is not None:
+        return stop
     failed = 0
     for _ in range(args.repeat):
-        for name in args.case or [n for n in CASES if n not in KNOWN_FAILING]:
-            failed += not run_case(name, bin_dir, args.keep_logs)
+        for name in args.case or [n for n in cases if n not in known_failing]:
+            failed += not run_case(name, bin_dir, args.keep_logs, cases, make_cluster)
     return 1 if failed else 0
+
+
+def main():
+    return case_main(__doc__, CASES, known_failing=KNOWN_FAILING)
 
 
 if __name__ == "__main__":
