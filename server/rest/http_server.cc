@@ -18,11 +18,11 @@
 #include <thread>
 #include <utility>
 
-#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/time/clock.h"
 #include "api/status_mapping.h"
+#include "common/host_port.h"
 #include "server/rest/event_stream.h"
 #include "server/rest/rest_json.h"
 #include "server/rest/routes.h"
@@ -41,19 +41,6 @@ constexpr int kKeepAliveTimeoutS = 1;
 // A body over the limit is read and dropped up to this many times the
 // limit before the connection is given up.
 constexpr size_t kDrainFactor = 16;
-
-absl::Status SplitHostPort(absl::string_view listen, std::string* host, int* port) {
-  const size_t colon = listen.rfind(':');
-  if (colon == absl::string_view::npos || !absl::SimpleAtoi(listen.substr(colon + 1), port) ||
-      *port < 0 || *port > 65535) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("http listen address \"", listen, "\" is not HOST:PORT"));
-  }
-  absl::string_view h = listen.substr(0, colon);
-  if (h.size() >= 2 && h.front() == '[' && h.back() == ']') h = h.substr(1, h.size() - 2);
-  *host = h.empty() ? "0.0.0.0" : std::string(h);
-  return absl::OkStatus();
-}
 
 // Whether httplib would read a body for this request.
 bool HasBody(const httplib::Request& req) {
@@ -188,9 +175,13 @@ void HttpServerImpl::Install() {
 }
 
 absl::Status HttpServerImpl::Listen() {
-  std::string host;
-  int port = 0;
-  if (absl::Status split = SplitHostPort(options_.listen, &host, &port); !split.ok()) return split;
+  absl::StatusOr<HostPort> address = ParseHostPort(options_.listen);
+  if (!address.ok()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("http listen address: ", address.status().message()));
+  }
+  const std::string host = address->host.empty() ? "0.0.0.0" : address->host;
+  int port = address->port;
   if (absl::Status made = MakeServer(); !made.ok()) return made;
   Install();
   if (port == 0) {

@@ -8,6 +8,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "api/convert.h"
+#include "common/host_port.h"
 
 namespace collbench {
 namespace {
@@ -55,16 +56,6 @@ void MpichTransport(v1::Transport transport, std::map<std::string, std::string>*
     default:
       break;
   }
-}
-
-// The host part of an Agent address "host:port" or "[v6]:port".
-std::string HostOf(const std::string& address) {
-  const size_t colon = address.rfind(':');
-  std::string host = colon == std::string::npos ? address : address.substr(0, colon);
-  if (host.size() >= 2 && host.front() == '[' && host.back() == ']') {
-    host = host.substr(1, host.size() - 2);
-  }
-  return host;
 }
 
 }  // namespace

@@ -21,6 +21,7 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_split.h"
 #include "common/flag_parser.h"
+#include "common/host_port.h"
 #include "worker/agent/exec_service.h"
 #include "worker/agent/inventory.h"
 #include "worker/agent/launch_shim.h"
@@ -73,9 +74,9 @@ std::string FromPath(const std::string& name) {
 // advertised under this machine's host name.
 std::string AdvertiseAddress(const Flags& flags, int port) {
   if (!flags.advertise.empty()) return flags.advertise;
-  std::string host = flags.listen.substr(0, flags.listen.rfind(':'));
-  if (host.empty() || host == "0.0.0.0" || host == "[::]") host = HostName();
-  return absl::StrCat(host, ":", port);
+  std::string host = HostOf(flags.listen);
+  if (IsWildcardHost(host)) host = HostName();
+  return JoinHostPort(host, port);
 }
 
 // Open MPI names a rank's shared-memory segment after the host name, the

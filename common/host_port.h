@@ -1,0 +1,36 @@
+// Network addresses written "HOST:PORT": "node1:7100", "198.18.0.2:7100",
+// "[fe80::1]:7100", ":7100" (any host). One parser for every listen and
+// advertise flag and for the Agent addresses peers exchange, so they all
+// accept the same forms, IPv6 in brackets included.
+#ifndef COLLBENCH_COMMON_HOST_PORT_H_
+#define COLLBENCH_COMMON_HOST_PORT_H_
+
+#include <string>
+
+#include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
+
+namespace collbench {
+
+struct HostPort {
+  std::string host;  // without IPv6 brackets; empty for ":PORT"
+  int port = 0;
+};
+
+// Splits at the last colon; the port must be 0..65535. Errors name the text.
+absl::StatusOr<HostPort> ParseHostPort(absl::string_view address);
+
+// The host part of "HOST:PORT" without brackets, or `address` itself when it
+// has no port (a bare host name).
+std::string HostOf(absl::string_view address);
+
+// "host:port", bracketing a host that contains a colon (IPv6).
+std::string JoinHostPort(absl::string_view host, int port);
+
+// Whether `host` (brackets stripped) means "every interface": empty,
+// 0.0.0.0 or ::.
+bool IsWildcardHost(absl::string_view host);
+
+}  // namespace collbench
+
+#endif  // COLLBENCH_COMMON_HOST_PORT_H_
