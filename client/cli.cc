@@ -1,6 +1,7 @@
 #include "client/cli.h"
 
 #include <grpcpp/grpcpp.h>
+#include <unistd.h>
 
 #include <cstdio>
 
@@ -152,23 +153,33 @@ int Show(Client& client, const std::vector<std::string>& args) {
   return kExitOk;
 }
 
-// Follows a run; with `print_rows`, prints each size as it comes.
+// Follows a run; with `print_rows`, prints each size as it comes. Progress
+// goes to stderr: on a terminal as one line redrawn in place, erased before
+// a result row or state line is printed, so the two never share a line; to a
+// file or pipe as one line per update.
 absl::StatusOr<v1::Run> Follow(Client& client, const std::string& run, bool print_rows) {
+  const bool terminal = isatty(fileno(stderr)) == 1;
   bool header = false;
-  bool progress_shown = false;  // a progress line is open on stderr
+  bool progress_shown = false;  // a progress line is drawn on the terminal
+  auto erase_progress = [&] {
+    if (progress_shown) std::fputs("\r\033[K", stderr);
+    progress_shown = false;
+  };
   return client.Watch(run, [&](const v1::RunEvent& event) {
     if (event.has_result() && print_rows) {
+      erase_progress();
       if (!header) std::fputs(ResultHeader().c_str(), stdout);
       header = true;
       std::fputs(FormatResultRow(event.result()).c_str(), stdout);
       std::fflush(stdout);
     } else if (event.has_progress()) {
-      absl::FPrintF(stderr, "\r  [%d/%d sizes]", event.progress().sizes_done(),
-                    event.progress().sizes_total());
-      progress_shown = true;
+      erase_progress();
+      absl::FPrintF(stderr, "%s  [%d/%d sizes]%s", terminal ? "\r" : "",
+                    event.progress().sizes_done(), event.progress().sizes_total(),
+                    terminal ? "" : "\n");
+      progress_shown = terminal;
     } else if (event.has_state_change()) {
-      if (progress_shown) absl::FPrintF(stderr, "\n");
-      progress_shown = false;
+      erase_progress();
       absl::FPrintF(stderr, "%s: %s%s\n", event.state_change().name(),
                     RunStateName(event.state_change().state()),
                     event.state_change().error().empty() ? ""
