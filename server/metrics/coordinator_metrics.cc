@@ -1,5 +1,10 @@
 #include "server/metrics/coordinator_metrics.h"
 
+#include <prometheus/counter.h>
+#include <prometheus/family.h>
+#include <prometheus/gauge.h>
+#include <prometheus/histogram.h>
+#include <prometheus/registry.h>
 #include <prometheus/text_serializer.h>
 
 #include <utility>
@@ -32,9 +37,9 @@ std::string StateLabel(v1::RunState state) { return Lower(v1::RunState_Name(stat
 // Label values for one collective result; defaults spelled as the engine
 // and the CLI spell them.
 Labels CollectiveLabels(const v1::RunSpec& spec, const v1::SizeResult& result) {
-  const v1::PlacementPolicy policy =
-      spec.placement().policy() == v1::PLACEMENT_POLICY_UNSPECIFIED ? v1::PACK
-                                                                    : spec.placement().policy();
+  const v1::PlacementPolicy policy = spec.placement().policy() == v1::PLACEMENT_POLICY_UNSPECIFIED
+                                         ? v1::PACK
+                                         : spec.placement().policy();
   const v1::MpiImplementation mpi =
       spec.mpi() == v1::MPI_IMPLEMENTATION_UNSPECIFIED ? v1::OPENMPI : spec.mpi();
   return Labels{
@@ -49,62 +54,78 @@ Labels CollectiveLabels(const v1::RunSpec& spec, const v1::SizeResult& result) {
 
 }  // namespace
 
+struct CoordinatorMetrics::Families {
+  Families()
+      : registry(std::make_shared<prometheus::Registry>()),
+        workers(prometheus::BuildGauge()
+                    .Name("collbench_workers")
+                    .Help("Registered workers by state.")
+                    .Register(*registry)),
+        runs_total(prometheus::BuildCounter()
+                       .Name("collbench_runs_total")
+                       .Help("Runs that entered each state.")
+                       .Register(*registry)),
+        runs_queued(prometheus::BuildGauge()
+                        .Name("collbench_runs_queued")
+                        .Help("Runs waiting in the queue.")
+                        .Register(*registry)
+                        .Add({})),
+        run_duration(prometheus::BuildHistogram()
+                         .Name("collbench_run_duration_seconds")
+                         .Help("Time from a run's creation to its final state.")
+                         .Register(*registry)),
+        latency(prometheus::BuildHistogram()
+                    .Name("collbench_collective_latency_seconds")
+                    .Help("Per-iteration latency of each rank, from the engine's histograms.")
+                    .Register(*registry)),
+        bus_bandwidth(prometheus::BuildGauge()
+                          .Name("collbench_collective_bus_bandwidth_bytes_per_second")
+                          .Help("Bus bandwidth of the last result (nccl-tests' busbw).")
+                          .Register(*registry)),
+        api_requests(prometheus::BuildCounter()
+                         .Name("collbench_api_requests_total")
+                         .Help("Finished API calls by protocol, method and code.")
+                         .Register(*registry)),
+        api_duration(prometheus::BuildHistogram()
+                         .Name("collbench_api_request_duration_seconds")
+                         .Help("API call latency by protocol and method.")
+                         .Register(*registry)) {}
+
+  std::shared_ptr<prometheus::Registry> registry;
+  prometheus::Family<prometheus::Gauge>& workers;
+  prometheus::Family<prometheus::Counter>& runs_total;
+  prometheus::Gauge& runs_queued;
+  prometheus::Family<prometheus::Histogram>& run_duration;
+  prometheus::Family<prometheus::Histogram>& latency;
+  prometheus::Family<prometheus::Gauge>& bus_bandwidth;
+  prometheus::Family<prometheus::Counter>& api_requests;
+  prometheus::Family<prometheus::Histogram>& api_duration;
+};
+
 CoordinatorMetrics::CoordinatorMetrics(absl::string_view version, MetricsSources sources)
-    : sources_(std::move(sources)),
-      registry_(std::make_shared<prometheus::Registry>()),
-      workers_(prometheus::BuildGauge()
-                   .Name("collbench_workers")
-                   .Help("Registered workers by state.")
-                   .Register(*registry_)),
-      runs_total_(prometheus::BuildCounter()
-                      .Name("collbench_runs_total")
-                      .Help("Runs that entered each state.")
-                      .Register(*registry_)),
-      runs_queued_(prometheus::BuildGauge()
-                       .Name("collbench_runs_queued")
-                       .Help("Runs waiting in the queue.")
-                       .Register(*registry_)
-                       .Add({})),
-      run_duration_(prometheus::BuildHistogram()
-                        .Name("collbench_run_duration_seconds")
-                        .Help("Time from a run's creation to its final state.")
-                        .Register(*registry_)),
-      latency_(prometheus::BuildHistogram()
-                   .Name("collbench_collective_latency_seconds")
-                   .Help("Per-iteration latency of each rank, from the engine's histograms.")
-                   .Register(*registry_)),
-      bus_bandwidth_(prometheus::BuildGauge()
-                         .Name("collbench_collective_bus_bandwidth_bytes_per_second")
-                         .Help("Bus bandwidth of the last result (nccl-tests' busbw).")
-                         .Register(*registry_)),
-      api_requests_(prometheus::BuildCounter()
-                        .Name("collbench_api_requests_total")
-                        .Help("Finished API calls by protocol, method and code.")
-                        .Register(*registry_)),
-      api_duration_(prometheus::BuildHistogram()
-                        .Name("collbench_api_request_duration_seconds")
-                        .Help("API call latency by protocol and method.")
-                        .Register(*registry_)) {
+    : sources_(std::move(sources)), families_(std::make_unique<Families>()) {
   prometheus::BuildGauge()
       .Name("collbench_build_info")
       .Help("The coordinator's version; always 1.")
-      .Register(*registry_)
+      .Register(*families_->registry)
       .Add({{"version", std::string(version)}})
       .Set(1);
   // Every state is present from the start, so dashboards show zeros
   // instead of no data.
   for (v1::WorkerState s : {v1::READY, v1::BUSY, v1::DRAINING, v1::LOST}) {
-    workers_.Add({{"state", Lower(v1::WorkerState_Name(s))}});
+    families_->workers.Add({{"state", Lower(v1::WorkerState_Name(s))}});
   }
   for (int s = v1::QUEUED; s <= v1::CANCELLED; ++s) {
-    runs_total_.Add({{"state", StateLabel(static_cast<v1::RunState>(s))}});
+    families_->runs_total.Add({{"state", StateLabel(static_cast<v1::RunState>(s))}});
   }
 }
 
+CoordinatorMetrics::~CoordinatorMetrics() = default;
+
 void CoordinatorMetrics::OnEvent(const v1::RunEvent& event) {
   if (event.has_state_change()) {
-    OnStateChange(event.state_change(), event.has_time() ? TimeFromTimestamp(event.time())
-                                                         : absl::Now());
+    OnStateChange(event.state_change(),
+                  event.has_time() ? TimeFromTimestamp(event.time()) : absl::Now());
   } else if (event.has_result()) {
     OnResult(event.run(), event.result());
   }
@@ -116,13 +137,13 @@ void CoordinatorMetrics::OnStateChange(const v1::Run& run, absl::Time event_time
   if (tracked.state == run.state()) return;  // announced again, counted once
   tracked.state = run.state();
   tracked.spec = run.spec();
-  runs_total_.Add({{"state", StateLabel(run.state())}}).Increment();
+  families_->runs_total.Add({{"state", StateLabel(run.state())}}).Increment();
   if (!IsFinalRunState(run.state())) return;
   runs_.erase(run.name());
   if (!run.has_create_time()) return;
   const absl::Time end = run.has_end_time() ? TimeFromTimestamp(run.end_time()) : event_time;
   const double seconds = absl::ToDoubleSeconds(end - TimeFromTimestamp(run.create_time()));
-  run_duration_.Add({{"state", StateLabel(run.state())}}, RunDurationBounds())
+  families_->run_duration.Add({{"state", StateLabel(run.state())}}, RunDurationBounds())
       .Observe(seconds < 0 ? 0 : seconds);
 }
 
@@ -144,11 +165,11 @@ void CoordinatorMetrics::OnResult(const std::string& run_name, const v1::SizeRes
   const v1::RunSpec* spec = SpecLocked(run_name);
   if (spec == nullptr) return;
   const Labels labels = CollectiveLabels(*spec, result);
-  bus_bandwidth_.Add(labels).Set(result.busbw_bytes_per_s());
+  families_->bus_bandwidth.Add(labels).Set(result.busbw_bytes_per_s());
   if (!histogram.ok() || histogram->count() == 0) return;
   static const auto* bounds =
       new prometheus::Histogram::BucketBoundaries(LatencyBucketBoundsSeconds());
-  latency_.Add(labels, *bounds)
+  families_->latency.Add(labels, *bounds)
       .ObserveMultiple(LatencyBucketIncrements(*histogram),
                        static_cast<double>(histogram->sum_ns()) * 1e-9);
 }
@@ -157,10 +178,11 @@ void CoordinatorMetrics::RecordApiRequest(absl::string_view protocol, absl::stri
                                           absl::string_view code, absl::Duration latency) {
   const std::string protocol_label(protocol);
   const std::string method_label(method);
-  api_requests_
+  families_->api_requests
       .Add({{"protocol", protocol_label}, {"method", method_label}, {"code", std::string(code)}})
       .Increment();
-  api_duration_.Add({{"protocol", protocol_label}, {"method", method_label}}, ApiDurationBounds())
+  families_->api_duration
+      .Add({{"protocol", protocol_label}, {"method", method_label}}, ApiDurationBounds())
       .Observe(absl::ToDoubleSeconds(latency));
 }
 
@@ -173,10 +195,10 @@ std::string CoordinatorMetrics::Scrape() {
     for (const v1::Worker& worker : sources_.workers()) {
       ++by_state[Lower(v1::WorkerState_Name(worker.state()))];
     }
-    for (const auto& [state, n] : by_state) workers_.Add({{"state", state}}).Set(n);
+    for (const auto& [state, n] : by_state) families_->workers.Add({{"state", state}}).Set(n);
   }
-  if (sources_.queued_runs) runs_queued_.Set(sources_.queued_runs());
-  return prometheus::TextSerializer().Serialize(registry_->Collect());
+  if (sources_.queued_runs) families_->runs_queued.Set(sources_.queued_runs());
+  return prometheus::TextSerializer().Serialize(families_->registry->Collect());
 }
 
 }  // namespace collbench

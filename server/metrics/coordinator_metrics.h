@@ -28,12 +28,6 @@
 #include <string>
 #include <vector>
 
-#include <prometheus/counter.h>
-#include <prometheus/family.h>
-#include <prometheus/gauge.h>
-#include <prometheus/histogram.h>
-#include <prometheus/registry.h>
-
 #include "absl/base/thread_annotations.h"
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
@@ -57,6 +51,7 @@ struct MetricsSources {
 class CoordinatorMetrics final : public RunEventSink {
  public:
   CoordinatorMetrics(absl::string_view version, MetricsSources sources);
+  ~CoordinatorMetrics() override;
 
   // RunEventSink: state changes count runs and time finished ones; results
   // feed the latency histograms and bandwidth gauges.
@@ -78,15 +73,10 @@ class CoordinatorMetrics final : public RunEventSink {
   const v1::RunSpec* SpecLocked(const std::string& run_name) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
   const MetricsSources sources_;
-  std::shared_ptr<prometheus::Registry> registry_;
-  prometheus::Family<prometheus::Gauge>& workers_;
-  prometheus::Family<prometheus::Counter>& runs_total_;
-  prometheus::Gauge& runs_queued_;
-  prometheus::Family<prometheus::Histogram>& run_duration_;
-  prometheus::Family<prometheus::Histogram>& latency_;
-  prometheus::Family<prometheus::Gauge>& bus_bandwidth_;
-  prometheus::Family<prometheus::Counter>& api_requests_;
-  prometheus::Family<prometheus::Histogram>& api_duration_;
+  // The prometheus-cpp registry and metric families (coordinator_metrics.cc),
+  // kept out of this header. Thread-safe on their own.
+  struct Families;
+  const std::unique_ptr<Families> families_;
 
   absl::Mutex mu_;
   // Unfinished runs: their spec and the last state counted.
