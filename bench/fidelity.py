@@ -1,26 +1,41 @@
 #!/usr/bin/env python3
 """Does collbench-rank report what a minimal MPI loop measures?
 
-For each operation and size, runs collbench-rank and minimal_mpi_loop (an
-OSU-style loop, bench/minimal_mpi_loop.cc) under the same mpirun settings,
-with the same library, float32 buffers, element counts, warmup and iteration
-counts, interleaved over several rounds (alternating which goes first), and
-compares the medians of the reported averages (mean over ranks of per-rank
-means, DESIGN §2). The per-iteration medians (p50) are compared too: on a busy
+For each operation and size, runs collbench-rank and minimal_mpi_loop
+(bench/minimal_mpi_loop.cc, an OSU-style loop) under the same mpirun
+settings, with the same library, float32 buffers, element counts, warmup and
+iteration counts, interleaved over several rounds (the order rotates each
+round), and compares the reported averages (mean over ranks of per-rank
+means, DESIGN §2) round by round: each ratio is the median over rounds of
+collbench-rank's average divided by the reference's of the same round, shown
+with a distribution-free 95% confidence interval for that median.
+
+The minimal loop runs three ways, which differ only in how a call is timed:
+  tsc    each call bracketed by the same time-stamp-counter reads
+         collbench-rank uses: the reference `ratio` (and the pass count) is
+         taken against. With the clock equal, any difference is what
+         collbench-rank's own code (dispatch, buffers, histogram) adds.
+  wtime  each call bracketed by MPI_Wtime(), as osu_allreduce does
+         (`osu_rat`). MPI_Wtime costs more per interval (timer_bias_bench
+         prints both), so at a few hundred nanoseconds it reads higher.
+  loop   one MPI_Wtime() around all calls, as nccl-tests does (`loop_rat`):
+         no per-call clock cost at all, so it reads lowest at 8 bytes.
+On a machine without a time-stamp counter (not x86-64) the wtime loop is the
+reference. The per-iteration medians (p50) are compared too: on a busy
 machine the average swings with every descheduled iteration, the median much
-less. Each program's clock also adds its own cost to every interval
-(bench/timer_bias_bench.cc measures both, in the same run): tb_ratio is the
-avg ratio with those costs taken off, which matters only at a few hundred
-nanoseconds. A benchmark, not a test: it prints a table and exits 0 unless a
-program fails to run.
+less. A benchmark, not a test: it prints a table and exits 0 unless a program
+fails to run.
 
 Example:
   python3 bench/fidelity.py --bin-dir build/bin --rounds 3
 """
 
 import argparse
+import functools
 import json
+import math
 import os
+import platform
 import statistics
 import subprocess
 import sys
@@ -41,7 +56,9 @@ def parse_bytes(text):
     return int(text)
 
 
-def iters_for(size_bytes):
+def iters_for(size_bytes, override=None):
+    if override:
+        return override
     if size_bytes in DEFAULT_ITERS:
         return DEFAULT_ITERS[size_bytes]
     # Roughly constant bytes moved per measurement for other sizes.
@@ -74,10 +91,10 @@ def run(cmd):
     return done.stdout
 
 
-def minimal_times_s(args, op, size_bytes, iters, warmup):
-    """(avg_s, p50_s) from minimal_mpi_loop."""
+def minimal_times_s(args, clock, op, size_bytes, iters, warmup):
+    """(avg_s, p50_s) from minimal_mpi_loop timing with `clock`."""
     cmd = mpirun_prefix(args) + [
-        os.path.join(args.bin_dir, "minimal_mpi_loop"), op, str(iters),
+        os.path.join(args.bin_dir, "minimal_mpi_loop"), "--clock", clock, op, str(iters),
         str(warmup), str(size_bytes)]
     for line in run(cmd).splitlines():
         fields = line.split()
@@ -128,9 +145,24 @@ def mpirun_prefix_np1(args):
     return prefix[:prefix.index("-np") + 1] + ["1"] + prefix[prefix.index("-np") + 2:]
 
 
-def spread(values):
-    """Relative range of repeated measurements: how noisy the machine was."""
-    return (max(values) - min(values)) / statistics.median(values)
+def median_ci(values, confidence=0.95):
+    """(median, low, high): the sample median and a distribution-free
+    confidence interval for the true median, from the order statistics the
+    binomial distribution puts around it. With 5 or fewer values the interval
+    is the whole range."""
+    ordered = sorted(values)
+    n = len(ordered)
+    # Largest k with P(Binomial(n, 1/2) < k) <= (1 - confidence) / 2: the
+    # k-th smallest and k-th largest values bound the median.
+    k, tail = 0, 0.0
+    while k < n // 2:
+        next_tail = tail + math.comb(n, k) / 2.0 ** n
+        if next_tail > (1 - confidence) / 2:
+            break
+        tail = next_tail
+        k += 1
+    k = max(k, 1)
+    return statistics.median(ordered), ordered[k - 1], ordered[n - k]
 
 
 def main():
@@ -140,7 +172,7 @@ def main():
                         help="binary name in --bin-dir")
     parser.add_argument("--mpirun", default="mpirun")
     parser.add_argument("--ranks", type=int, default=2)
-    parser.add_argument("--bind-to", default="none",
+    parser.add_argument("--bind-to", default="core",
                         help="mpirun --bind-to, the same for both programs")
     parser.add_argument("--mpirun-arg", action="append", default=[],
                         help="extra mpirun argument (repeatable), for both")
@@ -152,65 +184,86 @@ def main():
     parser.add_argument("--sizes", default="8,1K,64K,1M,16M")
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--tolerance", type=float, default=0.05)
+    parser.add_argument("--iters", type=int,
+                        help="iterations for every size (default: about 0.25 s "
+                             "per measurement; a smaller count only checks that "
+                             "everything runs)")
+    parser.add_argument("--raw", help="also write every measurement to this JSON file")
     args = parser.parse_args()
 
     ops = args.ops.split(",")
     sizes = [parse_bytes(s) for s in args.sizes.split(",")]
+    reference = "tsc" if platform.machine() in ("x86_64", "AMD64") else "wtime"
+    clocks = [reference] + [c for c in ("wtime", "loop") if c != reference]
     bias_minimal, bias_collbench = timer_bias_s(args)
-    results = {}  # (op, size) -> {"minimal": [(avg, p50)...], "collbench": ...}
-    programs = [("minimal", minimal_times_s), ("collbench", collbench_times_s)]
+    programs = [(clock, functools.partial(minimal_times_s, args, clock))
+                for clock in clocks]
+    programs.append(("collbench", functools.partial(collbench_times_s, args)))
+    results = {}  # (op, size) -> program name -> [(avg, p50), ...]
     for round_index in range(args.rounds):
-        order = programs if round_index % 2 == 0 else programs[::-1]
+        shift = round_index % len(programs)
+        order = programs[shift:] + programs[:shift]
         for op in ops:
             for size_bytes in sizes:
-                iters = iters_for(size_bytes)
+                iters = iters_for(size_bytes, args.iters)
                 warmup = max(1, iters // 10)
                 entry = results.setdefault((op, size_bytes),
-                                           {"minimal": [], "collbench": []})
+                                           {name: [] for name, _ in programs})
                 for name, measure in order:
-                    entry[name].append(measure(args, op, size_bytes, iters, warmup))
+                    entry[name].append(measure(op, size_bytes, iters, warmup))
         print("round %d of %d done" % (round_index + 1, args.rounds),
               file=sys.stderr, flush=True)
 
-    print("fidelity: %d ranks, mpirun --bind-to %s %s, nice %d, median of %d "
-          "rounds (alternating order)" % (
+    if args.raw:
+        with open(args.raw, "w") as out:
+            json.dump([{"op": op, "bytes": size_bytes, "iters": iters_for(size_bytes, args.iters),
+                        "programs": {name: [{"avg_s": a, "p50_s": p} for a, p in values]
+                                     for name, values in entry.items()}}
+                       for (op, size_bytes), entry in results.items()], out, indent=1)
+
+    print("fidelity: %d ranks, mpirun --bind-to %s %s, nice %d, %d rounds (rotating "
+          "order); reference: the minimal loop timed with %s" % (
               args.ranks, args.bind_to, " ".join(args.mpirun_arg), args.nice,
-              args.rounds))
+              args.rounds, reference))
     tolerance_label = "within_%d%%" % round(args.tolerance * 100)
-    print("%-10s %9s %6s %15s %17s %7s %10s %7s %8s %8s %7s %8s" % (
-        "op", "bytes", "iters", "minimal_avg_us", "collbench_avg_us", "ratio",
-        tolerance_label, "noise", "min_p50", "cb_p50", "p50_rat", "tb_ratio"))
-    within = 0
+    others = clocks[1:]
+    print("%-10s %9s %6s %10s %12s %7s %15s %10s %7s" % (
+        "op", "bytes", "iters", "ref_avg_us", "cb_avg_us", "ratio", "ratio_95%_ci",
+        tolerance_label, "p50_rat") +
+        "".join(" %8s" % ("osu_rat" if c == "wtime" else c + "_rat") for c in others))
+    within = {name: 0 for name in clocks}
     p50_within = 0
-    corrected_within = 0
     for (op, size_bytes), entry in results.items():
-        minimal = statistics.median(avg for avg, _ in entry["minimal"])
-        collbench = statistics.median(avg for avg, _ in entry["collbench"])
-        minimal_p50 = statistics.median(p50 for _, p50 in entry["minimal"])
-        collbench_p50 = statistics.median(p50 for _, p50 in entry["collbench"])
-        ratio = collbench / minimal
-        p50_ratio = collbench_p50 / minimal_p50
-        # The same, less what each program's own clock adds per interval.
-        corrected = (collbench - bias_collbench) / (minimal - bias_minimal)
-        corrected_within += abs(corrected - 1) <= args.tolerance
-        ok = abs(ratio - 1) <= args.tolerance
-        within += ok
+        # Ratios are paired: collbench-rank against each loop of the same
+        # round, run next to it, so slow swings of a shared machine cancel.
+        def paired(name, field=0):
+            return [cb[field] / ref[field]
+                    for cb, ref in zip(entry["collbench"], entry[name])]
+        ratios = {name: median_ci(paired(name)) for name in clocks}
+        for name in clocks:
+            within[name] += abs(ratios[name][0] - 1) <= args.tolerance
+        p50_ratio = median_ci(paired(reference, 1))[0]
         p50_within += abs(p50_ratio - 1) <= args.tolerance
-        noise = max(spread([avg for avg, _ in entry["minimal"]]),
-                    spread([avg for avg, _ in entry["collbench"]]))
-        print("%-10s %9d %6d %15.3f %17.3f %7.3f %10s %6.0f%% %8.2f %8.2f %7.3f %8.3f" % (
-            op, size_bytes, iters_for(size_bytes), minimal * 1e6,
-            collbench * 1e6, ratio, "yes" if ok else "NO", noise * 100,
-            minimal_p50 * 1e6, collbench_p50 * 1e6, p50_ratio, corrected))
-    print("avg: %d of %d within %.0f%%; p50: %d of %d within %.0f%%" % (
-        within, len(results), args.tolerance * 100, p50_within, len(results),
-        args.tolerance * 100))
-    print("timer bias per interval: minimal loop (MPI_Wtime) %.1f ns, collbench (tick "
-          "clock) %.1f ns; tb_ratio: the avg ratio with each program's bias taken off; "
-          "%d of %d within %.0f%%" % (bias_minimal * 1e9, bias_collbench * 1e9,
-                                       corrected_within, len(results), args.tolerance * 100))
-    print("noise: largest relative range of the avg over rounds, either program; "
-          "min_p50/cb_p50 in us")
+        ratio, low, high = ratios[reference]
+        print("%-10s %9d %6d %10.3f %12.3f %7.3f %15s %10s %7.3f" % (
+            op, size_bytes, iters_for(size_bytes, args.iters),
+            statistics.median(avg for avg, _ in entry[reference]) * 1e6,
+            statistics.median(avg for avg, _ in entry["collbench"]) * 1e6, ratio,
+            "[%.3f, %.3f]" % (low, high),
+            "yes" if abs(ratio - 1) <= args.tolerance else "NO", p50_ratio) +
+            "".join(" %8.3f" % ratios[c][0] for c in others))
+    cells = len(results)
+    print("avg against the minimal loop timed with %s: %d of %d within %.0f%%; "
+          "p50: %d of %d" % (
+              reference, within[reference], cells, args.tolerance * 100, p50_within, cells))
+    for name in others:
+        print("avg against the minimal loop timed with %s: %d of %d within %.0f%%" % (
+            name, within[name], cells, args.tolerance * 100))
+    print("clock cost per interval (timer_bias_bench): MPI_Wtime pair %.1f ns, "
+          "collbench's tick clock %.1f ns" % (bias_minimal * 1e9, bias_collbench * 1e9))
+    print("ratio: median over rounds of collbench avg / reference avg of the same "
+          "round; ratio_95%_ci: where the true median ratio lies (the spread is the "
+          "machine's noise); avg columns: medians, in us")
     return 0
 
 

@@ -1,17 +1,31 @@
 // The smallest honest MPI timing loop, as the OSU Micro-Benchmarks write it:
 // the reference collbench-rank is compared against (bench/fidelity.py).
 //
-// For each size: `warmup` untimed calls, MPI_Barrier, then `iters` calls each
-// timed with MPI_Wtime on every rank; the reported average is the mean over
-// ranks of each rank's mean (OSU's avg, DESIGN §2). Buffers are float32 with
-// the same element counts and layout collbench-rank uses: allreduce (sum)
-// from a send into a separate receive buffer; bcast from the root's send
-// buffer into the others' receive buffers; gather of `count` elements from
-// every rank into a count * nranks buffer on the root. Root is rank 0.
-// The median (nearest rank) of every rank's iteration times is reported too:
-// unlike the average it shrugs off the descheduling of a busy machine.
+// For each size: `warmup` untimed calls, MPI_Barrier, then `iters` calls;
+// the reported average is the mean over ranks of each rank's mean (OSU's
+// avg, DESIGN §2). Buffers are float32 with the same element counts and
+// layout collbench-rank uses: allreduce (sum) from a send into a separate
+// receive buffer; bcast from the root's send buffer into the others' receive
+// buffers; gather of `count` elements from every rank into a count * nranks
+// buffer on the root. Root is rank 0.
 //
-// Usage: minimal_mpi_loop allreduce|bcast|gather ITERS WARMUP BYTES...
+// How the calls are timed (--clock), the one thing the three references of
+// bench/fidelity.py differ in:
+//   wtime  each call between two MPI_Wtime() reads, as osu_allreduce does;
+//   tsc    each call between the x86-64 time-stamp counter reads
+//          collbench-rank's clock uses (lfence; rdtsc ... rdtscp), converted
+//          to seconds by MPI_Wtime over the whole pass: the same loop with the
+//          same clock cost per interval as collbench-rank, so any difference
+//          is what collbench-rank's own code adds;
+//   loop   no clock inside the loop: one MPI_Wtime() before the calls, one
+//          after, as nccl-tests times. It carries no per-call clock cost,
+//          so it is the undisturbed cost that every per-call clock adds to.
+// For wtime and tsc the median (nearest rank) of every rank's call times is
+// reported too: unlike the average it shrugs off the descheduling of a busy
+// machine. For loop there are no per-call times; the median printed is 0.
+//
+// Usage: minimal_mpi_loop [--clock wtime|tsc|loop] allreduce|bcast|gather
+//                         ITERS WARMUP BYTES...
 // Prints one line per size on rank 0: "OP BYTES COUNT ITERS AVG_S P50_S".
 #include <mpi.h>
 
@@ -22,9 +36,38 @@
 #include <string>
 #include <vector>
 
+#if defined(__x86_64__)
+#include <x86intrin.h>
+#endif
+
 namespace {
 
 enum class Op { kAllreduce, kBcast, kGather };
+enum class ClockKind { kWtime, kTsc, kLoop };
+
+bool ParseClock(const char* name, ClockKind* clock) {
+  if (std::strcmp(name, "wtime") == 0) *clock = ClockKind::kWtime;
+  else if (std::strcmp(name, "tsc") == 0) *clock = ClockKind::kTsc;
+  else if (std::strcmp(name, "loop") == 0) *clock = ClockKind::kLoop;
+  else return false;
+  return true;
+}
+
+#if defined(__x86_64__)
+constexpr bool kHaveTsc = true;
+inline uint64_t TscStart() {
+  _mm_lfence();
+  return __rdtsc();
+}
+inline uint64_t TscEnd() {
+  unsigned int processor;
+  return __rdtscp(&processor);
+}
+#else
+constexpr bool kHaveTsc = false;
+inline uint64_t TscStart() { return 0; }
+inline uint64_t TscEnd() { return 0; }
+#endif
 
 bool ParseOp(const char* name, Op* op) {
   if (std::strcmp(name, "allreduce") == 0) *op = Op::kAllreduce;
@@ -68,7 +111,7 @@ struct PageBuffer {
   float* data = nullptr;
 };
 
-Result TimeOneSize(Op op, int count, int iters, int warmup, int rank, int nranks) {
+Result TimeOneSize(Op op, ClockKind clock, int count, int iters, int warmup, int rank, int nranks) {
   PageBuffer send_buffer(count, 1.0f);
   float* const send_ptr = send_buffer.data;
   const size_t recv_count =
@@ -78,24 +121,47 @@ Result TimeOneSize(Op op, int count, int iters, int warmup, int rank, int nranks
 
   for (int i = 0; i < warmup; ++i) Call(op, send_ptr, recv_ptr, count, rank);
   MPI_Barrier(MPI_COMM_WORLD);
-  std::vector<double> times_s(iters);
+  std::vector<double> times_s(clock == ClockKind::kLoop ? 0 : iters);
   double total_s = 0;
-  for (int i = 0; i < iters; ++i) {
+  if (clock == ClockKind::kWtime) {
+    for (int i = 0; i < iters; ++i) {
+      const double t0 = MPI_Wtime();
+      Call(op, send_ptr, recv_ptr, count, rank);
+      const double t1 = MPI_Wtime();
+      total_s += t1 - t0;
+      times_s[i] = t1 - t0;
+    }
+  } else if (clock == ClockKind::kTsc) {
+    std::vector<uint64_t> ticks(iters);
+    const double pass_start_s = MPI_Wtime();
+    const uint64_t pass_start_ticks = TscStart();
+    for (int i = 0; i < iters; ++i) {
+      const uint64_t t0 = TscStart();
+      Call(op, send_ptr, recv_ptr, count, rank);
+      const uint64_t t1 = TscEnd();
+      ticks[i] = t1 - t0;
+    }
+    const uint64_t pass_ticks = TscEnd() - pass_start_ticks;
+    const double s_per_tick = (MPI_Wtime() - pass_start_s) / static_cast<double>(pass_ticks);
+    for (int i = 0; i < iters; ++i) {
+      times_s[i] = static_cast<double>(ticks[i]) * s_per_tick;
+      total_s += times_s[i];
+    }
+  } else {
     const double t0 = MPI_Wtime();
-    Call(op, send_ptr, recv_ptr, count, rank);
-    const double t1 = MPI_Wtime();
-    total_s += t1 - t0;
-    times_s[i] = t1 - t0;
+    for (int i = 0; i < iters; ++i) Call(op, send_ptr, recv_ptr, count, rank);
+    total_s = MPI_Wtime() - t0;
   }
   const double mean_s = total_s / iters;
   double sum_of_means_s = 0;
   MPI_Reduce(&mean_s, &sum_of_means_s, 1, MPI_DOUBLE, MPI_SUM, 0, MPI_COMM_WORLD);
+  Result result;
+  if (rank == 0) result.avg_s = sum_of_means_s / nranks;
+  if (clock == ClockKind::kLoop) return result;
   std::vector<double> all_s(rank == 0 ? size_t(iters) * nranks : 0);
   MPI_Gather(times_s.data(), iters, MPI_DOUBLE, all_s.data(), iters, MPI_DOUBLE, 0,
              MPI_COMM_WORLD);
-  Result result;
   if (rank == 0) {
-    result.avg_s = sum_of_means_s / nranks;
     const size_t median_rank = (all_s.size() + 1) / 2;  // nearest rank, 1-based
     std::nth_element(all_s.begin(), all_s.begin() + (median_rank - 1), all_s.end());
     result.p50_s = all_s[median_rank - 1];
@@ -111,19 +177,28 @@ int main(int argc, char** argv) {
   MPI_Comm_rank(MPI_COMM_WORLD, &rank);
   MPI_Comm_size(MPI_COMM_WORLD, &nranks);
 
+  // Optional "--clock KIND" first, then OP ITERS WARMUP BYTES...
+  ClockKind clock = ClockKind::kWtime;
+  int first = 1;
+  bool ok = true;
+  if (argc > 2 && std::strcmp(argv[1], "--clock") == 0) {
+    ok = ParseClock(argv[2], &clock) && (clock != ClockKind::kTsc || kHaveTsc);
+    first = 3;
+  }
   Op op;
-  const int iters = argc > 2 ? std::atoi(argv[2]) : 0;
-  const int warmup = argc > 3 ? std::atoi(argv[3]) : -1;
-  if (argc < 5 || !ParseOp(argv[1], &op) || iters <= 0 || warmup < 0) {
+  const int iters = argc > first + 1 ? std::atoi(argv[first + 1]) : 0;
+  const int warmup = argc > first + 2 ? std::atoi(argv[first + 2]) : -1;
+  if (!ok || argc < first + 4 || !ParseOp(argv[first], &op) || iters <= 0 || warmup < 0) {
     if (rank == 0) {
       std::fprintf(stderr,
-                   "usage: %s allreduce|bcast|gather ITERS WARMUP BYTES...\n",
+                   "usage: %s [--clock wtime|tsc|loop] allreduce|bcast|gather ITERS "
+                   "WARMUP BYTES...\n(tsc needs x86-64)\n",
                    argv[0]);
     }
     MPI_Finalize();
     return 2;
   }
-  for (int a = 4; a < argc; ++a) {
+  for (int a = first + 3; a < argc; ++a) {
     const long long bytes = std::atoll(argv[a]);
     if (bytes < static_cast<long long>(sizeof(float)) || bytes % sizeof(float) != 0) {
       if (rank == 0) std::fprintf(stderr, "bad size '%s' (a multiple of 4)\n", argv[a]);
@@ -131,9 +206,9 @@ int main(int argc, char** argv) {
       return 2;
     }
     const int count = static_cast<int>(bytes / sizeof(float));
-    const Result result = TimeOneSize(op, count, iters, warmup, rank, nranks);
+    const Result result = TimeOneSize(op, clock, count, iters, warmup, rank, nranks);
     if (rank == 0) {
-      std::printf("%s %lld %d %d %.9e %.9e\n", argv[1], bytes, count, iters,
+      std::printf("%s %lld %d %d %.9e %.9e\n", argv[first], bytes, count, iters,
                   result.avg_s, result.p50_s);
       std::fflush(stdout);
     }
