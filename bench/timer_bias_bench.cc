@@ -1,9 +1,10 @@
 // How much each program's clock adds to every interval it measures: the
 // mean of many empty intervals, for MPI_Wtime (what bench/minimal_mpi_loop
-// times each iteration with, as OSU does) and for collbench-rank's tick
+// --clock wtime times each call with, as OSU does) and for collbench-rank's tick
 // clock (worker/engine/tick_clock.h). Operations of a few hundred
-// nanoseconds are read higher by this much, so bench/fidelity.py's ratios
-// at 8 bytes move by the difference. A benchmark: prints numbers, exits 0.
+// nanoseconds are read higher by this much: why bench/fidelity.py's
+// reference loop times with collbench-rank's clock, and why its MPI_Wtime
+// (osu_rat) column reads lower at 8 bytes. A benchmark: prints numbers, exits 0.
 //
 //   build/bin/timer_bias_bench [intervals]
 #include <mpi.h>

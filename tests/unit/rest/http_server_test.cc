@@ -3,6 +3,8 @@
 // oversized bodies, and the per-request callback.
 #include <cstdlib>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
@@ -118,30 +120,21 @@ TEST_F(RestHttpTest, MalformedOrUnknownJsonIs400) {
 
 TEST_F(RestHttpTest, BadQueryParametersAre400NamingThem) {
   Start();
-  httplib::Result bad = Get("/v1/runs?page_size=abc");
-  ASSERT_EQ(bad->status, 400);
-  EXPECT_EQ(ViolatedField(Json(bad)), "page_size");
-  bad = Get("/v1/runs?page_size=-1");
-  ASSERT_EQ(bad->status, 400);
-  EXPECT_EQ(ViolatedField(Json(bad)), "page_size");
-  bad = Get("/v1/runs?filter=RUNNING");
-  ASSERT_EQ(bad->status, 400);
-  EXPECT_EQ(ViolatedField(Json(bad)), "filter");
-  bad = Get("/v1/runs?page_token=garbage");
-  ASSERT_EQ(bad->status, 400);
-  EXPECT_EQ(ViolatedField(Json(bad)), "page_token");
-  bad = Get("/v1/runs?limit=3");
-  ASSERT_EQ(bad->status, 400);
-  EXPECT_EQ(ViolatedField(Json(bad)), "limit");
-  bad = Get("/v1/runs?page_size=1&page_size=2");
-  ASSERT_EQ(bad->status, 400);
-  EXPECT_EQ(ViolatedField(Json(bad)), "page_size");
-  bad = Get("/v1/workers?page_size=x");
-  ASSERT_EQ(bad->status, 400);
-  EXPECT_EQ(ViolatedField(Json(bad)), "page_size");
-  bad = Get("/v1/workers?page_token=x");
-  ASSERT_EQ(bad->status, 400);
-  EXPECT_EQ(ViolatedField(Json(bad)), "page_token");
+  const std::vector<std::pair<std::string, std::string>> cases = {
+      {"/v1/runs?page_size=abc", "page_size"},
+      {"/v1/runs?page_size=-1", "page_size"},
+      {"/v1/runs?filter=RUNNING", "filter"},
+      {"/v1/runs?page_token=garbage", "page_token"},
+      {"/v1/runs?limit=3", "limit"},
+      {"/v1/runs?page_size=1&page_size=2", "page_size"},
+      {"/v1/workers?page_size=x", "page_size"},
+      {"/v1/workers?page_token=x", "page_token"},
+  };
+  for (const auto& [path, field] : cases) {
+    httplib::Result bad = Get(path);
+    ASSERT_EQ(bad->status, 400) << path;
+    EXPECT_EQ(ViolatedField(Json(bad)), field) << path;
+  }
 }
 
 TEST_F(RestHttpTest, UnknownRunsAndWorkersAre404) {
