@@ -132,7 +132,8 @@ GivenArgs ScanGiven(const std::vector<std::string>& args) {
 }
 
 absl::Status RejectUnrepresentable(const EngineOptions& o, const GivenArgs& given) {
-  for (absl::string_view flag : {"--help", "--steps", "--compute-time", "--debug-corrupt-rank"}) {
+  for (absl::string_view flag : {"--help", "--steps", "--compute-time", "--debug-corrupt-rank",
+                                 "--debug-slow-rank", "--debug-slow-delay"}) {
     if (given.Has(flag)) {
       return absl::InvalidArgumentError(absl::StrCat(flag, " cannot be part of a run spec"));
     }
@@ -171,6 +172,9 @@ void SetDataFromOptions(const EngineOptions& o, const GivenArgs& given, v1::RunS
   spec->set_root(o.root);
   spec->set_memory(o.memory);
   spec->set_check(o.check);
+  if (o.sync.has_value()) {
+    spec->set_sync(IterationSyncFromText(IterationSyncName(*o.sync)));
+  }
   if (given.Has("--window")) spec->set_window(o.window);
 }
 
@@ -229,6 +233,18 @@ v1::SizeResult SizeResultFromRecord(const SizeRecord& r, int64_t sequence) {
   out.set_checked(r.checked);
   *out.mutable_histogram() = HistogramToProto(r.histogram);
   out.mutable_scenario()->insert(r.scenario.begin(), r.scenario.end());
+  out.set_sync(IterationSyncFromText(r.sync));
+  for (const RankTiming& t : r.ranks) {
+    v1::RankTiming* rank = out.add_ranks();
+    rank->set_rank(t.rank);
+    rank->set_host(t.host);
+    rank->set_mean_s(t.mean_s);
+    rank->set_p50_s(t.p50_s);
+    rank->set_p99_s(t.p99_s);
+    rank->set_straggler(t.straggler);
+  }
+  out.set_slowest_rank(r.slowest_rank);
+  out.set_slowest_vs_median(r.slowest_vs_median);
   return out;
 }
 
@@ -253,6 +269,12 @@ absl::StatusOr<SizeRecord> SizeRecordFromResult(const v1::SizeResult& in) {
   r.checked = in.checked();
   ASSIGN_OR_RETURN(r.histogram, HistogramFromProto(in.histogram()));
   r.scenario.insert(in.scenario().begin(), in.scenario().end());
+  r.sync = IterationSyncText(in.sync());
+  for (const v1::RankTiming& t : in.ranks()) {
+    r.ranks.push_back({t.rank(), t.host(), t.mean_s(), t.p50_s(), t.p99_s(), t.straggler()});
+  }
+  r.slowest_rank = in.slowest_rank();
+  r.slowest_vs_median = in.slowest_vs_median();
   return r;
 }
 
@@ -267,6 +289,9 @@ std::vector<std::string> EngineArgs(const v1::RunSpec& spec) {
   if (spec.root() != 0) AppendFlag(&args, "--root", absl::StrCat(spec.root()));
   if (!spec.memory().empty()) AppendFlag(&args, "--memory", spec.memory());
   if (spec.check()) args.push_back("--check");
+  if (spec.sync() != v1::ITERATION_SYNC_UNSPECIFIED) {
+    AppendFlag(&args, "--sync", IterationSyncText(spec.sync()));
+  }
   if (spec.window() != 0) AppendFlag(&args, "--window", absl::StrCat(spec.window()));
   AppendScenarioFlags(spec, &args);
   AppendFlag(&args, "--format", "jsonl");
@@ -287,6 +312,20 @@ absl::StatusOr<v1::RunSpec> SpecFromEngineArgs(const std::vector<std::string>& e
   SetIterationsFromOptions(options, &spec);
   SetDataFromOptions(options, given, &spec);
   return spec;
+}
+
+std::string IterationSyncText(v1::IterationSync sync) {
+  switch (sync) {
+    case v1::SYNC_BARRIER: return "barrier";
+    case v1::SYNC_NONE: return "none";
+    default: return "";
+  }
+}
+
+v1::IterationSync IterationSyncFromText(absl::string_view text) {
+  if (text == "barrier") return v1::SYNC_BARRIER;
+  if (text == "none") return v1::SYNC_NONE;
+  return v1::ITERATION_SYNC_UNSPECIFIED;
 }
 
 bool IsFinalRunState(v1::RunState state) {

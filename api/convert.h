@@ -44,6 +44,11 @@ absl::StatusOr<SizeRecord> SizeRecordFromResult(const v1::SizeResult& result);
 // the arguments.
 std::vector<std::string> EngineArgs(const v1::RunSpec& spec);
 
+// "barrier", "none", or "" for ITERATION_SYNC_UNSPECIFIED; and back
+// (anything else is UNSPECIFIED).
+std::string IterationSyncText(v1::IterationSync sync);
+v1::IterationSync IterationSyncFromText(absl::string_view text);
+
 // SUCCEEDED, FAILED or CANCELLED: the run will not change again.
 bool IsFinalRunState(v1::RunState state);
 

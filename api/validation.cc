@@ -322,6 +322,20 @@ absl::Status CheckWindowAndScenario(const Context& c) {
   return absl::OkStatus();
 }
 
+
+absl::Status CheckSync(const Context& c) {
+  const v1::RunSpec& s = c.spec;
+  if (!v1::IterationSync_IsValid(s.sync())) {
+    return FieldError("spec.sync", "unknown IterationSync value ", s.sync());
+  }
+  if (s.sync() == v1::SYNC_BARRIER && !SyncApplies(c)) {
+    return FieldError("spec.sync", "barrier does not apply to ", s.operation(),
+                      ": point-to-point patterns and copies keep their own back-to-back "
+                      "loop (OSU's); leave it unset or use none");
+  }
+  return absl::OkStatus();
+}
+
 using Check = absl::Status (*)(const Context&);
 
 // In order: a check may rely on those before it having passed.
@@ -337,6 +351,7 @@ constexpr Check kChecks[] = {
     CheckMemory,
     CheckExactValidation,
     CheckWindowAndScenario,
+    CheckSync,
     CheckPlacement,
     CheckTransport,
     CheckEnv,
@@ -346,6 +361,11 @@ constexpr Check kChecks[] = {
 };
 
 }  // namespace
+
+bool SyncApplies(const Context& c) {
+  return !c.scenario.empty() ||
+         (c.op != nullptr && c.op->traits().op_class == OpClass::kCollective);
+}
 
 std::string Context::dtype_name() const {
   return spec.dtype().empty() ? std::string(DataTypeName(DataType::kFloat32)) : spec.dtype();
@@ -422,6 +442,13 @@ absl::Status ValidateRunSpec(const v1::RunSpec& spec, const ValidationLimits& li
     if (absl::Status status = check(context); !status.ok()) return status;
   }
   return absl::OkStatus();
+}
+
+v1::IterationSync ResolvedSync(const v1::RunSpec& spec) {
+  const validation_internal::Context context =
+      validation_internal::Resolve(spec, ValidationLimits());
+  if (!validation_internal::SyncApplies(context)) return v1::SYNC_NONE;
+  return spec.sync() == v1::ITERATION_SYNC_UNSPECIFIED ? v1::SYNC_BARRIER : spec.sync();
 }
 
 }  // namespace collbench

@@ -70,6 +70,12 @@ struct ValidationLimits {
 // conservative. Scenarios size their own buffers and skip this check.
 absl::Status ValidateRunSpec(const v1::RunSpec& spec, const ValidationLimits& limits);
 
+// The synchronization `spec` runs with, as the coordinator stores it:
+// SYNC_NONE for point-to-point operations and copies (their own loop),
+// else the spec's sync, SYNC_BARRIER when unset.
+// REQUIRES: ValidateRunSpec(spec, ...) is OK.
+v1::IterationSync ResolvedSync(const v1::RunSpec& spec);
+
 }  // namespace collbench
 
 #endif  // COLLBENCH_API_VALIDATION_H_

@@ -59,6 +59,9 @@ struct Context {
 
 Context Resolve(const v1::RunSpec& spec, const ValidationLimits& limits);
 
+// True for collectives and scenarios: the runs --sync applies to.
+bool SyncApplies(const Context& c);
+
 template <typename... Args>
 absl::Status FieldError(absl::string_view path, const Args&... args) {
   return absl::InvalidArgumentError(absl::StrCat(path, ": ", args...));

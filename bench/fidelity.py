@@ -1,14 +1,17 @@
 #!/usr/bin/env python3
 """Does collbench-rank report what a minimal MPI loop measures?
 
-For each operation and size, runs collbench-rank and minimal_mpi_loop
-(bench/minimal_mpi_loop.cc, an OSU-style loop) under the same mpirun
-settings, with the same library, float32 buffers, element counts, warmup and
-iteration counts, interleaved over several rounds (the order rotates each
-round), and compares the reported averages (mean over ranks of per-rank
-means, DESIGN §2) round by round: each ratio is the median over rounds of
-collbench-rank's average divided by the reference's of the same round, shown
-with a distribution-free 95% confidence interval for that median.
+For each MPI library (Open MPI, MPICH), iteration synchronization (barrier:
+an untimed barrier after each timed call, as OSU; none: back to back, as
+nccl-tests), operation and size, runs collbench-rank with that --sync and
+minimal_mpi_loop (bench/minimal_mpi_loop.cc) with the same --sync under the
+same launcher settings, with the same library, float32 buffers, element
+counts, warmup and iteration counts, interleaved over several rounds (the
+order rotates each round), and compares the reported averages (mean over
+ranks of per-rank means, DESIGN §2) round by round: each ratio is the median
+over rounds of collbench-rank's average divided by the reference's of the
+same round, shown with a distribution-free 95% confidence interval for that
+median.
 
 The minimal loop runs three ways, which differ only in how a call is timed:
   tsc    each call bracketed by the same time-stamp-counter reads
@@ -19,7 +22,9 @@ The minimal loop runs three ways, which differ only in how a call is timed:
          (`osu_rat`). MPI_Wtime costs more per interval (timer_bias_bench
          prints both), so at a few hundred nanoseconds it reads higher.
   loop   one MPI_Wtime() around all calls, as nccl-tests does (`loop_rat`):
-         no per-call clock cost at all, so it reads lowest at 8 bytes.
+         no per-call clock cost at all, so it reads lowest at 8 bytes
+         (sync none only: its one interval would include the barriers).
+The reference is always measured; --clocks adds the others as columns.
 On a machine without a time-stamp counter (not x86-64) the wtime loop is the
 reference. The per-iteration medians (p50) are compared too: on a busy
 machine the average swings with every descheduled iteration, the median much
@@ -28,6 +33,7 @@ fails to run.
 
 Example:
   python3 bench/fidelity.py --bin-dir build/bin --rounds 3
+  python3 bench/fidelity.py --libs openmpi --modes barrier --clocks wtime --rounds 3
 """
 
 import argparse
@@ -65,12 +71,19 @@ def iters_for(size_bytes, override=None):
     return max(30, min(400000, (512 << 20) // max(size_bytes, 1)))
 
 
-def mpirun_prefix(args):
+def mpirun_prefix(args, lib="openmpi", ranks=None):
+    ranks = ranks or args.ranks
     cmd = ["nice", "-n", str(args.nice)] if args.nice else []
-    cmd += [args.mpirun, "-np", str(args.ranks), "--bind-to", args.bind_to]
-    if args.ranks > os.cpu_count():
+    if lib == "mpich":
+        return cmd + [args.mpiexec, "-n", str(ranks), "-bind-to", args.bind_to] + args.mpirun_arg
+    cmd += [args.mpirun, "-np", str(ranks), "--bind-to", args.bind_to]
+    if ranks > os.cpu_count():
         cmd.append("--oversubscribe")
     return cmd + args.mpirun_arg
+
+
+LOOP_BINARY = {"openmpi": "minimal_mpi_loop", "mpich": "minimal_mpi_loop_mpich"}
+ENGINE_BINARY = {"openmpi": "collbench-rank", "mpich": "collbench-rank-mpich"}
 
 
 def mpi_env():
@@ -91,11 +104,11 @@ def run(cmd):
     return done.stdout
 
 
-def minimal_times_s(args, clock, op, size_bytes, iters, warmup):
+def minimal_times_s(args, clock, lib, sync, op, size_bytes, iters, warmup):
     """(avg_s, p50_s) from minimal_mpi_loop timing with `clock`."""
-    cmd = mpirun_prefix(args) + [
-        os.path.join(args.bin_dir, "minimal_mpi_loop"), "--clock", clock, op, str(iters),
-        str(warmup), str(size_bytes)]
+    cmd = mpirun_prefix(args, lib) + [
+        os.path.join(args.bin_dir, LOOP_BINARY[lib]), "--clock", clock, "--sync", sync, op,
+        str(iters), str(warmup), str(size_bytes)]
     for line in run(cmd).splitlines():
         fields = line.split()
         if len(fields) == 6 and fields[0] == op and int(fields[1]) == size_bytes:
@@ -103,11 +116,11 @@ def minimal_times_s(args, clock, op, size_bytes, iters, warmup):
     sys.exit("minimal_mpi_loop printed no result for %s %d" % (op, size_bytes))
 
 
-def collbench_times_s(args, op, size_bytes, iters, warmup):
+def collbench_times_s(args, lib, sync, op, size_bytes, iters, warmup):
     """(avg_s, p50_s) from collbench-rank's JSON lines."""
-    cmd = mpirun_prefix(args) + [
-        os.path.join(args.bin_dir, args.collbench), op,
-        "--sizes", str(size_bytes), "-n", str(iters), "-w", str(warmup),
+    cmd = mpirun_prefix(args, lib) + [
+        os.path.join(args.bin_dir, ENGINE_BINARY[lib]), op,
+        "--sizes", str(size_bytes), "-n", str(iters), "-w", str(warmup), "--sync", sync,
         "--dtype", "float32", "--backend", "mpi", "--format", "jsonl"]
     if op == "allreduce":
         cmd += ["--redop", "sum"]
@@ -119,9 +132,9 @@ def collbench_times_s(args, op, size_bytes, iters, warmup):
         if record.get("kind") == "error":
             sys.exit("collbench-rank: %s" % record.get("message"))
         if record.get("kind") == "size" and record.get("bytes") == size_bytes:
-            if record.get("iters") != iters:
-                sys.exit("collbench-rank ran %s iterations, asked for %d"
-                         % (record.get("iters"), iters))
+            if record.get("iters") != iters or record.get("sync") != sync:
+                sys.exit("collbench-rank ran %s iterations with sync %s, asked for %d, %s"
+                         % (record.get("iters"), record.get("sync"), iters, sync))
             return float(record["avg_s"]), float(record["p50_s"])
     sys.exit("collbench-rank printed no size record for %s %d" % (op, size_bytes))
 
@@ -141,8 +154,7 @@ def timer_bias_s(args):
 
 
 def mpirun_prefix_np1(args):
-    prefix = mpirun_prefix(args)
-    return prefix[:prefix.index("-np") + 1] + ["1"] + prefix[prefix.index("-np") + 2:]
+    return mpirun_prefix(args, "openmpi", ranks=1)
 
 
 def median_ci(values, confidence=0.95):
@@ -165,17 +177,76 @@ def median_ci(values, confidence=0.95):
     return statistics.median(ordered), ordered[k - 1], ordered[n - k]
 
 
+def measure_all(args, libs, modes, ops, sizes, clocks, reference):
+    """Every round, every cell: {(lib, sync, op, size): {program: [(avg, p50), ...]}}."""
+    results = {}
+    for round_index in range(args.rounds):
+        for lib in libs:
+            for sync in modes:
+                programs = [(c, functools.partial(minimal_times_s, args, c, lib, sync))
+                            for c in clocks if not (c == "loop" and sync == "barrier")]
+                programs.append(("collbench", functools.partial(collbench_times_s, args, lib,
+                                                                sync)))
+                shift = round_index % len(programs)
+                order = programs[shift:] + programs[:shift]
+                for op in ops:
+                    for size_bytes in sizes:
+                        iters = iters_for(size_bytes, args.iters)
+                        warmup = max(1, iters // 10)
+                        entry = results.setdefault((lib, sync, op, size_bytes),
+                                                   {name: [] for name, _ in programs})
+                        for name, measure in order:
+                            entry[name].append(measure(op, size_bytes, iters, warmup))
+        print("round %d of %d done" % (round_index + 1, args.rounds),
+              file=sys.stderr, flush=True)
+    return results
+
+
+def print_table(args, results, clocks, reference):
+    tolerance_label = "within_%d%%" % round(args.tolerance * 100)
+    others = clocks[1:]
+    print("%-8s %-7s %-10s %9s %6s %10s %12s %7s %15s %10s %7s" % (
+        "library", "sync", "op", "bytes", "iters", "ref_avg_us", "cb_avg_us", "ratio",
+        "ratio_95%_ci", tolerance_label, "p50_rat") +
+        "".join(" %8s" % ("osu_rat" if c == "wtime" else c + "_rat") for c in others))
+    within = {}
+    for (lib, sync, op, size_bytes), entry in results.items():
+        # Ratios are paired: collbench-rank against each loop of the same
+        # round, run next to it, so slow swings of a shared machine cancel.
+        def paired(name, field=0):
+            return [cb[field] / ref[field]
+                    for cb, ref in zip(entry["collbench"], entry[name])]
+        ratio, low, high = median_ci(paired(reference))
+        p50_ratio = median_ci(paired(reference, 1))[0]
+        ok = abs(ratio - 1) <= args.tolerance
+        cells, passed = within.get((lib, sync), (0, 0))
+        within[(lib, sync)] = (cells + 1, passed + ok)
+        extra = "".join(" %8.3f" % median_ci(paired(c))[0] if c in entry else " %8s" % "-"
+                        for c in others)
+        print("%-8s %-7s %-10s %9d %6d %10.3f %12.3f %7.3f %15s %10s %7.3f" % (
+            lib, sync, op, size_bytes, iters_for(size_bytes, args.iters),
+            statistics.median(avg for avg, _ in entry[reference]) * 1e6,
+            statistics.median(avg for avg, _ in entry["collbench"]) * 1e6, ratio,
+            "[%.3f, %.3f]" % (low, high), "yes" if ok else "NO", p50_ratio) + extra)
+    return within
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--bin-dir", default="build/bin")
-    parser.add_argument("--collbench", default="collbench-rank",
-                        help="binary name in --bin-dir")
-    parser.add_argument("--mpirun", default="mpirun")
+    parser.add_argument("--mpirun", default="mpirun", help="Open MPI's launcher")
+    parser.add_argument("--mpiexec", default="mpiexec.mpich", help="MPICH's launcher")
+    parser.add_argument("--libs", default="openmpi,mpich")
+    parser.add_argument("--modes", default="barrier,none",
+                        help="iteration synchronizations to measure (collbench-rank --sync)")
+    parser.add_argument("--clocks", default="",
+                        help="minimal-loop clocks to show beside the reference: wtime "
+                             "(as OSU), loop (as nccl-tests; sync none only)")
     parser.add_argument("--ranks", type=int, default=2)
     parser.add_argument("--bind-to", default="core",
-                        help="mpirun --bind-to, the same for both programs")
+                        help="--bind-to / -bind-to of the launcher, the same for both")
     parser.add_argument("--mpirun-arg", action="append", default=[],
-                        help="extra mpirun argument (repeatable), for both")
+                        help="extra launcher argument (repeatable), for both")
     parser.add_argument("--nice", type=int, default=0,
                         help="run both under nice -n N; a negative N (root "
                              "only) keeps other work on a shared machine "
@@ -191,74 +262,42 @@ def main():
     parser.add_argument("--raw", help="also write every measurement to this JSON file")
     args = parser.parse_args()
 
+    libs = args.libs.split(",")
+    modes = args.modes.split(",")
+    for lib in libs:
+        if lib not in LOOP_BINARY:
+            sys.exit("unknown library %r in --libs (openmpi, mpich)" % lib)
+        for binary in (LOOP_BINARY[lib], ENGINE_BINARY[lib]):
+            if not os.access(os.path.join(args.bin_dir, binary), os.X_OK):
+                sys.exit("%s is not built in %s" % (binary, args.bin_dir))
+    if any(m not in ("barrier", "none") for m in modes):
+        sys.exit("unknown mode in --modes %r (barrier, none)" % args.modes)
     ops = args.ops.split(",")
     sizes = [parse_bytes(s) for s in args.sizes.split(",")]
     reference = "tsc" if platform.machine() in ("x86_64", "AMD64") else "wtime"
-    clocks = [reference] + [c for c in ("wtime", "loop") if c != reference]
+    clocks = [reference] + [c for c in args.clocks.split(",") if c and c != reference]
+    if any(c not in ("tsc", "wtime", "loop") for c in clocks):
+        sys.exit("unknown clock in --clocks %r (wtime, loop)" % args.clocks)
     bias_minimal, bias_collbench = timer_bias_s(args)
-    programs = [(clock, functools.partial(minimal_times_s, args, clock))
-                for clock in clocks]
-    programs.append(("collbench", functools.partial(collbench_times_s, args)))
-    results = {}  # (op, size) -> program name -> [(avg, p50), ...]
-    for round_index in range(args.rounds):
-        shift = round_index % len(programs)
-        order = programs[shift:] + programs[:shift]
-        for op in ops:
-            for size_bytes in sizes:
-                iters = iters_for(size_bytes, args.iters)
-                warmup = max(1, iters // 10)
-                entry = results.setdefault((op, size_bytes),
-                                           {name: [] for name, _ in programs})
-                for name, measure in order:
-                    entry[name].append(measure(op, size_bytes, iters, warmup))
-        print("round %d of %d done" % (round_index + 1, args.rounds),
-              file=sys.stderr, flush=True)
+    results = measure_all(args, libs, modes, ops, sizes, clocks, reference)
 
     if args.raw:
         with open(args.raw, "w") as out:
-            json.dump([{"op": op, "bytes": size_bytes, "iters": iters_for(size_bytes, args.iters),
+            json.dump([{"library": lib, "sync": sync, "op": op, "bytes": size_bytes,
+                        "iters": iters_for(size_bytes, args.iters),
                         "programs": {name: [{"avg_s": a, "p50_s": p} for a, p in values]
                                      for name, values in entry.items()}}
-                       for (op, size_bytes), entry in results.items()], out, indent=1)
+                       for (lib, sync, op, size_bytes), entry in results.items()],
+                      out, indent=1)
 
-    print("fidelity: %d ranks, mpirun --bind-to %s %s, nice %d, %d rounds (rotating "
-          "order); reference: the minimal loop timed with %s" % (
+    print("fidelity: %d ranks, --bind-to %s %s, nice %d, %d rounds (rotating order); "
+          "reference: the minimal loop with the same --sync, timed with %s" % (
               args.ranks, args.bind_to, " ".join(args.mpirun_arg), args.nice,
               args.rounds, reference))
-    tolerance_label = "within_%d%%" % round(args.tolerance * 100)
-    others = clocks[1:]
-    print("%-10s %9s %6s %10s %12s %7s %15s %10s %7s" % (
-        "op", "bytes", "iters", "ref_avg_us", "cb_avg_us", "ratio", "ratio_95%_ci",
-        tolerance_label, "p50_rat") +
-        "".join(" %8s" % ("osu_rat" if c == "wtime" else c + "_rat") for c in others))
-    within = {name: 0 for name in clocks}
-    p50_within = 0
-    for (op, size_bytes), entry in results.items():
-        # Ratios are paired: collbench-rank against each loop of the same
-        # round, run next to it, so slow swings of a shared machine cancel.
-        def paired(name, field=0):
-            return [cb[field] / ref[field]
-                    for cb, ref in zip(entry["collbench"], entry[name])]
-        ratios = {name: median_ci(paired(name)) for name in clocks}
-        for name in clocks:
-            within[name] += abs(ratios[name][0] - 1) <= args.tolerance
-        p50_ratio = median_ci(paired(reference, 1))[0]
-        p50_within += abs(p50_ratio - 1) <= args.tolerance
-        ratio, low, high = ratios[reference]
-        print("%-10s %9d %6d %10.3f %12.3f %7.3f %15s %10s %7.3f" % (
-            op, size_bytes, iters_for(size_bytes, args.iters),
-            statistics.median(avg for avg, _ in entry[reference]) * 1e6,
-            statistics.median(avg for avg, _ in entry["collbench"]) * 1e6, ratio,
-            "[%.3f, %.3f]" % (low, high),
-            "yes" if abs(ratio - 1) <= args.tolerance else "NO", p50_ratio) +
-            "".join(" %8.3f" % ratios[c][0] for c in others))
-    cells = len(results)
-    print("avg against the minimal loop timed with %s: %d of %d within %.0f%%; "
-          "p50: %d of %d" % (
-              reference, within[reference], cells, args.tolerance * 100, p50_within, cells))
-    for name in others:
-        print("avg against the minimal loop timed with %s: %d of %d within %.0f%%" % (
-            name, within[name], cells, args.tolerance * 100))
+    within = print_table(args, results, clocks, reference)
+    for (lib, sync), (cells, passed) in within.items():
+        print("%s, sync %s: avg against the minimal loop timed with %s: %d of %d within "
+              "%.0f%%" % (lib, sync, reference, passed, cells, args.tolerance * 100))
     print("clock cost per interval (timer_bias_bench): MPI_Wtime pair %.1f ns, "
           "collbench's tick clock %.1f ns" % (bias_minimal * 1e9, bias_collbench * 1e9))
     print("ratio: median over rounds of collbench avg / reference avg of the same "

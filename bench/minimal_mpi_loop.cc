@@ -24,8 +24,14 @@
 // reported too: unlike the average it shrugs off the descheduling of a busy
 // machine. For loop there are no per-call times; the median printed is 0.
 //
-// Usage: minimal_mpi_loop [--clock wtime|tsc|loop] allreduce|bcast|gather
-//                         ITERS WARMUP BYTES...
+// What separates the calls (--sync), as collbench-rank's --sync:
+//   none     back to back (the default here, as nccl-tests);
+//   barrier  an untimed MPI_Barrier after each timed call, as the OSU
+//            benchmarks do, so each call is one isolated operation (not
+//            with --clock loop, whose one interval would include them).
+//
+// Usage: minimal_mpi_loop [--clock wtime|tsc|loop] [--sync none|barrier]
+//                         allreduce|bcast|gather ITERS WARMUP BYTES...
 // Prints one line per size on rank 0: "OP BYTES COUNT ITERS AVG_S P50_S".
 #include <mpi.h>
 
@@ -111,7 +117,8 @@ struct PageBuffer {
   float* data = nullptr;
 };
 
-Result TimeOneSize(Op op, ClockKind clock, int count, int iters, int warmup, int rank, int nranks) {
+Result TimeOneSize(Op op, ClockKind clock, bool barrier, int count, int iters, int warmup,
+                   int rank, int nranks) {
   PageBuffer send_buffer(count, 1.0f);
   float* const send_ptr = send_buffer.data;
   const size_t recv_count =
@@ -130,6 +137,7 @@ Result TimeOneSize(Op op, ClockKind clock, int count, int iters, int warmup, int
       const double t1 = MPI_Wtime();
       total_s += t1 - t0;
       times_s[i] = t1 - t0;
+      if (barrier) MPI_Barrier(MPI_COMM_WORLD);
     }
   } else if (clock == ClockKind::kTsc) {
     std::vector<uint64_t> ticks(iters);
@@ -140,6 +148,7 @@ Result TimeOneSize(Op op, ClockKind clock, int count, int iters, int warmup, int
       Call(op, send_ptr, recv_ptr, count, rank);
       const uint64_t t1 = TscEnd();
       ticks[i] = t1 - t0;
+      if (barrier) MPI_Barrier(MPI_COMM_WORLD);
     }
     const uint64_t pass_ticks = TscEnd() - pass_start_ticks;
     const double s_per_tick = (MPI_Wtime() - pass_start_s) / static_cast<double>(pass_ticks);
@@ -177,22 +186,32 @@ int main(int argc, char** argv) {
   MPI_Comm_rank(MPI_COMM_WORLD, &rank);
   MPI_Comm_size(MPI_COMM_WORLD, &nranks);
 
-  // Optional "--clock KIND" first, then OP ITERS WARMUP BYTES...
+  // Optional "--clock KIND" and "--sync MODE" first, then OP ITERS WARMUP BYTES...
   ClockKind clock = ClockKind::kWtime;
+  bool barrier = false;
   int first = 1;
   bool ok = true;
-  if (argc > 2 && std::strcmp(argv[1], "--clock") == 0) {
-    ok = ParseClock(argv[2], &clock) && (clock != ClockKind::kTsc || kHaveTsc);
-    first = 3;
+  while (ok && argc > first + 1 && std::strncmp(argv[first], "--", 2) == 0) {
+    if (std::strcmp(argv[first], "--clock") == 0) {
+      ok = ParseClock(argv[first + 1], &clock) && (clock != ClockKind::kTsc || kHaveTsc);
+    } else if (std::strcmp(argv[first], "--sync") == 0) {
+      barrier = std::strcmp(argv[first + 1], "barrier") == 0;
+      ok = barrier || std::strcmp(argv[first + 1], "none") == 0;
+    } else {
+      ok = false;
+    }
+    first += 2;
   }
+  ok = ok && !(barrier && clock == ClockKind::kLoop);
   Op op;
   const int iters = argc > first + 1 ? std::atoi(argv[first + 1]) : 0;
   const int warmup = argc > first + 2 ? std::atoi(argv[first + 2]) : -1;
   if (!ok || argc < first + 4 || !ParseOp(argv[first], &op) || iters <= 0 || warmup < 0) {
     if (rank == 0) {
       std::fprintf(stderr,
-                   "usage: %s [--clock wtime|tsc|loop] allreduce|bcast|gather ITERS "
-                   "WARMUP BYTES...\n(tsc needs x86-64)\n",
+                   "usage: %s [--clock wtime|tsc|loop] [--sync none|barrier] "
+                   "allreduce|bcast|gather ITERS WARMUP BYTES...\n(tsc needs x86-64; "
+                   "loop cannot time barrier-separated calls)\n",
                    argv[0]);
     }
     MPI_Finalize();
@@ -206,7 +225,7 @@ int main(int argc, char** argv) {
       return 2;
     }
     const int count = static_cast<int>(bytes / sizeof(float));
-    const Result result = TimeOneSize(op, clock, count, iters, warmup, rank, nranks);
+    const Result result = TimeOneSize(op, clock, barrier, count, iters, warmup, rank, nranks);
     if (rank == 0) {
       std::printf("%s %lld %d %d %.9e %.9e\n", argv[first], bytes, count, iters,
                   result.avg_s, result.p50_s);

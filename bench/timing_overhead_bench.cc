@@ -52,6 +52,9 @@ class SingleRankCommunicator final : public Communicator {
       const std::string& mine) override {
     return std::vector<std::string>{mine};
   }
+  absl::StatusOr<std::vector<double>> GatherDoubles(const std::vector<double>& mine) override {
+    return mine;
+  }
   absl::StatusOr<std::unique_ptr<Communicator>> Split(int color, int) override {
     if (color < 0) return std::unique_ptr<Communicator>();
     return std::unique_ptr<Communicator>(new SingleRankCommunicator());

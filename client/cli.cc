@@ -223,6 +223,11 @@ int Compare(Client& client, const std::vector<std::string>& args) {
     if (!run.ok()) return Report(run.status());
     runs.push_back(*std::move(run));
   }
+  // The table carries the warning itself; CSV readers get it on stderr.
+  const std::string warning = SyncMismatchWarning(runs);
+  if (!warning.empty() && *kind != OutputKind::kTable) {
+    absl::FPrintF(stderr, "collbench: %s\n", warning);
+  }
   std::fputs(FormatComparison(runs, *kind).c_str(), stdout);
   return kExitOk;
 }

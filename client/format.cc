@@ -10,6 +10,8 @@
 #include "absl/strings/str_join.h"
 #include "absl/time/time.h"
 #include "google/protobuf/util/json_util.h"
+#include "api/convert.h"
+#include "common/rank_spread.h"
 
 namespace collbench {
 namespace {
@@ -45,6 +47,41 @@ std::string TransportName(v1::Transport t) {
 }
 
 std::string OrDash(const std::string& s) { return s.empty() ? "-" : s; }
+
+// The run's synchronization as stored ("barrier", "none"), or "?" for runs
+// stored before the field existed.
+std::string SyncOf(const v1::Run& run) {
+  const std::string text = IterationSyncText(run.spec().sync());
+  return text.empty() ? "?" : text;
+}
+
+std::string SyncMeaning(const std::string& sync) {
+  if (sync == "barrier") return "an untimed barrier after each timed iteration (as OSU)";
+  if (sync == "none") return "iterations back to back (as nccl-tests)";
+  return "not recorded";
+}
+
+// "1@node-b" and "1.62x" ("!" marks a straggler) for the slowest rank.
+std::string SlowestText(const v1::SizeResult& r) {
+  for (const v1::RankTiming& t : r.ranks()) {
+    if (t.rank() == r.slowest_rank()) {
+      return t.host().empty() ? absl::StrCat(t.rank()) : absl::StrCat(t.rank(), "@", t.host());
+    }
+  }
+  return "-";
+}
+
+bool SlowestIsStraggler(const v1::SizeResult& r) {
+  for (const v1::RankTiming& t : r.ranks()) {
+    if (t.rank() == r.slowest_rank()) return t.straggler();
+  }
+  return false;
+}
+
+std::string SlowestRatioText(const v1::SizeResult& r) {
+  if (r.ranks().empty()) return "-";
+  return absl::StrFormat("%.2fx%s", r.slowest_vs_median(), SlowestIsStraggler(r) ? "!" : "");
+}
 
 std::string Json(const google::protobuf::Message& m) {
   std::string out;
@@ -91,9 +128,10 @@ std::string WorkerStateName(v1::WorkerState state) { return Lower(v1::WorkerStat
 
 std::string DescribeRun(const v1::Run& run) {
   const v1::RunSpec& s = run.spec();
-  return absl::StrFormat("%s %s/%s %d ranks %s %s", s.operation(),
+  return absl::StrFormat("%s %s/%s %d ranks %s %s sync=%s", s.operation(),
                          s.backend().empty() ? "mpi" : s.backend(), MpiName(s.mpi()), s.ranks(),
-                         PlacementName(s.placement()), TransportName(s.transport()));
+                         PlacementName(s.placement()), TransportName(s.transport()),
+                         SyncOf(run));
 }
 
 std::string FormatRunList(const std::vector<v1::Run>& runs) {
@@ -128,17 +166,33 @@ std::string FormatWorkerList(const std::vector<v1::Worker>& workers) {
 }
 
 std::string ResultHeader() {
-  return absl::StrFormat("%12s %9s %6s %10s %10s %10s %10s %11s %11s %7s\n", "bytes", "type",
-                         "redop", "avg_us", "p50_us", "p99_us", "max_us", "algbw_GBps",
-                         "busbw_GBps", "wrong");
+  return absl::StrFormat("%12s %9s %6s %10s %10s %10s %10s %11s %11s %7s %20s %8s\n", "bytes",
+                         "type", "redop", "avg_us", "p50_us", "p99_us", "max_us", "algbw_GBps",
+                         "busbw_GBps", "wrong", "slowest", "vs_med");
 }
 
 std::string FormatResultRow(const v1::SizeResult& r) {
-  return absl::StrFormat("%12d %9s %6s %10.2f %10.2f %10.2f %10.2f %11.3f %11.3f %7s\n",
+  return absl::StrFormat("%12d %9s %6s %10.2f %10.2f %10.2f %10.2f %11.3f %11.3f %7s %20s %8s\n",
                          r.bytes(), r.dtype(), r.redop().empty() ? "-" : r.redop(),
                          r.avg_s() * kUs, r.p50_s() * kUs, r.p99_s() * kUs, r.max_s() * kUs,
                          r.algbw_bytes_per_s() / kGB, r.busbw_bytes_per_s() / kGB,
-                         r.checked() ? absl::StrCat(r.wrong()) : "N/A");
+                         r.checked() ? absl::StrCat(r.wrong()) : "N/A", SlowestText(r),
+                         SlowestRatioText(r));
+}
+
+std::string SyncMismatchWarning(const std::vector<RunWithResults>& runs) {
+  std::vector<std::string> modes;
+  bool differ = false;
+  for (size_t i = 0; i < runs.size(); ++i) {
+    const std::string sync = SyncOf(runs[i].run);
+    differ = differ || sync != SyncOf(runs[0].run);
+    modes.push_back(absl::StrCat("[", i, "] ", sync));
+  }
+  if (!differ) return "";
+  return absl::StrCat(
+      "WARNING: these runs differ in iteration synchronization (", absl::StrJoin(modes, ", "),
+      "): barrier times one isolated operation, none lets iterations overlap, so their "
+      "ratios mix two methods and say nothing about the configurations alone");
 }
 
 std::string FormatRunResults(const v1::Run& run, const std::vector<v1::SizeResult>& results,
@@ -150,20 +204,33 @@ std::string FormatRunResults(const v1::Run& run, const std::vector<v1::SizeResul
   }
   if (kind == OutputKind::kCsv) {
     out = "run,operation,bytes,count,dtype,redop,iters,avg_s,min_s,max_s,p50_s,p90_s,p99_s,"
-          "algbw_Bps,busbw_Bps,wrong\n";
+          "algbw_Bps,busbw_Bps,wrong,sync,slowest_rank,slowest_vs_median,straggler\n";
     for (const v1::SizeResult& r : results) {
-      absl::StrAppendFormat(&out, "%s,%s,%d,%d,%s,%s,%d,%.9g,%.9g,%.9g,%.9g,%.9g,%.9g,%.6g,%.6g,%d\n",
-                            run.name(), r.operation(), r.bytes(), r.count(), r.dtype(), r.redop(),
-                            r.iters(), r.avg_s(), r.min_s(), r.max_s(), r.p50_s(), r.p90_s(),
-                            r.p99_s(), r.algbw_bytes_per_s(), r.busbw_bytes_per_s(), r.wrong());
+      absl::StrAppendFormat(
+          &out, "%s,%s,%d,%d,%s,%s,%d,%.9g,%.9g,%.9g,%.9g,%.9g,%.9g,%.6g,%.6g,%d,%s,%d,%.4g,%d\n",
+          run.name(), r.operation(), r.bytes(), r.count(), r.dtype(), r.redop(), r.iters(),
+          r.avg_s(), r.min_s(), r.max_s(), r.p50_s(), r.p90_s(), r.p99_s(),
+          r.algbw_bytes_per_s(), r.busbw_bytes_per_s(), r.wrong(), IterationSyncText(r.sync()),
+          r.ranks().empty() ? -1 : r.slowest_rank(), r.slowest_vs_median(),
+          SlowestIsStraggler(r) ? 1 : 0);
     }
     return out;
   }
   out = absl::StrFormat("# %s: %s, %s\n", run.name(), DescribeRun(run), RunStateName(run.state()));
+  absl::StrAppend(&out, "# sync ", SyncOf(run), ": ", SyncMeaning(SyncOf(run)), "\n");
   if (!run.mpi_version().empty()) absl::StrAppend(&out, "# ", run.mpi_version(), "\n");
   if (!run.error().empty()) absl::StrAppend(&out, "# error: ", run.error(), "\n");
   absl::StrAppend(&out, ResultHeader());
-  for (const v1::SizeResult& r : results) absl::StrAppend(&out, FormatResultRow(r));
+  int stragglers = 0;
+  for (const v1::SizeResult& r : results) {
+    absl::StrAppend(&out, FormatResultRow(r));
+    stragglers += SlowestIsStraggler(r) ? 1 : 0;
+  }
+  if (stragglers > 0) {
+    absl::StrAppendFormat(&out,
+                          "# ! straggler: a rank's mean above %.1fx the median rank's (%d sizes)\n",
+                          kStragglerRatio, stragglers);
+  }
   return out;
 }
 
@@ -179,6 +246,9 @@ std::string FormatComparison(const std::vector<RunWithResults>& runs, OutputKind
   const bool csv = kind == OutputKind::kCsv;
   std::string out;
   if (!csv) {
+    if (const std::string warning = SyncMismatchWarning(runs); !warning.empty()) {
+      absl::StrAppend(&out, "# ", warning, "\n");
+    }
     for (size_t i = 0; i < runs.size(); ++i) {
       absl::StrAppendFormat(&out, "# [%d] %s: %s\n", i, runs[i].run.name(),
                             DescribeRun(runs[i].run));

@@ -42,7 +42,13 @@ struct RunWithResults {
   v1::Run run;
   std::vector<v1::SizeResult> results;
 };
+// The table starts with SyncMismatchWarning's line when the runs differ in
+// iteration synchronization.
 std::string FormatComparison(const std::vector<RunWithResults>& runs, OutputKind kind);
+
+// One line saying the runs differ in iteration synchronization and why
+// that matters, or "" when they all ran alike.
+std::string SyncMismatchWarning(const std::vector<RunWithResults>& runs);
 
 // "allreduce mpi/openmpi 4 ranks spread" — what distinguishes a run.
 std::string DescribeRun(const v1::Run& run);

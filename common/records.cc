@@ -126,7 +126,29 @@ Json ToJson(const SizeRecord& r) {
   if (!r.redop.empty()) j["redop"] = r.redop;
   if (r.root >= 0) j["root"] = r.root;
   if (!r.scenario.empty()) j["scenario"] = r.scenario;
+  if (!r.sync.empty()) j["sync"] = r.sync;
+  if (!r.ranks.empty()) {
+    Json ranks = Json::array();
+    for (const RankTiming& t : r.ranks) {
+      ranks.push_back(Json{{"rank", t.rank},     {"host", t.host},   {"mean_s", t.mean_s},
+                           {"p50_s", t.p50_s},   {"p99_s", t.p99_s}, {"straggler", t.straggler}});
+    }
+    j["ranks"] = std::move(ranks);
+    j["slowest_rank"] = r.slowest_rank;
+    j["slowest_vs_median"] = r.slowest_vs_median;
+  }
   return j;
+}
+
+RankTiming RankTimingFromJson(const Json& j) {
+  RankTiming t;
+  t.rank = GetInt(j, "rank");
+  t.host = j.value("host", "");
+  t.mean_s = j.at("mean_s").get<double>();
+  t.p50_s = j.at("p50_s").get<double>();
+  t.p99_s = j.at("p99_s").get<double>();
+  t.straggler = j.value("straggler", false);
+  return t;
 }
 
 Json ToJson(const EndRecord& r) {
@@ -179,6 +201,14 @@ absl::StatusOr<Record> FromJson(const Json& j) {
     if (!h.ok()) return h.status();
     r.histogram = *std::move(h);
     r.scenario = j.value("scenario", std::map<std::string, double>{});
+    r.sync = j.value("sync", "");
+    if (j.contains("ranks")) {
+      const Json& ranks = j.at("ranks");
+      if (!ranks.is_array()) return absl::InvalidArgumentError("ranks must be an array");
+      for (const Json& t : ranks) r.ranks.push_back(RankTimingFromJson(t));
+    }
+    r.slowest_rank = GetIntOr(j, "slowest_rank", -1);
+    r.slowest_vs_median = j.value("slowest_vs_median", 0.0);
     return r;
   }
   if (kind == "end") {

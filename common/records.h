@@ -38,6 +38,18 @@ struct StartRecord {
   bool operator==(const StartRecord&) const = default;
 };
 
+// One rank's view of one size (DESIGN §2, per rank): its mean, p50 and p99
+// over its own iterations and the host it ran on.
+struct RankTiming {
+  int rank = 0;
+  std::string host;
+  double mean_s = 0, p50_s = 0, p99_s = 0;
+  // Its mean is above kStragglerRatio x the median rank's (rank_spread.h).
+  bool straggler = false;
+
+  bool operator==(const RankTiming&) const = default;
+};
+
 struct SizeRecord {
   std::string operation;
   uint64_t bytes = 0;
@@ -54,6 +66,14 @@ struct SizeRecord {
   Histogram histogram;  // every rank's iterations, merged
   // Scenario-specific numbers (e.g. "ranks", "efficiency"); omitted if empty.
   std::map<std::string, double> scenario;
+  // "barrier" or "none" (DESIGN §2, Iteration synchronization); empty in
+  // records of engines that predate the field.
+  std::string sync;
+  // Every rank, by rank; the slowest of them (-1 when `ranks` is empty) and
+  // its mean over the median rank's (AttributeRanks in rank_spread.h).
+  std::vector<RankTiming> ranks;
+  int slowest_rank = -1;
+  double slowest_vs_median = 0;
 
   bool operator==(const SizeRecord&) const = default;
 };

@@ -90,6 +90,8 @@ absl::StatusOr<v1::Run> RunManager::CreateRun(const v1::RunSpec& spec,
   run.set_name(absl::StrCat("runs/", absl::FormatTime("%Y%m%d-%H%M%S", now, absl::UTCTimeZone()),
                             "-", RandomHex(3)));
   *run.mutable_spec() = spec;
+  // Stored resolved, so every result says how its iterations were separated.
+  run.mutable_spec()->set_sync(ResolvedSync(spec));
   run.set_state(v1::QUEUED);
   *run.mutable_create_time() = TimestampFromTime(now);
   run.set_request_id(request_id);

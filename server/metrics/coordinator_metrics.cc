@@ -34,6 +34,16 @@ std::string Lower(const std::string& name) { return absl::AsciiStrToLower(name);
 
 std::string StateLabel(v1::RunState state) { return Lower(v1::RunState_Name(state)); }
 
+// How the result's iterations were separated: the result's own field,
+// else the stored spec's (resolved at create), else "unknown" for results
+// of engines older than the field.
+std::string SyncLabel(const v1::RunSpec& spec, const v1::SizeResult& result) {
+  const v1::IterationSync sync =
+      result.sync() != v1::ITERATION_SYNC_UNSPECIFIED ? result.sync() : spec.sync();
+  const std::string text = IterationSyncText(sync);
+  return text.empty() ? "unknown" : text;
+}
+
 // Label values for one collective result; defaults spelled as the engine
 // and the CLI spell them.
 Labels CollectiveLabels(const v1::RunSpec& spec, const v1::SizeResult& result) {
@@ -49,6 +59,7 @@ Labels CollectiveLabels(const v1::RunSpec& spec, const v1::SizeResult& result) {
       {"placement", Lower(v1::PlacementPolicy_Name(policy))},
       {"ranks", std::to_string(spec.ranks())},
       {"size_bytes", std::to_string(result.bytes())},
+      {"sync", SyncLabel(spec, result)},
   };
 }
 

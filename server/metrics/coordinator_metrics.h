@@ -5,7 +5,7 @@
 //   collbench_runs_total{state}                          counter of runs entering each state
 //   collbench_runs_queued                                gauge
 //   collbench_run_duration_seconds{state}                histogram, creation to final state
-//   collbench_collective_latency_seconds{operation, backend, mpi, placement, ranks, size_bytes}
+//   collbench_collective_latency_seconds{operation, backend, mpi, placement, ranks, size_bytes, sync}
 //                                                        histogram, power-of-two ns buckets,
 //                                                        filled exactly from the engine's
 //   collbench_collective_bus_bandwidth_bytes_per_second{same labels}   gauge, last value

@@ -4,7 +4,11 @@
 Used by ctest (tests/integration/CMakeLists.txt). Fails unless the run
 exits with the expected code, prints a start record, exactly the expected
 number of size records (so a run that measured nothing cannot pass), each
-checked, and the expected total of wrong elements.
+checked, with the expected total of wrong elements, the iteration
+synchronization the operation runs with, and every rank's statistics and
+host. With --expect-slowest R every size must name rank R as the slowest
+and flag it as a straggler, in the JSON lines and in the table (a second
+run with --format table).
 """
 import argparse
 import json
@@ -13,6 +17,7 @@ import subprocess
 import sys
 
 REDUCING = {"allreduce", "reduce", "reduce_scatter"}
+POINT_TO_POINT = {"latency", "bw", "bibw"}
 MPI_DTYPES = 5  # int8 int32 int64 float32 float64
 REDOPS = 4
 
@@ -30,6 +35,54 @@ def expected_sizes(operation, sizes, all_combinations):
     return combos * len(sizes)
 
 
+def expected_sync(operation, extra):
+    if "--sync" in extra:
+        return extra[extra.index("--sync") + 1]
+    return "none" if operation in POINT_TO_POINT else "barrier"
+
+
+def check_ranks(args, records, sizes):
+    """The synchronization and the per-rank view of every size record."""
+    failures = []
+    sync = expected_sync(args.operation, args.extra)
+    starts = [r for r in records if r.get("kind") == "start"]
+    if starts and starts[0]["spec"].get("sync") != sync:
+        failures.append(f"start record says sync {starts[0]['spec'].get('sync')}, expected {sync}")
+    hosts = starts[0].get("hosts", []) if starts else []
+    for r in sizes:
+        label = f"size {r['bytes']} {r['dtype']}"
+        if r.get("sync") != sync:
+            failures.append(f"{label}: sync {r.get('sync')!r}, expected {sync!r}")
+        ranks = r.get("ranks", [])
+        if [t["rank"] for t in ranks] != list(range(args.np)):
+            failures.append(f"{label}: ranks {[t['rank'] for t in ranks]}, expected 0..{args.np - 1}")
+            continue
+        if [t["host"] for t in ranks] != hosts:
+            failures.append(f"{label}: rank hosts {[t['host'] for t in ranks]} != start {hosts}")
+        if any(not (t["mean_s"] > 0 and t["p50_s"] > 0 and t["p99_s"] >= t["p50_s"]) for t in ranks):
+            failures.append(f"{label}: a rank has no mean, p50 or p99: {ranks}")
+        slowest = max(ranks, key=lambda t: t["mean_s"])["rank"]
+        if r.get("slowest_rank") != slowest:
+            failures.append(f"{label}: slowest_rank {r.get('slowest_rank')}, means say {slowest}")
+        if args.expect_slowest is not None:
+            flagged = [t["rank"] for t in ranks if t["straggler"]]
+            if slowest != args.expect_slowest or flagged != [args.expect_slowest]:
+                failures.append(f"{label}: slowest {slowest}, stragglers {flagged}, expected "
+                                f"rank {args.expect_slowest} alone ({ranks})")
+    return failures
+
+
+def check_table(command, env, rank):
+    """The human table names the slow rank (rank@host) and marks it with !."""
+    table = [a if a != "jsonl" else "table" for a in command]
+    result = subprocess.run(table, env=env, capture_output=True, text=True, timeout=300)
+    rows = [l for l in result.stdout.splitlines() if l and not l.startswith("#")][1:]
+    bad = [l for l in rows if f" {rank}@" not in l or "x!" not in l]
+    if result.returncode != 0 or not rows or bad:
+        return [f"table does not name rank {rank} as a straggler in every row:\n{result.stdout}"]
+    return []
+
+
 def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--flavor", choices=["openmpi", "mpich"], required=True)
@@ -44,6 +97,8 @@ def main():
     parser.add_argument("--expect-error", default=None,
                         help="text stderr must contain; the run must measure nothing")
     parser.add_argument("--env", action="append", default=[], help="NAME=VALUE for the run")
+    parser.add_argument("--expect-slowest", type=int, default=None,
+                        help="the rank every size must name as the slowest straggler")
     parser.add_argument("extra", nargs=argparse.REMAINDER)
     args = parser.parse_args()
 
@@ -99,6 +154,9 @@ def main():
         if not r["avg_s"] > 0 or sum(r["histogram"]["counts"].values()) != 5 * args.np:
             failures.append(f"size {r['bytes']} {r['dtype']}: bad timing or histogram")
             break
+    failures += check_ranks(args, records, sizes)
+    if args.expect_slowest is not None and not failures:
+        failures += check_table(command, env, args.expect_slowest)
     print(f"{len(sizes)} sizes checked, {wrong} wrong, exit {result.returncode}")
     if failures:
         print("FAILED:\n  " + "\n  ".join(failures))

@@ -50,6 +50,11 @@ class Communicator {
   virtual absl::StatusOr<std::vector<std::string>> GatherStrings(
       const std::string& mine) = 0;
 
+  // Every rank's `mine` (the same length on every rank), concatenated by
+  // rank, on rank 0 (empty vector elsewhere).
+  virtual absl::StatusOr<std::vector<double>> GatherDoubles(
+      const std::vector<double>& mine) = 0;
+
   // A communicator of the ranks that pass the same `color` (>= 0), ordered
   // by `key`; ranks passing a negative color get nullptr.
   virtual absl::StatusOr<std::unique_ptr<Communicator>> Split(int color,

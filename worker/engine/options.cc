@@ -107,6 +107,11 @@ const std::vector<Flag>& Flags() {
        }},
       {"--check", "-c", false,
        [](EngineOptions* o, absl::string_view) { o->check = true; return absl::OkStatus(); }},
+      {"--sync", "", true,
+       [](EngineOptions* o, absl::string_view v) -> absl::Status {
+         ASSIGN_OR_RETURN(o->sync, ParseIterationSync(v));
+         return absl::OkStatus();
+       }},
       {"--format", "", true,
        [](EngineOptions* o, absl::string_view v) -> absl::Status {
          if (v == "table") o->format = OutputFormat::kTable;
@@ -153,6 +158,19 @@ const std::vector<Flag>& Flags() {
       {"--debug-corrupt-rank", "", true,
        [](EngineOptions* o, absl::string_view v) -> absl::Status {
          ASSIGN_OR_RETURN(o->corrupt_rank, ParseCount("--debug-corrupt-rank", v, 0));
+         return absl::OkStatus();
+       }},
+      {"--debug-slow-rank", "", true,
+       [](EngineOptions* o, absl::string_view v) -> absl::Status {
+         ASSIGN_OR_RETURN(o->slow_rank, ParseCount("--debug-slow-rank", v, 0));
+         return absl::OkStatus();
+       }},
+      {"--debug-slow-delay", "", true,
+       [](EngineOptions* o, absl::string_view v) -> absl::Status {
+         auto s = ParseDurationSeconds(v);
+         if (!s.ok()) return BadValue("--debug-slow-delay", v, s.status().message());
+         if (*s > 1.0) return BadValue("--debug-slow-delay", v, "at most 1s");
+         o->slow_delay_s = *s;
          return absl::OkStatus();
        }},
       {"--help", "-h", false,
@@ -245,6 +263,19 @@ absl::StatusOr<EngineOptions> ParseEngineArgs(const std::vector<std::string>& ar
   return options;
 }
 
+IterationSync EffectiveSync(const EngineOptions& options, bool collective) {
+  if (!collective) return IterationSync::kNone;
+  return options.sync.value_or(IterationSync::kBarrier);
+}
+
+absl::Status CheckSyncApplies(const EngineOptions& options, bool collective,
+                              absl::string_view operation) {
+  if (collective || options.sync != IterationSync::kBarrier) return absl::OkStatus();
+  return absl::InvalidArgumentError(absl::StrCat(
+      "--sync barrier does not apply to ", operation,
+      ": point-to-point patterns and copies keep their own back-to-back loop (OSU's)"));
+}
+
 std::vector<uint64_t> SweepSizes(const EngineOptions& options) {
   if (!options.sizes_bytes.empty()) return options.sizes_bytes;
   std::vector<uint64_t> sizes;
@@ -279,6 +310,7 @@ std::map<std::string, std::string> SpecEcho(const EngineOptions& o) {
       {"redop", o.all_redops ? "all" : std::string(ReduceOpName(o.redop))},
       {"root", absl::StrCat(o.root)},
       {"check", o.check ? "true" : "false"},
+      {"sync", o.sync ? std::string(IterationSyncName(*o.sync)) : "auto"},
       {"window", absl::StrCat(o.window)},
   };
   std::vector<std::string> sizes;
@@ -329,6 +361,10 @@ Data:
   -o, --redop OP            sum prod min max, or all (default sum)
   -r, --root R              root of bcast, gather, reduce (default 0)
   -c, --check               validate every size; count wrong elements
+      --sync S              between timed iterations of a collective:
+                            barrier (default: an untimed barrier, each sample
+                            one isolated operation, as OSU) or none (back to
+                            back, as nccl-tests)
       --window N            messages in flight for bw and bibw (default 64)
 Scenarios:
       --strategy S          parameter-server: host mpi-staged nccl-chief mpi-cuda

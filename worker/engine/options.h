@@ -46,6 +46,9 @@ struct EngineOptions {
   bool all_dtypes = false;
   bool all_redops = false;
   int root = 0;
+  // Unset: the operation's default (EffectiveSync). Set explicitly, or
+  // resolved by the engine before it runs.
+  std::optional<IterationSync> sync;
   bool check = false;
   OutputFormat format = OutputFormat::kTable;
   int window = 64;  // messages in flight for bw / bibw, as osu_bw
@@ -62,7 +65,23 @@ struct EngineOptions {
   // Testing aid: this rank overwrites one received element after the checked
   // call, so tests can prove --check catches a wrong result.
   std::optional<int> corrupt_rank;
+  // Testing aid: this rank spins for `slow_delay_s` inside each timed
+  // iteration, after the operation returns, so tests can check that the
+  // per-rank view names it (a rank whose completion is slow).
+  std::optional<int> slow_rank;
+  double slow_delay_s = 100e-6;
 };
+
+// The synchronization the sweep uses: `--sync` when given, else barrier for
+// collectives and scenarios. Point-to-point patterns (latency, bw, bibw)
+// and copies keep their own back-to-back loop, so they are always kNone.
+// `collective` is false for point-to-point operations and copies.
+IterationSync EffectiveSync(const EngineOptions& options, bool collective);
+
+// InvalidArgument when `--sync barrier` is asked of an operation whose
+// pattern it does not apply to (point-to-point and copies).
+absl::Status CheckSyncApplies(const EngineOptions& options, bool collective,
+                              absl::string_view operation);
 
 // The settings as option name -> text, for the "start" record's spec echo.
 std::map<std::string, std::string> SpecEcho(const EngineOptions& options);

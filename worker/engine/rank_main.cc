@@ -78,6 +78,7 @@ struct Engine {
   std::unique_ptr<Backend> backend;
   std::unique_ptr<MemoryKind> host_memory;
   std::unique_ptr<MemoryKind> device_memory;
+  std::vector<std::string> hosts;  // by rank; filled on rank 0 by ReportStart
   std::chrono::steady_clock::time_point start = std::chrono::steady_clock::now();
 };
 
@@ -120,7 +121,7 @@ absl::Status Agree(Engine& e, const absl::Status& local) {
 }
 
 absl::Status ReportStart(Engine& e) {
-  ASSIGN_OR_RETURN(std::vector<std::string> hosts, e.world->GatherStrings(HostName()));
+  ASSIGN_OR_RETURN(e.hosts, e.world->GatherStrings(HostName()));
   if (!e.reporter) return absl::OkStatus();
   StartRecord start;
   start.spec = SpecEcho(e.options);
@@ -129,7 +130,7 @@ absl::Status ReportStart(Engine& e) {
   start.mpi_library = e.world->library_name();
   start.mpi_version = e.world->library_version();
   if (e.backend) start.nccl_version = e.backend->library_version();
-  start.hosts = std::move(hosts);
+  start.hosts = e.hosts;
   start.environment = EnvironmentFacts();
   start.fingerprint = Fingerprint(start.environment);
   start.collbench_version = kVersion;
@@ -162,6 +163,9 @@ absl::StatusOr<SweepTotals> RunOperation(Engine& e) {
   const std::string backend_name =
       op->traits().op_class == OpClass::kCopy ? "mpi" : e.options.backend;
   ASSIGN_OR_RETURN(BackendInfo info, e.backends.Info(backend_name));
+  const bool collective = op->traits().op_class == OpClass::kCollective;
+  RETURN_IF_ERROR(CheckSyncApplies(e.options, collective, op->name()));
+  e.options.sync = EffectiveSync(e.options, collective);
   const auto combinations = Combinations(e.options, *op, info);
   std::vector<EngineOptions> runs;
   MemoryPlan plan;
@@ -189,6 +193,7 @@ absl::StatusOr<SweepTotals> RunOperation(Engine& e) {
     env.device_memory = e.device_memory.get();
     env.device = e.device.get();
     env.reporter = e.reporter.get();
+    env.hosts = &e.hosts;
     ASSIGN_OR_RETURN(SweepTotals one, RunSweep(env));
     totals.sizes += one.sizes;
     totals.wrong += one.wrong;
@@ -200,6 +205,7 @@ absl::StatusOr<SweepTotals> RunScenario(Engine& e) {
   const bool ps = e.options.scenario == "parameter-server";
   RETURN_IF_ERROR(ps ? ValidateParameterServer(e.options, e.world->size())
                      : ValidateGradientReplay(e.options, e.world->size()));
+  e.options.sync = EffectiveSync(e.options, /*collective=*/true);
   RETURN_IF_ERROR(ReportStart(e));
   ScenarioEnv env;
   env.options = &e.options;
@@ -208,6 +214,7 @@ absl::StatusOr<SweepTotals> RunScenario(Engine& e) {
   env.memory = &e.memory;
   env.device = e.device.get();
   env.reporter = e.reporter.get();
+  env.hosts = &e.hosts;
   return ps ? RunParameterServer(env) : RunGradientReplay(env);
 }
 

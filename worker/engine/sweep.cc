@@ -1,10 +1,12 @@
 #include "worker/engine/sweep.h"
 
 #include <algorithm>
+#include <chrono>
 #include <cstring>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "common/rank_spread.h"
 #include "common/status_macros.h"
 #include "worker/engine/agreement.h"
 #include "worker/engine/backends/backend.h"
@@ -127,7 +129,34 @@ IterationPolicy PolicyFor(const EngineOptions& options, const Operation& op,
   policy.iters = options.iters.value_or(DefaultIters(bytes));
   policy.time_budget_s = options.time_budget_s;
   policy.time_scale = op.TimeScale();
+  policy.barrier_after_each = op.traits().op_class == OpClass::kCollective &&
+                              BarrierAfterEachIteration(options);
   return policy;
+}
+
+// The testing aid behind --debug-slow-rank: spins inside the timed
+// interval, after the operation returned, as a rank whose completion is slow.
+void SpinFor(double seconds) {
+  const auto until = std::chrono::steady_clock::now() +
+                     std::chrono::nanoseconds(static_cast<int64_t>(seconds * 1e9));
+  while (std::chrono::steady_clock::now() < until) {
+  }
+}
+
+absl::StatusOr<LocalTiming> TimeSize(const SweepEnv& env, const OpContext& ctx,
+                                     SizeBuffers& buffers, uint64_t bytes) {
+  const bool synchronize = env.backend->completes_asynchronously();
+  const IterationPolicy policy = PolicyFor(*env.options, *env.op, bytes);
+  if (env.options->slow_rank == ctx.rank) {
+    const double delay_s = env.options->slow_delay_s;
+    return TimeIterations(*env.comm, policy, [&] {
+      absl::Status status = RunOnce(env, ctx, buffers, synchronize);
+      SpinFor(delay_s);
+      return status;
+    });
+  }
+  return TimeIterations(*env.comm, policy,
+                        [&] { return RunOnce(env, ctx, buffers, synchronize); });
 }
 
 // Measures one size; returns this rank's view of the wrong count (summed
@@ -137,10 +166,7 @@ absl::StatusOr<uint64_t> RunSize(const SweepEnv& env, uint64_t bytes) {
   absl::StatusOr<SizeBuffers> prepared = Prepare(env, ctx);
   RETURN_IF_ERROR(AgreeOnStatus(*env.comm, prepared.status()));
   SizeBuffers& buffers = *prepared;
-  const bool synchronize = env.backend->completes_asynchronously();
-  ASSIGN_OR_RETURN(LocalTiming local,
-                   TimeIterations(*env.comm, PolicyFor(*env.options, *env.op, bytes),
-                                  [&] { return RunOnce(env, ctx, buffers, synchronize); }));
+  ASSIGN_OR_RETURN(LocalTiming local, TimeSize(env, ctx, buffers, bytes));
   uint64_t wrong = 0;
   if (env.options->check) {
     ASSIGN_OR_RETURN(uint64_t mine, CheckOnce(env, ctx, buffers));
@@ -150,7 +176,10 @@ absl::StatusOr<uint64_t> RunSize(const SweepEnv& env, uint64_t bytes) {
   }
   ASSIGN_OR_RETURN(RankSummary summary, SummarizeAcrossRanks(*env.comm, local));
   if (env.reporter != nullptr) {
-    env.reporter->Size(MakeSizeRecord(*env.op, ctx, summary, env.options->check, wrong));
+    SizeRecord record = MakeSizeRecord(*env.op, ctx, summary, env.options->check, wrong);
+    const bool collective = env.op->traits().op_class == OpClass::kCollective;
+    FillRanks(summary, env.hosts, EffectiveSync(*env.options, collective), &record);
+    env.reporter->Size(record);
   }
   return wrong;
 }
@@ -214,6 +243,26 @@ void FillTimings(const RankSummary& summary, double alg_bytes, double bus_factor
   record->algbw_Bps = summary.avg_s > 0 ? alg_bytes / summary.avg_s : 0.0;
   record->busbw_Bps = record->algbw_Bps * bus_factor;
   record->histogram = summary.histogram;
+}
+
+void FillRanks(const RankSummary& summary, const std::vector<std::string>* hosts,
+               IterationSync sync, SizeRecord* record) {
+  record->sync = std::string(IterationSyncName(sync));
+  record->ranks.clear();
+  for (size_t i = 0; i < summary.ranks.size(); ++i) {
+    RankTiming t;
+    t.rank = static_cast<int>(i);
+    if (hosts != nullptr && i < hosts->size()) t.host = (*hosts)[i];
+    t.mean_s = summary.ranks[i].mean_s;
+    t.p50_s = summary.ranks[i].p50_s;
+    t.p99_s = summary.ranks[i].p99_s;
+    record->ranks.push_back(std::move(t));
+  }
+  AttributeRanks(record);
+}
+
+bool BarrierAfterEachIteration(const EngineOptions& options) {
+  return EffectiveSync(options, /*collective=*/true) == IterationSync::kBarrier;
 }
 
 absl::StatusOr<SweepTotals> RunSweep(const SweepEnv& env) {

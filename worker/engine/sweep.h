@@ -7,6 +7,8 @@
 #define COLLBENCH_WORKER_ENGINE_SWEEP_H_
 
 #include <cstdint>
+#include <string>
+#include <vector>
 
 #include "absl/status/statusor.h"
 #include "common/records.h"
@@ -33,6 +35,8 @@ struct SweepEnv {
   MemoryKind* device_memory = nullptr;
   DeviceRuntime* device = nullptr;  // required when device buffers are used
   Reporter* reporter = nullptr;     // rank 0 only; null elsewhere
+  // Host name of every rank, by rank (rank 0 only; may be empty elsewhere).
+  const std::vector<std::string>* hosts = nullptr;
 };
 
 struct SweepTotals {
@@ -58,6 +62,16 @@ uint64_t PeakBufferBytes(const EngineOptions& options, const Operation& op, int 
 // histogram) with algbw = alg_bytes / avg and busbw = algbw x bus_factor.
 void FillTimings(const RankSummary& summary, double alg_bytes, double bus_factor,
                  SizeRecord* record);
+
+// Copies each rank's statistics into `record->ranks` with its host (from
+// `hosts`, by rank, when it has one), sets the synchronization the
+// iterations ran with and names the slowest rank (AttributeRanks).
+void FillRanks(const RankSummary& summary, const std::vector<std::string>* hosts,
+               IterationSync sync, SizeRecord* record);
+
+// The iteration policy's synchronization for `options` (resolved by the
+// engine before it runs; collectives and scenarios).
+bool BarrierAfterEachIteration(const EngineOptions& options);
 
 // Builds the record rank 0 reports for one size from the summary.
 SizeRecord MakeSizeRecord(const Operation& op, const OpContext& ctx,

@@ -12,6 +12,8 @@ namespace timing_internal {
 
 absl::Status BarrierBeforeTiming(Communicator& comm) { return comm.Barrier(); }
 
+absl::Status BarrierBetweenIterations(Communicator& comm) { return comm.Barrier(); }
+
 absl::StatusOr<int> NextAdaptiveBatch(Communicator& comm, const IterationPolicy& policy,
                                       const LocalTiming& timing, Clock::time_point start) {
   // The slowest rank's elapsed time and widest interval rule, so every rank
@@ -63,6 +65,12 @@ absl::StatusOr<RankSummary> SummarizeAcrossRanks(Communicator& comm,
   summary.avg_s = sum[0] / comm.size();
   summary.min_s = min[0];
   summary.max_s = max[0];
+  const std::vector<double> mine = {mean_s, local.histogram.QuantileNs(0.50) * 1e-9,
+                                    local.histogram.QuantileNs(0.99) * 1e-9};
+  ASSIGN_OR_RETURN(const std::vector<double> every_rank, comm.GatherDoubles(mine));
+  for (size_t i = 0; i + mine.size() <= every_rank.size(); i += mine.size()) {
+    summary.ranks.push_back({every_rank[i], every_rank[i + 1], every_rank[i + 2]});
+  }
   summary.histogram = local.histogram;
   RETURN_IF_ERROR(comm.MergeHistogramsToRoot(&summary.histogram));
   if (comm.rank() == 0) {

@@ -1,8 +1,11 @@
 // The measurement loop shared by every operation and scenario
 // (DESIGN §2, Measurement conventions): warmup untimed iterations, a barrier,
-// then the timed iterations with no communication inside the loop. Each
-// iteration is timed on this rank with the monotonic clock, the iteration
-// function including any stream synchronize.
+// then the timed iterations with no communication inside the timed
+// intervals. Each iteration is timed on this rank with the monotonic clock,
+// the iteration function including any stream synchronize. With
+// `barrier_after_each` (--sync barrier) an untimed barrier separates the
+// iterations, so each sample is one isolated operation (OSU); without it
+// they run back to back (nccl-tests).
 //
 // In adaptive mode the timed iterations run in growing batches; between
 // batches (outside the timed region) the ranks agree to stop once the time
@@ -15,6 +18,7 @@
 #include <cmath>
 #include <cstdint>
 #include <optional>
+#include <vector>
 
 #include "absl/status/statusor.h"
 #include "common/histogram.h"
@@ -33,6 +37,8 @@ struct IterationPolicy {
   // Applied to every measured iteration time before recording (0.5 turns a
   // ping-pong round trip into latency).
   double time_scale = 1.0;
+  // An untimed barrier after every timed iteration (--sync barrier).
+  bool barrier_after_each = false;
 };
 
 // This rank's timings.
@@ -51,6 +57,12 @@ template <typename Iteration>
 absl::StatusOr<LocalTiming> TimeIterations(Communicator& comm, const IterationPolicy& policy,
                                            Iteration&& iteration);
 
+// One rank's own statistics: the mean of its iterations and the quantiles
+// of its own histogram.
+struct RankStats {
+  double mean_s = 0, p50_s = 0, p99_s = 0;
+};
+
 // Statistics over ranks: avg = mean of each rank's mean; min/max = extremes
 // of the per-rank means (OSU); percentiles from the merged histogram.
 struct RankSummary {
@@ -58,6 +70,7 @@ struct RankSummary {
   double avg_s = 0, min_s = 0, max_s = 0;
   double p50_s = 0, p90_s = 0, p99_s = 0;
   Histogram histogram;  // merged over ranks; valid on rank 0 only
+  std::vector<RankStats> ranks;  // by rank of the communicator; rank 0 only
 };
 
 absl::StatusOr<RankSummary> SummarizeAcrossRanks(Communicator& comm,
@@ -72,13 +85,17 @@ namespace timing_internal {
 
 using Clock = std::chrono::steady_clock;
 
+absl::Status BarrierBetweenIterations(Communicator& comm);
+
 // Runs `n` timed iterations, appending to `timing`. Each iteration is
-// bracketed by two reads of the tick clock, so recording the sample stays
-// outside the measured interval.
+// bracketed by two reads of the tick clock, so recording the sample and the
+// barrier of --sync barrier stay outside the measured interval.
 template <typename Iteration>
-absl::Status TimedBatch(int n, double scale, Iteration& iteration, LocalTiming* timing) {
+absl::Status TimedBatch(Communicator& comm, int n, const IterationPolicy& policy,
+                        Iteration& iteration, LocalTiming* timing) {
   const TickClock& clock = DefaultTickClock();
-  const double ns_per_tick = clock.ns_per_tick() * scale;
+  const double ns_per_tick = clock.ns_per_tick() * policy.time_scale;
+  const bool barrier = policy.barrier_after_each;
   for (int i = 0; i < n; ++i) {
     const uint64_t start = clock.Start();
     absl::Status status = iteration();
@@ -88,6 +105,10 @@ absl::Status TimedBatch(int n, double scale, Iteration& iteration, LocalTiming* 
         static_cast<uint64_t>(std::llround(static_cast<double>(end - start) * ns_per_tick));
     timing->histogram.Record(ns);
     timing->total_ns += ns;
+    if (barrier) {
+      status = BarrierBetweenIterations(comm);
+      if (!status.ok()) return status;
+    }
   }
   timing->iters += n;
   return absl::OkStatus();
@@ -114,7 +135,7 @@ absl::StatusOr<LocalTiming> TimeIterations(Communicator& comm, const IterationPo
   LocalTiming timing;
   if (!policy.time_budget_s.has_value()) {
     absl::Status status =
-        timing_internal::TimedBatch(policy.iters, policy.time_scale, iteration, &timing);
+        timing_internal::TimedBatch(comm, policy.iters, policy, iteration, &timing);
     if (!status.ok()) return status;
     return timing;
   }
@@ -122,7 +143,7 @@ absl::StatusOr<LocalTiming> TimeIterations(Communicator& comm, const IterationPo
   int batch = std::max(policy.min_iters, 1);
   while (batch > 0) {
     absl::Status status =
-        timing_internal::TimedBatch(batch, policy.time_scale, iteration, &timing);
+        timing_internal::TimedBatch(comm, batch, policy, iteration, &timing);
     if (!status.ok()) return status;
     absl::StatusOr<int> next = timing_internal::NextAdaptiveBatch(comm, policy, timing, start);
     if (!next.ok()) return next.status();

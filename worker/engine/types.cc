@@ -84,4 +84,15 @@ absl::string_view MemorySpaceName(MemorySpace space) {
   return space == MemorySpace::kHost ? "host" : "device";
 }
 
+absl::string_view IterationSyncName(IterationSync sync) {
+  return sync == IterationSync::kBarrier ? "barrier" : "none";
+}
+
+absl::StatusOr<IterationSync> ParseIterationSync(absl::string_view name) {
+  if (name == "barrier") return IterationSync::kBarrier;
+  if (name == "none") return IterationSync::kNone;
+  return absl::InvalidArgumentError(
+      absl::StrCat("unknown --sync '", name, "' (one of barrier, none)"));
+}
+
 }  // namespace collbench

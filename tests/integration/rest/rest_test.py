@@ -208,6 +208,7 @@ def check_validation(c):
     post(json.dumps({"spec": spec(sizes=("8", "0"))}), "spec.sizes_bytes[1]")
     post(json.dumps({"spec": spec(ranks=64)}), "spec.ranks")  # more than the workers' slots
     post(json.dumps({"spec": spec(env={"LD_PRELOAD": "x"})}), "spec.env")
+    post(json.dumps({"spec": spec(operation="latency", sync="SYNC_BARRIER")}), "spec.sync")
     post(json.dumps({"requestId": "no-spec"}), "spec")
     # Malformed JSON and unknown fields: 400 naming the problem.
     error = post('{"spec": {"operation": "allreduce", ', None, message_part="request body: ")
@@ -260,9 +261,16 @@ def check_runs(c):
     expect(results["run"]["name"] == created["name"], "results of another run")
     got_sizes = [int(r["bytes"]) for r in results["results"]]
     expect(got_sizes == [8, 1024], "result sizes %s" % got_sizes)
+    expect(got["spec"].get("sync") == "SYNC_BARRIER",
+           "the stored spec does not say its resolved sync: %s" % got["spec"])
     for r in results["results"]:
         expect(r["checked"] is True and int(r["wrong"]) == 0 and r["avgS"] > 0,
                "a bad result: %s" % r)
+        expect(r.get("sync") == "SYNC_BARRIER", "a result without its sync: %s" % r)
+        ranks = r.get("ranks", [])
+        expect([t.get("rank", 0) for t in ranks] == [0, 1] and all(t["host"] for t in ranks)
+               and all(t["meanS"] > 0 and t["p99S"] > 0 for t in ranks),
+               "a result without both ranks' statistics: %s" % ranks)
     # A long run to cancel, and a third run queued behind it.
     long_spec = spec(sizes=("1048576",), iters=100000)
     long_run = c.call("POST", "/v1/runs", OPERATOR, json.dumps({"spec": long_spec}))
@@ -286,6 +294,17 @@ def check_runs(c):
     expect([r["name"] for r in only] == [created["name"]], "filtered listing %s" % only)
 
 
+def check_sync_round_trip(c):
+    """A run asked for back to back keeps SYNC_NONE in its spec and results."""
+    created = c.call("POST", "/v1/runs", OPERATOR,
+                     json.dumps({"spec": spec(sizes=("8",), sync="SYNC_NONE")}))
+    expect(created["spec"].get("sync") == "SYNC_NONE", "created: %s" % created["spec"])
+    done = wait_final(c, run_id(created))
+    expect(done["state"] == "SUCCEEDED", "the sync none run ended %s" % done["state"])
+    results = c.call("GET", "/v1/runs/%s/results" % run_id(created), READ)["results"]
+    expect([r.get("sync") for r in results] == ["SYNC_NONE"], "results %s" % results)
+
+
 def check_workers(c):
     workers = c.call("GET", "/v1/workers", READ)["workers"]
     expect([w["name"] for w in workers] == ["workers/w1", "workers/w2"], "workers %s" % workers)
@@ -305,6 +324,7 @@ def case_routes(c):
     check_validation(c)
     check_unknown(c)
     check_runs(c)
+    check_sync_round_trip(c)
     check_workers(c)
 
 

@@ -775,9 +775,12 @@ def case_local(c):
     header = out.splitlines()[0] if out else ""
     expect(re.match(r"^# runs/\S+: allreduce .*, succeeded$", header),
            "unexpected output: %s" % out[:500])
+    header = next((line.split() for line in out.splitlines() if line.split()[:1] == ["bytes"]),
+                  [])
+    expect("wrong" in header, "no result header: %s" % out)
     rows = [line.split() for line in out.splitlines() if re.match(r"^\s*\d+\s", line)]
     expect(len(rows) >= 2, "result rows: %s" % out)
-    expect(all(r[-1] == "0" for r in rows), "wrong elements reported: %s" % out)
+    expect(all(r[header.index("wrong")] == "0" for r in rows), "wrong elements reported: %s" % out)
     names = {comm for _, _, comm in seen}
     expect("collbench-worke" in names or "collbench-worker" in names,
            "no worker was seen under `collbench local`: %s" % sorted(names))
@@ -818,8 +821,45 @@ def case_pack_across_workers(c):
         check_results(parse_jsonl(done.stdout), [8, 1024], "pack run with %s" % mpi)
 
 
+def case_sync_modes(c):
+    """The iteration synchronization through the gRPC API and the CLI: a run
+    asked for back to back keeps it in its stored spec and every result,
+    the default run says barrier, `show` says which, and `compare` of the
+    two says loudly that they differ (on stderr too for CSV)."""
+    c.start_coordinator()
+    c.start_workers(2, slots=1)
+    common = ["bcast", "--ranks", 2, "--placement", "spread", "--sizes", "8,1K", "-n", 50,
+              "--check"]
+    barrier = c.create_run(*common)
+    none = c.create_run(*common, "--sync", "none")
+    for run, mode in ((barrier, "barrier"), (none, "none")):
+        c.wait_state(run, ["succeeded"], 60)
+        results = c.results(run)
+        check_results(results, [8, 1024], "%s run" % mode)
+        synced = [r.get("sync") for r in results]
+        expect(synced == ["SYNC_%s" % mode.upper()] * 2, "%s run results say %s" % (mode, synced))
+        expect(all(len(r.get("ranks", [])) == 2 for r in results),
+               "%s run results without both ranks: %s" % (mode, results))
+        shown = c.cli("show", run).stdout
+        expect("sync=%s" % mode in shown.splitlines()[0] and "# sync %s:" % mode in shown,
+               "`show` of the %s run does not say so:\n%s" % (mode, shown))
+        expect("slowest" in shown and "vs_med" in shown, "`show` has no slowest-rank column")
+    compared = c.cli("compare", barrier, none).stdout
+    expect("WARNING: these runs differ in iteration synchronization ([0] barrier, [1] none)"
+           in compared, "`compare` of barrier and none runs does not say so:\n%s" % compared)
+    csv = c.cli("compare", barrier, none, "--output", "csv")
+    expect("differ in iteration synchronization" in csv.stderr,
+           "`compare --output csv` says nothing on stderr: %r" % csv.stderr)
+    same = c.cli("compare", barrier, barrier).stdout
+    expect("WARNING" not in same, "`compare` warns about two runs of one mode:\n%s" % same)
+    refused = c.cli("run", "latency", "--ranks", 2, "--placement", "spread", "--sync", "barrier",
+                    expect_code=2)
+    expect("spec.sync" in refused.stderr, "latency --sync barrier: %r" % refused.stderr)
+
+
 CASES = {
     "lifecycle": case_lifecycle,
+    "sync_modes": case_sync_modes,
     "cancel": case_cancel,
     "durability": case_durability,
     "fault": case_fault,

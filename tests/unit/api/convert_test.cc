@@ -40,6 +40,11 @@ SizeRecord SampleRecord() {
     r.histogram.RecordMany(ns, ns % 5 + 1);
   }
   r.scenario = {{"ranks", 4}, {"efficiency", 0.875}};
+  r.sync = "barrier";
+  r.ranks = {{0, "node-a", 1.2e-4, 1.1e-4, 1.4e-4, false},
+             {1, "node-b", 1.3e-4, 1.25e-4, 1.49e-4, false}};
+  r.slowest_rank = 1;
+  r.slowest_vs_median = 1.3e-4 / 1.2e-4;
   return r;
 }
 
@@ -54,6 +59,20 @@ TEST(SizeResultTest, RecordSurvivesTheRoundTripExactly) {
   EXPECT_EQ(back->histogram.sum_ns(), record.histogram.sum_ns());
   EXPECT_EQ(back->histogram.min_ns(), 1u);
   EXPECT_EQ(back->histogram.max_ns(), 5000000000u);
+}
+
+TEST(SizeResultTest, SyncAndRanksLandInTheProto) {
+  const v1::SizeResult result = SizeResultFromRecord(SampleRecord());
+  EXPECT_EQ(result.sync(), v1::SYNC_BARRIER);
+  ASSERT_EQ(result.ranks_size(), 2);
+  EXPECT_EQ(result.ranks(1).host(), "node-b");
+  EXPECT_EQ(result.ranks(1).p99_s(), 1.49e-4);
+  EXPECT_EQ(result.slowest_rank(), 1);
+  SizeRecord none = SampleRecord();
+  none.sync = "none";
+  EXPECT_EQ(SizeResultFromRecord(none).sync(), v1::SYNC_NONE);
+  none.sync.clear();  // an engine older than the field
+  EXPECT_EQ(SizeResultFromRecord(none).sync(), v1::ITERATION_SYNC_UNSPECIFIED);
 }
 
 TEST(SizeResultTest, FieldsLandInTheProto) {
@@ -120,6 +139,7 @@ v1::RunSpec FullCollectiveSpec() {
   s.set_memory("numa:1");
   s.set_check(true);
   s.set_window(16);
+  s.set_sync(v1::SYNC_NONE);
   return s;
 }
 
@@ -128,8 +148,8 @@ TEST(EngineArgsTest, FullSpec) {
             (std::vector<std::string>{
                 "gather", "--backend", "mpi",  "--sizes",  "8,1K,1000,3G", "-f",      "1.1",
                 "-n",     "50",        "-w",   "0",        "--dtype",      "int64",   "--redop",
-                "max",    "--root",    "3",    "--memory", "numa:1",       "--check", "--window",
-                "16",     "--format",  "jsonl"}));
+                "max",    "--root",    "3",    "--memory", "numa:1",       "--check", "--sync",
+                "none",   "--window",  "16",   "--format", "jsonl"}));
 }
 
 TEST(EngineArgsTest, DefaultsAreLeftToTheEngine) {

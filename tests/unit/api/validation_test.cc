@@ -61,6 +61,14 @@ std::vector<BadSpec> BadSpecs() {
       {"UnknownMpiEnumValue", [](S s, L) { s->set_mpi(static_cast<v1::MpiImplementation>(7)); },
        "spec.mpi"},
       {"UnknownDtype", [](S s, L) { s->set_dtype("float128"); }, "spec.dtype"},
+      {"UnknownSyncEnumValue", [](S s, L) { s->set_sync(static_cast<v1::IterationSync>(9)); },
+       "spec.sync"},
+      {"BarrierForPointToPoint",
+       [](S s, L) {
+         s->set_operation("latency");
+         s->set_sync(v1::SYNC_BARRIER);
+       },
+       "spec.sync"},
       {"Float16OnMpi", [](S s, L) { s->set_dtype("float16"); }, "spec.dtype"},
       {"Bfloat16OnPsHostStrategy",
        [](S s, L) {
@@ -334,6 +342,19 @@ void ExpectValid(const v1::RunSpec& spec, const ValidationLimits& limits = FourW
 }
 
 TEST(ValidSpecTest, AllreduceWithDefaults) { ExpectValid(Allreduce()); }
+
+TEST(ResolvedSyncTest, BarrierForCollectivesAndScenariosUnlessAskedNoneForPointToPoint) {
+  v1::RunSpec s = Allreduce();
+  EXPECT_EQ(ResolvedSync(s), v1::SYNC_BARRIER);
+  s.set_sync(v1::SYNC_NONE);
+  ExpectValid(s);
+  EXPECT_EQ(ResolvedSync(s), v1::SYNC_NONE);
+  s.set_operation("bw");
+  s.set_sync(v1::ITERATION_SYNC_UNSPECIFIED);
+  EXPECT_EQ(ResolvedSync(s), v1::SYNC_NONE);
+  s.set_operation("gradient-replay");
+  EXPECT_EQ(ResolvedSync(s), v1::SYNC_BARRIER);
+}
 
 TEST(ValidSpecTest, WithoutWorkerFactsOnlyTheCapsApply) {
   ExpectValid(Allreduce(4096), ValidationLimits{});

@@ -60,6 +60,11 @@ SizeRecord SampleSize() {
   r.histogram.Record(uint64_t{1} << 40);
   r.histogram.RecordMany(250000, 3);
   r.scenario = {{"ranks", 4}, {"efficiency", 0.8765432}, {"step_s", 0.0125}};
+  r.sync = "barrier";
+  r.ranks = {{0, "node-a", 1.5e-5, 1.4e-5, 3.1e-5, false},
+             {1, "node-b", 4.25e-5, 4.0e-5, 9.9e-5, true}};
+  r.slowest_rank = 1;
+  r.slowest_vs_median = 2.8333333333333335;
   return r;
 }
 
@@ -222,12 +227,33 @@ TEST(RecordsFieldNamesTest, SizeRecordUsesTheDesignNames) {
   }
 }
 
+TEST(RecordsFieldNamesTest, SizeRecordNamesTheSyncAndEveryRank) {
+  const Json j = ParseText(ToJsonLine(SampleSize()));
+  EXPECT_EQ(j.at("sync"), "barrier");
+  ASSERT_TRUE(j.at("ranks").is_array());
+  ASSERT_EQ(j.at("ranks").size(), 2u);
+  const Json& slow = j.at("ranks")[1];
+  EXPECT_EQ(slow.at("rank"), 1);
+  EXPECT_EQ(slow.at("host"), "node-b");
+  EXPECT_EQ(slow.at("mean_s"), 4.25e-5);
+  EXPECT_EQ(slow.at("p50_s"), 4.0e-5);
+  EXPECT_EQ(slow.at("p99_s"), 9.9e-5);
+  EXPECT_EQ(slow.at("straggler"), true);
+  EXPECT_EQ(j.at("slowest_rank"), 1);
+  EXPECT_EQ(j.at("slowest_vs_median"), 2.8333333333333335);
+}
+
 TEST(RecordsFieldNamesTest, OptionalSizeFieldsAreOmittedWhenUnset) {
   SizeRecord r = SampleSize();
   r.redop.clear();
   r.root = -1;
   r.scenario.clear();
+  r.sync.clear();
+  r.ranks.clear();
   const Json j = ParseText(ToJsonLine(r));
+  EXPECT_FALSE(j.contains("sync"));
+  EXPECT_FALSE(j.contains("ranks"));
+  EXPECT_FALSE(j.contains("slowest_rank"));
   EXPECT_FALSE(j.contains("redop"));
   EXPECT_FALSE(j.contains("root"));
   EXPECT_FALSE(j.contains("scenario"));

@@ -4,8 +4,10 @@
 #ifndef COLLBENCH_TESTS_UNIT_ENGINE_FAKES_H_
 #define COLLBENCH_TESTS_UNIT_ENGINE_FAKES_H_
 
+#include <chrono>
 #include <cstring>
 #include <memory>
+#include <thread>
 
 #include "worker/engine/backends/backend.h"
 #include "worker/engine/communicator.h"
@@ -21,6 +23,7 @@ class SingleRankCommunicator final : public Communicator {
   int local_size() const override { return 1; }
   absl::Status Barrier() override {
     ++barriers;
+    if (barrier_sleep.count() > 0) std::this_thread::sleep_for(barrier_sleep);
     return absl::OkStatus();
   }
   absl::Status AllreduceSum(std::vector<double>*) override { return absl::OkStatus(); }
@@ -31,6 +34,9 @@ class SingleRankCommunicator final : public Communicator {
   absl::StatusOr<std::vector<std::string>> GatherStrings(const std::string& mine) override {
     return std::vector<std::string>{mine};
   }
+  absl::StatusOr<std::vector<double>> GatherDoubles(const std::vector<double>& mine) override {
+    return mine;
+  }
   absl::StatusOr<std::unique_ptr<Communicator>> Split(int color, int) override {
     if (color < 0) return std::unique_ptr<Communicator>();
     return std::unique_ptr<Communicator>(new SingleRankCommunicator);
@@ -39,6 +45,8 @@ class SingleRankCommunicator final : public Communicator {
   std::string library_version() const override { return "fake 1.0"; }
 
   int barriers = 0;
+  // How long each barrier takes: a barrier that is timed would show it.
+  std::chrono::microseconds barrier_sleep{0};
 };
 
 // With one rank every collective's result is its input, so copying is a

@@ -48,6 +48,23 @@ TEST(OptionsTest, ShortAndLongFlags) {
   EXPECT_EQ(o->window, 16);
 }
 
+TEST(OptionsTest, SyncIsBarrierForCollectivesUnlessAsked) {
+  auto o = Parse({"bcast"});
+  ASSERT_TRUE(o.ok()) << o.status();
+  EXPECT_FALSE(o->sync.has_value());
+  EXPECT_EQ(SpecEcho(*o).at("sync"), "auto");
+  EXPECT_EQ(EffectiveSync(*o, /*collective=*/true), IterationSync::kBarrier);
+  EXPECT_EQ(EffectiveSync(*o, /*collective=*/false), IterationSync::kNone);
+  o = Parse({"bcast", "--sync", "none"});
+  ASSERT_TRUE(o.ok()) << o.status();
+  EXPECT_EQ(EffectiveSync(*o, /*collective=*/true), IterationSync::kNone);
+  EXPECT_EQ(SpecEcho(*o).at("sync"), "none");
+  o = Parse({"latency", "--sync=barrier"});
+  ASSERT_TRUE(o.ok()) << o.status();
+  EXPECT_THAT(std::string(CheckSyncApplies(*o, /*collective=*/false, "latency").message()),
+              HasSubstr("--sync barrier does not apply to latency"));
+}
+
 TEST(OptionsTest, ExplicitSizesAndAll) {
   auto o = Parse({"alltoall", "--sizes", "8,1K,64K,1M", "--dtype", "all", "--redop", "all"});
   ASSERT_TRUE(o.ok()) << o.status();
@@ -116,6 +133,8 @@ INSTANTIATE_TEST_SUITE_P(
         BadCase{{"allreduce", "--bucket-bytes", "0"}, "--bucket-bytes"},
         BadCase{{"allreduce", "-n"}, "needs a value"},
         BadCase{{"allreduce", "--check=yes"}, "takes no value"},
+        BadCase{{"allreduce", "--sync", "fence"}, "unknown --sync 'fence' (one of barrier, none)"},
+        BadCase{{"allreduce", "--debug-slow-delay", "5s"}, "--debug-slow-delay"},
         BadCase{{"allreduce", "bcast"}, "unexpected argument 'bcast'"}));
 
 }  // namespace

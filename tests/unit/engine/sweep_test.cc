@@ -16,6 +16,16 @@
 namespace collbench {
 namespace {
 
+// An iteration that keeps the CPU busy for `us` microseconds.
+auto SpinningIteration(int us) {
+  return [us] {
+    const auto until = std::chrono::steady_clock::now() + std::chrono::microseconds(us);
+    while (std::chrono::steady_clock::now() < until) {
+    }
+    return absl::OkStatus();
+  };
+}
+
 class RecordingReporter final : public Reporter {
  public:
   void Start(const StartRecord&) override {}
@@ -63,7 +73,9 @@ TEST_F(SweepTest, RunsWarmupThenTimedIterationsThenOneCheckedCall) {
   EXPECT_EQ(totals->sizes, 3u);
   EXPECT_EQ(totals->wrong, 0u);
   EXPECT_EQ(backend_.calls, 3 * (3 + 7 + 1));
-  EXPECT_EQ(comm_.barriers, 3);  // one before each timed loop, none inside
+  // One before each timed loop and, by default (--sync barrier), one after
+  // each timed iteration.
+  EXPECT_EQ(comm_.barriers, 3 * (1 + 7));
   ASSERT_EQ(reporter_.sizes.size(), 3u);
   for (const SizeRecord& r : reporter_.sizes) {
     EXPECT_EQ(r.iters, 7u);
@@ -78,6 +90,40 @@ TEST_F(SweepTest, RunsWarmupThenTimedIterationsThenOneCheckedCall) {
   }
   EXPECT_EQ(reporter_.sizes[1].count, 256u);
   EXPECT_EQ(reporter_.sizes[1].redop, "sum");
+}
+
+TEST_F(SweepTest, SyncNoneRunsIterationsBackToBack) {
+  options_.sync = IterationSync::kNone;
+  ASSERT_TRUE(Run("allreduce").ok());
+  EXPECT_EQ(comm_.barriers, 3);  // one before each timed loop, none inside
+  for (const SizeRecord& r : reporter_.sizes) EXPECT_EQ(r.sync, "none");
+}
+
+TEST_F(SweepTest, RecordsCarryTheSyncAndEveryRanksStatistics) {
+  const std::vector<std::string> hosts = {"node-a"};
+  env_.hosts = &hosts;
+  ASSERT_TRUE(Run("bcast").ok());
+  for (const SizeRecord& r : reporter_.sizes) {
+    EXPECT_EQ(r.sync, "barrier");
+    ASSERT_EQ(r.ranks.size(), 1u);
+    EXPECT_EQ(r.ranks[0].host, "node-a");
+    EXPECT_DOUBLE_EQ(r.ranks[0].mean_s, r.avg_s);  // one rank: its mean is the average
+    EXPECT_GT(r.ranks[0].p50_s, 0);
+    EXPECT_GE(r.ranks[0].p99_s, r.ranks[0].p50_s);
+    EXPECT_EQ(r.slowest_rank, 0);
+    EXPECT_DOUBLE_EQ(r.slowest_vs_median, 1.0);
+  }
+}
+
+TEST_F(SweepTest, PointToPointKeepsItsOwnLoop) {
+  // latency needs a pair; the sync it reports does not depend on running.
+  options_.sync = EffectiveSync(options_, /*collective=*/false);
+  EXPECT_EQ(options_.sync, IterationSync::kNone);
+  EngineOptions asked;
+  asked.sync = IterationSync::kBarrier;
+  EXPECT_EQ(CheckSyncApplies(asked, /*collective=*/false, "latency").code(),
+            absl::StatusCode::kInvalidArgument);
+  EXPECT_TRUE(CheckSyncApplies(asked, /*collective=*/true, "bcast").ok());
 }
 
 TEST_F(SweepTest, CheckCountsACorruptedElement) {
@@ -130,6 +176,25 @@ TEST(TimingTest, FixedModeRecordsEveryIteration) {
   EXPECT_EQ(timing->histogram.sum_ns(), timing->total_ns);
 }
 
+// The barrier of --sync barrier is outside the timed interval: a barrier
+// that takes 2 ms does not show in any recorded time of a 20 us iteration.
+TEST(TimingTest, TheBarrierBetweenIterationsIsNotTimed) {
+  SingleRankCommunicator comm;
+  comm.barrier_sleep = std::chrono::milliseconds(2);
+  IterationPolicy policy;
+  policy.iters = 30;
+  policy.barrier_after_each = true;
+  auto timing = TimeIterations(comm, policy, SpinningIteration(20));
+  ASSERT_TRUE(timing.ok());
+  EXPECT_EQ(comm.barriers, 1 + 30);  // before the loop, then after each iteration
+  EXPECT_EQ(timing->histogram.count(), 30u);
+  EXPECT_GE(timing->histogram.min_ns(), 20000u);
+  // Far below the 2 ms a timed barrier would add to every sample (a
+  // descheduled iteration may take longer, but not 30 of them).
+  EXPECT_LT(timing->histogram.QuantileNs(0.5), 1e6);
+  EXPECT_LT(static_cast<double>(timing->total_ns) / 30, 1e6);
+}
+
 TEST(TimingTest, AnIterationErrorStopsTheLoop) {
   SingleRankCommunicator comm;
   IterationPolicy policy;
@@ -147,13 +212,7 @@ TEST(TimingTest, TimeScaleHalvesRecordedTimes) {
   IterationPolicy policy;
   policy.iters = 20;
   policy.time_scale = 0.5;
-  auto sleep_50us = [] {
-    const auto until = std::chrono::steady_clock::now() + std::chrono::microseconds(50);
-    while (std::chrono::steady_clock::now() < until) {
-    }
-    return absl::OkStatus();
-  };
-  auto timing = TimeIterations(comm, policy, sleep_50us);
+  auto timing = TimeIterations(comm, policy, SpinningIteration(50));
   ASSERT_TRUE(timing.ok());
   EXPECT_GE(timing->histogram.min_ns(), 25000u);
   EXPECT_LT(timing->histogram.min_ns(), 50000u);
@@ -165,12 +224,7 @@ TEST(TimingTest, AdaptiveModeStopsOnPrecisionForSteadyIterations) {
   policy.time_budget_s = 5.0;
   policy.min_iters = 10;
   // A steady 20 us iteration: the median is pinned down long before 5 s.
-  auto steady = [] {
-    const auto until = std::chrono::steady_clock::now() + std::chrono::microseconds(20);
-    while (std::chrono::steady_clock::now() < until) {
-    }
-    return absl::OkStatus();
-  };
+  auto steady = SpinningIteration(20);
   const auto start = std::chrono::steady_clock::now();
   auto timing = TimeIterations(comm, policy, steady);
   const double elapsed_s =
@@ -190,11 +244,7 @@ TEST(TimingTest, AdaptiveModeRespectsTheBudget) {
   const auto start = std::chrono::steady_clock::now();
   auto timing = TimeIterations(comm, policy, [&] {
     ++calls;
-    const auto until = std::chrono::steady_clock::now() +
-                       std::chrono::microseconds(calls % 2 == 0 ? 100 : 300);
-    while (std::chrono::steady_clock::now() < until) {
-    }
-    return absl::OkStatus();
+    return SpinningIteration(calls % 2 == 0 ? 100 : 300)();
   });
   const double wall_s =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();

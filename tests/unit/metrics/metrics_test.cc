@@ -7,6 +7,7 @@
 #include <map>
 #include <random>
 #include <sstream>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -177,6 +178,30 @@ TEST(CoordinatorMetrics, LatencyHistogramIsFilledExactlyFromEngineHistograms) {
       Find(samples, "collbench_collective_bus_bandwidth_bytes_per_second");
   ASSERT_EQ(busbw.size(), 2u);
   for (const Sample& s : busbw) EXPECT_EQ(s.value, s.labels.at("size_bytes") == "1024" ? 6e9 : 1e6);
+}
+
+// Results of the two iteration-synchronization modes are separate series:
+// the result's own sync, else the run's stored (resolved) one.
+TEST(CoordinatorMetrics, SeriesOfTheTwoSyncModesNeverMix) {
+  CoordinatorMetrics metrics("1.2.3", MetricsSources{});
+  v1::Run run = MakeRun(v1::QUEUED);
+  run.mutable_spec()->set_sync(v1::SYNC_BARRIER);
+  metrics.OnEvent(StateEvent(run, 1000));
+  Histogram h;
+  h.RecordMany(3000, 10);
+  metrics.OnEvent(ResultEvent(h, 8, 1e6));  // no sync of its own: the run's
+  v1::RunEvent none = ResultEvent(h, 8, 2e6);
+  none.mutable_result()->set_sync(v1::SYNC_NONE);
+  metrics.OnEvent(none);
+  const std::vector<Sample> counts =
+      Find(ParseExposition(metrics.Scrape()), "collbench_collective_latency_seconds_count");
+  ASSERT_EQ(counts.size(), 2u);
+  std::set<std::string> modes;
+  for (const Sample& s : counts) {
+    modes.insert(s.labels.at("sync"));
+    EXPECT_EQ(s.value, 10);
+  }
+  EXPECT_EQ(modes, (std::set<std::string>{"barrier", "none"}));
 }
 
 TEST(CoordinatorMetrics, RunsAreCountedOncePerStateAndTimed) {

@@ -279,6 +279,33 @@ TEST_P(StoreContractTest, ResultIsStoredOnceAndDuplicatesAreIgnored) {
   EXPECT_TRUE(Same(results->front(), result));
 }
 
+// The iteration synchronization and every rank's statistics survive the
+// store (DESIGN §2: stored with every run and result).
+TEST_P(StoreContractTest, SyncAndPerRankStatisticsReadBack) {
+  v1::Run run = MakeRun(1, 1000, v1::QUEUED);
+  run.mutable_spec()->set_sync(v1::SYNC_NONE);
+  Create(run);
+  EXPECT_EQ(store_->GetRun("runs/0001").value().spec().sync(), v1::SYNC_NONE);
+  v1::SizeResult result = MakeResult(0, 8);
+  result.set_sync(v1::SYNC_NONE);
+  for (int rank = 0; rank < 3; ++rank) {
+    v1::RankTiming* t = result.add_ranks();
+    t->set_rank(rank);
+    t->set_host(rank == 2 ? "node-b" : "node-a");
+    t->set_mean_s(1e-6 * (rank + 1));
+    t->set_p50_s(0.9e-6 * (rank + 1));
+    t->set_p99_s(2e-6 * (rank + 1));
+    t->set_straggler(rank == 2);
+  }
+  result.set_slowest_rank(2);
+  result.set_slowest_vs_median(1.5);
+  ASSERT_TRUE(store_->AddResult("runs/0001", result).ok());
+  auto results = store_->ListResults("runs/0001");
+  ASSERT_TRUE(results.ok()) << results.status();
+  ASSERT_EQ(results->size(), 1u);
+  EXPECT_TRUE(Same((*results)[0], result)) << (*results)[0].DebugString();
+}
+
 TEST_P(StoreContractTest, ResultsListBySequencePerRun) {
   Create(MakeRun(1, 1, v1::RUNNING));
   Create(MakeRun(2, 2, v1::RUNNING));

@@ -89,6 +89,14 @@ absl::Status MpiCommunicator::MergeHistogramsToRoot(Histogram* histogram) {
   return absl::OkStatus();
 }
 
+absl::StatusOr<std::vector<double>> MpiCommunicator::GatherDoubles(
+    const std::vector<double>& mine) {
+  const int n = static_cast<int>(mine.size());
+  std::vector<double> all(rank_ == 0 ? mine.size() * size_ : 0);
+  MPI_RETURN_IF_ERROR(MPI_Gather(mine.data(), n, MPI_DOUBLE, all.data(), n, MPI_DOUBLE, 0, comm_));
+  return all;
+}
+
 absl::StatusOr<std::vector<std::string>> MpiCommunicator::GatherStrings(
     const std::string& mine) {
   int length = static_cast<int>(mine.size());

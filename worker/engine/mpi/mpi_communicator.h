@@ -31,6 +31,7 @@ class MpiCommunicator final : public Communicator {
   absl::StatusOr<bool> AllOk(bool ok) override;
   absl::Status MergeHistogramsToRoot(Histogram* histogram) override;
   absl::StatusOr<std::vector<std::string>> GatherStrings(const std::string& mine) override;
+  absl::StatusOr<std::vector<double>> GatherDoubles(const std::vector<double>& mine) override;
   absl::StatusOr<std::unique_ptr<Communicator>> Split(int color, int key) override;
   std::string library_name() const override;
   std::string library_version() const override;

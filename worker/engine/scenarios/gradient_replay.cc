@@ -76,6 +76,7 @@ absl::StatusOr<ReplayPlan> MakePlan(const EngineOptions& options) {
     plan.policy.iters = options.iters.value_or(kDefaultSteps);
     plan.policy.time_budget_s = options.time_budget_s;
   }
+  plan.policy.barrier_after_each = BarrierAfterEachIteration(options);
   return plan;
 }
 
@@ -270,8 +271,9 @@ absl::StatusOr<uint64_t> MeasureRankCount(const ScenarioEnv& env,
   ASSIGN_OR_RETURN(RankSummary summary, SummarizeAcrossRanks(sub, local));
   if (*smallest_s < 0) *smallest_s = summary.avg_s;
   if (env.reporter != nullptr) {
-    env.reporter->Size(
-        MakeRecord(options, plan, sub.size(), summary, wrong, *smallest_s));
+    SizeRecord record = MakeRecord(options, plan, sub.size(), summary, wrong, *smallest_s);
+    FillRanks(summary, env.hosts, EffectiveSync(options, /*collective=*/true), &record);
+    env.reporter->Size(record);
   }
   return wrong;
 }

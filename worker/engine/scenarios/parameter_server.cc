@@ -325,6 +325,7 @@ absl::StatusOr<uint64_t> MeasureSize(const ScenarioEnv& env, PsRun& run,
   policy.warmup = options.warmup.value_or(DefaultWarmup(bytes));
   policy.iters = options.iters.value_or(DefaultIters(bytes));
   policy.time_budget_s = options.time_budget_s;
+  policy.barrier_after_each = BarrierAfterEachIteration(options);
   ASSIGN_OR_RETURN(LocalTiming local, TimeIterations(world, policy, [&] {
                      return Iteration(*env.device, run, count);
                    }));
@@ -334,7 +335,9 @@ absl::StatusOr<uint64_t> MeasureSize(const ScenarioEnv& env, PsRun& run,
   }
   ASSIGN_OR_RETURN(RankSummary summary, SummarizeAcrossRanks(world, local));
   if (env.reporter != nullptr) {
-    env.reporter->Size(MakeRecord(run, count, summary, wrong, options.check));
+    SizeRecord record = MakeRecord(run, count, summary, wrong, options.check);
+    FillRanks(summary, env.hosts, EffectiveSync(options, /*collective=*/true), &record);
+    env.reporter->Size(record);
   }
   return wrong;
 }

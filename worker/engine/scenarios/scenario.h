@@ -5,6 +5,9 @@
 #ifndef COLLBENCH_WORKER_ENGINE_SCENARIOS_SCENARIO_H_
 #define COLLBENCH_WORKER_ENGINE_SCENARIOS_SCENARIO_H_
 
+#include <string>
+#include <vector>
+
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "worker/engine/options.h"
@@ -25,6 +28,8 @@ struct ScenarioEnv {
   const MemoryKindRegistry* memory = nullptr;
   DeviceRuntime* device = nullptr;  // never null; may be the no-CUDA stub
   Reporter* reporter = nullptr;     // rank 0 only; null elsewhere
+  // Host name of every rank, by rank (rank 0 only).
+  const std::vector<std::string>* hosts = nullptr;
 };
 
 // Checks the scenario's options against the job (ranks, strategy, model)
