@@ -171,12 +171,16 @@ NcclSearch DefaultNcclSearch() {
 
 std::vector<std::string> PythonSiteDirs() {
   // sys.path covers PYTHONPATH and virtual environments; site adds the
-  // user's and the system's package directories.
+  // user's and the system's package directories. python3 gets the library
+  // path its caller had: an engine bundle's wrapper keeps it in
+  // COLLBENCH_CALLER_LD_LIBRARY_PATH, since the bundle's own libraries
+  // must not replace the ones python3 and its packages were built with.
   constexpr char kCommand[] =
+      "LD_LIBRARY_PATH=\"${COLLBENCH_CALLER_LD_LIBRARY_PATH-$LD_LIBRARY_PATH}\" "
       "python3 -c 'import site, sys\n"
       "dirs = sys.path + site.getsitepackages() + [site.getusersitepackages()]\n"
-      "print(\"\\n\".join(d for d in dirs if d.endswith((\"site-packages\", \"dist-packages\"))))'"
-      " 2>/dev/null";
+      "print(\"\\n\".join(d for d in dirs if d.endswith((\"site-packages\", "
+      "\"dist-packages\"))))' 2>/dev/null";
   std::vector<std::string> dirs;
   FILE* pipe = popen(kCommand, "r");
   if (pipe == nullptr) return dirs;

@@ -85,8 +85,9 @@ struct NcclSearch {
 NcclSearch DefaultNcclSearch();
 
 // python3's site-packages and dist-packages directories (sys.path entries
-// and site.getsitepackages()), from running `python3` found on PATH; empty
-// when there is no python3.
+// and site.getsitepackages()), from running `python3` found on PATH with
+// the caller's LD_LIBRARY_PATH ($COLLBENCH_CALLER_LD_LIBRARY_PATH when an
+// engine bundle set it); empty when there is no python3.
 std::vector<std::string> PythonSiteDirs();
 
 class NcclLibrary {
