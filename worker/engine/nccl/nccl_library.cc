@@ -80,7 +80,12 @@ class NcclLoader {
     void* handle = dlopen(what.c_str(), RTLD_NOW | RTLD_LOCAL | RTLD_NODELETE);
     if (handle == nullptr) {
       const std::string error = LastDlError();
-      if (!(by_name && absl::StrContains(error, "No such file"))) attempt.unusable = error;
+      // dlopen names the file it could not open: the candidate itself is
+      // absence; anything else (a dependency, a wrong ELF class) a reason.
+      const bool absent =
+          by_name &&
+          absl::StartsWith(error, absl::StrCat(what, ": cannot open shared object file"));
+      if (!absent) attempt.unusable = error;
       return attempt;
     }
     NcclApi api;
