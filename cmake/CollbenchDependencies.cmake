@@ -26,20 +26,21 @@ pkg_check_modules(NUMA REQUIRED IMPORTED_TARGET numa)
 
 # CUDA: host-compiled code against the runtime API and NCCL; no device code,
 # so nvcc is not needed. The static runtime keeps binaries loadable where
-# only the driver (or nothing) is installed.
+# only the driver (or nothing) is installed. NCCL is not linked: only its
+# header is needed, the engine loads libnccl.so.2 at run time
+# (worker/engine/nccl/nccl_library.h).
 if(NOT DEFINED CUDAToolkit_ROOT AND EXISTS /usr/local/cuda)
   set(CUDAToolkit_ROOT /usr/local/cuda)
 endif()
 find_package(CUDAToolkit QUIET)
 find_path(NCCL_INCLUDE_DIR nccl.h HINTS ${CUDAToolkit_INCLUDE_DIRS} ${CUDAToolkit_ROOT}/include)
-find_library(NCCL_LIBRARY nccl HINTS ${CUDAToolkit_LIBRARY_DIR} ${CUDAToolkit_ROOT}/lib64)
-if(CUDAToolkit_FOUND AND NCCL_INCLUDE_DIR AND NCCL_LIBRARY)
+if(CUDAToolkit_FOUND AND NCCL_INCLUDE_DIR)
   set(COLLBENCH_CUDA_FOUND ON)
-  if(NOT TARGET collbench::nccl)
-    add_library(collbench::nccl UNKNOWN IMPORTED)
-    set_target_properties(collbench::nccl PROPERTIES
-      IMPORTED_LOCATION ${NCCL_LIBRARY}
-      INTERFACE_INCLUDE_DIRECTORIES ${NCCL_INCLUDE_DIR})
+  if(NOT TARGET collbench::nccl_headers)
+    # nccl.h includes cuda_runtime.h, so the toolkit's headers come along.
+    add_library(collbench::nccl_headers INTERFACE IMPORTED)
+    set_target_properties(collbench::nccl_headers PROPERTIES
+      INTERFACE_INCLUDE_DIRECTORIES "${NCCL_INCLUDE_DIR};${CUDAToolkit_INCLUDE_DIRS}")
   endif()
 else()
   set(COLLBENCH_CUDA_FOUND OFF)

@@ -1,14 +1,15 @@
 // nccl: NCCL collectives on device memory, issued to the device runtime's
-// stream. The communicator is bootstrapped over MPI: rank 0 creates the
-// unique id and broadcasts it. Gather, alltoall and Exchange have no NCCL
-// collective and are grouped point-to-point calls, as in nccl-tests.
+// stream. NCCL itself is loaded at run time (nccl/nccl_library.h), so the
+// binary starts where it is not installed. The communicator is bootstrapped
+// over MPI: rank 0 creates the unique id and broadcasts it. Gather, alltoall
+// and Exchange have no NCCL collective and are grouped point-to-point calls,
+// as in nccl-tests.
 //
 // Every call returns once the work is queued; Synchronize() waits for the
 // stream while watching the communicator for asynchronous errors, so a
 // failed peer ends the wait with an error instead of a hang.
 #include <cuda_runtime.h>
 #include <mpi.h>
-#include <nccl.h>
 
 #include <cstddef>
 #include <memory>
@@ -26,6 +27,7 @@
 #include "worker/engine/cuda/device_runtime.h"
 #include "worker/engine/mpi/mpi_communicator.h"
 #include "worker/engine/mpi/mpi_status.h"
+#include "worker/engine/nccl/nccl_library.h"
 
 namespace collbench {
 namespace {
@@ -61,12 +63,6 @@ void* Block(void* base, size_t index, size_t count, DataType dtype) {
   return static_cast<char*>(base) + index * count * ElementSize(dtype);
 }
 
-// NCCL packs versions as major*10000 + minor*100 + patch since 2.9.
-std::string NcclVersionText(int code) {
-  return absl::StrCat("NCCL ", code / 10000, ".", (code % 10000) / 100, ".",
-                      code % 100);
-}
-
 // The bootstrap message rank 0 broadcasts: the id, or that it has none so
 // the other ranks fail too instead of waiting in ncclCommInitRank.
 struct Bootstrap {
@@ -74,12 +70,12 @@ struct Bootstrap {
   ncclUniqueId id{};
 };
 
-absl::StatusOr<ncclUniqueId> ShareUniqueId(MPI_Comm comm, int rank) {
+absl::StatusOr<ncclUniqueId> ShareUniqueId(const NcclLibrary& nccl, MPI_Comm comm, int rank) {
   Bootstrap message;
   absl::Status created = absl::OkStatus();
   if (rank == 0) {
-    created = NcclStatus(ncclGetUniqueId(&message.id), "ncclGetUniqueId(&id)",
-                         __FILE__, __LINE__);
+    created = nccl.StatusOf(nccl.api().ncclGetUniqueId(&message.id), "ncclGetUniqueId(&id)",
+                            __FILE__, __LINE__);
     message.ok = created.ok() ? 1 : 0;
   }
   MPI_RETURN_IF_ERROR(MPI_Bcast(&message, sizeof message, MPI_BYTE, 0, comm));
@@ -91,12 +87,25 @@ absl::StatusOr<ncclUniqueId> ShareUniqueId(MPI_Comm comm, int rank) {
   return message.id;
 }
 
+// Loads NCCL on every rank. A rank that could not must not leave the others
+// waiting in the bootstrap, so all learn whether every rank has it.
+absl::StatusOr<std::unique_ptr<NcclLibrary>> LoadOnEveryRank(MpiCommunicator& comm) {
+  absl::StatusOr<std::unique_ptr<NcclLibrary>> loaded = NcclLibrary::Load(DefaultNcclSearch());
+  ASSIGN_OR_RETURN(bool all_loaded, comm.AllOk(loaded.ok()));
+  if (!loaded.ok() || all_loaded) return loaded;
+  return absl::FailedPreconditionError("another rank could not load NCCL; see its error");
+}
+
 class NcclBackend final : public Backend {
  public:
-  NcclBackend(ncclComm_t comm, cudaStream_t stream, int rank, int nranks,
-              std::string version)
-      : comm_(comm), stream_(stream), rank_(rank), nranks_(nranks),
-        version_(std::move(version)) {}
+  NcclBackend(std::unique_ptr<NcclLibrary> nccl, ncclComm_t comm, cudaStream_t stream, int rank,
+              int nranks)
+      : nccl_(std::move(nccl)),
+        comm_(comm),
+        stream_(stream),
+        rank_(rank),
+        nranks_(nranks),
+        version_(nccl_->VersionText()) {}
   NcclBackend(const NcclBackend&) = delete;
   NcclBackend& operator=(const NcclBackend&) = delete;
   ~NcclBackend() override;
@@ -128,7 +137,8 @@ class NcclBackend final : public Backend {
   // Ends a group opened by ncclGroupStart, returning the first error.
   absl::Status EndGroup(absl::Status body);
 
-  ncclComm_t comm_;  // null once aborted after an asynchronous error
+  const std::unique_ptr<NcclLibrary> nccl_;  // outlives comm_
+  ncclComm_t comm_;                          // null once aborted after an asynchronous error
   cudaStream_t stream_;
   const int rank_;
   const int nranks_;
@@ -137,12 +147,13 @@ class NcclBackend final : public Backend {
 
 NcclBackend::~NcclBackend() {
   if (comm_ == nullptr) return;
+  const NcclApi& api = nccl_->api();
   ncclResult_t async_error = ncclSuccess;
-  const bool healthy = ncclCommGetAsyncError(comm_, &async_error) == ncclSuccess &&
-                       async_error == ncclSuccess;
+  const bool healthy =
+      api.ncclCommGetAsyncError(comm_, &async_error) == ncclSuccess && async_error == ncclSuccess;
   // Destroy waits for outstanding work; abort does not, which is what a
   // communicator with a failed peer needs.
-  (void)(healthy ? ncclCommDestroy(comm_) : ncclCommAbort(comm_));
+  (void)(healthy ? api.ncclCommDestroy(comm_) : api.ncclCommAbort(comm_));
 }
 
 absl::Status NcclBackend::CheckUsable() const {
@@ -153,38 +164,37 @@ absl::Status NcclBackend::CheckUsable() const {
 
 absl::Status NcclBackend::EndGroup(absl::Status body) {
   const absl::Status ended =
-      NcclStatus(ncclGroupEnd(), "ncclGroupEnd()", __FILE__, __LINE__);
+      nccl_->StatusOf(nccl_->api().ncclGroupEnd(), "ncclGroupEnd()", __FILE__, __LINE__);
   return body.ok() ? ended : body;
 }
 
 absl::Status NcclBackend::Bcast(void* buffer, size_t count, DataType dtype, int root) {
   RETURN_IF_ERROR(CheckUsable());
-  NCCL_RETURN_IF_ERROR(ncclBroadcast(buffer, buffer, count, ToNcclType(dtype), root,
-                                     comm_, stream_));
+  NCCL_RETURN_IF_ERROR(
+      *nccl_, ncclBroadcast(buffer, buffer, count, ToNcclType(dtype), root, comm_, stream_));
   return absl::OkStatus();
 }
 
 absl::Status NcclBackend::Reduce(const void* send, void* recv, size_t count,
                                  DataType dtype, ReduceOp op, int root) {
   RETURN_IF_ERROR(CheckUsable());
-  NCCL_RETURN_IF_ERROR(ncclReduce(send, recv, count, ToNcclType(dtype), ToNcclOp(op),
-                                  root, comm_, stream_));
+  NCCL_RETURN_IF_ERROR(
+      *nccl_, ncclReduce(send, recv, count, ToNcclType(dtype), ToNcclOp(op), root, comm_, stream_));
   return absl::OkStatus();
 }
 
 absl::Status NcclBackend::Allreduce(const void* send, void* recv, size_t count,
                                     DataType dtype, ReduceOp op) {
   RETURN_IF_ERROR(CheckUsable());
-  NCCL_RETURN_IF_ERROR(ncclAllReduce(send, recv, count, ToNcclType(dtype),
-                                     ToNcclOp(op), comm_, stream_));
+  NCCL_RETURN_IF_ERROR(
+      *nccl_, ncclAllReduce(send, recv, count, ToNcclType(dtype), ToNcclOp(op), comm_, stream_));
   return absl::OkStatus();
 }
 
 absl::Status NcclBackend::Allgather(const void* send, void* recv, size_t count,
                                     DataType dtype) {
   RETURN_IF_ERROR(CheckUsable());
-  NCCL_RETURN_IF_ERROR(
-      ncclAllGather(send, recv, count, ToNcclType(dtype), comm_, stream_));
+  NCCL_RETURN_IF_ERROR(*nccl_, ncclAllGather(send, recv, count, ToNcclType(dtype), comm_, stream_));
   return absl::OkStatus();
 }
 
@@ -192,8 +202,8 @@ absl::Status NcclBackend::ReduceScatter(const void* send, void* recv,
                                         size_t recv_count, DataType dtype,
                                         ReduceOp op) {
   RETURN_IF_ERROR(CheckUsable());
-  NCCL_RETURN_IF_ERROR(ncclReduceScatter(send, recv, recv_count, ToNcclType(dtype),
-                                         ToNcclOp(op), comm_, stream_));
+  NCCL_RETURN_IF_ERROR(*nccl_, ncclReduceScatter(send, recv, recv_count, ToNcclType(dtype),
+                                                 ToNcclOp(op), comm_, stream_));
   return absl::OkStatus();
 }
 
@@ -203,15 +213,15 @@ absl::Status NcclBackend::Gather(const void* send, void* recv, size_t count,
                                  DataType dtype, int root) {
   RETURN_IF_ERROR(CheckUsable());
   const ncclDataType_t type = ToNcclType(dtype);
-  NCCL_RETURN_IF_ERROR(ncclGroupStart());
+  NCCL_RETURN_IF_ERROR(*nccl_, ncclGroupStart());
   absl::Status body = [&]() -> absl::Status {
     if (rank_ == root) {
       for (int r = 0; r < nranks_; ++r) {
         NCCL_RETURN_IF_ERROR(
-            ncclRecv(Block(recv, r, count, dtype), count, type, r, comm_, stream_));
+            *nccl_, ncclRecv(Block(recv, r, count, dtype), count, type, r, comm_, stream_));
       }
     }
-    NCCL_RETURN_IF_ERROR(ncclSend(send, count, type, root, comm_, stream_));
+    NCCL_RETURN_IF_ERROR(*nccl_, ncclSend(send, count, type, root, comm_, stream_));
     return absl::OkStatus();
   }();
   return EndGroup(std::move(body));
@@ -221,13 +231,13 @@ absl::Status NcclBackend::Alltoall(const void* send, void* recv, size_t count,
                                    DataType dtype) {
   RETURN_IF_ERROR(CheckUsable());
   const ncclDataType_t type = ToNcclType(dtype);
-  NCCL_RETURN_IF_ERROR(ncclGroupStart());
+  NCCL_RETURN_IF_ERROR(*nccl_, ncclGroupStart());
   absl::Status body = [&]() -> absl::Status {
     for (int r = 0; r < nranks_; ++r) {
-      NCCL_RETURN_IF_ERROR(
-          ncclSend(Block(send, r, count, dtype), count, type, r, comm_, stream_));
-      NCCL_RETURN_IF_ERROR(
-          ncclRecv(Block(recv, r, count, dtype), count, type, r, comm_, stream_));
+      NCCL_RETURN_IF_ERROR(*nccl_,
+                           ncclSend(Block(send, r, count, dtype), count, type, r, comm_, stream_));
+      NCCL_RETURN_IF_ERROR(*nccl_,
+                           ncclRecv(Block(recv, r, count, dtype), count, type, r, comm_, stream_));
     }
     return absl::OkStatus();
   }();
@@ -238,13 +248,13 @@ absl::Status NcclBackend::Exchange(absl::Span<const PeerTransfer> transfers,
                                    DataType dtype) {
   RETURN_IF_ERROR(CheckUsable());
   const ncclDataType_t type = ToNcclType(dtype);
-  NCCL_RETURN_IF_ERROR(ncclGroupStart());
+  NCCL_RETURN_IF_ERROR(*nccl_, ncclGroupStart());
   absl::Status body = [&]() -> absl::Status {
     for (const PeerTransfer& t : transfers) {
       if (t.direction == PeerTransfer::Direction::kSend) {
-        NCCL_RETURN_IF_ERROR(ncclSend(t.buffer, t.count, type, t.peer, comm_, stream_));
+        NCCL_RETURN_IF_ERROR(*nccl_, ncclSend(t.buffer, t.count, type, t.peer, comm_, stream_));
       } else {
-        NCCL_RETURN_IF_ERROR(ncclRecv(t.buffer, t.count, type, t.peer, comm_, stream_));
+        NCCL_RETURN_IF_ERROR(*nccl_, ncclRecv(t.buffer, t.count, type, t.peer, comm_, stream_));
       }
     }
     return absl::OkStatus();
@@ -263,12 +273,11 @@ absl::Status NcclBackend::Synchronize() {
       return CudaStatus(state, "cudaStreamQuery(stream)", __FILE__, __LINE__);
     }
     ncclResult_t async_error = ncclSuccess;
-    NCCL_RETURN_IF_ERROR(ncclCommGetAsyncError(comm_, &async_error));
+    NCCL_RETURN_IF_ERROR(*nccl_, ncclCommGetAsyncError(comm_, &async_error));
     if (async_error != ncclSuccess) {
-      const absl::Status failed =
-          NcclStatus(async_error, "NCCL communicator (asynchronous error)", __FILE__,
-                     __LINE__);
-      (void)ncclCommAbort(comm_);
+      const absl::Status failed = nccl_->StatusOf(
+          async_error, "NCCL communicator (asynchronous error)", __FILE__, __LINE__);
+      (void)nccl_->api().ncclCommAbort(comm_);
       comm_ = nullptr;
       return failed;
     }
@@ -283,14 +292,13 @@ absl::StatusOr<std::unique_ptr<Backend>> NewNcclBackend(MpiCommunicator& comm,
     return absl::FailedPreconditionError(
         "--backend nccl needs an initialised CUDA device runtime");
   }
-  ASSIGN_OR_RETURN(ncclUniqueId id, ShareUniqueId(comm.handle(), comm.rank()));
+  ASSIGN_OR_RETURN(std::unique_ptr<NcclLibrary> nccl, LoadOnEveryRank(comm));
+  ASSIGN_OR_RETURN(ncclUniqueId id, ShareUniqueId(*nccl, comm.handle(), comm.rank()));
   ncclComm_t nccl_comm = nullptr;
-  NCCL_RETURN_IF_ERROR(ncclCommInitRank(&nccl_comm, comm.size(), id, comm.rank()));
-  int version = 0;
-  (void)ncclGetVersion(&version);  // cannot fail once a communicator exists
+  NCCL_RETURN_IF_ERROR(*nccl, ncclCommInitRank(&nccl_comm, comm.size(), id, comm.rank()));
   return std::unique_ptr<Backend>(std::make_unique<NcclBackend>(
-      nccl_comm, static_cast<cudaStream_t>(device->stream()), comm.rank(),
-      comm.size(), NcclVersionText(version)));
+      std::move(nccl), nccl_comm, static_cast<cudaStream_t>(device->stream()), comm.rank(),
+      comm.size()));
 }
 
 }  // namespace collbench
