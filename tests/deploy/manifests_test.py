@@ -131,7 +131,7 @@ def check_containers(docs, flags, what):
                     raise Failure(f"{what}: {program} has no flag --{match.group(1)} ({arg})")
                 for var in re.findall(r"\$\(([A-Za-z_][A-Za-z0-9_]*)\)", arg):
                     if var not in defined:
-                        raise Failure(f"{what}: {arg}: ${var} is not defined in the container")
+                        raise Failure(f"{what}: {arg}: $({var}) is not defined in the container")
             checked += 1
     if checked == 0:
         raise Failure(f"{what}: no containers rendered")
