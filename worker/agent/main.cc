@@ -151,6 +151,8 @@ int Serve(const Flags& flags) {
     absl::FPrintF(stderr, "collbench-worker: cannot listen on %s\n", flags.listen);
     return 1;
   }
+  // Ready (gRPC health SERVING) only while registered with the coordinator.
+  std::function<void(bool)> report_registration = ReportRegistrationAsHealth(server.get());
   absl::StatusOr<v1::Inventory> inventory = DiscoverInventory();
   if (!inventory.ok()) {
     absl::FPrintF(stderr, "collbench-worker: inventory: %s\n", inventory.status().message());
@@ -164,6 +166,7 @@ int Serve(const Flags& flags) {
   options.slots = flags.slots > 0 ? flags.slots : std::max(1, inventory->cpus());
   options.join_token = flags.join_token;
   options.inventory = *inventory;
+  options.on_registration = std::move(report_registration);
   ResultSpool spool;
   WorkerAgent agent(options, &exec, &spool);
   LauncherOptions launcher_options;

@@ -4,12 +4,20 @@
 #include <random>
 #include <thread>
 
+#include <grpcpp/health_check_service_interface.h>
+
 #include "absl/strings/str_format.h"
 
 namespace collbench {
 
 WorkerAgent::WorkerAgent(WorkerAgentOptions options, ExecManager* exec, ResultSpool* spool)
     : options_(std::move(options)), exec_(exec), spool_(spool) {}
+
+std::function<void(bool registered)> ReportRegistrationAsHealth(grpc::Server* server) {
+  grpc::HealthCheckServiceInterface* health = server->GetHealthCheckService();
+  health->SetServingStatus("", false);
+  return [health](bool registered) { health->SetServingStatus("", registered); };
+}
 
 bool WorkerAgent::connected() const {
   absl::MutexLock lock(&mu_);
@@ -82,6 +90,7 @@ bool WorkerAgent::Session(v1::WorkerGateway::Stub& stub) {
       absl::MutexLock lock(&mu_);
       stream_ = stream.get();
     }
+    if (options_.on_registration) options_.on_registration(true);
     // Everything not yet acknowledged goes again; duplicates are ignored.
     for (const v1::WorkerMessage& pending : spool_->Pending()) Write(pending);
     absl::Notification heartbeat_done;
@@ -102,6 +111,7 @@ bool WorkerAgent::Session(v1::WorkerGateway::Stub& stub) {
     stream_ = nullptr;
     context_ = nullptr;
   }
+  if (registered && options_.on_registration) options_.on_registration(false);
   if (!server_done) context.TryCancel();
   const grpc::Status status = stream->Finish();
   if (!stop_.HasBeenNotified() && !status.ok()) {

@@ -6,12 +6,13 @@
 // still holds, so no result is lost across a coordinator restart.
 //
 // Thread safety: Send() and Stop() may be called from any thread; Run()
-// from one.
+// from one. `on_registration` is called on Run()'s thread.
 #ifndef COLLBENCH_WORKER_AGENT_WORKER_AGENT_H_
 #define COLLBENCH_WORKER_AGENT_WORKER_AGENT_H_
 
 #include <grpcpp/grpcpp.h>
 
+#include <functional>
 #include <memory>
 #include <string>
 
@@ -37,7 +38,18 @@ struct WorkerAgentOptions {
   std::shared_ptr<grpc::ChannelCredentials> credentials;  // insecure when null
   absl::Duration min_backoff = absl::Milliseconds(200);
   absl::Duration max_backoff = absl::Seconds(5);
+  // Called with true when the coordinator accepts the registration and with
+  // false when that stream ends; may be empty.
+  std::function<void(bool registered)> on_registration;
 };
+
+// An `on_registration` that publishes registration as the overall ("")
+// status of `server`'s default health service, which it sets to NOT_SERVING
+// now: SERVING only while registered, so a gRPC health probe of the worker
+// (a Kubernetes readiness probe) means "registered with the coordinator".
+// REQUIRES: `server` was built with the default health check service
+// enabled and outlives the agent.
+std::function<void(bool registered)> ReportRegistrationAsHealth(grpc::Server* server);
 
 class WorkerAgent final : public ReportSink {
  public:

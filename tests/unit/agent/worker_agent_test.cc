@@ -1,0 +1,208 @@
+// The worker's readiness: its gRPC health status is SERVING exactly while it
+// is registered with the coordinator (a Kubernetes `grpc:` readiness probe
+// on the worker's --listen port relies on it).
+#include "worker/agent/worker_agent.h"
+
+#include <grpcpp/generic/generic_stub.h>
+#include <grpcpp/grpcpp.h>
+#include <grpcpp/health_check_service_interface.h>
+
+#include <functional>
+#include <memory>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "absl/synchronization/mutex.h"
+#include "gtest/gtest.h"
+#include "tests/unit/agent/test_util.h"
+
+namespace collbench {
+namespace {
+
+using ::collbench::testing::Eventually;
+
+// A WorkerGateway that accepts every registration and keeps the stream open
+// until DropStreams() ends it; the worker then reconnects.
+class FakeGateway final : public v1::WorkerGateway::Service {
+ public:
+  grpc::Status Connect(
+      grpc::ServerContext* context,
+      grpc::ServerReaderWriter<v1::CoordinatorMessage, v1::WorkerMessage>* stream) override {
+    v1::WorkerMessage hello;
+    if (!stream->Read(&hello) || !hello.has_register_()) {
+      return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, "register first");
+    }
+    v1::CoordinatorMessage reply;
+    reply.mutable_registered()->set_name("workers/" + hello.register_().worker_id());
+    reply.mutable_registered()->set_heartbeat_interval_ms(100);
+    stream->Write(reply);
+    absl::MutexLock lock(&mu_);
+    const int generation = generation_;
+    auto dropped = [this, generation] { return generation_ != generation; };
+    while (!mu_.AwaitWithTimeout(absl::Condition(&dropped), absl::Milliseconds(50))) {
+      if (context->IsCancelled()) break;
+    }
+    return grpc::Status(grpc::StatusCode::UNAVAILABLE, "dropped by the test");
+  }
+
+  void DropStreams() {
+    absl::MutexLock lock(&mu_);
+    ++generation_;
+  }
+
+ private:
+  absl::Mutex mu_;
+  int generation_ ABSL_GUARDED_BY(mu_) = 0;
+};
+
+// Health/Check for the overall ("") service through a generic stub, so the
+// test needs no generated health proto: an empty HealthCheckRequest, and the
+// response's field 1 (status) as its two wire bytes.
+std::string OverallHealth(const std::shared_ptr<grpc::Channel>& channel) {
+  grpc::GenericStub stub(channel);
+  grpc::CompletionQueue queue;
+  grpc::ClientContext context;
+  context.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(5));
+  grpc::Slice empty("");
+  const grpc::ByteBuffer request(&empty, 1);
+  auto call = stub.PrepareUnaryCall(&context, "/grpc.health.v1.Health/Check", request, &queue);
+  call->StartCall();
+  grpc::ByteBuffer response;
+  grpc::Status status;
+  call->Finish(&response, &status, reinterpret_cast<void*>(1));
+  void* tag = nullptr;
+  bool ok = false;
+  if (!queue.Next(&tag, &ok) || !ok) return "no answer";
+  if (!status.ok()) return absl::StrCat("error ", status.error_message());
+  std::vector<grpc::Slice> slices;
+  if (!response.Dump(&slices).ok()) return "unreadable";
+  std::string bytes;
+  for (const grpc::Slice& slice : slices) {
+    bytes.append(reinterpret_cast<const char*>(slice.begin()), slice.size());
+  }
+  if (bytes == std::string("\x08\x01", 2)) return "SERVING";
+  if (bytes == std::string("\x08\x02", 2)) return "NOT_SERVING";
+  return absl::StrCat("unexpected response of ", bytes.size(), " bytes");
+}
+
+std::unique_ptr<grpc::Server> StartServer(grpc::Service* service, int* port) {
+  grpc::ServerBuilder builder;
+  builder.AddListeningPort("127.0.0.1:0", grpc::InsecureServerCredentials(), port);
+  builder.RegisterService(service);
+  return builder.BuildAndStart();
+}
+
+class WorkerAgentTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    grpc::EnableDefaultHealthCheckService(true);
+    runner_ = NewPosixProcessRunner();
+    exec_ = std::make_unique<ExecManager>(runner_.get(), ExecManagerOptions{});
+    exec_service_ = std::make_unique<ExecService>(exec_.get());
+    int port = 0;
+    // The worker's own server, with its Agent service as in the binary.
+    worker_server_ = StartServer(exec_service_.get(), &port);
+    ASSERT_NE(worker_server_, nullptr);
+    worker_channel_ =
+        grpc::CreateChannel(absl::StrCat("127.0.0.1:", port), grpc::InsecureChannelCredentials());
+    gateway_server_ = StartServer(&gateway_, &gateway_port_);
+    ASSERT_NE(gateway_server_, nullptr);
+  }
+
+  void TearDown() override {
+    if (agent_ != nullptr) agent_->Stop();
+    if (agent_thread_.joinable()) agent_thread_.join();
+    if (gateway_server_ != nullptr) gateway_server_->Shutdown();
+    if (worker_server_ != nullptr) worker_server_->Shutdown();
+  }
+
+  void StartAgent(const std::string& coordinator) {
+    WorkerAgentOptions options;
+    options.coordinator = coordinator;
+    options.worker_id = "w1";
+    options.agent_address = "127.0.0.1:1";
+    options.min_backoff = absl::Milliseconds(20);
+    options.max_backoff = absl::Milliseconds(100);
+    std::function<void(bool)> report = ReportRegistrationAsHealth(worker_server_.get());
+    options.on_registration = [this, report](bool registered) {
+      report(registered);
+      absl::MutexLock lock(&mu_);
+      transitions_.push_back(registered);
+    };
+    agent_ = std::make_unique<WorkerAgent>(options, exec_.get(), &spool_);
+    agent_thread_ = std::thread([this] { agent_->Run(); });
+  }
+
+  bool HealthBecomes(const std::string& expected) {
+    return Eventually([&] { return OverallHealth(worker_channel_) == expected; },
+                      absl::Seconds(10));
+  }
+
+  std::vector<bool> transitions() {
+    absl::MutexLock lock(&mu_);
+    return transitions_;
+  }
+
+  FakeGateway gateway_;
+  int gateway_port_ = 0;
+  std::unique_ptr<grpc::Server> gateway_server_;
+  std::unique_ptr<grpc::Server> worker_server_;
+  std::shared_ptr<grpc::Channel> worker_channel_;
+  std::unique_ptr<ProcessRunner> runner_;
+  std::unique_ptr<ExecManager> exec_;
+  std::unique_ptr<ExecService> exec_service_;
+  ResultSpool spool_;
+  std::unique_ptr<WorkerAgent> agent_;
+  std::thread agent_thread_;
+  absl::Mutex mu_;
+  std::vector<bool> transitions_ ABSL_GUARDED_BY(mu_);  // what on_registration was told
+};
+
+TEST_F(WorkerAgentTest, NotServingBeforeRegistration) {
+  ReportRegistrationAsHealth(worker_server_.get());
+  EXPECT_EQ(OverallHealth(worker_channel_), "NOT_SERVING");
+}
+
+TEST_F(WorkerAgentTest, ServingWhileRegisteredAndNotServingWhenTheStreamIsLost) {
+  StartAgent(absl::StrCat("127.0.0.1:", gateway_port_));
+  ASSERT_TRUE(HealthBecomes("SERVING"));
+  EXPECT_TRUE(agent_->connected());
+
+  // The coordinator ends the stream: not ready until registered again.
+  gateway_.DropStreams();
+  gateway_server_->Shutdown();
+  gateway_server_.reset();
+  EXPECT_TRUE(HealthBecomes("NOT_SERVING"));
+  EXPECT_FALSE(agent_->connected());
+  EXPECT_EQ(transitions(), (std::vector<bool>{true, false}));
+}
+
+TEST_F(WorkerAgentTest, ServingAgainAfterReconnecting) {
+  StartAgent(absl::StrCat("127.0.0.1:", gateway_port_));
+  ASSERT_TRUE(HealthBecomes("SERVING"));
+  gateway_.DropStreams();
+  // The gateway still answers, so the agent registers again after its backoff.
+  ASSERT_TRUE(Eventually([&] { return transitions().size() >= 3; }));
+  EXPECT_EQ(transitions(), (std::vector<bool>{true, false, true}));
+  EXPECT_EQ(OverallHealth(worker_channel_), "SERVING");
+}
+
+TEST_F(WorkerAgentTest, NeverServingWithoutACoordinator) {
+  int unused_port = 0;
+  {
+    // A port that was free a moment ago: nothing answers there.
+    FakeGateway unused;
+    std::unique_ptr<grpc::Server> probe = StartServer(&unused, &unused_port);
+    probe->Shutdown();
+  }
+  StartAgent(absl::StrCat("127.0.0.1:", unused_port));
+  absl::SleepFor(absl::Milliseconds(500));
+  EXPECT_EQ(OverallHealth(worker_channel_), "NOT_SERVING");
+  EXPECT_FALSE(agent_->connected());
+  EXPECT_TRUE(transitions().empty());
+}
+
+}  // namespace
+}  // namespace collbench
