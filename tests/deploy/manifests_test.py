@@ -119,6 +119,10 @@ def check_containers(docs, flags, what):
             if program not in flags:
                 raise Failure(f"{what}: {doc['kind']}/{doc['metadata']['name']}: image "
                               f"{container['image']} runs no known program")
+            command = container.get("command", [])
+            if command[:2] != ["/usr/bin/tini", "--"] or command[2:] != [program]:
+                raise Failure(f"{what}: {doc['kind']}/{doc['metadata']['name']}: command "
+                              f"{command} is not the image's init running {program}")
             defined = {e["name"] for e in container.get("env", [])}
             for source in container.get("envFrom", []):
                 name = source.get("configMapRef", {}).get("name")
