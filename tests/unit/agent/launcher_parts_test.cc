@@ -15,6 +15,7 @@ namespace {
 using ::testing::Contains;
 using ::testing::ElementsAre;
 using ::testing::HasSubstr;
+using ::testing::Not;
 
 v1::SizeResult Bytes(uint64_t bytes) {
   v1::SizeResult r;
@@ -136,6 +137,30 @@ TEST_F(LaunchCommandTest, MpiInterfaceRestrictsOpenMpiAndMpichCallsBackTheLaunch
   assignment_.mutable_spec()->set_mpi(v1::MPICH);
   auto mpich = BuildLaunchCommand(assignment_, "workers/a", paths_);
   EXPECT_THAT(Joined(mpich->argv), HasSubstr("-localhost 127.0.0.1"));
+}
+
+TEST_F(LaunchCommandTest, ShmAcrossWorkersSharingIpcGoesThroughUcxSharedMemory) {
+  assignment_.mutable_spec()->set_transport(v1::SHM);
+  assignment_.set_shared_ipc(true);
+  assignment_.set_single_copy_mechanism("none");  // private PID namespaces
+  auto openmpi = BuildLaunchCommand(assignment_, "workers/a", paths_);
+  const std::string line = Joined(openmpi->argv);
+  EXPECT_THAT(line, HasSubstr("--mca pml ucx -x UCX_POSIX_USE_PROC_LINK -x UCX_TLS "));
+  EXPECT_THAT(line, Not(HasSubstr("vader")));  // vader never connects two "nodes"
+  EXPECT_EQ(openmpi->env.at("UCX_TLS"), "self,posix,sysv");
+  EXPECT_EQ(openmpi->env.at("UCX_POSIX_USE_PROC_LINK"), "n");
+
+  assignment_.set_single_copy_mechanism("cma");  // one PID namespace
+  assignment_.mutable_spec()->set_mpi(v1::MPICH);
+  auto mpich = BuildLaunchCommand(assignment_, "workers/a", paths_);
+  EXPECT_THAT(Joined(mpich->argv), HasSubstr("-genv UCX_TLS self,sm"));
+  EXPECT_FALSE(mpich->env.contains("UCX_POSIX_USE_PROC_LINK"));
+}
+
+TEST_F(LaunchCommandTest, ShmWithoutSharedIpcKeepsVader) {
+  assignment_.mutable_spec()->set_transport(v1::SHM);
+  auto openmpi = BuildLaunchCommand(assignment_, "workers/a", paths_);
+  EXPECT_THAT(Joined(openmpi->argv), HasSubstr("--mca pml ob1 --mca btl self,vader"));
 }
 
 TEST_F(LaunchCommandTest, RefusesAnAssignmentForAnotherLauncher) {
