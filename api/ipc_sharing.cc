@@ -31,13 +31,14 @@ IpcSharing DecideIpcSharing(const std::vector<WorkerIpc>& workers) {
     result.reason = absl::StrCat(Describe(first), " reports no IPC namespace");
     return result;
   }
-  std::vector<std::string> apart;
-  bool one_pid_namespace = first.pid_namespace != 0;
+  std::vector<std::string> apart, other_pid;
   for (const WorkerIpc& w : workers) {
     const bool shares = w.ipc_namespace != 0 && w.ipc_namespace == first.ipc_namespace &&
                         w.host_id == first.host_id;
     if (!shares) apart.push_back(Describe(w));
-    one_pid_namespace &= w.pid_namespace == first.pid_namespace;
+    if (w.pid_namespace == 0 || w.pid_namespace != first.pid_namespace) {
+      other_pid.push_back(absl::StrCat(w.name, " (pid:[", w.pid_namespace, "])"));
+    }
   }
   if (!apart.empty()) {
     result.reason = absl::StrCat(absl::StrJoin(apart, ", "), apart.size() == 1 ? " does" : " do",
@@ -45,8 +46,23 @@ IpcSharing DecideIpcSharing(const std::vector<WorkerIpc>& workers) {
     return result;
   }
   result.shared = true;
-  result.single_copy_mechanism = one_pid_namespace ? "cma" : "none";
+  result.single_copy_mechanism = other_pid.empty() ? "cma" : "none";
+  if (!other_pid.empty()) {
+    result.pid_reason = absl::StrCat(absl::StrJoin(other_pid, ", "),
+                                     other_pid.size() == 1 ? " is" : " are",
+                                     " not in the PID namespace of ", first.name, " (pid:[",
+                                     first.pid_namespace, "])");
+  }
   return result;
+}
+
+std::string ShmNeedsOnePidNamespace(const IpcSharing& sharing) {
+  return absl::StrCat(
+      "SHM between workers needs them in one PID namespace as well as one IPC namespace: ",
+      sharing.pid_reason,
+      " (UCX's shared memory, which carries SHM between workers, times out between PID "
+      "namespaces); share the PID namespace (podman --pid container:NAME, Kubernetes "
+      "hostPID) or use TCP");
 }
 
 }  // namespace collbench

@@ -10,7 +10,8 @@
 //            hence the host). One worker is trivially shared.
 //   single-copy mechanism (what shared memory could use beyond copy-in /
 //   copy-out): "cma" when, besides, every worker has the same non-zero PID
-//   namespace (Cross Memory Attach names the peer by its PID and needs
+//   namespace (which SHM across workers needs anyway, see
+//   ShmNeedsOnePidNamespace) (Cross Memory Attach names the peer by its PID and needs
 //   ptrace permission: the same user); "none" otherwise, and when not
 //   shared. XPMEM and KNEM are not considered (no module is loaded on the
 //   hosts this runs on).
@@ -43,10 +44,22 @@ struct IpcSharing {
   // why, e.g. "workers/c (host n2, ipc:[4026532290]) does not share the IPC
   // namespace of workers/a (host n1, ipc:[4026531839])".
   std::string reason;
+  // When shared but not in one PID namespace (single_copy_mechanism
+  // "none"): which workers are not in the first one's, e.g. "workers/b
+  // (pid:[4026532401]) is not in the PID namespace of workers/a
+  // (pid:[4026532301])".
+  std::string pid_reason;
 };
 
 // REQUIRES: !workers.empty().
 IpcSharing DecideIpcSharing(const std::vector<WorkerIpc>& workers);
+
+// Why SHM across workers that share IPC but not a PID namespace is refused
+// (validation and the coordinator's start check): UCX's shared-memory
+// transports, which carry SHM between workers, time out in their address
+// exchange between PID namespaces (UCX 1.13, posix and sysv alike).
+// REQUIRES: sharing.shared and !sharing.pid_reason.empty().
+std::string ShmNeedsOnePidNamespace(const IpcSharing& sharing);
 
 }  // namespace collbench
 

@@ -81,7 +81,11 @@ struct ValidationLimits {
 // worker for SPREAD and PACK, since the scheduler picks among them later
 // (the coordinator checks the picked workers again when the run starts).
 // The refusal names the workers that do not share and why. Unknown
-// worker_ipc (the CLI) leaves the decision to the coordinator.
+// worker_ipc (the CLI) leaves the decision to the coordinator. Only MPICH
+// can do it (over UCX's shared memory); Open MPI is refused whatever the
+// workers, since mpirun makes each worker a node and it joins nodes over
+// the network only (vader is per node; its UCX pml sends other nodes
+// network-only addresses).
 absl::Status ValidateRunSpec(const v1::RunSpec& spec, const ValidationLimits& limits);
 
 // The synchronization `spec` runs with, as the coordinator stores it:

@@ -92,6 +92,19 @@ bool AcrossWorkers(const Context& c) {
   }
 }
 
+// Open MPI joins ranks of different workers over the network only: mpirun
+// makes each worker a node, vader connects the ranks of one node, and the
+// UCX pml gives ranks on other nodes network-only addresses (UCX's shared
+// memory unreachable, "Destination is unreachable" in MPI_Init).
+absl::Status OpenMpiShmAcrossWorkers(const Context& c) {
+  if (c.spec.mpi() == v1::MPICH) return absl::OkStatus();
+  return FieldError("spec.transport",
+                    "Open MPI cannot use SHM between ranks of different workers (each worker "
+                    "is a node to mpirun; vader connects the ranks of one node, and its UCX pml "
+                    "gives other nodes network addresses only); use MPICH (--mpi mpich), whose "
+                    "UCX reaches workers that share IPC over shared memory, or TCP, or PACK");
+}
+
 // Whether EXPLICIT placement lists `worker` ("workers/{id}"), by full name
 // or bare id.
 bool Listed(const v1::Placement& p, const std::string& worker) {
@@ -167,9 +180,8 @@ absl::Status CheckTransport(const Context& c) {
   if (!v1::Transport_IsValid(c.spec.transport())) {
     return FieldError("spec.transport", "unknown Transport value ", c.spec.transport());
   }
-  if (c.spec.transport() != v1::SHM || !AcrossWorkers(c) || !c.limits.worker_ipc.has_value()) {
-    return absl::OkStatus();
-  }
+  if (c.spec.transport() != v1::SHM || !AcrossWorkers(c)) return absl::OkStatus();
+  if (!c.limits.worker_ipc.has_value()) return OpenMpiShmAcrossWorkers(c);
   // Ranks on different workers share memory only when every worker the
   // placement may use sees one IPC namespace (and /dev/shm) on one host.
   std::vector<WorkerIpc> candidates;
@@ -178,9 +190,12 @@ absl::Status CheckTransport(const Context& c) {
       candidates.push_back(w);
     }
   }
-  if (candidates.size() < 2) return absl::OkStatus();  // unknown names fail at scheduling
+  if (candidates.size() < 2) {  // unknown names fail at scheduling
+    return OpenMpiShmAcrossWorkers(c);
+  }
   const IpcSharing sharing = DecideIpcSharing(candidates);
-  if (sharing.shared) return absl::OkStatus();
+  if (sharing.shared && sharing.pid_reason.empty()) return OpenMpiShmAcrossWorkers(c);
+  if (sharing.shared) return FieldError("spec.transport", ShmNeedsOnePidNamespace(sharing));
   return FieldError("spec.transport",
                     "SHM connects ranks on different workers only when they share one IPC "
                     "namespace on one host: ",

@@ -106,7 +106,7 @@ std::string DescribePlacement(const v1::Run& run) {
     absl::StrAppend(&out, ", ", Sharing(run, "IPC", &v1::Namespaces::ipc), ", ",
                     Sharing(run, "net", &v1::Namespaces::net));
   }
-  if (run.shared_ipc()) {
+  if (run.shared_ipc() && run.spec().transport() == v1::SHM) {
     absl::StrAppend(&out, "; shm across workers, single-copy ", run.single_copy_mechanism());
   }
   return out;

@@ -25,7 +25,8 @@ std::string FormatWorkerDetail(const v1::Worker& worker);
 
 // One line for a run's placement, e.g.
 //   "2 workers on 1 host, 1 rank each; containers: podman x2, private IPC,
-//    private net"
+//    private net", with "; shm across workers, single-copy cma" for an SHM
+//   run between workers that share IPC
 // or "1 worker on 1 host, 4 ranks; host x1"; "" before the run is placed.
 // Runs stored before workers reported facts say "container facts not
 // recorded".

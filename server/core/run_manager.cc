@@ -197,12 +197,17 @@ void RunManager::StartLocked(const scheduling::Assignment& a, absl::Time now) {
   // Validation judged the workers registered then; these are the ones
   // picked. SHM across workers that do not share IPC cannot work.
   const PlacementFacts facts = FactsOf(*registry_, a);
-  if (live->run.spec().transport() == v1::SHM && !facts.sharing.shared) {
+  if (live->run.spec().transport() == v1::SHM &&
+      (!facts.sharing.shared || !facts.sharing.pid_reason.empty())) {
     queue_.erase(std::find(queue_.begin(), queue_.end(), a.run));
     FinishLocked(*live, v1::FAILED,
-                 absl::StrCat("spec.transport: SHM connects ranks on different workers only when "
-                              "they share one IPC namespace on one host: ",
-                              facts.sharing.reason),
+                 absl::StrCat("spec.transport: ",
+                              facts.sharing.shared
+                                  ? ShmNeedsOnePidNamespace(facts.sharing)
+                                  : absl::StrCat("SHM connects ranks on different workers only "
+                                                 "when they share one IPC namespace on one "
+                                                 "host: ",
+                                                 facts.sharing.reason)),
                  now);
     return;
   }

@@ -58,25 +58,20 @@ void MpichTransport(v1::Transport transport, std::map<std::string, std::string>*
   }
 }
 
-// SHM between ranks of different workers that share one IPC namespace
-// (assignment.shared_ipc). Both MPI launchers see each worker as its own
-// node: Open MPI's vader and MPICH's shared-memory module connect only the
-// ranks of one node, and nothing in their configuration merges two.
-// Ranks on different nodes go through the network module, so that is
-// where shared memory is put: UCX, whose shared-memory transports (posix
-// and sysv segments, cma) reach any peer on the same kernel (boot id) and
-// IPC namespace. Open MPI is switched to its UCX pml for this; MPICH on
-// Debian runs over UCX already. cma needs one PID namespace (the
-// assignment's single_copy_mechanism); without it UCX's posix segments are
-// opened by name in the shared /dev/shm rather than through
-// /proc/PID/fd of a process the peer cannot see. As for the other
-// transports, these settings win over the run's own.
+// MPICH, SHM between ranks of different workers that share one IPC (and
+// PID) namespace (assignment.shared_ipc). Hydra makes each worker a node
+// of its own, and MPICH's shared-memory module joins only the ranks of one
+// node; ranks on different nodes go through its network module, UCX on
+// Debian, so that is where shared memory is put: UCX's shared-memory
+// transports (posix and sysv segments, cma) reach any peer on the same
+// kernel (boot id) and IPC namespace. Validation admits this only within
+// one PID namespace (api/ipc_sharing.h). As for the other transports,
+// these settings win over the run's own. (Open MPI cannot do this:
+// validation refuses it, see api/validation.h.)
 std::map<std::string, std::string> SharedIpcEnv(const v1::Assignment& assignment) {
   std::map<std::string, std::string> env;
   if (!assignment.shared_ipc() || assignment.spec().transport() != v1::SHM) return env;
-  const bool cma = assignment.single_copy_mechanism() == "cma";
-  env["UCX_TLS"] = cma ? "self,sm" : "self,posix,sysv";
-  if (!cma) env["UCX_POSIX_USE_PROC_LINK"] = "n";
+  env["UCX_TLS"] = "self,sm";
   return env;
 }
 
@@ -186,16 +181,7 @@ absl::StatusOr<LaunchCommand> BuildLaunchCommand(const v1::Assignment& assignmen
       argv.insert(argv.end(), {"--mca", "oob_tcp_if_include", paths.mpi_interface, "--mca",
                                "btl_tcp_if_include", paths.mpi_interface});
     }
-    const std::map<std::string, std::string> shared_ipc = SharedIpcEnv(assignment);
-    if (shared_ipc.empty()) {
-      OpenMpiTransport(spec.transport(), &argv);
-    } else {
-      argv.insert(argv.end(), {"--mca", "pml", "ucx"});
-    }
-    for (const auto& [key, value] : shared_ipc) {
-      command.env[key] = value;
-      argv.insert(argv.end(), {"-x", key});
-    }
+    OpenMpiTransport(spec.transport(), &argv);
     for (const auto& [key, value] : spec.env()) argv.insert(argv.end(), {"-x", key});
     argv.push_back(paths.rank_openmpi);
   }

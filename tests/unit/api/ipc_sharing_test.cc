@@ -16,19 +16,30 @@ namespace {
 constexpr uint64_t kHostIpc = 4026531839;  // the initial IPC namespace
 constexpr uint64_t kHostPid = 4026531836;
 
-// Two podman containers started with --ipc=container:a on host n1 (shared
-// IPC, private PID namespaces), one container of its own on n1, one worker
-// on n2 in the initial namespaces.
+// On host n1: podman containers a and b (b started with --ipc and --pid
+// container:a), e sharing only a's IPC namespace, c with its own; on n2:
+// d, whose namespace inodes happen to equal a's.
 const WorkerIpc kA{"workers/a", "n1", 4026532300, 4026532301};
-const WorkerIpc kB{"workers/b", "n1", 4026532300, 4026532401};
+const WorkerIpc kB{"workers/b", "n1", 4026532300, 4026532301};
+const WorkerIpc kE{"workers/e", "n1", 4026532300, 4026532401};
 const WorkerIpc kC{"workers/c", "n1", 4026532500, 4026532501};
-const WorkerIpc kD{"workers/d", "n2", 4026532300, 4026532301};  // same inodes, another kernel
+const WorkerIpc kD{"workers/d", "n2", 4026532300, 4026532301};
 
-TEST(IpcSharingTest, ContainersSharingAnIpcNamespaceShareMemoryWithoutSingleCopy) {
+TEST(IpcSharingTest, ContainersSharingIpcAndPidNamespacesShareMemoryWithCma) {
   const IpcSharing sharing = DecideIpcSharing({kA, kB});
   EXPECT_TRUE(sharing.shared);
-  EXPECT_EQ(sharing.single_copy_mechanism, "none");  // PID namespaces differ: no CMA
+  EXPECT_EQ(sharing.single_copy_mechanism, "cma");
   EXPECT_EQ(sharing.reason, "");
+  EXPECT_EQ(sharing.pid_reason, "");
+}
+
+TEST(IpcSharingTest, SharingOnlyTheIpcNamespaceGivesNoSingleCopyAndSaysWhy) {
+  const IpcSharing sharing = DecideIpcSharing({kA, kB, kE});
+  EXPECT_TRUE(sharing.shared);
+  EXPECT_EQ(sharing.single_copy_mechanism, "none");
+  EXPECT_EQ(sharing.pid_reason,
+            "workers/e (pid:[4026532401]) is not in the PID namespace of workers/a "
+            "(pid:[4026532301])");
 }
 
 TEST(IpcSharingTest, ProcessesOnOneHostCanUseCrossMemoryAttach) {
@@ -79,12 +90,24 @@ v1::RunSpec ShmRun(v1::PlacementPolicy policy, int ranks) {
   spec.set_operation("allreduce");
   spec.set_ranks(ranks);
   spec.set_transport(v1::SHM);
+  spec.set_mpi(v1::MPICH);
   spec.mutable_placement()->set_policy(policy);
   return spec;
 }
 
 TEST(SharedIpcValidationTest, SpreadOverWorkersSharingIpcIsAllowed) {
   EXPECT_TRUE(ValidateRunSpec(ShmRun(v1::SPREAD, 2), Workers({kA, kB})).ok());
+}
+
+TEST(SharedIpcValidationTest, SharingIpcWithoutThePidNamespaceIsRefusedNamingTheWorker) {
+  const absl::Status status = ValidateRunSpec(ShmRun(v1::SPREAD, 2), Workers({kA, kE}));
+  EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(status.message(),
+            "spec.transport: SHM between workers needs them in one PID namespace as well as one "
+            "IPC namespace: workers/e (pid:[4026532401]) is not in the PID namespace of "
+            "workers/a (pid:[4026532301]) (UCX's shared memory, which carries SHM between "
+            "workers, times out between PID namespaces); share the PID namespace (podman --pid "
+            "container:NAME, Kubernetes hostPID) or use TCP");
 }
 
 TEST(SharedIpcValidationTest, SpreadIsRefusedWhenAnyWorkerItMayUseHasItsOwnIpc) {
@@ -113,6 +136,17 @@ TEST(SharedIpcValidationTest, PackNeedsSharedIpcOnlyWhenItSpillsOverOneWorker) {
   EXPECT_TRUE(ValidateRunSpec(ShmRun(v1::PACK, 2), Workers({kA, kC})).ok());  // 2 slots each
   EXPECT_FALSE(ValidateRunSpec(ShmRun(v1::PACK, 3), Workers({kA, kC})).ok());
   EXPECT_TRUE(ValidateRunSpec(ShmRun(v1::PACK, 3), Workers({kA, kB})).ok());
+}
+
+TEST(SharedIpcValidationTest, OpenMpiIsRefusedEvenWhenTheWorkersShareIpc) {
+  v1::RunSpec spec = ShmRun(v1::SPREAD, 2);
+  spec.set_mpi(v1::OPENMPI);
+  const absl::Status status = ValidateRunSpec(spec, Workers({kA, kB}));
+  EXPECT_THAT(std::string(status.message()),
+              ::testing::StartsWith("spec.transport: Open MPI cannot use SHM between ranks of "
+                                    "different workers"));
+  EXPECT_FALSE(ValidateRunSpec(spec, ValidationLimits{}).ok()) << "known without the workers";
+  EXPECT_TRUE(ValidateRunSpec(ShmRun(v1::PACK, 2), Workers({kA, kB})).ok());  // one worker
 }
 
 TEST(SharedIpcValidationTest, TcpAcrossPrivateIpcIsFine) {

@@ -3,9 +3,9 @@
 #include "server/core/run_manager.h"
 
 #include <map>
+#include <memory>
 #include <optional>
 #include <set>
-#include <memory>
 #include <string>
 #include <vector>
 
@@ -224,13 +224,14 @@ v1::ContainerFacts Podman(uint64_t ipc, uint64_t pid) {
 
 TEST_F(RunManagerTest, ShmAcrossWorkersSharingIpcIsRecordedWithEachWorkersFacts) {
   Register("a", "host-a", 1, {}, Podman(4026532300, 4026532301));
-  Register("b", "host-a", 1, {}, Podman(4026532300, 4026532401));
+  Register("b", "host-a", 1, {}, Podman(4026532300, 4026532301));
   v1::RunSpec spec = Spec(2, v1::SPREAD);
   spec.set_transport(v1::SHM);
+  spec.set_mpi(v1::MPICH);
   const v1::Run run = Create(spec);
   EXPECT_EQ(run.state(), v1::SCHEDULED);
   EXPECT_TRUE(run.shared_ipc());
-  EXPECT_EQ(run.single_copy_mechanism(), "none");  // private PID namespaces
+  EXPECT_EQ(run.single_copy_mechanism(), "cma");  // one PID namespace
   ASSERT_EQ(run.hosts_size(), 2);
   for (const v1::RankHost& host : run.hosts()) {
     EXPECT_EQ(host.hostname(), host.worker().substr(8));
@@ -242,7 +243,7 @@ TEST_F(RunManagerTest, ShmAcrossWorkersSharingIpcIsRecordedWithEachWorkersFacts)
   auto assignment = AssignmentFor(run.launcher());
   ASSERT_TRUE(assignment.has_value());
   EXPECT_TRUE(assignment->shared_ipc());
-  EXPECT_EQ(assignment->single_copy_mechanism(), "none");
+  EXPECT_EQ(assignment->single_copy_mechanism(), "cma");
 }
 
 TEST_F(RunManagerTest, ShmFailsAtStartWhenThePickedWorkersDoNotShareIpc) {
@@ -253,6 +254,7 @@ TEST_F(RunManagerTest, ShmFailsAtStartWhenThePickedWorkersDoNotShareIpc) {
   spec.mutable_placement()->add_workers("c");
   spec.mutable_placement()->set_ranks_per_worker(1);
   spec.set_transport(v1::SHM);
+  spec.set_mpi(v1::MPICH);
   const v1::Run queued = Create(spec);
   EXPECT_EQ(queued.state(), v1::QUEUED);
   Register("c", "host-a", 1, {}, Podman(4026532500, 4026532501));
