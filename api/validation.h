@@ -17,8 +17,10 @@
 
 #include <cstdint>
 #include <optional>
+#include <vector>
 
 #include "absl/status/status.h"
+#include "api/ipc_sharing.h"
 #include "collbench/v1/run.pb.h"
 
 namespace collbench {
@@ -49,6 +51,9 @@ struct ValidationLimits {
   // smallest GPU memory of any worker's GPUs.
   std::optional<uint64_t> min_worker_memory_bytes;
   std::optional<uint64_t> min_gpu_memory_bytes;
+  // Every registered worker's host and namespaces, for SHM across workers
+  // (ipc_sharing.h).
+  std::optional<std::vector<WorkerIpc>> worker_ipc;
 };
 
 // OK or InvalidArgument naming the first bad field (see above). Besides
@@ -68,6 +73,19 @@ struct ValidationLimits {
 // engine fills and checks device buffers through host staging. Pairing
 // the smallest memory with the largest slot count is deliberately
 // conservative. Scenarios size their own buffers and skip this check.
+//
+// SHM with ranks on more than one worker (SPREAD with 2+ ranks, EXPLICIT
+// with 2+ workers, PACK beyond max_worker_slots) needs the workers the
+// placement may use to share one IPC namespace on one host
+// (DecideIpcSharing): the listed workers for EXPLICIT, every registered
+// worker for SPREAD and PACK, since the scheduler picks among them later
+// (the coordinator checks the picked workers again when the run starts).
+// The refusal names the workers that do not share and why. Unknown
+// worker_ipc (the CLI) leaves the decision to the coordinator. Only MPICH
+// can do it (over UCX's shared memory); Open MPI is refused whatever the
+// workers, since mpirun makes each worker a node and it joins nodes over
+// the network only (vader is per node; its UCX pml sends other nodes
+// network-only addresses).
 absl::Status ValidateRunSpec(const v1::RunSpec& spec, const ValidationLimits& limits);
 
 // The synchronization `spec` runs with, as the coordinator stores it:

@@ -7,6 +7,7 @@
 #include <optional>
 #include <set>
 #include <string>
+#include <vector>
 
 #include "absl/strings/ascii.h"
 #include "absl/strings/escaping.h"
@@ -14,6 +15,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/string_view.h"
+#include "api/ipc_sharing.h"
 #include "api/validation_checks.h"
 #include "common/units.h"
 
@@ -75,6 +77,40 @@ int RanksOnOneWorker(const Context& c) {
     default:
       return std::min(c.spec.ranks(), c.limits.max_worker_slots.value_or(c.spec.ranks()));
   }
+}
+
+// Whether the placement may put ranks on more than one worker.
+bool AcrossWorkers(const Context& c) {
+  const v1::Placement& p = c.spec.placement();
+  switch (p.policy()) {
+    case v1::SPREAD:
+      return c.spec.ranks() > 1;
+    case v1::EXPLICIT:
+      return p.workers_size() > 1;
+    default:
+      return c.limits.max_worker_slots.has_value() && c.spec.ranks() > *c.limits.max_worker_slots;
+  }
+}
+
+// Open MPI joins ranks of different workers over the network only: mpirun
+// makes each worker a node, vader connects the ranks of one node, and the
+// UCX pml gives ranks on other nodes network-only addresses (UCX's shared
+// memory unreachable, "Destination is unreachable" in MPI_Init).
+absl::Status OpenMpiShmAcrossWorkers(const Context& c) {
+  if (c.spec.mpi() == v1::MPICH) return absl::OkStatus();
+  return FieldError("spec.transport",
+                    "Open MPI cannot use SHM between ranks of different workers (each worker "
+                    "is a node to mpirun; vader connects the ranks of one node, and its UCX pml "
+                    "gives other nodes network addresses only); use MPICH (--mpi mpich), whose "
+                    "UCX reaches workers that share IPC over shared memory, or TCP, or PACK");
+}
+
+// Whether EXPLICIT placement lists `worker` ("workers/{id}"), by full name
+// or bare id.
+bool Listed(const v1::Placement& p, const std::string& worker) {
+  return std::any_of(p.workers().begin(), p.workers().end(), [&](const std::string& name) {
+    return name == worker || absl::StrCat("workers/", name) == worker;
+  });
 }
 
 }  // namespace
@@ -144,17 +180,27 @@ absl::Status CheckTransport(const Context& c) {
   if (!v1::Transport_IsValid(c.spec.transport())) {
     return FieldError("spec.transport", "unknown Transport value ", c.spec.transport());
   }
-  // Each worker runs its own MPI daemon, as each container would: ranks on
-  // different workers never share memory, so SHM cannot connect them.
-  const v1::Placement& p = c.spec.placement();
-  const bool across_workers = (p.policy() == v1::SPREAD && c.spec.ranks() > 1) ||
-                              (p.policy() == v1::EXPLICIT && p.workers_size() > 1);
-  if (c.spec.transport() == v1::SHM && across_workers) {
-    return FieldError("spec.transport",
-                      "SHM cannot connect ranks on different workers (separate containers "
-                      "share no memory); use TCP or UCX, or PACK placement");
+  if (c.spec.transport() != v1::SHM || !AcrossWorkers(c)) return absl::OkStatus();
+  if (!c.limits.worker_ipc.has_value()) return OpenMpiShmAcrossWorkers(c);
+  // Ranks on different workers share memory only when every worker the
+  // placement may use sees one IPC namespace (and /dev/shm) on one host.
+  std::vector<WorkerIpc> candidates;
+  for (const WorkerIpc& w : *c.limits.worker_ipc) {
+    if (c.spec.placement().policy() != v1::EXPLICIT || Listed(c.spec.placement(), w.name)) {
+      candidates.push_back(w);
+    }
   }
-  return absl::OkStatus();
+  if (candidates.size() < 2) {  // unknown names fail at scheduling
+    return OpenMpiShmAcrossWorkers(c);
+  }
+  const IpcSharing sharing = DecideIpcSharing(candidates);
+  if (sharing.shared && sharing.pid_reason.empty()) return OpenMpiShmAcrossWorkers(c);
+  if (sharing.shared) return FieldError("spec.transport", ShmNeedsOnePidNamespace(sharing));
+  return FieldError("spec.transport",
+                    "SHM connects ranks on different workers only when they share one IPC "
+                    "namespace on one host: ",
+                    sharing.reason,
+                    "; use TCP or UCX, PACK placement, or EXPLICIT workers that share IPC");
 }
 
 absl::Status CheckEnv(const Context& c) {

@@ -10,6 +10,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "api/status_mapping.h"
+#include "client/container_format.h"
 #include "client/format.h"
 #include "client/local.h"
 #include "client/matrix.h"
@@ -24,9 +25,10 @@ constexpr int kExitOk = 0;
 constexpr int kExitFailed = 1;
 constexpr int kExitUsage = 2;
 
-constexpr char kUsage[] = R"(usage: collbench [--coordinator HOST:PORT] [--token T] COMMAND
+constexpr char kUsage[] = R"(usage: collbench [--coordinator HOST:PORT] [--token T]
+                 [--tls-ca FILE [--tls-server-name NAME]] COMMAND
 commands:
-  workers                       the registered workers
+  workers [--long]              the registered workers (--long: container facts)
   runs [--state S]              runs, newest first
   show RUN [--output F]         a run and its results
   watch RUN                     follow a run as it goes on
@@ -46,9 +48,8 @@ std::string RunName(absl::string_view text) {
 
 class Client {
  public:
-  Client(const std::string& address, const std::string& token)
-      : stub_(v1::Coordinator::NewStub(
-            grpc::CreateChannel(address, grpc::InsecureChannelCredentials()))),
+  Client(const std::string& address, const std::string& token, const ChannelSetup& channel)
+      : stub_(v1::Coordinator::NewStub(CreateCoordinatorChannel(address, channel))),
         token_(token) {}
 
   template <typename Request, typename Response, typename Method>
@@ -98,7 +99,16 @@ int Report(const absl::Status& status) {
 
 bool Succeeded(const v1::Run& run) { return run.state() == v1::SUCCEEDED; }
 
-int Workers(Client& client) {
+int Workers(Client& client, const std::vector<std::string>& args) {
+  bool long_format = false;
+  FlagParser flags;
+  flags.Bool("long", &long_format,
+             "also each worker's container signals, namespaces, /dev/shm and cgroup limits");
+  if (absl::Status s = flags.Parse(args); !s.ok()) return Report(s);
+  if (!flags.rest().empty()) {
+    return Report(absl::InvalidArgumentError(
+        absl::StrCat("workers: unexpected argument '", flags.rest()[0], "'")));
+  }
   v1::ListWorkersRequest request;
   request.set_page_size(1000);
   v1::ListWorkersResponse response;
@@ -108,6 +118,11 @@ int Workers(Client& client) {
   }
   std::fputs(FormatWorkerList({response.workers().begin(), response.workers().end()}).c_str(),
              stdout);
+  if (long_format) {
+    for (const v1::Worker& w : response.workers()) {
+      std::fputs(("\n" + FormatWorkerDetail(w)).c_str(), stdout);
+    }
+  }
   return kExitOk;
 }
 
@@ -311,15 +326,17 @@ int Matrix(Client& client, const std::vector<std::string>& args) {
 }  // namespace
 
 int RunCommand(const std::string& coordinator, const std::string& token,
-               const std::vector<std::string>& command) {
+               const std::vector<std::string>& command, const ClientTlsOptions& tls) {
   if (command.empty()) {
     std::fputs(kUsage, stderr);
     return kExitUsage;
   }
-  Client client(coordinator, token);
+  absl::StatusOr<ChannelSetup> channel = MakeChannelSetup(tls);
+  if (!channel.ok()) return Report(channel.status());
+  Client client(coordinator, token, *channel);
   const std::string& name = command[0];
   const std::vector<std::string> args(command.begin() + 1, command.end());
-  if (name == "workers") return Workers(client);
+  if (name == "workers") return Workers(client, args);
   if (name == "runs") return Runs(client, args);
   if (name == "show") return Show(client, args);
   if (name == "watch") return Watch(client, args);
@@ -336,6 +353,11 @@ int RunCli(int argc, char** argv) {
   FlagParser flags;
   flags.String("coordinator", &coordinator, "coordinator gRPC address HOST:PORT");
   flags.String("token", &token, "bearer token");
+  ClientTlsOptions tls;
+  flags.String("tls-ca", &tls.ca_file, "PEM CA certificate(s): dial the coordinator over TLS");
+  flags.String("tls-server-name", &tls.server_name,
+               "the name the coordinator's certificate must carry, when it is not the host"
+               " in --coordinator");
   const absl::Status parsed =
       flags.Parse(std::vector<std::string>(argv + 1, argv + argc), /*stop_at_positional=*/true);
   if (flags.help() && flags.rest().empty()) {
@@ -346,7 +368,7 @@ int RunCli(int argc, char** argv) {
   if (!flags.rest().empty() && flags.rest()[0] == "local") {
     return RunLocal(std::vector<std::string>(flags.rest().begin() + 1, flags.rest().end()));
   }
-  return RunCommand(coordinator, token, flags.rest());
+  return RunCommand(coordinator, token, flags.rest(), tls);
 }
 
 }  // namespace collbench

@@ -6,14 +6,16 @@
 #include <string>
 #include <vector>
 
+#include "common/tls_channel.h"
+
 namespace collbench {
 
 int RunCli(int argc, char** argv);
 
 // One command (`workers`, `run ...`, ...) against the coordinator at
-// `coordinator`.
+// `coordinator`, over TLS when `tls` names a CA file.
 int RunCommand(const std::string& coordinator, const std::string& token,
-               const std::vector<std::string>& command);
+               const std::vector<std::string>& command, const ClientTlsOptions& tls = {});
 
 }  // namespace collbench
 

@@ -11,6 +11,7 @@
 #include "absl/time/time.h"
 #include "google/protobuf/util/json_util.h"
 #include "api/convert.h"
+#include "client/container_format.h"
 #include "common/rank_spread.h"
 
 namespace collbench {
@@ -151,15 +152,18 @@ std::string FormatRunList(const std::vector<v1::Run>& runs) {
 }
 
 std::string FormatWorkerList(const std::vector<v1::Worker>& workers) {
-  std::string out = absl::StrFormat("%-24s %-9s %-20s %-16s %5s %5s %9s %4s %s\n", "WORKER",
-                                    "STATE", "HOSTNAME", "HOST ID", "SLOTS", "CPUS", "MEMORY",
-                                    "GPUS", "RUN");
+  std::string out =
+      absl::StrFormat("%-24s %-9s %-20s %-16s %5s %5s %9s %4s %-10s %-10s %s\n", "WORKER",
+                      "STATE", "HOSTNAME", "HOST ID", "SLOTS", "CPUS", "MEMORY", "GPUS",
+                      "CONTAINER", "IPC", "RUN");
   for (const v1::Worker& w : workers) {
     const v1::Inventory& inv = w.inventory();
-    absl::StrAppendFormat(&out, "%-24s %-9s %-20s %-16s %5d %5d %8.1fG %4d %s\n", w.name(),
-                          WorkerStateName(w.state()), inv.hostname(),
+    const uint64_t ipc = inv.container().namespaces().ipc();
+    absl::StrAppendFormat(&out, "%-24s %-9s %-20s %-16s %5d %5d %8.1fG %4d %-10s %-10s %s\n",
+                          w.name(), WorkerStateName(w.state()), inv.hostname(),
                           inv.host_id().substr(0, 16), w.slots(), inv.cpus(),
                           inv.memory_bytes() / double(1 << 30), inv.gpus_size(),
+                          ContainerLabel(inv.container()), ipc == 0 ? "-" : absl::StrCat(ipc),
                           OrDash(w.current_run()));
   }
   return out;
@@ -219,6 +223,9 @@ std::string FormatRunResults(const v1::Run& run, const std::vector<v1::SizeResul
   out = absl::StrFormat("# %s: %s, %s\n", run.name(), DescribeRun(run), RunStateName(run.state()));
   absl::StrAppend(&out, "# sync ", SyncOf(run), ": ", SyncMeaning(SyncOf(run)), "\n");
   if (!run.mpi_version().empty()) absl::StrAppend(&out, "# ", run.mpi_version(), "\n");
+  if (const std::string placement = DescribePlacement(run); !placement.empty()) {
+    absl::StrAppend(&out, "# placement: ", placement, "\n", FormatRankHosts(run));
+  }
   if (!run.error().empty()) absl::StrAppend(&out, "# error: ", run.error(), "\n");
   absl::StrAppend(&out, ResultHeader());
   int stragglers = 0;
@@ -252,6 +259,9 @@ std::string FormatComparison(const std::vector<RunWithResults>& runs, OutputKind
     for (size_t i = 0; i < runs.size(); ++i) {
       absl::StrAppendFormat(&out, "# [%d] %s: %s\n", i, runs[i].run.name(),
                             DescribeRun(runs[i].run));
+      if (const std::string placement = DescribePlacement(runs[i].run); !placement.empty()) {
+        absl::StrAppendFormat(&out, "#     placement: %s\n", placement);
+      }
     }
   }
   std::vector<std::string> header = {"operation", "dtype", "bytes"};

@@ -25,10 +25,13 @@ std::string WorkerStateName(v1::WorkerState state);
 // sizes done, created, error.
 std::string FormatRunList(const std::vector<v1::Run>& runs);
 
-// One line per worker: name, state, host, slots, cpus, memory, GPUs, run.
+// One line per worker: name, state, host, slots, cpus, memory, GPUs,
+// container (runtime, "host" or "host?"), IPC namespace id, run. CPUs and
+// memory are what the worker may use (its cgroup limits applied).
 std::string FormatWorkerList(const std::vector<v1::Worker>& workers);
 
-// A run's header and one row per size: the engine's table columns.
+// A run's header and one row per size: the engine's table columns. The
+// header says where the ranks ran ("# placement: ...", container_format.h).
 std::string FormatRunResults(const v1::Run& run, const std::vector<v1::SizeResult>& results,
                              OutputKind kind);
 
@@ -38,6 +41,7 @@ std::string ResultHeader();
 
 // Several runs side by side, matched by (operation, dtype, redop, bytes):
 // avg latency of each and its ratio to the first run, plus the fastest.
+// Each run's line is followed by its placement.
 struct RunWithResults {
   v1::Run run;
   std::vector<v1::SizeResult> results;

@@ -10,6 +10,7 @@
 #include "absl/strings/str_format.h"
 #include "common/status_macros.h"
 #include "api/convert.h"
+#include "api/ipc_sharing.h"
 
 namespace collbench {
 namespace {
@@ -41,6 +42,33 @@ scheduling::PendingRun Pending(const v1::Run& run) {
   return pending;
 }
 
+// The inventories of a placement's workers, in rank order, and whether
+// they share IPC (a worker gone meanwhile has an empty inventory, and
+// shares nothing). One worker shares with itself.
+struct PlacementFacts {
+  std::vector<v1::Inventory> inventories;
+  IpcSharing sharing;
+};
+
+PlacementFacts FactsOf(const scheduling::WorkerRegistry& registry,
+                       const scheduling::Assignment& a) {
+  PlacementFacts facts;
+  std::vector<WorkerIpc> ipc;
+  for (const scheduling::PlacedWorker& p : a.placement) {
+    v1::Inventory& inventory = facts.inventories.emplace_back();
+    absl::StatusOr<scheduling::WorkerSnapshot> w = registry.Get(p.worker);
+    if (!w.ok() || !inventory.ParseFromString(w->inventory)) inventory.Clear();
+    ipc.push_back(IpcOf(p.worker, inventory));
+  }
+  if (ipc.size() > 1) {
+    facts.sharing = DecideIpcSharing(ipc);
+  } else {  // ranks in one worker share its namespaces, PID included
+    facts.sharing.shared = true;
+    facts.sharing.single_copy_mechanism = "cma";
+  }
+  return facts;
+}
+
 // Queued runs that cannot be placed on the registered workers fail only
 // after this long, so workers that are still starting up can register.
 constexpr absl::Duration kUnsatisfiableGrace = absl::Seconds(30);
@@ -55,16 +83,19 @@ ValidationLimits RunManager::LimitsNow() const {
   ValidationLimits limits = options_.limits;
   int total = 0, count = 0, largest = 0;
   uint64_t min_memory = 0;
+  std::vector<WorkerIpc> ipc;
   for (const scheduling::WorkerSnapshot& w : registry_->List()) {
     if (w.state == scheduling::WorkerState::kLost) continue;
     total += w.slots;
     ++count;
     largest = std::max(largest, w.slots);
     v1::Inventory inventory;
-    if (inventory.ParseFromString(w.inventory) && inventory.memory_bytes() > 0) {
+    if (!inventory.ParseFromString(w.inventory)) inventory.Clear();
+    if (inventory.memory_bytes() > 0) {
       min_memory = min_memory == 0 ? inventory.memory_bytes()
                                    : std::min(min_memory, inventory.memory_bytes());
     }
+    if (w.slots > 0) ipc.push_back(IpcOf(w.name, inventory));
   }
   // With no workers yet, queue and wait rather than reject.
   if (count > 0) {
@@ -72,6 +103,7 @@ ValidationLimits RunManager::LimitsNow() const {
     limits.worker_count = count;
     limits.max_worker_slots = largest;
     if (min_memory > 0) limits.min_worker_memory_bytes = min_memory;
+    limits.worker_ipc = std::move(ipc);
   }
   return limits;
 }
@@ -162,12 +194,31 @@ void RunManager::ScheduleLocked(absl::Time now) {
 void RunManager::StartLocked(const scheduling::Assignment& a, absl::Time now) {
   LiveRun* live = FindLiveLocked(a.run);
   if (live == nullptr) return;
+  // Validation judged the workers registered then; these are the ones
+  // picked. SHM across workers that do not share IPC cannot work.
+  const PlacementFacts facts = FactsOf(*registry_, a);
+  if (live->run.spec().transport() == v1::SHM &&
+      (!facts.sharing.shared || !facts.sharing.pid_reason.empty())) {
+    queue_.erase(std::find(queue_.begin(), queue_.end(), a.run));
+    FinishLocked(*live, v1::FAILED,
+                 absl::StrCat("spec.transport: ",
+                              facts.sharing.shared
+                                  ? ShmNeedsOnePidNamespace(facts.sharing)
+                                  : absl::StrCat("SHM connects ranks on different workers only "
+                                                 "when they share one IPC namespace on one "
+                                                 "host: ",
+                                                 facts.sharing.reason)),
+                 now);
+    return;
+  }
   if (!registry_->Hold(a.run, a.held_workers, a.share_host).ok()) return;
   v1::Assignment message;
   message.set_run(a.run);
   *message.mutable_spec() = live->run.spec();
   live->token = RandomHex(16);
   message.set_token(live->token);
+  message.set_shared_ipc(facts.sharing.shared && a.placement.size() > 1);
+  message.set_single_copy_mechanism(facts.sharing.single_copy_mechanism);
   for (size_t i = 0; i < a.placement.size(); ++i) {
     absl::StatusOr<scheduling::WorkerSnapshot> w = registry_->Get(a.placement[i].worker);
     v1::Peer* peer = message.add_peers();
@@ -196,12 +247,18 @@ void RunManager::StartLocked(const scheduling::Assignment& a, absl::Time now) {
   run.set_state(v1::SCHEDULED);
   run.set_launcher(a.launcher());
   run.clear_hosts();
-  for (const scheduling::PlacedWorker& p : a.placement) {
+  for (size_t i = 0; i < a.placement.size(); ++i) {
+    const scheduling::PlacedWorker& p = a.placement[i];
     v1::RankHost* host = run.add_hosts();
     host->set_worker(p.worker);
     host->set_host_id(p.host_id);
     host->set_slots(p.ranks);
+    host->set_hostname(facts.inventories[i].hostname());
+    *host->mutable_container() = facts.inventories[i].container();
+    host->mutable_container()->clear_signals();  // the worker's record keeps them
   }
+  run.set_shared_ipc(message.shared_ipc());
+  run.set_single_copy_mechanism(facts.sharing.single_copy_mechanism);
   run.mutable_held_workers()->Assign(a.held_workers.begin(), a.held_workers.end());
   *run.mutable_start_time() = TimestampFromTime(now);
   const absl::Duration timeout =

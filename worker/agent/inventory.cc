@@ -9,9 +9,7 @@
 #include <algorithm>
 #include <climits>
 #include <cstdlib>
-#include <fstream>
 #include <memory>
-#include <sstream>
 #include <utility>
 #include <vector>
 
@@ -20,6 +18,9 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
+#include "worker/agent/cgroup_limits.h"
+#include "worker/agent/container_facts.h"
+#include "worker/agent/host_facts_io.h"
 #include "worker/engine/cuda/device_runtime.h"
 #include "worker/engine/memory/memory_kind.h"
 
@@ -30,67 +31,33 @@
 namespace collbench {
 namespace {
 
-std::optional<std::string> ReadFile(const std::string& path) {
-  std::ifstream file(path);
-  if (!file) return std::nullopt;
-  std::stringstream contents;
-  contents << file.rdbuf();
-  return contents.str();
-}
-
-bool Exists(const std::string& path) {
-  struct stat info;
-  return stat(path.c_str(), &info) == 0;
-}
-
-std::optional<std::string> GetEnv(const InventoryOptions& options, const std::string& name) {
-  if (options.get_env) return options.get_env(name);
-  const char* value = std::getenv(name.c_str());
-  if (value == nullptr) return std::nullopt;
-  return std::string(value);
-}
-
 std::string HostId(const InventoryOptions& options, const std::string& hostname) {
   for (const char* name : {kHostIdEnv, kNodeNameEnv, kKubernetesNodeNameEnv}) {
-    std::optional<std::string> value = GetEnv(options, name);
+    std::optional<std::string> value = LookupEnv(options.get_env, name);
     if (value.has_value() && !absl::StripAsciiWhitespace(*value).empty()) {
       return std::string(absl::StripAsciiWhitespace(*value));
     }
   }
-  std::optional<std::string> boot_id = ReadFile(options.proc_root + "/sys/kernel/random/boot_id");
+  std::optional<std::string> boot_id =
+      ReadWholeFile(options.proc_root + "/sys/kernel/random/boot_id");
   if (boot_id.has_value() && !absl::StripAsciiWhitespace(*boot_id).empty()) {
     return std::string(absl::StripAsciiWhitespace(*boot_id));
   }
   return hostname;
 }
 
-// The runtime named by PID 1's cgroup paths, or "".
-std::string RuntimeFromCgroup(const std::string& cgroup) {
-  const std::pair<const char*, const char*> markers[] = {{"kubepods", "kubernetes"},
-                                                         {"libpod", "podman"},
-                                                         {"docker", "docker"},
-                                                         {"containerd", "containerd"},
-                                                         {"lxc", "lxc"}};
-  for (const auto& [marker, runtime] : markers) {
-    if (absl::StrContains(cgroup, marker)) return runtime;
-  }
-  return "";
-}
-
-void DetectContainer(const InventoryOptions& options, v1::Inventory* inventory) {
-  std::string runtime;
-  if (GetEnv(options, "KUBERNETES_SERVICE_HOST").has_value()) runtime = "kubernetes";
-  if (runtime.empty()) {
-    runtime = RuntimeFromCgroup(ReadFile(options.proc_root + "/1/cgroup").value_or(""));
-  }
-  if (runtime.empty() && Exists("/run/.containerenv")) runtime = "podman";
-  if (runtime.empty() && Exists("/.dockerenv")) runtime = "docker";
-  if (runtime.empty()) {
-    // systemd-nspawn, podman and others set $container for PID 1's tree.
-    runtime = GetEnv(options, "container").value_or("");
-  }
-  inventory->set_in_container(!runtime.empty());
-  inventory->set_container_runtime(runtime);
+void AddContainerFacts(const InventoryOptions& options, v1::Inventory* inventory) {
+  ContainerProbe probe;
+  probe.root = options.root;
+  probe.proc_root = options.proc_root;
+  probe.get_env = options.get_env;
+  v1::ContainerFacts facts = DetectContainer(probe);
+  *facts.mutable_namespaces() = ReadNamespaces(options.proc_root);
+  facts.set_dev_shm_bytes(FileSystemBytes(options.root + "/dev/shm"));
+  *facts.mutable_cgroup() = ReadCgroupLimits(options.root, options.proc_root);
+  inventory->set_in_container(facts.in_container());
+  inventory->set_container_runtime(facts.runtime());
+  *inventory->mutable_container() = std::move(facts);
 }
 
 int CountCpus() {
@@ -111,21 +78,6 @@ uint64_t MeminfoBytes(const std::string& text, absl::string_view key) {
     if (!words.empty() && absl::SimpleAtoi(words[0], &kib)) return kib * 1024;
   }
   return 0;
-}
-
-uint64_t MemoryBytes(const InventoryOptions& options) {
-  uint64_t bytes = MeminfoBytes(ReadFile(options.proc_root + "/meminfo").value_or(""), "MemTotal:");
-  // A container's limit (cgroup v2, then v1); "max" or a huge v1 value
-  // means none.
-  for (const char* file : {"/fs/cgroup/memory.max", "/fs/cgroup/memory/memory.limit_in_bytes"}) {
-    std::optional<std::string> text = ReadFile(options.sys_root + file);
-    uint64_t limit = 0;
-    if (text.has_value() && absl::SimpleAtoi(absl::StripAsciiWhitespace(*text), &limit) &&
-        limit > 0 && (bytes == 0 || limit < bytes)) {
-      bytes = limit;
-    }
-  }
-  return bytes;
 }
 
 // "0-3,8,10-11" → {0,1,2,3,8,10,11}.
@@ -163,8 +115,9 @@ void AddNumaNodes(const InventoryOptions& options, v1::Inventory* inventory) {
     const std::string node_dir = absl::StrCat(dir, "/node", id);
     v1::NumaNode* node = inventory->add_numa_nodes();
     node->set_id(id);
-    node->set_memory_bytes(MeminfoBytes(ReadFile(node_dir + "/meminfo").value_or(""), "MemTotal:"));
-    for (int cpu : ParseCpuList(ReadFile(node_dir + "/cpulist").value_or(""))) {
+    node->set_memory_bytes(
+        MeminfoBytes(ReadWholeFile(node_dir + "/meminfo").value_or(""), "MemTotal:"));
+    for (int cpu : ParseCpuList(ReadWholeFile(node_dir + "/cpulist").value_or(""))) {
       node->add_cpus(cpu);
     }
   }
@@ -244,8 +197,9 @@ std::string SelfDirectory() {
 bool FindBinary(const InventoryOptions& options, const std::string& name) {
   const std::string first = options.binary_dir.empty() ? SelfDirectory() : options.binary_dir;
   if (!first.empty() && IsExecutable(first + "/" + name)) return true;
-  const std::string path =
-      options.search_path.has_value() ? *options.search_path : GetEnv(options, "PATH").value_or("");
+  const std::string path = options.search_path.has_value()
+                               ? *options.search_path
+                               : LookupEnv(options.get_env, "PATH").value_or("");
   for (absl::string_view dir : absl::StrSplit(path, ':', absl::SkipEmpty())) {
     if (IsExecutable(absl::StrCat(dir, "/", name))) return true;
   }
@@ -282,9 +236,19 @@ absl::StatusOr<v1::Inventory> DiscoverInventory(const InventoryOptions& options)
   }
   inventory.set_hostname(hostname);
   inventory.set_host_id(HostId(options, hostname));
-  DetectContainer(options, &inventory);
-  inventory.set_cpus(CountCpus());
-  inventory.set_memory_bytes(MemoryBytes(options));
+  AddContainerFacts(options, &inventory);
+  // A container cannot use more than its cgroup allows: the limits replace
+  // the host's figures, which are kept beside them.
+  const v1::CgroupLimits& limits = inventory.container().cgroup();
+  inventory.set_host_cpus(CountCpus());
+  inventory.set_cpus(CappedCpus(inventory.host_cpus(), limits.cpu_limit()));
+  inventory.set_host_memory_bytes(
+      MeminfoBytes(ReadWholeFile(options.proc_root + "/meminfo").value_or(""), "MemTotal:"));
+  uint64_t memory = inventory.host_memory_bytes();
+  if (limits.memory_limit_bytes() > 0 && (memory == 0 || limits.memory_limit_bytes() < memory)) {
+    memory = limits.memory_limit_bytes();
+  }
+  inventory.set_memory_bytes(memory);
   AddNumaNodes(options, &inventory);
   std::unique_ptr<DeviceRuntime> device = AddGpus(options, &inventory);
   AddMemoryKinds(inventory, device.get(), &inventory);

@@ -24,7 +24,10 @@ struct InventoryOptions {
   // Environment lookup; nullptr reads the process environment. Tests
   // replace it to set or hide variables.
   std::function<std::optional<std::string>(const std::string& name)> get_env;
-  // Roots of the kernel's file systems, for tests with a fake tree.
+  // Roots of the kernel's file systems, for tests with a fake tree; `root`
+  // prefixes other absolute paths (/.dockerenv, /dev/shm, the cgroup mount
+  // points /proc/self/mountinfo names); "" is /.
+  std::string root;
   std::string proc_root = "/proc";
   std::string sys_root = "/sys";
   // Where collbench-rank and collbench-rank-mpich are looked for first;
@@ -42,10 +45,13 @@ struct InventoryOptions {
 //   hostname, kernel (uname release), collbench_version;
 //   host_id: COLLBENCH_HOST_ID, NODE_NAME, KUBERNETES_NODE_NAME, else the
 //     boot id (/proc/sys/kernel/random/boot_id), else the hostname;
-//   in_container / container_runtime: KUBERNETES_SERVICE_HOST → kubernetes;
-//     /proc/1/cgroup naming kubepods, docker, containerd, libpod or lxc;
-//     /run/.containerenv → podman; /.dockerenv → docker;
-//   cpus: the CPUs this process may run on (sched_getaffinity);
+//   container: the runtime and the signals it was concluded from
+//     (container_facts.h), namespace ids, /dev/shm size, cgroup limits
+//     (cgroup_limits.h); in_container / container_runtime repeat the
+//     conclusion for older readers;
+//   host_cpus: the CPUs this process may run on (sched_getaffinity);
+//   cpus: host_cpus capped by the cgroup CPU limit rounded up;
+//   host_memory_bytes: MemTotal;
 //   memory_bytes: MemTotal, or the cgroup memory limit when lower;
 //   numa_nodes: /sys/devices/system/node/node*/{meminfo,cpulist};
 //   memory_kinds: every engine kind whose CheckAvailable() passes here, with

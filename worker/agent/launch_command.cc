@@ -58,6 +58,23 @@ void MpichTransport(v1::Transport transport, std::map<std::string, std::string>*
   }
 }
 
+// MPICH, SHM between ranks of different workers that share one IPC (and
+// PID) namespace (assignment.shared_ipc). Hydra makes each worker a node
+// of its own, and MPICH's shared-memory module joins only the ranks of one
+// node; ranks on different nodes go through its network module, UCX on
+// Debian, so that is where shared memory is put: UCX's shared-memory
+// transports (posix and sysv segments, cma) reach any peer on the same
+// kernel (boot id) and IPC namespace. Validation admits this only within
+// one PID namespace (api/ipc_sharing.h). As for the other transports,
+// these settings win over the run's own. (Open MPI cannot do this:
+// validation refuses it, see api/validation.h.)
+std::map<std::string, std::string> SharedIpcEnv(const v1::Assignment& assignment) {
+  std::map<std::string, std::string> env;
+  if (!assignment.shared_ipc() || assignment.spec().transport() != v1::SHM) return env;
+  env["UCX_TLS"] = "self,sm";
+  return env;
+}
+
 }  // namespace
 
 absl::Status WriteShimScript(const std::string& path, const std::string& self) {
@@ -132,6 +149,7 @@ absl::StatusOr<LaunchCommand> BuildLaunchCommand(const v1::Assignment& assignmen
     const std::string self_host = HostOf(assignment.peers(0).agent_address());
     if (!self_host.empty()) argv.insert(argv.end(), {"-localhost", self_host});
     MpichTransport(spec.transport(), &command.env);
+    for (const auto& [key, value] : SharedIpcEnv(assignment)) command.env[key] = value;
     // UCX takes devices by name only (a CIDR is left out), and picks the
     // loopback or any other network otherwise. The run's own
     // UCX_NET_DEVICES wins.

@@ -4,6 +4,10 @@
 // order, the transport mapped to MCA / UCX settings, the run's allow-listed
 // environment, and collbench-rank with the engine flags.
 //
+// With MPICH, SHM between workers that share IPC (assignment.shared_ipc)
+// goes through UCX's shared-memory transports, since hydra treats each
+// worker as a node of its own (see SharedIpcEnv in launch_command.cc).
+//
 // Peers other than the launcher itself are named by aliases (w1, w2, ...)
 // that the launch shim maps to their Agent addresses through COLLBENCH_HOSTMAP;
 // the launcher's own ranks are started locally by the MPI launcher.

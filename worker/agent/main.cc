@@ -21,6 +21,7 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_split.h"
 #include "common/flag_parser.h"
+#include "common/tls_channel.h"
 #include "common/host_port.h"
 #include "worker/agent/exec_service.h"
 #include "worker/agent/inventory.h"
@@ -34,7 +35,7 @@ namespace {
 constexpr char kUsage[] =
     "usage: collbench-worker --coordinator HOST:PORT [--listen HOST:PORT] [--name NAME]\n"
     "                        [--slots N] [--join-token T] [--advertise HOST:PORT]\n"
-    "                        [--mpi-interface IFACE|CIDR]\n"
+    "                        [--mpi-interface IFACE|CIDR] [--tls-ca FILE [--tls-server-name NAME]]\n"
     "       collbench-worker launch-shim HOST COMMAND...   (used by mpirun / mpiexec)\n";
 
 struct Flags {
@@ -46,6 +47,7 @@ struct Flags {
   std::string join_token;
   std::string work_dir;
   std::string mpi_interface;
+  ClientTlsOptions tls;
 };
 
 std::string SelfPath() {
@@ -132,6 +134,11 @@ class SegmentDir {
 };
 
 int Serve(const Flags& flags) {
+  absl::StatusOr<ChannelSetup> channel = MakeChannelSetup(flags.tls);
+  if (!channel.ok()) {
+    absl::FPrintF(stderr, "collbench-worker: %s\n", channel.status().message());
+    return 2;
+  }
   std::unique_ptr<ProcessRunner> runner = NewPosixProcessRunner();
   const SegmentDir segment_dir;
   ExecManagerOptions exec_options;
@@ -160,6 +167,8 @@ int Serve(const Flags& flags) {
   }
   WorkerAgentOptions options;
   options.coordinator = flags.coordinator;
+  options.credentials = channel->credentials;
+  options.channel_arguments = channel->arguments;
   options.worker_id = flags.name.empty() ? HostName() : flags.name;
   options.display_name = options.worker_id;
   options.agent_address = AdvertiseAddress(flags, port);
@@ -229,6 +238,11 @@ int main(int argc, char** argv) {
                 " an interface (eth0) or a CIDR (10.0.0.0/16); Open MPI gets it as"
                 " oob_tcp_if_include and btl_tcp_if_include, MPICH an interface name as"
                 " UCX_NET_DEVICES (default: MPI's choice)");
+  parser.String("tls-ca", &flags.tls.ca_file,
+                "PEM CA certificate(s): dial the coordinator over TLS and verify it");
+  parser.String("tls-server-name", &flags.tls.server_name,
+                "the name the coordinator's certificate must carry, when it is not the host"
+                " in --coordinator");
   const absl::Status parsed = parser.Parse(std::vector<std::string>(argv + 1, argv + argc));
   if (parser.help()) {
     std::fputs(collbench::kUsage, stdout);

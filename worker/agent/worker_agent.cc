@@ -25,9 +25,10 @@ bool WorkerAgent::connected() const {
 }
 
 void WorkerAgent::Run() {
-  auto channel = grpc::CreateChannel(
+  auto channel = grpc::CreateCustomChannel(
       options_.coordinator,
-      options_.credentials ? options_.credentials : grpc::InsecureChannelCredentials());
+      options_.credentials ? options_.credentials : grpc::InsecureChannelCredentials(),
+      options_.channel_arguments);
   auto stub = v1::WorkerGateway::NewStub(channel);
   std::mt19937 random(std::random_device{}());
   absl::Duration backoff = options_.min_backoff;

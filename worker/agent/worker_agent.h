@@ -36,6 +36,8 @@ struct WorkerAgentOptions {
   std::string join_token;
   v1::Inventory inventory;
   std::shared_ptr<grpc::ChannelCredentials> credentials;  // insecure when null
+  // With `credentials`: e.g. the TLS name expected of the coordinator.
+  grpc::ChannelArguments channel_arguments;
   absl::Duration min_backoff = absl::Milliseconds(200);
   absl::Duration max_backoff = absl::Seconds(5);
   // Called with true when the coordinator accepts the registration and with

@@ -148,12 +148,12 @@ class ObservedCluster(svc.Cluster):
         self.prometheus = None
         self.prometheus_port = None
 
-    def _spawn(self, argv, log_name):
+    def _spawn(self, argv, log_name, env=None):
         if os.path.basename(argv[0]) == "collbench-coordinator":
             if self.http_port is None:
                 self.http_port = svc.free_port()
             argv = argv + ["--http-listen", "127.0.0.1:%d" % self.http_port]
-        return super()._spawn(argv, log_name)
+        return super()._spawn(argv, log_name, env)
 
     def metrics_url(self):
         return "http://127.0.0.1:%d/metrics" % self.http_port

@@ -59,7 +59,7 @@ class RestCluster(svc.Cluster):
             for role, token in TOKENS.items():
                 f.write("%s %s\n" % (role, token))
 
-    def _spawn(self, argv, log_name):
+    def _spawn(self, argv, log_name, env=None):
         name = os.path.basename(argv[0])
         if name == "collbench-coordinator":
             if self.http_port is None:
@@ -68,7 +68,7 @@ class RestCluster(svc.Cluster):
                            "--tokens", self.tokens_file]
         elif name == "collbench-worker":
             argv = argv + ["--join-token", TOKENS["worker"]]
-        return super()._spawn(argv, log_name)
+        return super()._spawn(argv, log_name, env)
 
     def start_coordinator(self, heartbeat_timeout=6):
         proc = super().start_coordinator(heartbeat_timeout)

@@ -166,11 +166,11 @@ class Cluster:
     def binary(self, name):
         return os.path.join(self.bin_dir, name)
 
-    def _spawn(self, argv, log_name):
+    def _spawn(self, argv, log_name, env=None):
         log_path = os.path.join(self.dir, log_name)
         with open(log_path, "ab") as out:
             proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=out,
-                                    stderr=subprocess.STDOUT, env=child_env(),
+                                    stderr=subprocess.STDOUT, env={**child_env(), **(env or {})},
                                     start_new_session=True)  # its own group
         proc.log_path = log_path
         self.popens.append(proc)
@@ -231,7 +231,7 @@ class Cluster:
 
     # workers
 
-    def start_worker(self, name, slots):
+    def start_worker(self, name, slots, env=None):
         work_dir = os.path.join(self.dir, name)
         os.makedirs(work_dir, exist_ok=True)
         self.workers[name] = self._spawn(
@@ -241,7 +241,7 @@ class Cluster:
              # MPI's own TCP between daemons stays on loopback, as in
              # `collbench local`; otherwise Open MPI picks the host's network
              # address and a daemon sometimes cannot call mpirun back.
-             "--mpi-interface", "127.0.0.0/8"], "%s.log" % name)
+             "--mpi-interface", "127.0.0.0/8"], "%s.log" % name, env)
         return self.workers[name]
 
     def start_workers(self, count, slots, prefix="w"):
@@ -366,7 +366,7 @@ def reap_orphans():
 
 
 WORKER_ROW = re.compile(r"^(workers/\S+)\s+(\S+)\s+(\S+)\s+(\S*)\s+(\d+)\s+(\d+)\s+"
-                        r"([\d.]+)G\s+(\d+)\s+(\S+)\s*$")
+                        r"([\d.]+)G\s+(\d+)\s+(\S+)\s+(\S+)\s+(\S+)\s*$")
 RUN_ROW = re.compile(r"^(runs/\S+)\s+(\S+)\s+(\S+)\s+(\S+)\s+(\d+)\s+(\S+)\s+(\d+)/(\d+)\s+"
                      r"(\d{4}-\d\d-\d\d \d\d:\d\d:\d\d|-)\s+(.*)$")
 
@@ -382,7 +382,7 @@ def parse_workers(text):
         g = match.groups()
         rows.append({"name": g[0], "state": g[1], "hostname": g[2], "host_id": g[3],
                      "slots": int(g[4]), "cpus": int(g[5]), "memory_gib": float(g[6]),
-                     "gpus": int(g[7]), "run": g[8]})
+                     "gpus": int(g[7]), "container": g[8], "ipc": g[9], "run": g[10]})
     return rows
 
 
@@ -642,7 +642,9 @@ VALIDATION_CASES = [
     (["--dtype", "int7"], r"dtype"),
     (["--redop", "avg"], r"redop"),
     (["latency", "--ranks", "3"], r"ranks"),
-    (["--transport", "shm", "--placement", "spread", "--ranks", "3"], r"transport"),
+    # w3 reports another host: its IPC namespace is not w1's, so SHM over
+    # all three is refused, naming it.
+    (["--transport", "shm", "--placement", "spread", "--ranks", "3"], r"transport.*workers/w3"),
     (["--label", "Team=x"], r"label"),
     (["--memory", "nowhere"], r"memory"),
     (["--backend", "smoke-signals"], r"backend"),
@@ -653,7 +655,10 @@ VALIDATION_CASES = [
 
 def case_validation(c):
     c.start_coordinator()
-    c.start_workers(3, slots=1)
+    c.start_worker("w1", 1)
+    c.start_worker("w2", 1)
+    c.start_worker("w3", 1, env={"COLLBENCH_HOST_ID": "another-host"})
+    c.wait_workers_ready(["w1", "w2", "w3"])
     # One run in the list first, so "unchanged" compares something.
     done = c.cli("run", "allreduce", "--ranks", 2, "--placement", "pack", "--sizes", "8",
                  "-n", 5, "--check", "--wait", "--output", "jsonl", timeout=60)

@@ -97,13 +97,16 @@ TEST_F(InventoryTest, HostIdComesFromTheEnvironmentFirst) {
 TEST_F(InventoryTest, ReadsProcAndSysTrees) {
   WriteFile(root_ / "proc/sys/kernel/random/boot_id", "1234-abcd\n");
   WriteFile(root_ / "proc/meminfo", "MemTotal:       16384 kB\nMemFree: 1 kB\n");
-  WriteFile(root_ / "proc/1/cgroup", "0::/kubepods/burstable/pod1/abc\n");
+  WriteFile(root_ / "proc/self/cgroup", "0::/kubepods/burstable/pod1/abc\n");
+  WriteFile(root_ / "proc/self/mountinfo",
+            "30 25 0:27 / /sys/fs/cgroup rw - cgroup2 cgroup2 rw,nsdelegate\n");
   WriteFile(root_ / "sys/devices/system/node/node0/meminfo", "Node 0 MemTotal:       8192 kB\n");
   WriteFile(root_ / "sys/devices/system/node/node0/cpulist", "0-2,5\n");
   WriteFile(root_ / "sys/devices/system/node/node1/meminfo", "Node 1 MemTotal:       4096 kB\n");
   WriteFile(root_ / "sys/devices/system/node/node1/cpulist", "3\n");
-  WriteFile(root_ / "sys/fs/cgroup/memory.max", "max\n");
+  WriteFile(root_ / "sys/fs/cgroup/kubepods/burstable/pod1/abc/memory.max", "max\n");
   InventoryOptions options;
+  options.root = root_.string();
   options.proc_root = (root_ / "proc").string();
   options.sys_root = (root_ / "sys").string();
   options.probe_gpus = false;
@@ -114,15 +117,27 @@ TEST_F(InventoryTest, ReadsProcAndSysTrees) {
   EXPECT_EQ(inventory->memory_bytes(), 16384u * 1024);
   EXPECT_TRUE(inventory->in_container());
   EXPECT_EQ(inventory->container_runtime(), "kubernetes");
+  EXPECT_EQ(inventory->container().runtime(), "kubernetes");
+  EXPECT_EQ(inventory->container().cgroup().path(), "/kubepods/burstable/pod1/abc");
+  EXPECT_EQ(inventory->host_memory_bytes(), 16384u * 1024);
+  EXPECT_EQ(inventory->cpus(), inventory->host_cpus());  // no CPU limit
   ASSERT_EQ(inventory->numa_nodes_size(), 2);
   EXPECT_EQ(inventory->numa_nodes(0).memory_bytes(), 8192u * 1024);
   EXPECT_THAT(inventory->numa_nodes(0).cpus(), ElementsAre(0, 1, 2, 5));
   EXPECT_EQ(inventory->numa_nodes(1).id(), 1);
   EXPECT_THAT(inventory->numa_nodes(1).cpus(), ElementsAre(3));
 
-  // A container memory limit below MemTotal wins.
-  WriteFile(root_ / "sys/fs/cgroup/memory.max", "1048576\n");
-  EXPECT_EQ(DiscoverInventory(options)->memory_bytes(), 1048576u);
+  // The cgroup's limits replace the host's figures, which are kept: a
+  // memory limit below MemTotal, and half a CPU (one slot).
+  WriteFile(root_ / "sys/fs/cgroup/kubepods/burstable/pod1/memory.max", "1048576\n");
+  WriteFile(root_ / "sys/fs/cgroup/kubepods/burstable/pod1/abc/cpu.max", "50000 100000\n");
+  inventory = DiscoverInventory(options);
+  EXPECT_EQ(inventory->memory_bytes(), 1048576u);
+  EXPECT_EQ(inventory->host_memory_bytes(), 16384u * 1024);
+  EXPECT_EQ(inventory->container().cgroup().memory_limit_bytes(), 1048576u);
+  EXPECT_EQ(inventory->cpus(), 1);
+  EXPECT_GE(inventory->host_cpus(), 1);
+  EXPECT_DOUBLE_EQ(inventory->container().cgroup().cpu_limit(), 0.5);
 }
 
 TEST_F(InventoryTest, KubernetesEnvironmentMeansContainer) {

@@ -15,6 +15,7 @@ namespace {
 using ::testing::Contains;
 using ::testing::ElementsAre;
 using ::testing::HasSubstr;
+using ::testing::Not;
 
 v1::SizeResult Bytes(uint64_t bytes) {
   v1::SizeResult r;
@@ -136,6 +137,22 @@ TEST_F(LaunchCommandTest, MpiInterfaceRestrictsOpenMpiAndMpichCallsBackTheLaunch
   assignment_.mutable_spec()->set_mpi(v1::MPICH);
   auto mpich = BuildLaunchCommand(assignment_, "workers/a", paths_);
   EXPECT_THAT(Joined(mpich->argv), HasSubstr("-localhost 127.0.0.1"));
+}
+
+TEST_F(LaunchCommandTest, MpichShmAcrossWorkersSharingIpcGoesThroughUcxSharedMemory) {
+  assignment_.mutable_spec()->set_transport(v1::SHM);
+  assignment_.mutable_spec()->set_mpi(v1::MPICH);
+  assignment_.set_shared_ipc(true);
+  assignment_.set_single_copy_mechanism("cma");
+  auto command = BuildLaunchCommand(assignment_, "workers/a", paths_);
+  EXPECT_THAT(Joined(command->argv), HasSubstr("-genv UCX_TLS self,sm "));
+  EXPECT_THAT(Joined(command->argv), Not(HasSubstr("MPIR_CVAR_NOLOCAL")));
+}
+
+TEST_F(LaunchCommandTest, ShmWithoutSharedIpcKeepsVader) {
+  assignment_.mutable_spec()->set_transport(v1::SHM);
+  auto openmpi = BuildLaunchCommand(assignment_, "workers/a", paths_);
+  EXPECT_THAT(Joined(openmpi->argv), HasSubstr("--mca pml ob1 --mca btl self,vader"));
 }
 
 TEST_F(LaunchCommandTest, RefusesAnAssignmentForAnotherLauncher) {

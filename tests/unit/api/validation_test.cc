@@ -16,9 +16,14 @@ namespace {
 constexpr uint64_t kGiB = uint64_t{1} << 30;
 constexpr uint64_t kMiB = uint64_t{1} << 20;
 
-// Four workers of four slots, 1 GiB of host memory and 8 GiB GPUs each.
+// Four workers of four slots, 1 GiB of host memory and 8 GiB GPUs each,
+// each in its own container (private IPC), two per host.
 ValidationLimits FourWorkers() {
   ValidationLimits limits;
+  limits.worker_ipc = std::vector<WorkerIpc>{{"workers/a", "h1", 4026532281, 4026532282},
+                                             {"workers/b", "h1", 4026532391, 4026532392},
+                                             {"workers/c", "h2", 4026532281, 4026532282},
+                                             {"workers/d", "h2", 4026532491, 4026532492}};
   limits.max_total_slots = 16;
   limits.worker_count = 4;
   limits.max_worker_slots = 4;

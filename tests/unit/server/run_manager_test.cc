@@ -3,9 +3,9 @@
 #include "server/core/run_manager.h"
 
 #include <map>
+#include <memory>
 #include <optional>
 #include <set>
-#include <memory>
 #include <string>
 #include <vector>
 
@@ -47,8 +47,10 @@ class RunManagerTest : public ::testing::Test {
   }
 
   uint64_t Register(const std::string& id, const std::string& host, int slots = 2,
-                    std::vector<std::string> active = {}) {
+                    std::vector<std::string> active = {},
+                    const v1::ContainerFacts& container = {}) {
     v1::Register hello;
+    *hello.mutable_inventory()->mutable_container() = container;
     hello.set_worker_id(id);
     hello.set_slots(slots);
     hello.set_agent_address(id + ":7000");
@@ -201,6 +203,68 @@ TEST_F(RunManagerTest, SpreadTellsPeersTheTokenBeforeTheLauncherStarts) {
   ASSERT_TRUE(assignment.has_value());
   EXPECT_EQ(peer_messages[0].run_token().token(), assignment->token());
   EXPECT_EQ(assignment->peers(1).agent_address(), peer.substr(8) + ":7000");
+}
+
+// A podman container on host-a with these IPC and PID namespaces.
+v1::ContainerFacts Podman(uint64_t ipc, uint64_t pid) {
+  v1::ContainerFacts facts;
+  facts.set_in_container(true);
+  facts.set_runtime("podman");
+  facts.set_confidence("high");
+  v1::ContainerSignal* signal = facts.add_signals();
+  signal->set_source("/run/.containerenv");
+  signal->set_observed("engine=podman-4.3.1");
+  facts.mutable_namespaces()->set_ipc(ipc);
+  facts.mutable_namespaces()->set_pid(pid);
+  facts.mutable_namespaces()->set_net(pid + 1);
+  facts.mutable_cgroup()->set_cpu_limit(1.5);
+  facts.mutable_cgroup()->set_memory_limit_bytes(uint64_t{2} << 30);
+  return facts;
+}
+
+TEST_F(RunManagerTest, ShmAcrossWorkersSharingIpcIsRecordedWithEachWorkersFacts) {
+  Register("a", "host-a", 1, {}, Podman(4026532300, 4026532301));
+  Register("b", "host-a", 1, {}, Podman(4026532300, 4026532301));
+  v1::RunSpec spec = Spec(2, v1::SPREAD);
+  spec.set_transport(v1::SHM);
+  spec.set_mpi(v1::MPICH);
+  const v1::Run run = Create(spec);
+  EXPECT_EQ(run.state(), v1::SCHEDULED);
+  EXPECT_TRUE(run.shared_ipc());
+  EXPECT_EQ(run.single_copy_mechanism(), "cma");  // one PID namespace
+  ASSERT_EQ(run.hosts_size(), 2);
+  for (const v1::RankHost& host : run.hosts()) {
+    EXPECT_EQ(host.hostname(), host.worker().substr(8));
+    EXPECT_EQ(host.container().runtime(), "podman");
+    EXPECT_EQ(host.container().namespaces().ipc(), 4026532300u);
+    EXPECT_DOUBLE_EQ(host.container().cgroup().cpu_limit(), 1.5);
+    EXPECT_TRUE(host.container().signals().empty());  // the worker's record keeps them
+  }
+  auto assignment = AssignmentFor(run.launcher());
+  ASSERT_TRUE(assignment.has_value());
+  EXPECT_TRUE(assignment->shared_ipc());
+  EXPECT_EQ(assignment->single_copy_mechanism(), "cma");
+}
+
+TEST_F(RunManagerTest, ShmFailsAtStartWhenThePickedWorkersDoNotShareIpc) {
+  // c is unknown when the run is validated; it registers with its own IPC.
+  Register("a", "host-a", 2, {}, Podman(4026532300, 4026532301));
+  v1::RunSpec spec = Spec(2, v1::EXPLICIT);
+  spec.mutable_placement()->add_workers("a");
+  spec.mutable_placement()->add_workers("c");
+  spec.mutable_placement()->set_ranks_per_worker(1);
+  spec.set_transport(v1::SHM);
+  spec.set_mpi(v1::MPICH);
+  const v1::Run queued = Create(spec);
+  EXPECT_EQ(queued.state(), v1::QUEUED);
+  Register("c", "host-a", 1, {}, Podman(4026532500, 4026532501));
+  const v1::Run failed = Get(queued.name());
+  EXPECT_EQ(failed.state(), v1::FAILED);
+  EXPECT_EQ(failed.error(),
+            "spec.transport: SHM connects ranks on different workers only when they share one "
+            "IPC namespace on one host: workers/c (host host-a, ipc:[4026532500]) does not "
+            "share the IPC namespace of workers/a (host host-a, ipc:[4026532300])");
+  EXPECT_FALSE(AssignmentFor("workers/a").has_value());
 }
 
 TEST_F(RunManagerTest, InvalidSpecIsRejectedAndNothingIsQueued) {

@@ -1,0 +1,43 @@
+// Client channels to the coordinator, plain or TLS (DESIGN §5): what
+// collbench-worker and the collbench CLI dial with `--tls-ca FILE` and
+// `--tls-server-name NAME`.
+//
+// With no CA file the channel is insecure (the coordinator serves TLS only
+// when it is given --tls-cert and --tls-key). With one, the coordinator's
+// certificate must chain to that CA and name the host dialled, or
+// `server_name` when it is set (the certificate names the Service, the
+// client dials an address).
+//
+// Thread safety: plain functions; the results may be shared across threads.
+#ifndef COLLBENCH_COMMON_TLS_CHANNEL_H_
+#define COLLBENCH_COMMON_TLS_CHANNEL_H_
+
+#include <memory>
+#include <string>
+
+#include "absl/status/statusor.h"
+#include "grpcpp/grpcpp.h"
+
+namespace collbench {
+
+struct ClientTlsOptions {
+  std::string ca_file;      // PEM roots; empty: insecure channel
+  std::string server_name;  // expected name in the certificate; empty: the host dialled
+};
+
+// Credentials and channel arguments for `options`. InvalidArgument naming
+// the flag and the file when the CA file cannot be read or holds no PEM
+// certificate, or when a server name is given without a CA file.
+struct ChannelSetup {
+  std::shared_ptr<grpc::ChannelCredentials> credentials;
+  grpc::ChannelArguments arguments;
+};
+absl::StatusOr<ChannelSetup> MakeChannelSetup(const ClientTlsOptions& options);
+
+// A channel to `address` with `setup`.
+std::shared_ptr<grpc::Channel> CreateCoordinatorChannel(const std::string& address,
+                                                        const ChannelSetup& setup);
+
+}  // namespace collbench
+
+#endif  // COLLBENCH_COMMON_TLS_CHANNEL_H_
