@@ -482,10 +482,11 @@ def admission_rejections(c):
 
 
 def case_admission(c):
-    # No workers: every accepted run stays QUEUED. One create per 20 s after
-    # a burst of 6, so the rate cannot refill during the test.
+    # No workers: every accepted run stays QUEUED. A burst of 5 creates
+    # (3 queued, 2 refused for the queue), then one per 20 s, so the rate
+    # cannot refill during the test.
     c.coordinator_args = ["--max-queued-runs", "3", "--create-rate", "3/min",
-                          "--create-burst", "6"]
+                          "--create-burst", "5"]
     c.start_coordinator()
     expect(admission_rejections(c) == {"queue_full": 0, "rate_limited": 0},
            "the counters are not there from the start: %s" % admission_rejections(c))
@@ -505,7 +506,7 @@ def case_admission(c):
                "queue-full error: %s" % error)
         expect(headers.get("retry-after", "").isdigit() and int(headers["retry-after"]) >= 1,
                "queue-full 429 without a Retry-After in seconds: %s" % headers)
-    # The caller's burst of 6 is spent: 429 for the rate, Retry-After is the
+    # The caller's burst of 5 is spent: 429 for the rate, Retry-After is the
     # wait for the next token (20 s at 3/min).
     status, text, headers = c.curl("POST", "/v1/runs", OPERATOR,
                                    json.dumps({"spec": spec(), "requestId": "adm-7"}))
