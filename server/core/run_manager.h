@@ -33,8 +33,9 @@
 //
 // Thread safety: all public methods may be called concurrently; one mutex
 // guards the live state. Store, registry, hub and link calls are made with
-// it held (except the batched worker rows, written under flush_mu_ alone);
-// none of them calls back into the manager.
+// it held, except OnDisconnect's registry call and the batched worker rows
+// (written under flush_mu_ alone); none of them calls back into the
+// manager.
 #ifndef COLLBENCH_SERVER_CORE_RUN_MANAGER_H_
 #define COLLBENCH_SERVER_CORE_RUN_MANAGER_H_
 
