@@ -120,6 +120,14 @@ class RunManager {
   absl::StatusOr<v1::Run> CancelRun(absl::string_view name, absl::Time now);
   absl::StatusOr<std::vector<v1::SizeResult>> GetResults(absl::string_view name);
   std::vector<v1::Worker> ListWorkers();
+  // Workers [start, start + count) of ListWorkers()' order, and how many
+  // there are in all; only that range is converted, so a page of a large
+  // fleet costs little more than its own workers.
+  struct WorkerPage {
+    std::vector<v1::Worker> workers;
+    size_t total = 0;
+  };
+  WorkerPage ListWorkers(size_t start, size_t count);
   absl::StatusOr<v1::Worker> GetWorker(absl::string_view name);
   absl::StatusOr<v1::Worker> DrainWorker(absl::string_view name);
   // Queued runs, for metrics.

@@ -2,6 +2,7 @@
 // run status, results, logs), the periodic tick, and recovery after a
 // restart.
 #include <algorithm>
+#include <limits>
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
@@ -333,15 +334,38 @@ v1::Worker RunManager::WorkerProto(const scheduling::WorkerSnapshot& snapshot) c
 }
 
 std::vector<v1::Worker> RunManager::ListWorkers() {
-  std::map<std::string, v1::Worker> by_name;
+  return ListWorkers(0, std::numeric_limits<size_t>::max()).workers;
+}
+
+RunManager::WorkerPage RunManager::ListWorkers(size_t start, size_t count) {
+  std::map<std::string, v1::Worker> before;
   {
     absl::MutexLock lock(&mu_);
-    by_name = known_before_start_;
+    before = known_before_start_;
   }
-  for (const scheduling::WorkerSnapshot& s : registry_->List()) by_name[s.name] = WorkerProto(s);
-  std::vector<v1::Worker> out;
-  for (auto& [name, worker] : by_name) out.push_back(std::move(worker));
-  return out;
+  const std::vector<scheduling::WorkerSnapshot> live = registry_->List();  // by name
+  // Both by name, merged; a registered worker's entry wins over its row
+  // from before the restart.
+  WorkerPage page;
+  size_t index = 0;
+  auto keep = [&](auto make) {
+    if (index >= start && page.workers.size() < count) page.workers.push_back(make());
+    ++index;
+  };
+  auto b = before.begin();
+  size_t l = 0;
+  while (b != before.end() || l < live.size()) {
+    if (l < live.size() && (b == before.end() || live[l].name <= b->first)) {
+      if (b != before.end() && b->first == live[l].name) ++b;
+      const scheduling::WorkerSnapshot& snapshot = live[l++];
+      keep([&] { return WorkerProto(snapshot); });
+    } else {
+      v1::Worker& worker = (b++)->second;
+      keep([&] { return std::move(worker); });
+    }
+  }
+  page.total = index;
+  return page;
 }
 
 absl::StatusOr<v1::Worker> RunManager::GetWorker(absl::string_view name) {

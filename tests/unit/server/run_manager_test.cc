@@ -351,6 +351,32 @@ TEST_F(RunManagerTest, RunTimesOut) {
   EXPECT_THAT(Get(run.name()).error(), HasSubstr("timed out"));
 }
 
+TEST_F(RunManagerTest, WorkerPagesFollowTheFullListingAcrossARestart) {
+  Register("a", "host-a");
+  Register("b", "host-b");
+  Register("c", "host-c");
+  Restart();  // a, b and c are known from the store, LOST until they return
+  Register("b", "host-b");
+  Register("d", "host-d");
+  std::vector<std::string> all;
+  for (const v1::Worker& w : manager_->ListWorkers()) {
+    all.push_back(w.name() + " " + v1::WorkerState_Name(w.state()));
+  }
+  EXPECT_THAT(all, ::testing::ElementsAre("workers/a LOST", "workers/b READY", "workers/c LOST",
+                                          "workers/d READY"));
+  auto names = [](const RunManager::WorkerPage& page) {
+    std::vector<std::string> out;
+    for (const v1::Worker& w : page.workers) out.push_back(w.name());
+    return out;
+  };
+  const RunManager::WorkerPage middle = manager_->ListWorkers(1, 2);
+  EXPECT_THAT(names(middle), ::testing::ElementsAre("workers/b", "workers/c"));
+  EXPECT_EQ(middle.total, 4u);
+  EXPECT_EQ(middle.workers[0].state(), v1::READY);  // the registered entry wins
+  EXPECT_THAT(names(manager_->ListWorkers(3, 10)), ::testing::ElementsAre("workers/d"));
+  EXPECT_TRUE(manager_->ListWorkers(4, 10).workers.empty());
+}
+
 // --- Admission (DESIGN §5, "Admission and fairness") ------------------------
 
 TEST_F(RunManagerTest, FullQueueRefusesCreateWithRetryAfterAndStoresNothing) {
