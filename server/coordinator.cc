@@ -72,6 +72,7 @@ std::shared_ptr<CoordinatorMetrics> NewMetrics(Store* store, RunManager* manager
   sources.lookup_run = [store](const std::string& name) { return store->GetRun(name); };
   sources.workers = [manager] { return manager->ListWorkers(); };
   sources.queued_runs = [manager] { return manager->queued_count(); };
+  sources.admission_rejections = [manager] { return manager->admission_rejections(); };
   return std::make_shared<CoordinatorMetrics>(COLLBENCH_VERSION, std::move(sources));
 }
 

@@ -4,6 +4,8 @@
 #include <cstdio>
 #include <thread>
 
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "common/flag_parser.h"
 #include "common/units.h"
@@ -13,7 +15,8 @@ namespace {
 
 constexpr char kUsage[] =
     "usage: collbench-coordinator [--grpc-listen HOST:PORT] [--http-listen HOST:PORT] "
-    "[--store FILE] [--tokens FILE] [--tls-cert F --tls-key F] [--join-token T]\n";
+    "[--store FILE] [--tokens FILE] [--tls-cert F --tls-key F] [--join-token T] "
+    "[--max-queued-runs N] [--create-rate R] [--create-burst N]\n";
 
 }  // namespace
 
@@ -31,6 +34,46 @@ int main(int argc, char** argv) {
                "bearer tokens, one 'ROLE TOKEN' per line (roles: read, operator, worker)");
   flags.String("join-token", &options.join_token, "a token workers must present");
   flags.Int("heartbeat-timeout", &heartbeat_timeout_s, "seconds of silence before a worker is lost");
+  collbench::RunManagerOptions& admission = options.run_manager;
+  flags.Custom(
+      "max-queued-runs", "N",
+      [&admission](absl::string_view v) {
+        if (!absl::SimpleAtoi(v, &admission.max_queued_runs) || admission.max_queued_runs < 0) {
+          return absl::InvalidArgumentError(
+              absl::StrCat("invalid --max-queued-runs '", v, "': not a whole number >= 0"));
+        }
+        return absl::OkStatus();
+      },
+      absl::StrCat("queued runs beyond which CreateRun is refused (RESOURCE_EXHAUSTED, HTTP 429 "
+                   "with Retry-After); 0: no limit (default ",
+                   admission.max_queued_runs, ")"));
+  flags.Custom(
+      "create-rate", "R",
+      [&admission](absl::string_view v) {
+        absl::StatusOr<double> rate = collbench::ParseRatePerSecond(v);
+        if (!rate.ok()) {
+          return absl::InvalidArgumentError(
+              absl::StrCat("invalid --create-rate ", rate.status().message()));
+        }
+        admission.create_rate.per_second = *rate;
+        return absl::OkStatus();
+      },
+      absl::StrFormat("CreateRun calls per caller (bearer token, or client address without "
+                      "tokens): 10/s, 600/min, 3600/h, or off; beyond it RESOURCE_EXHAUSTED, "
+                      "HTTP 429 with Retry-After (default %g/s)",
+                      admission.create_rate.per_second));
+  flags.Custom(
+      "create-burst", "N",
+      [&admission](absl::string_view v) {
+        if (!absl::SimpleAtoi(v, &admission.create_rate.burst) ||
+            admission.create_rate.burst < 1) {
+          return absl::InvalidArgumentError(
+              absl::StrCat("invalid --create-burst '", v, "': not a whole number >= 1"));
+        }
+        return absl::OkStatus();
+      },
+      absl::StrCat("creates a caller may make at once before --create-rate applies (default ",
+                   admission.create_rate.burst, ")"));
   const absl::Status parsed = flags.Parse(std::vector<std::string>(argv + 1, argv + argc));
   if (flags.help()) {
     std::fputs(kUsage, stdout);

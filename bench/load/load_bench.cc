@@ -320,7 +320,10 @@ class CoordinatorProcess {
     std::vector<std::string> args = {binary,
                                      "--grpc-listen=127.0.0.1:0",
                                      "--store=" + store,
-                                     "--heartbeat-timeout=" + std::to_string(heartbeat_timeout_s)};
+                                     "--heartbeat-timeout=" + std::to_string(heartbeat_timeout_s),
+                                     // One client creates every run at
+                                     // once: beyond any per-caller rate.
+                                     "--create-rate=off"};
     std::vector<char*> argv;
     for (std::string& a : args) argv.push_back(a.data());
     argv.push_back(nullptr);
@@ -723,6 +726,30 @@ std::shared_ptr<grpc::Channel> NewChannel(const std::string& target, int index) 
   return grpc::CreateCustomChannel(target, grpc::InsecureChannelCredentials(), args);
 }
 
+// Every worker, over all pages (a page holds at most 1,000). False, with
+// the error, when a call failed.
+bool ListAllWorkers(v1::Coordinator::Stub* api, std::chrono::system_clock::time_point deadline,
+                    std::vector<v1::Worker>* workers, std::string* error) {
+  workers->clear();
+  std::string token;
+  do {
+    v1::ListWorkersRequest request;
+    request.set_page_size(1000);
+    request.set_page_token(token);
+    v1::ListWorkersResponse response;
+    grpc::ClientContext context;
+    context.set_deadline(deadline);
+    const grpc::Status status = api->ListWorkers(&context, request, &response);
+    if (!status.ok()) {
+      *error = status.error_message();
+      return false;
+    }
+    for (v1::Worker& w : *response.mutable_workers()) workers->push_back(std::move(w));
+    token = response.next_page_token();
+  } while (!token.empty());
+  return true;
+}
+
 template <typename Pred>
 bool WaitFor(Fleet* fleet, double seconds, Pred pred) {
   std::unique_lock<std::mutex> lock(fleet->mu);
@@ -921,39 +948,26 @@ RoundResult RunRound(const Options& o, const std::string& store_kind) {
   std::string list_error;
   {
     const auto now = std::chrono::system_clock::now();
-    std::string token;
-    do {
-      v1::ListWorkersRequest request;
-      request.set_page_size(1000);
-      request.set_page_token(token);
-      v1::ListWorkersResponse response;
-      grpc::ClientContext context;
-      context.set_deadline(now + std::chrono::seconds(30));
-      const grpc::Status status = api->ListWorkers(&context, request, &response);
-      if (!status.ok()) {
-        list_error = status.error_message();
-        break;
+    std::vector<v1::Worker> all;
+    ListAllWorkers(api.get(), now + std::chrono::seconds(30), &all, &list_error);
+    for (const v1::Worker& w : all) {
+      if (w.name().rfind("workers/load-", 0) != 0) continue;
+      ++listed;
+      switch (w.state()) {
+        case v1::READY: ++ready; break;
+        case v1::BUSY: ++busy; break;
+        case v1::LOST: ++lost; break;
+        case v1::DRAINING: ++draining; break;
+        default: ++other; break;
       }
-      for (const v1::Worker& w : response.workers()) {
-        if (w.name().rfind("workers/load-", 0) != 0) continue;
-        ++listed;
-        switch (w.state()) {
-          case v1::READY: ++ready; break;
-          case v1::BUSY: ++busy; break;
-          case v1::LOST: ++lost; break;
-          case v1::DRAINING: ++draining; break;
-          default: ++other; break;
-        }
-        if (w.state() != v1::LOST) {
-          const auto beat = std::chrono::system_clock::time_point(
-              std::chrono::duration_cast<std::chrono::system_clock::duration>(
-                  std::chrono::seconds(w.last_heartbeat_time().seconds()) +
-                  std::chrono::nanoseconds(w.last_heartbeat_time().nanos())));
-          oldest_heartbeat_s = std::max(oldest_heartbeat_s, duration<double>(now - beat).count());
-        }
+      if (w.state() != v1::LOST) {
+        const auto beat = std::chrono::system_clock::time_point(
+            std::chrono::duration_cast<std::chrono::system_clock::duration>(
+                std::chrono::seconds(w.last_heartbeat_time().seconds()) +
+                std::chrono::nanoseconds(w.last_heartbeat_time().nanos())));
+        oldest_heartbeat_s = std::max(oldest_heartbeat_s, duration<double>(now - beat).count());
       }
-      token = response.next_page_token();
-    } while (!token.empty());
+    }
   }
   int run_states[8] = {};
   for (const std::string& name : run_names) {
@@ -995,14 +1009,14 @@ RoundResult RunRound(const Options& o, const std::string& store_kind) {
   double all_lost_after_s = -1;
   int lost_seen = 0;
   while (Seconds(Clock::now() - disconnect_start) < o.disconnect_wait_s) {
-    v1::ListWorkersRequest request;
-    request.set_page_size(1000);
-    v1::ListWorkersResponse response;
-    grpc::ClientContext context;
-    context.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(10));
-    if (api->ListWorkers(&context, request, &response).ok()) {
+    // Every page: a page holds at most 1,000 workers, and counting only the
+    // first would never see more than 1,000 LOST.
+    std::vector<v1::Worker> all;
+    std::string error;
+    if (ListAllWorkers(api.get(), std::chrono::system_clock::now() + std::chrono::seconds(10),
+                       &all, &error)) {
       lost_seen = 0;
-      for (const v1::Worker& w : response.workers()) lost_seen += w.state() == v1::LOST;
+      for (const v1::Worker& w : all) lost_seen += w.state() == v1::LOST;
       if (lost_seen >= o.workers) {
         all_lost_after_s = Seconds(Clock::now() - disconnect_start);
         break;

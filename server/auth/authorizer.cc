@@ -116,4 +116,29 @@ absl::Status Authorizer::CheckToken(absl::string_view token, Role needed) const 
   return absl::OkStatus();
 }
 
+std::string Authorizer::CallerOf(absl::string_view authorization, absl::string_view peer) const {
+  constexpr absl::string_view kScheme = "bearer ";
+  if (authorization.size() > kScheme.size() &&
+      absl::StartsWithIgnoreCase(authorization, kScheme)) {
+    const absl::string_view token =
+        absl::StripAsciiWhitespace(authorization.substr(kScheme.size()));
+    int index = 0;
+    for (const auto& [known, role] : roles_) {
+      if (known == token && role != Role::kWorker) return absl::StrCat("token ", index);
+      ++index;
+    }
+  }
+  // gRPC peers are "ipv4:1.2.3.4:5678", "ipv6:[::1]:5678" or "unix:/path".
+  absl::string_view host = peer;
+  if (const size_t scheme = host.find(':');
+      scheme != absl::string_view::npos && absl::StartsWith(host, "ip")) {
+    host.remove_prefix(scheme + 1);
+    if (const size_t port = host.rfind(':'); port != absl::string_view::npos) {
+      host = host.substr(0, port);
+    }
+  }
+  if (host.empty()) return "anonymous";
+  return absl::StrCat("peer ", host);
+}
+
 }  // namespace collbench

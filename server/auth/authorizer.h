@@ -60,6 +60,12 @@ class Authorizer {
   // The same for a bare token (e.g. the join token of a worker's Register).
   absl::Status CheckToken(absl::string_view token, Role needed) const;
 
+  // Who makes a call, for per-caller limits: "token N" (the token's place
+  // in the file's sorted order, never the token itself) for a known API
+  // token, else "peer HOST" from `peer` (an IP address, or gRPC's
+  // "ipv4:HOST:PORT"; the port is dropped), or "anonymous" without one.
+  std::string CallerOf(absl::string_view authorization, absl::string_view peer) const;
+
  private:
   std::map<std::string, Role, std::less<>> roles_;  // token -> role
 };

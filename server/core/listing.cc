@@ -40,28 +40,56 @@ absl::StatusOr<v1::ListRunsResponse> ListRunsPage(RunManager& manager,
   return response;
 }
 
-absl::StatusOr<v1::ListWorkersResponse> PageWorkers(std::vector<v1::Worker> workers,
-                                                    const v1::ListWorkersRequest& request) {
+namespace {
+
+// The first index and the size of the page a ListWorkers request asks for.
+struct WorkerRange {
+  size_t start = 0;
+  size_t size = 0;
+};
+
+absl::StatusOr<WorkerRange> RangeOf(const v1::ListWorkersRequest& request) {
   if (request.page_size() < 0) {
     return absl::InvalidArgumentError(
         absl::StrCat("page_size: must not be negative, got ", request.page_size()));
   }
-  size_t start = 0;
-  if (!request.page_token().empty() && !absl::SimpleAtoi(request.page_token(), &start)) {
+  WorkerRange range;
+  if (!request.page_token().empty() && !absl::SimpleAtoi(request.page_token(), &range.start)) {
     return absl::InvalidArgumentError("page_token: not a token from ListWorkers");
   }
-  const size_t size = request.page_size() > 0 ? request.page_size() : kDefaultWorkerPageSize;
+  range.size = request.page_size() > 0 ? request.page_size() : kDefaultWorkerPageSize;
+  return range;
+}
+
+// The response for `page`, the workers from `start` on of `total`.
+v1::ListWorkersResponse Respond(std::vector<v1::Worker> page, size_t start, size_t total) {
   v1::ListWorkersResponse response;
-  if (start >= workers.size()) return response;  // past the end: an empty last page
-  const size_t end = workers.size() - start > size ? start + size : workers.size();
-  for (size_t i = start; i < end; ++i) *response.add_workers() = std::move(workers[i]);
-  if (end < workers.size()) response.set_next_page_token(std::to_string(end));
+  for (v1::Worker& worker : page) *response.add_workers() = std::move(worker);
+  const size_t end = start + page.size();
+  if (start < total && end < total) response.set_next_page_token(std::to_string(end));
   return response;
+}
+
+}  // namespace
+
+absl::StatusOr<v1::ListWorkersResponse> PageWorkers(std::vector<v1::Worker> workers,
+                                                    const v1::ListWorkersRequest& request) {
+  absl::StatusOr<WorkerRange> range = RangeOf(request);
+  if (!range.ok()) return range.status();
+  std::vector<v1::Worker> page;
+  // Past the end: an empty last page.
+  for (size_t i = range->start; i < workers.size() && page.size() < range->size; ++i) {
+    page.push_back(std::move(workers[i]));
+  }
+  return Respond(std::move(page), range->start, workers.size());
 }
 
 absl::StatusOr<v1::ListWorkersResponse> ListWorkersPage(RunManager& manager,
                                                         const v1::ListWorkersRequest& request) {
-  return PageWorkers(manager.ListWorkers(), request);
+  absl::StatusOr<WorkerRange> range = RangeOf(request);
+  if (!range.ok()) return range.status();
+  RunManager::WorkerPage page = manager.ListWorkers(range->start, range->size);
+  return Respond(std::move(page.workers), range->start, page.total);
 }
 
 }  // namespace collbench

@@ -37,7 +37,7 @@ absl::StatusOr<v1::ListRunsResponse> ListRunsPage(RunManager& manager,
 absl::StatusOr<v1::ListWorkersResponse> PageWorkers(std::vector<v1::Worker> workers,
                                                     const v1::ListWorkersRequest& request);
 
-// PageWorkers over manager.ListWorkers().
+// PageWorkers over manager.ListWorkers(), converting only the page.
 absl::StatusOr<v1::ListWorkersResponse> ListWorkersPage(RunManager& manager,
                                                         const v1::ListWorkersRequest& request);
 

@@ -77,7 +77,12 @@ constexpr absl::Duration kUnsatisfiableGrace = absl::Seconds(30);
 
 RunManager::RunManager(Store* store, scheduling::WorkerRegistry* registry, WatchHub* hub,
                        WorkerLink* link, RunManagerOptions options)
-    : store_(store), registry_(registry), hub_(hub), link_(link), options_(std::move(options)) {}
+    : store_(store),
+      registry_(registry),
+      hub_(hub),
+      link_(link),
+      options_(std::move(options)),
+      create_limiter_(options_.create_rate) {}
 
 ValidationLimits RunManager::LimitsNow() const {
   ValidationLimits limits = options_.limits;
@@ -109,14 +114,19 @@ ValidationLimits RunManager::LimitsNow() const {
 }
 
 absl::StatusOr<v1::Run> RunManager::CreateRun(const v1::RunSpec& spec,
-                                              const std::string& request_id, absl::Time now) {
+                                              const std::string& request_id, absl::Time now,
+                                              absl::string_view caller) {
   absl::MutexLock lock(&mu_);
   if (!request_id.empty()) {
     absl::StatusOr<v1::Run> existing = store_->FindRunByRequestId(request_id);
     if (existing.ok()) return existing;
     if (!absl::IsNotFound(existing.status())) return existing.status();
   }
+  // Every attempt spends the caller's rate, malformed ones too: they cost
+  // the coordinator as much.
+  RETURN_IF_ERROR(AdmitLocked(caller, now));
   RETURN_IF_ERROR(ValidateRunSpec(spec, LimitsNow()));
+  RETURN_IF_ERROR(CheckQueueLengthLocked());
   LiveRun live;
   v1::Run& run = live.run;
   run.set_name(absl::StrCat("runs/", absl::FormatTime("%Y%m%d-%H%M%S", now, absl::UTCTimeZone()),
@@ -155,6 +165,39 @@ int RunManager::queued_count() {
   return static_cast<int>(queue_.size());
 }
 
+AdmissionRejections RunManager::admission_rejections() {
+  absl::MutexLock lock(&mu_);
+  return rejections_;
+}
+
+absl::Status RunManager::AdmitLocked(absl::string_view caller, absl::Time now) {
+  const absl::string_view who = caller.empty() ? "anonymous" : caller;
+  const absl::Duration wait = create_limiter_.Acquire(who, now);
+  if (wait == absl::ZeroDuration()) return absl::OkStatus();
+  ++rejections_.rate_limited;
+  const int64_t retry_s = RetryAfterWholeSeconds(wait);
+  return WithRetryAfter(
+      absl::ResourceExhaustedError(absl::StrFormat(
+          "create rate limit: at most %g runs per second (burst %d) per caller; retry after "
+          "%d s",
+          options_.create_rate.per_second, options_.create_rate.burst, retry_s)),
+      retry_s);
+}
+
+absl::Status RunManager::CheckQueueLengthLocked() {
+  if (options_.max_queued_runs <= 0 ||
+      static_cast<int>(queue_.size()) < options_.max_queued_runs) {
+    return absl::OkStatus();
+  }
+  ++rejections_.queue_full;
+  const int64_t retry_s = RetryAfterWholeSeconds(options_.queue_full_retry_after);
+  return WithRetryAfter(
+      absl::ResourceExhaustedError(absl::StrCat(
+          "queue limit: ", queue_.size(), " runs are queued, the maximum (--max-queued-runs ",
+          options_.max_queued_runs, "); retry after ", retry_s, " s")),
+      retry_s);
+}
+
 absl::StatusOr<v1::Run> RunManager::CancelRun(absl::string_view name, absl::Time now) {
   absl::MutexLock lock(&mu_);
   LiveRun* live = FindLiveLocked(name);
@@ -175,6 +218,9 @@ absl::StatusOr<v1::Run> RunManager::CancelRun(absl::string_view name, absl::Time
 }
 
 void RunManager::ScheduleLocked(absl::Time now) {
+  // Nothing to place: skip copying the whole fleet (a registration storm
+  // calls this once per worker).
+  if (queue_.empty()) return;
   scheduling::ScheduleInput input;
   input.workers = registry_->SchedulerWorkers();
   input.active = registry_->ActiveRuns();

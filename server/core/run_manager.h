@@ -15,12 +15,27 @@
 // Recover() re-queues queued runs and waits `readopt_grace` for the launcher
 // of each scheduled or running run to reconnect and claim it.
 //
+// Admission (DESIGN §5): CreateRun refuses with ResourceExhausted, and a
+// retry-after (server/core/admission.h), when the caller's create rate is
+// spent or the queue is at its maximum length; the check comes before
+// anything is stored, after a known request_id has returned its run.
+//
+// Losing workers at scale: a worker whose stream ends is LOST in the
+// registry at once, without this class's lock; the run it holds fails
+// under the lock right after. Worker rows in the store are informational
+// (what a restarted coordinator lists as LOST until workers come back), so
+// they are written in one transaction per Tick rather than one fsync per
+// worker: a fleet that disconnects at once costs one store write.
+//
 // Time is passed in (absl::Time now) so tests control it; Tick() must be
-// called periodically (heartbeat expiry, timeouts, grace periods).
+// called periodically (heartbeat expiry, timeouts, grace periods, worker
+// rows).
 //
 // Thread safety: all public methods may be called concurrently; one mutex
 // guards the live state. Store, registry, hub and link calls are made with
-// it held; none of them calls back into the manager.
+// it held, except OnDisconnect's registry call and the batched worker rows
+// (written under flush_mu_ alone); none of them calls back into the
+// manager.
 #ifndef COLLBENCH_SERVER_CORE_RUN_MANAGER_H_
 #define COLLBENCH_SERVER_CORE_RUN_MANAGER_H_
 
@@ -40,6 +55,8 @@
 #include "collbench/v1/run.pb.h"
 #include "collbench/v1/worker.pb.h"
 #include "server/auth/authorizer.h"
+#include "server/core/admission.h"
+#include "server/core/rate_limiter.h"
 #include "server/core/watch_hub.h"
 #include "server/core/worker_link.h"
 #include "server/scheduling/scheduler.h"
@@ -65,6 +82,12 @@ struct RunManagerOptions {
   ValidationLimits limits;
   // Worker join tokens (Role::kWorker); with none, workers need no token.
   Authorizer tokens;
+  // Admission: queued runs beyond which CreateRun is refused (0: no
+  // limit), what such a refusal tells the caller to wait, and the create
+  // rate per caller (per_second 0: no limit).
+  int max_queued_runs = 1000;
+  absl::Duration queue_full_retry_after = absl::Seconds(5);
+  RateLimit create_rate = {/*per_second=*/10, /*burst=*/20};
 };
 
 class RunManager {
@@ -72,6 +95,8 @@ class RunManager {
   // None of the pointers is owned; all must outlive the manager.
   RunManager(Store* store, scheduling::WorkerRegistry* registry, WatchHub* hub,
              WorkerLink* link, RunManagerOptions options);
+  // Writes worker rows not yet stored.
+  ~RunManager();
 
   // Loads unfinished runs from the store after a start. Call once, before
   // serving.
@@ -79,9 +104,13 @@ class RunManager {
 
   // --- Coordinator API -----------------------------------------------------
   // Validates (InvalidArgument naming the field; nothing is queued then),
-  // then queues. The same non-empty request_id returns the same run.
+  // then queues. The same non-empty request_id returns the same run, even
+  // past the limits. `caller` keys the create-rate bucket (a token's
+  // identity or a peer address; empty: anonymous). Beyond the caller's
+  // rate or the queue's length: ResourceExhausted naming the limit, with a
+  // retry-after (admission.h), and nothing is stored.
   absl::StatusOr<v1::Run> CreateRun(const v1::RunSpec& spec, const std::string& request_id,
-                                    absl::Time now);
+                                    absl::Time now, absl::string_view caller = "");
   absl::StatusOr<v1::Run> GetRun(absl::string_view name);
   absl::StatusOr<Store::RunPage> ListRuns(int page_size, absl::string_view page_token,
                                           v1::RunState state);
@@ -91,10 +120,20 @@ class RunManager {
   absl::StatusOr<v1::Run> CancelRun(absl::string_view name, absl::Time now);
   absl::StatusOr<std::vector<v1::SizeResult>> GetResults(absl::string_view name);
   std::vector<v1::Worker> ListWorkers();
+  // Workers [start, start + count) of ListWorkers()' order, and how many
+  // there are in all; only that range is converted, so a page of a large
+  // fleet costs little more than its own workers.
+  struct WorkerPage {
+    std::vector<v1::Worker> workers;
+    size_t total = 0;
+  };
+  WorkerPage ListWorkers(size_t start, size_t count);
   absl::StatusOr<v1::Worker> GetWorker(absl::string_view name);
   absl::StatusOr<v1::Worker> DrainWorker(absl::string_view name);
   // Queued runs, for metrics.
   int queued_count();
+  // CreateRun refusals so far, for metrics.
+  AdmissionRejections admission_rejections();
 
   // --- Worker gateway ------------------------------------------------------
   // A worker (re)connected. Returns the Registered reply and the session id
@@ -110,7 +149,8 @@ class RunManager {
   void OnResult(const std::string& worker, const v1::RunResult& result, absl::Time now);
   void OnLog(const std::string& worker, const v1::RunLog& log, absl::Time now);
 
-  // Expires heartbeats, enforces timeouts and grace periods, schedules.
+  // Expires heartbeats, enforces timeouts and grace periods, schedules,
+  // and writes changed worker rows to the store in one transaction.
   void Tick(absl::Time now);
 
  private:
@@ -143,8 +183,19 @@ class RunManager {
   void AbortLocked(LiveRun& live, v1::RunState state, const std::string& reason, absl::Time now)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void FinishIfCompleteLocked(LiveRun& live, absl::Time now) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  void WorkerLostLocked(const scheduling::WorkerSnapshot& worker, absl::Time now)
+  // Fails the run the lost worker carries ranks of (or starts its
+  // launcher's grace). Returns true if a run ended.
+  bool WorkerLostLocked(const scheduling::WorkerSnapshot& worker, absl::Time now)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Queues the worker's row for the next FlushWorkerRows().
+  void SaveWorkerLocked(v1::Worker worker) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void FlushWorkerRows() ABSL_LOCKS_EXCLUDED(mu_, flush_mu_);
+  // Tick's work on the live state (everything but the worker rows).
+  void TickLiveState(absl::Time now) ABSL_LOCKS_EXCLUDED(mu_);
+  // Admission checks of CreateRun (see there).
+  absl::Status AdmitLocked(absl::string_view caller, absl::Time now)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  absl::Status CheckQueueLengthLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void SaveLocked(LiveRun& live) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void PublishStateLocked(const LiveRun& live, absl::Time now) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   LiveRun* FindLiveLocked(absl::string_view name) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
@@ -159,8 +210,14 @@ class RunManager {
   const RunManagerOptions options_;
   const scheduling::Scheduler scheduler_;
 
+  // Orders worker-row flushes; taken before mu_, never while holding it.
+  absl::Mutex flush_mu_ ABSL_ACQUIRED_BEFORE(mu_);
   absl::Mutex mu_;
   std::deque<std::string> queue_ ABSL_GUARDED_BY(mu_);  // FIFO of run names
+  // Worker rows not yet in the store: the latest state of each.
+  std::map<std::string, v1::Worker> unsaved_workers_ ABSL_GUARDED_BY(mu_);
+  RateLimiter create_limiter_ ABSL_GUARDED_BY(mu_);
+  AdmissionRejections rejections_ ABSL_GUARDED_BY(mu_);
   std::map<std::string, LiveRun, std::less<>> live_ ABSL_GUARDED_BY(mu_);
   uint64_t next_id_ ABSL_GUARDED_BY(mu_) = 0;
   // Workers in the store when Recover() ran, as LOST: ListWorkers shows

@@ -2,6 +2,7 @@
 // run status, results, logs), the periodic tick, and recovery after a
 // restart.
 #include <algorithm>
+#include <limits>
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
@@ -92,7 +93,7 @@ absl::StatusOr<RunManager::Registration> RunManager::OnRegister(const v1::Regist
   ASSIGN_OR_RETURN(scheduling::WorkerSnapshot snapshot, registry_->Get(registration.name));
   v1::Worker worker = WorkerProto(snapshot);
   worker.set_display_name(hello.display_name());
-  (void)store_->UpsertWorker(worker);
+  SaveWorkerLocked(std::move(worker));
   // After a coordinator restart, runs still hold this worker.
   for (auto& [name, live] : live_) {
     for (const std::string& held : live.run.held_workers()) {
@@ -135,31 +136,69 @@ void RunManager::OnHeartbeat(const std::string& worker, uint64_t session, absl::
 }
 
 void RunManager::OnDisconnect(const std::string& worker, uint64_t session, absl::Time now) {
-  absl::MutexLock lock(&mu_);
+  // LOST in the registry (and so in every listing) at once, without
+  // waiting for this manager's lock: a fleet whose streams all end does
+  // not queue behind it.
   if (!registry_->Disconnect(worker, session)) return;
+  absl::MutexLock lock(&mu_);
+  // Read under the lock, so a run started meanwhile is seen and failed.
   absl::StatusOr<scheduling::WorkerSnapshot> snapshot = registry_->Get(worker);
-  if (snapshot.ok()) WorkerLostLocked(*snapshot, now);
-  ScheduleLocked(now);
+  // A reconnect in between superseded this session: nothing was lost.
+  if (!snapshot.ok() || snapshot->session != session ||
+      snapshot->state != scheduling::WorkerState::kLost) {
+    return;
+  }
+  if (WorkerLostLocked(*snapshot, now)) ScheduleLocked(now);
 }
 
-void RunManager::WorkerLostLocked(const scheduling::WorkerSnapshot& worker, absl::Time now) {
-  v1::Worker proto = WorkerProto(worker);
-  (void)store_->UpsertWorker(proto);
+bool RunManager::WorkerLostLocked(const scheduling::WorkerSnapshot& worker, absl::Time now) {
+  SaveWorkerLocked(WorkerProto(worker));
   LiveRun* live = worker.current_run.empty() ? nullptr : FindLiveLocked(worker.current_run);
-  if (live == nullptr || live->cancelling) return;
+  if (live == nullptr || live->cancelling) return false;
   bool ranks_on_it = false;
   for (const v1::RankHost& host : live->run.hosts()) ranks_on_it |= host.worker() == worker.name;
-  if (!ranks_on_it) return;  // held only to keep its host quiet
+  if (!ranks_on_it) return false;  // held only to keep its host quiet
   if (live->run.launcher() == worker.name) {
     // Maybe only the stream broke; the launcher may come back and claim it.
     live->launcher_away_since = std::min(live->launcher_away_since, now);
-    return;
+    return false;
   }
   // The registry's reason names the worker ("worker workers/x disconnected").
   AbortLocked(*live, v1::FAILED,
               worker.lost_reason.empty() ? absl::StrCat("worker ", worker.name, " was lost")
                                          : worker.lost_reason,
               now);
+  return true;
+}
+
+RunManager::~RunManager() { FlushWorkerRows(); }
+
+void RunManager::SaveWorkerLocked(v1::Worker worker) {
+  std::string name = worker.name();
+  unsaved_workers_[std::move(name)] = std::move(worker);
+}
+
+void RunManager::FlushWorkerRows() {
+  absl::MutexLock flushing(&flush_mu_);
+  std::map<std::string, v1::Worker> unsaved;
+  {
+    absl::MutexLock lock(&mu_);
+    unsaved.swap(unsaved_workers_);
+  }
+  if (unsaved.empty()) return;
+  std::vector<v1::Worker> rows;
+  rows.reserve(unsaved.size());
+  for (auto& [name, worker] : unsaved) rows.push_back(std::move(worker));
+  if (absl::Status saved = store_->UpsertWorkers(rows); !saved.ok()) {
+    absl::FPrintF(stderr, "collbench-coordinator: saving %d workers: %s\n", rows.size(),
+                  saved.message());
+    // Kept for the next tick, unless a newer state replaced them meanwhile.
+    absl::MutexLock lock(&mu_);
+    for (v1::Worker& worker : rows) {
+      std::string name = worker.name();
+      unsaved_workers_.try_emplace(std::move(name), std::move(worker));
+    }
+  }
 }
 
 void RunManager::OnRunStatus(const std::string& worker, const v1::RunStatus& status,
@@ -248,6 +287,11 @@ void RunManager::OnLog(const std::string& worker, const v1::RunLog& log, absl::T
 }
 
 void RunManager::Tick(absl::Time now) {
+  TickLiveState(now);
+  FlushWorkerRows();
+}
+
+void RunManager::TickLiveState(absl::Time now) {
   absl::MutexLock lock(&mu_);
   for (const scheduling::WorkerSnapshot& lost :
        registry_->ExpireStale(now, options_.heartbeat_timeout)) {
@@ -290,15 +334,38 @@ v1::Worker RunManager::WorkerProto(const scheduling::WorkerSnapshot& snapshot) c
 }
 
 std::vector<v1::Worker> RunManager::ListWorkers() {
-  std::map<std::string, v1::Worker> by_name;
+  return ListWorkers(0, std::numeric_limits<size_t>::max()).workers;
+}
+
+RunManager::WorkerPage RunManager::ListWorkers(size_t start, size_t count) {
+  std::map<std::string, v1::Worker> before;
   {
     absl::MutexLock lock(&mu_);
-    by_name = known_before_start_;
+    before = known_before_start_;
   }
-  for (const scheduling::WorkerSnapshot& s : registry_->List()) by_name[s.name] = WorkerProto(s);
-  std::vector<v1::Worker> out;
-  for (auto& [name, worker] : by_name) out.push_back(std::move(worker));
-  return out;
+  const std::vector<scheduling::WorkerSnapshot> live = registry_->List();  // by name
+  // Both by name, merged; a registered worker's entry wins over its row
+  // from before the restart.
+  WorkerPage page;
+  size_t index = 0;
+  auto keep = [&](auto make) {
+    if (index >= start && page.workers.size() < count) page.workers.push_back(make());
+    ++index;
+  };
+  auto b = before.begin();
+  size_t l = 0;
+  while (b != before.end() || l < live.size()) {
+    if (l < live.size() && (b == before.end() || live[l].name <= b->first)) {
+      if (b != before.end() && b->first == live[l].name) ++b;
+      const scheduling::WorkerSnapshot& snapshot = live[l++];
+      keep([&] { return WorkerProto(snapshot); });
+    } else {
+      v1::Worker& worker = (b++)->second;
+      keep([&] { return std::move(worker); });
+    }
+  }
+  page.total = index;
+  return page;
 }
 
 absl::StatusOr<v1::Worker> RunManager::GetWorker(absl::string_view name) {

@@ -100,7 +100,13 @@ struct CoordinatorMetrics::Families {
         api_duration(prometheus::BuildHistogram()
                          .Name("collbench_api_request_duration_seconds")
                          .Help("API call latency by protocol and method.")
-                         .Register(*registry)) {}
+                         .Register(*registry)),
+        admission_rejections(prometheus::BuildCounter()
+                                 .Name("collbench_admission_rejections_total")
+                                 .Help("CreateRun calls refused by admission control, by "
+                                       "limit: queue_full (--max-queued-runs) or rate_limited "
+                                       "(--create-rate).")
+                                 .Register(*registry)) {}
 
   std::shared_ptr<prometheus::Registry> registry;
   prometheus::Family<prometheus::Gauge>& workers;
@@ -111,6 +117,7 @@ struct CoordinatorMetrics::Families {
   prometheus::Family<prometheus::Gauge>& bus_bandwidth;
   prometheus::Family<prometheus::Counter>& api_requests;
   prometheus::Family<prometheus::Histogram>& api_duration;
+  prometheus::Family<prometheus::Counter>& admission_rejections;
 };
 
 CoordinatorMetrics::CoordinatorMetrics(absl::string_view version, MetricsSources sources)
@@ -125,6 +132,9 @@ CoordinatorMetrics::CoordinatorMetrics(absl::string_view version, MetricsSources
   // instead of no data.
   for (v1::WorkerState s : {v1::READY, v1::BUSY, v1::DRAINING, v1::LOST}) {
     families_->workers.Add({{"state", Lower(v1::WorkerState_Name(s))}});
+  }
+  for (const char* reason : {"queue_full", "rate_limited"}) {
+    families_->admission_rejections.Add({{"reason", reason}});
   }
   for (int s = v1::QUEUED; s <= v1::CANCELLED; ++s) {
     families_->runs_total.Add({{"state", StateLabel(static_cast<v1::RunState>(s))}});
@@ -209,6 +219,18 @@ std::string CoordinatorMetrics::Scrape() {
     for (const auto& [state, n] : by_state) families_->workers.Add({{"state", state}}).Set(n);
   }
   if (sources_.queued_runs) families_->runs_queued.Set(sources_.queued_runs());
+  if (sources_.admission_rejections) {
+    // The manager counts; the counters catch up to its totals.
+    // Read before taking mu_: the manager's lock comes before it.
+    const AdmissionRejections now = sources_.admission_rejections();
+    const std::pair<const char*, int64_t> by_reason[] = {{"queue_full", now.queue_full},
+                                                         {"rate_limited", now.rate_limited}};
+    absl::MutexLock lock(&mu_);
+    for (const auto& [reason, total] : by_reason) {
+      prometheus::Counter& counter = families_->admission_rejections.Add({{"reason", reason}});
+      if (total > counter.Value()) counter.Increment(total - counter.Value());
+    }
+  }
   return prometheus::TextSerializer().Serialize(families_->registry->Collect());
 }
 

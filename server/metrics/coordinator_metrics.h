@@ -11,6 +11,8 @@
 //   collbench_collective_bus_bandwidth_bytes_per_second{same labels}   gauge, last value
 //   collbench_api_requests_total{protocol, method, code} counter
 //   collbench_api_request_duration_seconds{protocol, method}           histogram
+//   collbench_admission_rejections_total{reason}          counter of refused CreateRun calls
+//                                                        (queue_full, rate_limited)
 //
 // No label carries a run id. Run and result metrics come from the run
 // events the WatchHub fans out (this class is an observer of every run);
@@ -35,6 +37,7 @@
 #include "absl/time/time.h"
 #include "collbench/v1/run.pb.h"
 #include "collbench/v1/worker.pb.h"
+#include "server/core/admission.h"
 #include "server/core/watch_hub.h"
 
 namespace collbench {
@@ -46,6 +49,7 @@ struct MetricsSources {
   // Read at scrape time.
   std::function<std::vector<v1::Worker>()> workers;
   std::function<int()> queued_runs;
+  std::function<AdmissionRejections()> admission_rejections;
 };
 
 class CoordinatorMetrics final : public RunEventSink {

@@ -23,6 +23,7 @@ class EventStream;
 // turns pageSize into page_size) and each appears at most once.
 struct RestRequest {
   std::string id;  // the {id} path segment, if any
+  std::string caller;  // who asks, for per-caller limits (Authorizer::CallerOf)
   std::map<std::string, std::string> query;
   std::string body;
 };
@@ -32,6 +33,8 @@ struct RestReply {
   int http_status = 200;
   std::string content_type = "application/json";
   std::string body;
+  // Extra response headers (e.g. Retry-After on a 429).
+  std::map<std::string, std::string> headers;
   // When set, the answer is `text/event-stream` fed from this stream and
   // `body` is unused.
   std::shared_ptr<EventStream> stream;

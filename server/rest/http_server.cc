@@ -266,6 +266,10 @@ void HttpServerImpl::Serve(const httplib::Request& req, httplib::Response& res, 
   RestRequest request;
   request.id = match.id;
   request.body = std::move(body);
+  request.caller = deps_.authorizer != nullptr
+                       ? deps_.authorizer->CallerOf(req.get_header_value("Authorization"),
+                                                    req.remote_addr)
+                       : Authorizer().CallerOf("", req.remote_addr);
   if (absl::Status parsed = ParseQuery(req, *match.route, &request); !parsed.ok()) {
     return Write(ErrorReply(parsed), res);
   }
@@ -305,6 +309,7 @@ absl::Status HttpServerImpl::ParseQuery(const httplib::Request& req, const RestR
 
 void HttpServerImpl::Write(RestReply reply, httplib::Response& res) {
   res.status = reply.http_status;
+  for (const auto& [name, value] : reply.headers) res.set_header(name, value);
   if (reply.stream == nullptr) {
     res.set_content(reply.body, reply.content_type);
     return;

@@ -10,6 +10,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "api/status_mapping.h"
+#include "server/core/admission.h"
 
 namespace collbench {
 namespace {
@@ -141,6 +142,9 @@ RestReply ErrorReply(const absl::Status& status) {
   RestReply reply;
   reply.http_status = HttpStatusFor(status.code());
   reply.body = ErrorJson(status);
+  if (const std::optional<int64_t> retry_s = RetryAfterSeconds(status)) {
+    reply.headers["Retry-After"] = std::to_string(*retry_s);
+  }
   return reply;
 }
 

@@ -31,7 +31,8 @@ RestReply CreateRun(const RestContext& context, const RestRequest& request) {
     return ErrorReply(parsed);
   }
   if (!create.has_spec()) return ErrorReply(absl::InvalidArgumentError("spec: is required"));
-  return Answer(context.manager->CreateRun(create.spec(), create.request_id(), absl::Now()));
+  return Answer(context.manager->CreateRun(create.spec(), create.request_id(), absl::Now(),
+                                           request.caller));
 }
 
 RestReply ListRuns(const RestContext& context, const RestRequest& request) {

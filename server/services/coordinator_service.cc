@@ -4,6 +4,7 @@
 
 #include "absl/time/clock.h"
 #include "api/status_mapping.h"
+#include "server/core/admission.h"
 #include "server/core/listing.h"
 #include "server/services/watch_reactor.h"
 
@@ -26,6 +27,14 @@ grpc::ServerUnaryReactor* Fail(grpc::CallbackServerContext* context, const absl:
   return reactor;
 }
 
+// The call's `authorization` metadata, empty without one.
+absl::string_view AuthorizationOf(const grpc::CallbackServerContext* context) {
+  const auto& metadata = context->client_metadata();
+  auto it = metadata.find("authorization");
+  return it == metadata.end() ? absl::string_view()
+                              : absl::string_view(it->second.data(), it->second.size());
+}
+
 // Ends a WatchRun that may not start.
 class RefusedWatch final : public grpc::ServerWriteReactor<v1::RunEvent> {
  public:
@@ -37,11 +46,7 @@ class RefusedWatch final : public grpc::ServerWriteReactor<v1::RunEvent> {
 
 absl::Status CoordinatorService::Authorize(const grpc::CallbackServerContext* context,
                                            Role needed) const {
-  const auto& metadata = context->client_metadata();
-  auto it = metadata.find("authorization");
-  const absl::string_view header =
-      it == metadata.end() ? absl::string_view() : absl::string_view(it->second.data(), it->second.size());
-  return authorizer_->Check(header, needed);
+  return authorizer_->Check(AuthorizationOf(context), needed);
 }
 
 grpc::ServerUnaryReactor* CoordinatorService::Refuse(grpc::CallbackServerContext* context,
@@ -54,8 +59,15 @@ grpc::ServerUnaryReactor* CoordinatorService::CreateRun(grpc::CallbackServerCont
                                                         const v1::CreateRunRequest* request,
                                                         v1::Run* response) {
   if (auto* refused = Refuse(context, Role::kOperator)) return refused;
-  return Reply(context, manager_->CreateRun(request->spec(), request->request_id(), absl::Now()),
-               response);
+  const absl::StatusOr<v1::Run> run =
+      manager_->CreateRun(request->spec(), request->request_id(), absl::Now(),
+                          authorizer_->CallerOf(AuthorizationOf(context), context->peer()));
+  // Refused by admission control: the wait also as trailing metadata, as
+  // HTTP's Retry-After.
+  if (const std::optional<int64_t> retry_s = RetryAfterSeconds(run.status())) {
+    context->AddTrailingMetadata("retry-after", std::to_string(*retry_s));
+  }
+  return Reply(context, run, response);
 }
 
 grpc::ServerUnaryReactor* CoordinatorService::GetRun(grpc::CallbackServerContext* context,

@@ -139,6 +139,15 @@ class MemoryStore final : public Store {
     return absl::OkStatus();
   }
 
+  absl::Status UpsertWorkers(const std::vector<v1::Worker>& workers) override {
+    for (const v1::Worker& worker : workers) {
+      RETURN_IF_ERROR(store_internal::ValidateWorkerName(worker.name()));
+    }
+    absl::MutexLock lock(&mu_);
+    for (const v1::Worker& worker : workers) workers_[worker.name()] = worker;
+    return absl::OkStatus();
+  }
+
   absl::StatusOr<std::vector<v1::Worker>> ListWorkers() override {
     absl::MutexLock lock(&mu_);
     std::vector<v1::Worker> workers;

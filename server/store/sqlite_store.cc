@@ -332,6 +332,29 @@ class SqliteStore final : public Store {
     return query.Execute().status();
   }
 
+  absl::Status UpsertWorkers(const std::vector<v1::Worker>& workers) override {
+    for (const v1::Worker& worker : workers) {
+      RETURN_IF_ERROR(store_internal::ValidateWorkerName(worker.name()));
+    }
+    if (workers.empty()) return absl::OkStatus();
+    absl::MutexLock lock(&mu_);
+    RETURN_IF_ERROR(Exec(db_.get(), "BEGIN IMMEDIATE", "begin upsert workers"));
+    const int64_t now_ns = absl::GetCurrentTimeNanos();
+    for (const v1::Worker& worker : workers) {
+      Query query(db_.get(), statements_.upsert_worker.get(), "upsert worker");
+      query.Text(worker.name())
+          .Int(worker.state())
+          .Text(worker.inventory().host_id())
+          .Blob(worker.SerializeAsString())
+          .Int(now_ns);
+      if (absl::Status written = query.Execute().status(); !written.ok()) {
+        sqlite3_exec(db_.get(), "ROLLBACK", nullptr, nullptr, nullptr);
+        return written;
+      }
+    }
+    return Exec(db_.get(), "COMMIT", "commit upsert workers");
+  }
+
   absl::StatusOr<std::vector<v1::Worker>> ListWorkers() override {
     absl::MutexLock lock(&mu_);
     Query query(db_.get(), statements_.list_workers.get(), "list workers");

@@ -109,6 +109,11 @@ class Store {
   // worker of that name. InvalidArgument if the name is malformed.
   virtual absl::Status UpsertWorker(const v1::Worker& worker) = 0;
 
+  // UpsertWorker for each of `workers`, all in one transaction (one fsync
+  // for a whole fleet's state change). All or nothing: InvalidArgument if
+  // any name is malformed, and then nothing is written.
+  virtual absl::Status UpsertWorkers(const std::vector<v1::Worker>& workers) = 0;
+
   // Every stored worker, by name ascending.
   virtual absl::StatusOr<std::vector<v1::Worker>> ListWorkers() = 0;
 };

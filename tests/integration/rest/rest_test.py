@@ -17,6 +17,11 @@ Cases:
           5 sizes on 2 ranks (one per worker): every size result arrives, in
           sequence order, while the run is still running, then the final
           SUCCEEDED state, and the stream ends.
+  admission  --max-queued-runs and --create-rate: creates beyond the queue's
+          length and beyond the caller's rate get 429 with Retry-After and a
+          message naming the limit, queue nothing, and are counted in
+          /metrics; a retry with a known requestId still returns its run;
+          the CLI (gRPC) sees RESOURCE_EXHAUSTED naming the limit.
 
 It reuses tests/integration/service/service_test.py's cluster (processes,
 ports, teardown, leak-safe subreaper). Each case prints one PASS/FAIL line.
@@ -53,6 +58,7 @@ class RestCluster(svc.Cluster):
     def __init__(self, bin_dir, case):
         super().__init__(bin_dir, "rest-" + case)
         self.http_port = None
+        self.coordinator_args = []  # more flags for the coordinator
         self.tokens_file = os.path.join(self.dir, "tokens")
         with open(self.tokens_file, "w") as f:
             f.write("# role token\n")
@@ -65,7 +71,7 @@ class RestCluster(svc.Cluster):
             if self.http_port is None:
                 self.http_port = svc.free_port()
             argv = argv + ["--http-listen", "127.0.0.1:%d" % self.http_port,
-                           "--tokens", self.tokens_file]
+                           "--tokens", self.tokens_file] + self.coordinator_args
         elif name == "collbench-worker":
             argv = argv + ["--join-token", TOKENS["worker"]]
         return super()._spawn(argv, log_name, env)
@@ -463,10 +469,81 @@ def case_watch(c):
     expect([int(r["bytes"]) for r in stored] == sizes, "stored results %s" % stored)
 
 
+def admission_rejections(c):
+    """collbench_admission_rejections_total by reason, from /metrics."""
+    status, body, _ = c.curl("GET", "/metrics")
+    expect(status == 200, "/metrics answered %d" % status)
+    counts = {}
+    for line in body.splitlines():
+        if line.startswith("collbench_admission_rejections_total{"):
+            labels, _, value = line.rpartition(" ")
+            counts[labels.split('reason="')[1].split('"')[0]] = float(value)
+    return counts
+
+
+def case_admission(c):
+    # No workers: every accepted run stays QUEUED. A burst of 5 creates
+    # (3 queued, 2 refused for the queue), then one per 20 s, so the rate
+    # cannot refill during the test.
+    c.coordinator_args = ["--max-queued-runs", "3", "--create-rate", "3/min",
+                          "--create-burst", "5"]
+    c.start_coordinator()
+    expect(admission_rejections(c) == {"queue_full": 0, "rate_limited": 0},
+           "the counters are not there from the start: %s" % admission_rejections(c))
+    first = c.call("POST", "/v1/runs", OPERATOR,
+                   json.dumps({"spec": spec(), "requestId": "adm-1"}))
+    for i in (2, 3):
+        c.call("POST", "/v1/runs", OPERATOR,
+               json.dumps({"spec": spec(), "requestId": "adm-%d" % i}))
+    # The queue is full: 429 naming the limit, Retry-After, nothing queued.
+    for i in (4, 5):
+        body = json.dumps({"spec": spec(), "requestId": "adm-%d" % i})
+        status, text, headers = c.curl("POST", "/v1/runs", OPERATOR, body)
+        expect(status == 429, "create over the queue limit answered %d: %s" % (status, text))
+        error = json.loads(text)
+        expect(error["status"] == "RESOURCE_EXHAUSTED" and "queue limit" in error["message"]
+               and "--max-queued-runs 3" in error["message"],
+               "queue-full error: %s" % error)
+        expect(headers.get("retry-after", "").isdigit() and int(headers["retry-after"]) >= 1,
+               "queue-full 429 without a Retry-After in seconds: %s" % headers)
+    # The caller's burst of 5 is spent: 429 for the rate, Retry-After is the
+    # wait for the next token (20 s at 3/min).
+    status, text, headers = c.curl("POST", "/v1/runs", OPERATOR,
+                                   json.dumps({"spec": spec(), "requestId": "adm-7"}))
+    expect(status == 429, "create over the rate answered %d: %s" % (status, text))
+    error = json.loads(text)
+    expect("create rate limit" in error["message"], "rate-limit error: %s" % error)
+    retry = int(headers.get("retry-after", "0"))
+    expect(1 <= retry <= 20, "rate-limit Retry-After %r, expected 1..20 s" % (
+        headers.get("retry-after")))
+    # A retry of an accepted create still answers with its run.
+    again = c.call("POST", "/v1/runs", OPERATOR,
+                   json.dumps({"spec": spec(), "requestId": "adm-1"}))
+    expect(again["name"] == first["name"], "the retry of adm-1 made %s, not %s" % (
+        again["name"], first["name"]))
+    # Over gRPC (the CLI), the same refusal.
+    refused = c.cli("--token", OPERATOR, "run", "allreduce", "--ranks", 2, "--sizes", "8",
+                    expect_code=None)
+    expect(refused.returncode != 0 and "create rate limit" in refused.stderr,
+           "the CLI's create over the rate: exit %d, stderr %r" % (
+               refused.returncode, refused.stderr.strip()))
+    # Nothing of the refused creates was queued or stored.
+    runs = c.call("GET", "/v1/runs", READ).get("runs", [])
+    expect(len(runs) == 3 and all(r["state"] == "QUEUED" for r in runs),
+           "expected the 3 accepted runs, QUEUED: %s" % [(r["name"], r["state"]) for r in runs])
+    counts = admission_rejections(c)
+    expect(counts == {"queue_full": 2, "rate_limited": 2},
+           "collbench_admission_rejections_total: %s" % counts)
+    # A read token never creates; the limits do not change that.
+    expect_error(c, "POST", "/v1/runs", READ, 403, "PERMISSION_DENIED",
+                 body=json.dumps({"spec": spec()}))
+
+
 CASES = {
     "routes": case_routes,
     "watch": case_watch,
     "grpc_auth": case_grpc_auth,
+    "admission": case_admission,
 }
 
 

@@ -69,6 +69,21 @@ TEST(Authorizer, ApiAndJoiningAreProtectedSeparately) {
   EXPECT_FALSE(api_only.Check("", Role::kRead).ok());
 }
 
+TEST(Authorizer, CallerIsTheTokensPlaceOrThePeerAddress) {
+  Authorizer auth = Parse(kTokens);
+  // Tokens sort as o-1, r-1, w-1, w-2: never the token itself.
+  EXPECT_EQ(auth.CallerOf("Bearer o-1", "ipv4:10.0.0.7:5123"), "token 0");
+  EXPECT_EQ(auth.CallerOf("Bearer r-1", "ipv4:10.0.0.7:5123"), "token 1");
+  // Unknown and worker tokens are no API identity: the address decides.
+  EXPECT_EQ(auth.CallerOf("Bearer nope", "ipv4:10.0.0.7:5123"), "peer 10.0.0.7");
+  EXPECT_EQ(auth.CallerOf("Bearer w-1", "ipv6:[::1]:5123"), "peer [::1]");
+  // Without tokens: the address (REST gives it bare), the port dropped.
+  Authorizer open;
+  EXPECT_EQ(open.CallerOf("", "127.0.0.1"), "peer 127.0.0.1");
+  EXPECT_EQ(open.CallerOf("", "ipv4:127.0.0.1:40000"), "peer 127.0.0.1");
+  EXPECT_EQ(open.CallerOf("", ""), "anonymous");
+}
+
 TEST(Authorizer, BadFilesNameTheLine) {
   struct Case {
     const char* text;

@@ -259,6 +259,28 @@ TEST(CoordinatorMetrics, GaugesComeFromTheSourcesAndNoLabelHoldsARunId) {
   EXPECT_EQ(calls[0].labels.at("protocol"), "grpc");
 }
 
+TEST(CoordinatorMetrics, AdmissionRejectionsFollowTheManagersTotals) {
+  AdmissionRejections totals;
+  MetricsSources sources;
+  sources.admission_rejections = [&totals] { return totals; };
+  CoordinatorMetrics metrics("1.2.3", sources);
+  auto counts = [&metrics] {
+    std::map<std::string, double> by_reason;
+    for (const Sample& s :
+         Find(ParseExposition(metrics.Scrape()), "collbench_admission_rejections_total")) {
+      by_reason[s.labels.at("reason")] = s.value;
+    }
+    return by_reason;
+  };
+  // Both reasons from the start, at zero.
+  EXPECT_EQ(counts(), (std::map<std::string, double>{{"queue_full", 0}, {"rate_limited", 0}}));
+  totals.queue_full = 2;
+  totals.rate_limited = 5;
+  EXPECT_EQ(counts(), (std::map<std::string, double>{{"queue_full", 2}, {"rate_limited", 5}}));
+  // A scrape with nothing new counts nothing twice.
+  EXPECT_EQ(counts(), (std::map<std::string, double>{{"queue_full", 2}, {"rate_limited", 5}}));
+}
+
 TEST(CoordinatorMetrics, ResultsOfRunsNotSeenBeforeAreLookedUp) {
   MetricsSources sources;
   int lookups = 0;

@@ -80,6 +80,34 @@ TEST_F(RestHttpTest, SameRequestIdSameRun) {
   EXPECT_EQ(first["requestId"], "req-1");
 }
 
+// DESIGN §5: beyond the caller's create rate (default 10/s, burst 20) the
+// answer is 429 with Retry-After in whole seconds, and nothing is queued.
+TEST_F(RestHttpTest, CreatesBeyondTheRateAre429WithRetryAfter) {
+  Start();
+  int accepted = 0;
+  bool refused = false;
+  std::string retry_after, body;
+  for (int i = 0; i < 40 && !refused; ++i) {
+    httplib::Result created = Post("/v1/runs", CreateBody());
+    ASSERT_TRUE(created);
+    if (created->status == 429) {
+      refused = true;
+      retry_after = created->get_header_value("Retry-After");
+      body = created->body;
+    } else {
+      ASSERT_EQ(created->status, 200) << created->body;
+      ++accepted;
+    }
+  }
+  ASSERT_TRUE(refused) << "40 creates at once, none refused";
+  EXPECT_GE(accepted, 20);  // the burst
+  EXPECT_EQ(retry_after, "1");
+  const nlohmann::json error = nlohmann::json::parse(body);
+  EXPECT_EQ(error["status"], "RESOURCE_EXHAUSTED");
+  EXPECT_THAT(error["message"].get<std::string>(), HasSubstr("create rate limit"));
+  EXPECT_EQ(Json(Get("/v1/runs?page_size=100"))["runs"].size(), static_cast<size_t>(accepted));
+}
+
 TEST_F(RestHttpTest, InvalidSpecIs400NamingTheField) {
   Start();
   httplib::Result bad = Post("/v1/runs", CreateBody(0));

@@ -224,6 +224,33 @@ TEST_F(WorkerRegistryTest, FeedsTheScheduler) {
       1);
 }
 
+// A fleet that goes away at once (a network partition): half the streams
+// end, half go silent. Every worker is LOST within one sweep past the
+// timeout, with no cap per sweep, and every one comes back.
+TEST_F(WorkerRegistryTest, WholeFleetIsLostInOneSweepAndComesBack) {
+  constexpr int kWorkers = 10'000;
+  std::vector<uint64_t> sessions;
+  for (int i = 0; i < kWorkers; ++i) {
+    sessions.push_back(MustRegister("w" + std::to_string(i), kStart, "h" + std::to_string(i)));
+  }
+  int disconnected = 0;
+  for (int i = 0; i < kWorkers; i += 2) {
+    disconnected += registry_.Disconnect("workers/w" + std::to_string(i), sessions[i]);
+  }
+  EXPECT_EQ(disconnected, kWorkers / 2);
+  EXPECT_THAT(registry_.ExpireStale(kStart + kTimeout, kTimeout), IsEmpty());
+  const std::vector<WorkerSnapshot> expired =
+      registry_.ExpireStale(kStart + kTimeout + absl::Milliseconds(250), kTimeout);
+  EXPECT_EQ(expired.size(), kWorkers / 2);  // the silent half, all of it
+  int lost = 0;
+  for (const WorkerSnapshot& w : registry_.List()) lost += w.state == WorkerState::kLost;
+  EXPECT_EQ(lost, kWorkers);
+  for (int i = 0; i < kWorkers; ++i) {
+    MustRegister("w" + std::to_string(i), kStart + absl::Seconds(30), "h" + std::to_string(i));
+  }
+  for (const WorkerSnapshot& w : registry_.List()) EXPECT_EQ(w.state, WorkerState::kReady);
+}
+
 TEST(WorkerStateNameTest, MatchesTheProtoEnum) {
   EXPECT_EQ(WorkerStateName(WorkerState::kReady), "READY");
   EXPECT_EQ(WorkerStateName(WorkerState::kBusy), "BUSY");

@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "absl/strings/str_cat.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 
@@ -33,16 +34,58 @@ class FakeLink final : public WorkerLink {
   std::set<std::string> offline;
 };
 
+// The in-memory store, counting how worker rows are written: a fleet's
+// state change must not cost one store transaction (one fsync on SQLite)
+// per worker.
+class CountingStore final : public Store {
+ public:
+  absl::Status CreateRun(const v1::Run& run) override { return inner_->CreateRun(run); }
+  absl::Status UpdateRun(const v1::Run& run) override { return inner_->UpdateRun(run); }
+  absl::StatusOr<v1::Run> GetRun(absl::string_view name) override { return inner_->GetRun(name); }
+  absl::StatusOr<v1::Run> FindRunByRequestId(absl::string_view id) override {
+    return inner_->FindRunByRequestId(id);
+  }
+  absl::StatusOr<RunPage> ListRuns(int size, absl::string_view token,
+                                   v1::RunState state) override {
+    return inner_->ListRuns(size, token, state);
+  }
+  absl::StatusOr<std::vector<v1::Run>> ListUnfinishedRuns() override {
+    return inner_->ListUnfinishedRuns();
+  }
+  absl::StatusOr<bool> AddResult(absl::string_view run, const v1::SizeResult& result) override {
+    return inner_->AddResult(run, result);
+  }
+  absl::StatusOr<std::vector<v1::SizeResult>> ListResults(absl::string_view run) override {
+    return inner_->ListResults(run);
+  }
+  absl::Status UpsertWorker(const v1::Worker& worker) override {
+    ++worker_writes;
+    return inner_->UpsertWorker(worker);
+  }
+  absl::Status UpsertWorkers(const std::vector<v1::Worker>& workers) override {
+    ++worker_writes;
+    return inner_->UpsertWorkers(workers);
+  }
+  absl::StatusOr<std::vector<v1::Worker>> ListWorkers() override {
+    return inner_->ListWorkers();
+  }
+
+  int worker_writes = 0;  // transactions that wrote worker rows
+
+ private:
+  std::unique_ptr<Store> inner_ = NewMemoryStore();
+};
+
 class RunManagerTest : public ::testing::Test {
  protected:
   void SetUp() override { Restart(); }
 
   // A new manager over the same store: what a coordinator restart leaves.
-  void Restart() {
+  void Restart(RunManagerOptions options = {}) {
     manager_.reset();
     registry_ = std::make_unique<scheduling::WorkerRegistry>();
     manager_ = std::make_unique<RunManager>(store_.get(), registry_.get(), &hub_, &link_,
-                                            RunManagerOptions{});
+                                            std::move(options));
     ASSERT_TRUE(manager_->Recover(now_).ok());
   }
 
@@ -110,7 +153,7 @@ class RunManagerTest : public ::testing::Test {
     manager_->OnResult(worker, result, now_);
   }
 
-  std::unique_ptr<Store> store_ = NewMemoryStore();
+  std::unique_ptr<CountingStore> store_ = std::make_unique<CountingStore>();
   std::unique_ptr<scheduling::WorkerRegistry> registry_;
   WatchHub hub_;
   FakeLink link_;
@@ -370,6 +413,197 @@ TEST_F(RunManagerTest, RunTimesOut) {
   manager_->Tick(now_);
   EXPECT_EQ(Get(run.name()).state(), v1::FAILED);
   EXPECT_THAT(Get(run.name()).error(), HasSubstr("timed out"));
+}
+
+TEST_F(RunManagerTest, WorkerPagesFollowTheFullListingAcrossARestart) {
+  Register("a", "host-a");
+  Register("b", "host-b");
+  Register("c", "host-c");
+  Restart();  // a, b and c are known from the store, LOST until they return
+  Register("b", "host-b");
+  Register("d", "host-d");
+  std::vector<std::string> all;
+  for (const v1::Worker& w : manager_->ListWorkers()) {
+    all.push_back(w.name() + " " + v1::WorkerState_Name(w.state()));
+  }
+  EXPECT_THAT(all, ::testing::ElementsAre("workers/a LOST", "workers/b READY", "workers/c LOST",
+                                          "workers/d READY"));
+  auto names = [](const RunManager::WorkerPage& page) {
+    std::vector<std::string> out;
+    for (const v1::Worker& w : page.workers) out.push_back(w.name());
+    return out;
+  };
+  const RunManager::WorkerPage middle = manager_->ListWorkers(1, 2);
+  EXPECT_THAT(names(middle), ::testing::ElementsAre("workers/b", "workers/c"));
+  EXPECT_EQ(middle.total, 4u);
+  EXPECT_EQ(middle.workers[0].state(), v1::READY);  // the registered entry wins
+  EXPECT_THAT(names(manager_->ListWorkers(3, 10)), ::testing::ElementsAre("workers/d"));
+  EXPECT_TRUE(manager_->ListWorkers(4, 10).workers.empty());
+}
+
+// --- Admission (DESIGN §5, "Admission and fairness") ------------------------
+
+TEST_F(RunManagerTest, FullQueueRefusesCreateWithRetryAfterAndStoresNothing) {
+  RunManagerOptions options;
+  options.max_queued_runs = 3;
+  options.queue_full_retry_after = absl::Seconds(5);
+  Restart(options);
+  Register("a", "host-a");
+  Create(Spec(2));  // takes the worker
+  for (int i = 0; i < 3; ++i) EXPECT_EQ(Create(Spec(2)).state(), v1::QUEUED);
+  ASSERT_EQ(manager_->queued_count(), 3);
+
+  auto refused = manager_->CreateRun(Spec(2), "req-over", now_);
+  ASSERT_EQ(refused.status().code(), absl::StatusCode::kResourceExhausted);
+  EXPECT_THAT(std::string(refused.status().message()), HasSubstr("queue limit"));
+  EXPECT_THAT(std::string(refused.status().message()), HasSubstr("--max-queued-runs 3"));
+  EXPECT_EQ(RetryAfterSeconds(refused.status()), 5);
+  // Nothing half-created: not queued, not stored, its request id still free.
+  EXPECT_EQ(manager_->queued_count(), 3);
+  EXPECT_EQ(manager_->ListRuns(0, "", v1::RUN_STATE_UNSPECIFIED)->runs.size(), 4u);
+  EXPECT_TRUE(absl::IsNotFound(store_->FindRunByRequestId("req-over").status()));
+  EXPECT_EQ(manager_->admission_rejections().queue_full, 1);
+
+  // Once the queue moves, the same request goes through.
+  ASSERT_TRUE(
+      manager_->CancelRun(manager_->ListRuns(0, "", v1::QUEUED)->runs.back().name(), now_).ok());
+  EXPECT_EQ(Create(Spec(2), "req-over").state(), v1::QUEUED);
+}
+
+TEST_F(RunManagerTest, KnownRequestIdReturnsItsRunPastEveryLimit) {
+  RunManagerOptions options;
+  options.max_queued_runs = 1;
+  options.create_rate = {/*per_second=*/1, /*burst=*/2};
+  Restart(options);
+  const v1::Run queued = Create(Spec(2), "req-1");  // no workers: it waits
+  ASSERT_EQ(queued.state(), v1::QUEUED);
+  ASSERT_EQ(manager_->CreateRun(Spec(2), "req-2", now_).status().code(),
+            absl::StatusCode::kResourceExhausted);  // queue full
+  ASSERT_EQ(manager_->CreateRun(Spec(2), "req-3", now_).status().code(),
+            absl::StatusCode::kResourceExhausted);  // rate spent
+  // A retry of the first create still answers with its run.
+  for (int i = 0; i < 5; ++i) EXPECT_EQ(Create(Spec(2), "req-1").name(), queued.name());
+}
+
+TEST_F(RunManagerTest, CreateRateIsPerCallerWithRetryAfter) {
+  RunManagerOptions options;
+  options.create_rate = {/*per_second=*/0.5, /*burst=*/2};
+  Restart(options);
+  Register("a", "host-a");
+  for (int i = 0; i < 2; ++i) ASSERT_TRUE(manager_->CreateRun(Spec(2), "", now_, "token 0").ok());
+  auto refused = manager_->CreateRun(Spec(2), "", now_, "token 0");
+  ASSERT_EQ(refused.status().code(), absl::StatusCode::kResourceExhausted);
+  EXPECT_THAT(std::string(refused.status().message()), HasSubstr("create rate limit"));
+  // One token comes back every 2 s.
+  EXPECT_EQ(RetryAfterSeconds(refused.status()), 2);
+  EXPECT_EQ(manager_->admission_rejections().rate_limited, 1);
+  EXPECT_EQ(manager_->ListRuns(0, "", v1::RUN_STATE_UNSPECIFIED)->runs.size(), 2u);
+  // Another caller is not slowed down by the first.
+  EXPECT_TRUE(manager_->CreateRun(Spec(2), "", now_, "token 1").ok());
+  // After the refill the first caller may create again.
+  now_ += absl::Seconds(2);
+  EXPECT_TRUE(manager_->CreateRun(Spec(2), "", now_, "token 0").ok());
+}
+
+// --- Losing many workers at once ---------------------------------------------
+
+class ManyWorkersTest : public RunManagerTest {
+ protected:
+  static constexpr int kWorkers = 5000;
+  static constexpr int kRuns = 100;
+
+  // kWorkers workers on their own hosts, and kRuns two-rank runs spread
+  // over the first 2 * kRuns of them. Returns the sessions by worker.
+  std::map<std::string, uint64_t> Fleet() {
+    RunManagerOptions options;
+    options.create_rate.per_second = 0;  // kRuns creates at once
+    Restart(options);
+    std::map<std::string, uint64_t> sessions;
+    for (int i = 0; i < kWorkers; ++i) {
+      const std::string id = absl::StrCat("w", i);
+      sessions["workers/" + id] = Register(id, "host-" + id, /*slots=*/1);
+    }
+    for (int i = 0; i < kRuns; ++i) {
+      v1::RunSpec spec = Spec(2, v1::SPREAD);
+      runs_.push_back(Create(spec));
+      EXPECT_EQ(runs_.back().state(), v1::SCHEDULED);
+    }
+    manager_->Tick(now_);  // the registrations' rows are written
+    return sessions;
+  }
+
+  int Lost() {
+    int lost = 0;
+    for (const v1::Worker& w : manager_->ListWorkers()) lost += w.state() == v1::LOST;
+    return lost;
+  }
+
+  void ExpectEveryRunFailedNamingAPeer() {
+    for (const v1::Run& created : runs_) {
+      const v1::Run run = Get(created.name());
+      ASSERT_EQ(run.state(), v1::FAILED) << run.name();
+      std::string peer;
+      for (const v1::RankHost& host : run.hosts()) {
+        if (host.worker() != run.launcher()) peer = host.worker();
+      }
+      EXPECT_THAT(run.error(), HasSubstr(peer)) << run.name();
+    }
+  }
+
+  std::vector<v1::Run> runs_;
+};
+
+TEST_F(ManyWorkersTest, StreamsThatAllCloseAreLostAtOnceWithOneStoreWrite) {
+  std::map<std::string, uint64_t> sessions = Fleet();
+  const int writes_before = store_->worker_writes;
+  for (const auto& [worker, session] : sessions) manager_->OnDisconnect(worker, session, now_);
+  // Every worker is LOST as soon as its stream ends, before any tick.
+  EXPECT_EQ(Lost(), kWorkers);
+  ExpectEveryRunFailedNamingAPeer();
+  // Their rows reach the store in one transaction at the next tick.
+  EXPECT_EQ(store_->worker_writes, writes_before);
+  manager_->Tick(now_);
+  EXPECT_EQ(store_->worker_writes, writes_before + 1);
+  int stored_lost = 0;
+  for (const v1::Worker& w : *store_->ListWorkers()) stored_lost += w.state() == v1::LOST;
+  EXPECT_EQ(stored_lost, kWorkers);
+
+  // They come back cleanly: READY again, and new runs are placed on them.
+  for (int i = 0; i < kWorkers; ++i) {
+    const std::string id = absl::StrCat("w", i);
+    Register(id, "host-" + id, /*slots=*/1);
+  }
+  EXPECT_EQ(Lost(), 0);
+  const v1::Run again = Create(Spec(2, v1::SPREAD));
+  EXPECT_EQ(again.state(), v1::SCHEDULED);
+}
+
+TEST_F(ManyWorkersTest, SilentWorkersAreLostAtTheFirstTickPastTheTimeout) {
+  std::map<std::string, uint64_t> sessions = Fleet();
+  const int writes_before = store_->worker_writes;
+  // Everyone heartbeats for a while, then goes silent at once.
+  now_ += absl::Seconds(3);
+  for (const auto& [worker, session] : sessions) manager_->OnHeartbeat(worker, session, now_);
+  now_ += absl::Seconds(6);  // exactly the timeout: not yet
+  manager_->Tick(now_);
+  EXPECT_EQ(Lost(), 0);
+  now_ += absl::Milliseconds(250);  // the next tick
+  manager_->Tick(now_);
+  EXPECT_EQ(Lost(), kWorkers);
+  ExpectEveryRunFailedNamingAPeer();
+  EXPECT_EQ(store_->worker_writes, writes_before + 1);
+  // A worker that heartbeats again on its session is back.
+  manager_->OnHeartbeat("workers/w7", sessions["workers/w7"], now_);
+  EXPECT_EQ(Lost(), kWorkers - 1);
+}
+
+TEST_F(RunManagerTest, DisconnectOfASupersededSessionLosesNothing) {
+  const uint64_t old_session = Register("a", "host-a");
+  Register("a", "host-a");  // reconnected: a new stream, a new session
+  const v1::Run run = Create(Spec(2));
+  manager_->OnDisconnect("workers/a", old_session, now_);  // the old stream ends late
+  EXPECT_EQ(manager_->GetWorker("a")->state(), v1::BUSY);
+  EXPECT_EQ(Get(run.name()).state(), v1::SCHEDULED);
 }
 
 }  // namespace
