@@ -41,6 +41,8 @@ class LocalCluster {
     CoordinatorOptions options;
     options.grpc_listen = "127.0.0.1:0";
     options.store = ":memory:";
+    // One user on one machine: no per-caller create rate to share out.
+    options.run_manager.create_rate = RateLimit{/*per_second=*/0, /*burst=*/1};
     absl::StatusOr<std::unique_ptr<Coordinator>> coordinator = Coordinator::Start(options);
     if (!coordinator.ok()) return coordinator.status();
     coordinator_ = *std::move(coordinator);
