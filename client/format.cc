@@ -56,32 +56,17 @@ std::string SyncOf(const v1::Run& run) {
   return text.empty() ? "?" : text;
 }
 
-std::string SyncMeaning(const std::string& sync) {
-  if (sync == "barrier") return "an untimed barrier after each timed iteration (as OSU)";
-  if (sync == "none") return "iterations back to back (as nccl-tests)";
-  return "not recorded";
-}
-
-// "1@node-b" and "1.62x" ("!" marks a straggler) for the slowest rank.
-std::string SlowestText(const v1::SizeResult& r) {
+// The per-rank part of a result as the engine's record, so the slowest
+// rank is shown by the same code as in collbench-rank's table
+// (common/rank_spread.h). No ranks: no slowest rank.
+SizeRecord RankView(const v1::SizeResult& r) {
+  SizeRecord view;
   for (const v1::RankTiming& t : r.ranks()) {
-    if (t.rank() == r.slowest_rank()) {
-      return t.host().empty() ? absl::StrCat(t.rank()) : absl::StrCat(t.rank(), "@", t.host());
-    }
+    view.ranks.push_back({t.rank(), t.host(), t.mean_s(), t.p50_s(), t.p99_s(), t.straggler()});
   }
-  return "-";
-}
-
-bool SlowestIsStraggler(const v1::SizeResult& r) {
-  for (const v1::RankTiming& t : r.ranks()) {
-    if (t.rank() == r.slowest_rank()) return t.straggler();
-  }
-  return false;
-}
-
-std::string SlowestRatioText(const v1::SizeResult& r) {
-  if (r.ranks().empty()) return "-";
-  return absl::StrFormat("%.2fx%s", r.slowest_vs_median(), SlowestIsStraggler(r) ? "!" : "");
+  view.slowest_rank = view.ranks.empty() ? -1 : r.slowest_rank();
+  view.slowest_vs_median = r.slowest_vs_median();
+  return view;
 }
 
 std::string Json(const google::protobuf::Message& m) {
@@ -176,12 +161,13 @@ std::string ResultHeader() {
 }
 
 std::string FormatResultRow(const v1::SizeResult& r) {
+  const SizeRecord ranks = RankView(r);
   return absl::StrFormat("%12d %9s %6s %10.2f %10.2f %10.2f %10.2f %11.3f %11.3f %7s %20s %8s\n",
                          r.bytes(), r.dtype(), r.redop().empty() ? "-" : r.redop(),
                          r.avg_s() * kUs, r.p50_s() * kUs, r.p99_s() * kUs, r.max_s() * kUs,
                          r.algbw_bytes_per_s() / kGB, r.busbw_bytes_per_s() / kGB,
-                         r.checked() ? absl::StrCat(r.wrong()) : "N/A", SlowestText(r),
-                         SlowestRatioText(r));
+                         r.checked() ? absl::StrCat(r.wrong()) : "N/A", SlowestRankText(ranks),
+                         SlowestVsMedianText(ranks));
 }
 
 std::string SyncMismatchWarning(const std::vector<RunWithResults>& runs) {
@@ -210,18 +196,18 @@ std::string FormatRunResults(const v1::Run& run, const std::vector<v1::SizeResul
     out = "run,operation,bytes,count,dtype,redop,iters,avg_s,min_s,max_s,p50_s,p90_s,p99_s,"
           "algbw_Bps,busbw_Bps,wrong,sync,slowest_rank,slowest_vs_median,straggler\n";
     for (const v1::SizeResult& r : results) {
+      const SizeRecord ranks = RankView(r);
       absl::StrAppendFormat(
           &out, "%s,%s,%d,%d,%s,%s,%d,%.9g,%.9g,%.9g,%.9g,%.9g,%.9g,%.6g,%.6g,%d,%s,%d,%.4g,%d\n",
           run.name(), r.operation(), r.bytes(), r.count(), r.dtype(), r.redop(), r.iters(),
           r.avg_s(), r.min_s(), r.max_s(), r.p50_s(), r.p90_s(), r.p99_s(),
           r.algbw_bytes_per_s(), r.busbw_bytes_per_s(), r.wrong(), IterationSyncText(r.sync()),
-          r.ranks().empty() ? -1 : r.slowest_rank(), r.slowest_vs_median(),
-          SlowestIsStraggler(r) ? 1 : 0);
+          ranks.slowest_rank, r.slowest_vs_median(), SlowestIsStraggler(ranks) ? 1 : 0);
     }
     return out;
   }
   out = absl::StrFormat("# %s: %s, %s\n", run.name(), DescribeRun(run), RunStateName(run.state()));
-  absl::StrAppend(&out, "# sync ", SyncOf(run), ": ", SyncMeaning(SyncOf(run)), "\n");
+  absl::StrAppend(&out, "# sync ", SyncOf(run), ": ", IterationSyncMeaning(SyncOf(run)), "\n");
   if (!run.mpi_version().empty()) absl::StrAppend(&out, "# ", run.mpi_version(), "\n");
   if (const std::string placement = DescribePlacement(run); !placement.empty()) {
     absl::StrAppend(&out, "# placement: ", placement, "\n", FormatRankHosts(run));
@@ -231,13 +217,9 @@ std::string FormatRunResults(const v1::Run& run, const std::vector<v1::SizeResul
   int stragglers = 0;
   for (const v1::SizeResult& r : results) {
     absl::StrAppend(&out, FormatResultRow(r));
-    stragglers += SlowestIsStraggler(r) ? 1 : 0;
+    stragglers += SlowestIsStraggler(RankView(r)) ? 1 : 0;
   }
-  if (stragglers > 0) {
-    absl::StrAppendFormat(&out,
-                          "# ! straggler: a rank's mean above %.1fx the median rank's (%d sizes)\n",
-                          kStragglerRatio, stragglers);
-  }
+  if (stragglers > 0) absl::StrAppend(&out, StragglerNote(stragglers));
   return out;
 }
 

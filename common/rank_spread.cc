@@ -4,6 +4,7 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
 
 namespace collbench {
 
@@ -32,6 +33,30 @@ std::string SlowestRankText(const SizeRecord& record) {
     }
   }
   return "-";
+}
+
+bool SlowestIsStraggler(const SizeRecord& record) {
+  for (const RankTiming& t : record.ranks) {
+    if (t.rank == record.slowest_rank) return t.straggler;
+  }
+  return false;
+}
+
+std::string SlowestVsMedianText(const SizeRecord& record) {
+  if (record.slowest_rank < 0) return "-";
+  return absl::StrFormat("%.2fx%s", record.slowest_vs_median,
+                         SlowestIsStraggler(record) ? "!" : "");
+}
+
+std::string StragglerNote(int sizes) {
+  return absl::StrFormat("# ! straggler: a rank's mean above %.1fx the median rank's (%d sizes)\n",
+                         kStragglerRatio, sizes);
+}
+
+std::string IterationSyncMeaning(absl::string_view sync) {
+  if (sync == "barrier") return "an untimed barrier after each timed iteration (as OSU)";
+  if (sync == "none") return "iterations back to back (as nccl-tests)";
+  return "not recorded";
 }
 
 }  // namespace collbench

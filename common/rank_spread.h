@@ -17,6 +17,9 @@
 #ifndef COLLBENCH_COMMON_RANK_SPREAD_H_
 #define COLLBENCH_COMMON_RANK_SPREAD_H_
 
+#include <string>
+
+#include "absl/strings/string_view.h"
 #include "common/records.h"
 
 namespace collbench {
@@ -30,6 +33,20 @@ void AttributeRanks(SizeRecord* record);
 
 // "1@node-b" for the slowest rank, or "-" when there is none.
 std::string SlowestRankText(const SizeRecord& record);
+
+// Whether the slowest rank is flagged a straggler.
+bool SlowestIsStraggler(const SizeRecord& record);
+
+// "1.62x" (its mean over the median rank's), "!" appended for a straggler;
+// "-" when there is no slowest rank.
+std::string SlowestVsMedianText(const SizeRecord& record);
+
+// The line under a table with `sizes` straggler rows (> 0), newline included.
+std::string StragglerNote(int sizes);
+
+// What a record's `sync` means, for table headers: "barrier", "none", or
+// anything else (not recorded).
+std::string IterationSyncMeaning(absl::string_view sync);
 
 }  // namespace collbench
 

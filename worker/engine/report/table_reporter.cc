@@ -28,7 +28,7 @@ class TableReporter final : public Reporter {
                   Spec(r, "backend"), Spec(r, "memory"), Spec(r, "dtype"), Spec(r, "check"),
                   Spec(r, "iters"), Spec(r, "warmup"),
                   r.nccl_version.empty() ? "" : ", " + r.nccl_version);
-    absl::FPrintF(out_, "# sync %s: %s\n", Spec(r, "sync"), SyncMeaning(Spec(r, "sync")));
+    absl::FPrintF(out_, "# sync %s: %s\n", Spec(r, "sync"), IterationSyncMeaning(Spec(r, "sync")));
     std::fflush(out_);
   }
 
@@ -39,8 +39,8 @@ class TableReporter final : public Reporter {
                   r.root < 0 ? "-" : absl::StrCat(r.root), r.avg_s * kUs, r.p50_s * kUs,
                   r.p99_s * kUs, r.min_s * kUs, r.max_s * kUs, r.algbw_Bps / kGB,
                   r.busbw_Bps / kGB, r.checked ? absl::StrCat(r.wrong) : "N/A");
-    absl::FPrintF(out_, " %20s %8s", SlowestRankText(r), SlowestRatioText(r));
-    stragglers_ += IsStraggler(r) ? 1 : 0;
+    absl::FPrintF(out_, " %20s %8s", SlowestRankText(r), SlowestVsMedianText(r));
+    stragglers_ += SlowestIsStraggler(r) ? 1 : 0;
     for (const std::string& key : scenario_keys_) {
       auto it = r.scenario.find(key);
       absl::FPrintF(out_, " %12s", it == r.scenario.end() ? "-" : absl::StrFormat("%.4g", it->second));
@@ -50,10 +50,7 @@ class TableReporter final : public Reporter {
   }
 
   void End(const EndRecord& r) override {
-    if (stragglers_ > 0) {
-      absl::FPrintF(out_, "# ! straggler: a rank's mean above %.1fx the median rank's (%d sizes)\n",
-                    kStragglerRatio, stragglers_);
-    }
+    if (stragglers_ > 0) absl::FPrintF(out_, "%s", StragglerNote(stragglers_));
     absl::FPrintF(out_, "# %s: %d sizes, %d wrong, %.2f s\n", r.status, r.sizes, r.wrong,
                   r.elapsed_s);
     std::fflush(out_);
@@ -71,21 +68,6 @@ class TableReporter final : public Reporter {
   }
   static std::string FirstLine(const std::string& text) {
     return text.substr(0, text.find_first_of("\n,"));
-  }
-  static std::string SyncMeaning(const std::string& sync) {
-    if (sync == "barrier") return "an untimed barrier after each timed iteration (as OSU)";
-    if (sync == "none") return "iterations back to back (as nccl-tests)";
-    return "?";
-  }
-  static bool IsStraggler(const SizeRecord& r) {
-    for (const RankTiming& t : r.ranks) {
-      if (t.rank == r.slowest_rank) return t.straggler;
-    }
-    return false;
-  }
-  static std::string SlowestRatioText(const SizeRecord& r) {
-    if (r.slowest_rank < 0) return "-";
-    return absl::StrFormat("%.2fx%s", r.slowest_vs_median, IsStraggler(r) ? "!" : "");
   }
   static int DistinctHosts(const StartRecord& r) {
     std::vector<std::string> hosts = r.hosts;
