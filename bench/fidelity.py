@@ -46,11 +46,13 @@ import statistics
 import subprocess
 import sys
 
-# Iterations per size (warmup is a tenth): enough that each measurement lasts
-# about a quarter of a second on a laptop-class machine. With OSU's counts
-# (10^4 for small messages) an 8-byte measurement lasts a few milliseconds,
-# and one timer interrupt or descheduling moves its average by tens of
-# percent in either program.
+# Iterations per size for the calibration pass (warmup is a tenth). The
+# measured rounds then run each cell (library, mode, operation, size) for
+# about --seconds: with OSU's counts (10^4 for small messages) an 8-byte
+# measurement lasts a few milliseconds, and one timer interrupt or
+# descheduling moves its average by tens of percent in either program; a
+# gather of 64 KiB is ten times faster than an allreduce of the same size, so
+# one count per size leaves some cells far shorter than others.
 DEFAULT_ITERS = {8: 400000, 1024: 200000, 65536: 10000, 1 << 20: 500, 16 << 20: 30}
 SUFFIXES = {"K": 1 << 10, "M": 1 << 20, "G": 1 << 30}
 
@@ -177,7 +179,30 @@ def median_ci(values, confidence=0.95):
     return statistics.median(ordered), ordered[k - 1], ordered[n - k]
 
 
-def measure_all(args, libs, modes, ops, sizes, clocks, reference):
+def calibrate(args, libs, modes, ops, sizes, reference):
+    """{(lib, sync, op, size): iterations} so that each measurement of the
+    reference loop lasts about args.seconds; the same count for every
+    program and round of the cell. With --iters, that count everywhere."""
+    counts = {}
+    for lib in libs:
+        for sync in modes:
+            for op in ops:
+                for size_bytes in sizes:
+                    if args.iters:
+                        counts[(lib, sync, op, size_bytes)] = args.iters
+                        continue
+                    iters = iters_for(size_bytes)
+                    avg_s, _ = minimal_times_s(args, reference, lib, sync, op, size_bytes,
+                                               iters, max(1, iters // 10))
+                    # The untimed barrier of sync barrier costs about as much
+                    # as a small call: count it in the wall time.
+                    per_call_s = avg_s * (2 if sync == "barrier" else 1)
+                    counts[(lib, sync, op, size_bytes)] = max(
+                        30, min(4000000, int(args.seconds / max(per_call_s, 1e-9))))
+    return counts
+
+
+def measure_all(args, libs, modes, ops, sizes, clocks, reference, counts):
     """Every round, every cell: {(lib, sync, op, size): {program: [(avg, p50), ...]}}."""
     results = {}
     for round_index in range(args.rounds):
@@ -191,7 +216,7 @@ def measure_all(args, libs, modes, ops, sizes, clocks, reference):
                 order = programs[shift:] + programs[:shift]
                 for op in ops:
                     for size_bytes in sizes:
-                        iters = iters_for(size_bytes, args.iters)
+                        iters = counts[(lib, sync, op, size_bytes)]
                         warmup = max(1, iters // 10)
                         entry = results.setdefault((lib, sync, op, size_bytes),
                                                    {name: [] for name, _ in programs})
@@ -202,10 +227,10 @@ def measure_all(args, libs, modes, ops, sizes, clocks, reference):
     return results
 
 
-def print_table(args, results, clocks, reference):
+def print_table(args, results, clocks, reference, counts):
     tolerance_label = "within_%d%%" % round(args.tolerance * 100)
     others = clocks[1:]
-    print("%-8s %-7s %-10s %9s %6s %10s %12s %7s %15s %10s %7s" % (
+    print("%-8s %-7s %-10s %9s %7s %10s %12s %7s %15s %10s %7s" % (
         "library", "sync", "op", "bytes", "iters", "ref_avg_us", "cb_avg_us", "ratio",
         "ratio_95%_ci", tolerance_label, "p50_rat") +
         "".join(" %8s" % ("osu_rat" if c == "wtime" else c + "_rat") for c in others))
@@ -223,8 +248,8 @@ def print_table(args, results, clocks, reference):
         within[(lib, sync)] = (cells + 1, passed + ok)
         extra = "".join(" %8.3f" % median_ci(paired(c))[0] if c in entry else " %8s" % "-"
                         for c in others)
-        print("%-8s %-7s %-10s %9d %6d %10.3f %12.3f %7.3f %15s %10s %7.3f" % (
-            lib, sync, op, size_bytes, iters_for(size_bytes, args.iters),
+        print("%-8s %-7s %-10s %9d %7d %10.3f %12.3f %7.3f %15s %10s %7.3f" % (
+            lib, sync, op, size_bytes, counts[(lib, sync, op, size_bytes)],
             statistics.median(avg for avg, _ in entry[reference]) * 1e6,
             statistics.median(avg for avg, _ in entry["collbench"]) * 1e6, ratio,
             "[%.3f, %.3f]" % (low, high), "yes" if ok else "NO", p50_ratio) + extra)
@@ -255,10 +280,12 @@ def main():
     parser.add_argument("--sizes", default="8,1K,64K,1M,16M")
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--tolerance", type=float, default=0.05)
+    parser.add_argument("--seconds", type=float, default=0.3,
+                        help="about how long each measurement lasts: a calibration "
+                             "pass sets every cell's iteration count from it")
     parser.add_argument("--iters", type=int,
-                        help="iterations for every size (default: about 0.25 s "
-                             "per measurement; a smaller count only checks that "
-                             "everything runs)")
+                        help="iterations for every cell instead of calibrating (a "
+                             "small count only checks that everything runs)")
     parser.add_argument("--raw", help="also write every measurement to this JSON file")
     args = parser.parse_args()
 
@@ -279,12 +306,15 @@ def main():
     if any(c not in ("tsc", "wtime", "loop") for c in clocks):
         sys.exit("unknown clock in --clocks %r (wtime, loop)" % args.clocks)
     bias_minimal, bias_collbench = timer_bias_s(args)
-    results = measure_all(args, libs, modes, ops, sizes, clocks, reference)
+    counts = calibrate(args, libs, modes, ops, sizes, reference)
+    print("calibrated %d cells to about %.2f s per measurement" % (len(counts), args.seconds),
+          file=sys.stderr, flush=True)
+    results = measure_all(args, libs, modes, ops, sizes, clocks, reference, counts)
 
     if args.raw:
         with open(args.raw, "w") as out:
             json.dump([{"library": lib, "sync": sync, "op": op, "bytes": size_bytes,
-                        "iters": iters_for(size_bytes, args.iters),
+                        "iters": counts[(lib, sync, op, size_bytes)],
                         "programs": {name: [{"avg_s": a, "p50_s": p} for a, p in values]
                                      for name, values in entry.items()}}
                        for (lib, sync, op, size_bytes), entry in results.items()],
@@ -294,7 +324,7 @@ def main():
           "reference: the minimal loop with the same --sync, timed with %s" % (
               args.ranks, args.bind_to, " ".join(args.mpirun_arg), args.nice,
               args.rounds, reference))
-    within = print_table(args, results, clocks, reference)
+    within = print_table(args, results, clocks, reference, counts)
     for (lib, sync), (cells, passed) in within.items():
         print("%s, sync %s: avg against the minimal loop timed with %s: %d of %d within "
               "%.0f%%" % (lib, sync, reference, passed, cells, args.tolerance * 100))

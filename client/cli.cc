@@ -17,6 +17,8 @@
 #include "client/run_flags.h"
 #include "collbench/v1/coordinator.grpc.pb.h"
 #include "common/flag_parser.h"
+#include "common/grpc_health.h"
+#include "common/units.h"
 
 namespace collbench {
 namespace {
@@ -29,6 +31,9 @@ constexpr char kUsage[] = R"(usage: collbench [--coordinator HOST:PORT] [--token
                  [--tls-ca FILE [--tls-server-name NAME]] COMMAND
 commands:
   workers [--long]              the registered workers (--long: container facts)
+  health [HOST:PORT] [--service S] [--timeout D]
+                                the gRPC health status of the coordinator (or of
+                                a worker's --listen address); exit 0 if SERVING
   runs [--state S]              runs, newest first
   show RUN [--output F]         a run and its results
   watch RUN                     follow a run as it goes on
@@ -323,6 +328,50 @@ int Matrix(Client& client, const std::vector<std::string>& args) {
   return all_ok ? kExitOk : kExitFailed;
 }
 
+// `collbench health`: asks the standard gRPC health service, as
+// Kubernetes' grpc probe does. A worker is SERVING only while registered.
+int Health(const std::string& coordinator, const ChannelSetup& channel,
+           const std::vector<std::string>& args) {
+  std::string service;
+  double timeout_s = 5;
+  FlagParser flags;
+  flags.String("service", &service, "the service to ask about (default: the server as a whole)");
+  flags.Custom("timeout", "DURATION",
+               [&](absl::string_view text) -> absl::Status {
+                 absl::StatusOr<double> seconds = ParseDurationSeconds(text);
+                 if (!seconds.ok()) {
+                   return absl::InvalidArgumentError(
+                       absl::StrCat("--timeout: ", seconds.status().message()));
+                 }
+                 if (*seconds <= 0) {
+                   return absl::InvalidArgumentError(
+                       absl::StrCat("--timeout: '", text, "' must be positive"));
+                 }
+                 timeout_s = *seconds;
+                 return absl::OkStatus();
+               },
+               "how long to wait for the answer (default 5s)");
+  if (absl::Status s = flags.Parse(args); !s.ok()) return Report(s);
+  if (flags.help()) {
+    absl::PrintF("usage: collbench health [HOST:PORT] [flags]\n%s", flags.Usage());
+    return kExitOk;
+  }
+  if (flags.rest().size() > 1) {
+    return Report(absl::InvalidArgumentError(
+        absl::StrCat("health: unexpected argument '", flags.rest()[1], "'")));
+  }
+  const std::string address = flags.rest().empty() ? coordinator : flags.rest()[0];
+  absl::StatusOr<std::string> status =
+      CheckGrpcHealth(CreateCoordinatorChannel(address, channel), service,
+                      absl::Seconds(timeout_s));
+  if (!status.ok()) {
+    absl::FPrintF(stderr, "collbench: %s: %s\n", address, status.status().message());
+    return kExitFailed;
+  }
+  absl::PrintF("%s\n", *status);
+  return *status == "SERVING" ? kExitOk : kExitFailed;
+}
+
 }  // namespace
 
 int RunCommand(const std::string& coordinator, const std::string& token,
@@ -333,9 +382,10 @@ int RunCommand(const std::string& coordinator, const std::string& token,
   }
   absl::StatusOr<ChannelSetup> channel = MakeChannelSetup(tls);
   if (!channel.ok()) return Report(channel.status());
-  Client client(coordinator, token, *channel);
   const std::string& name = command[0];
   const std::vector<std::string> args(command.begin() + 1, command.end());
+  if (name == "health") return Health(coordinator, *channel, args);
+  Client client(coordinator, token, *channel);
   if (name == "workers") return Workers(client, args);
   if (name == "runs") return Runs(client, args);
   if (name == "show") return Show(client, args);

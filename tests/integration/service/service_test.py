@@ -468,6 +468,18 @@ def sizes_flag(sizes):
 
 def case_lifecycle(c):
     c.start_coordinator()
+    # `collbench health`: the coordinator's gRPC health service answers
+    # SERVING (exit 0); nothing listening is an error naming the address
+    # (exit 1); a bad flag names the flag (exit 2).
+    health = c.cli("health")
+    expect(health.stdout.strip() == "SERVING", "collbench health: %r" % health.stdout)
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        closed = "127.0.0.1:%d" % s.getsockname()[1]
+    down = c.cli("health", closed, "--timeout", "2s", expect_code=1)
+    expect(closed in down.stderr, "health of a closed port: %r" % down.stderr)
+    bad = c.cli("health", "--timeout", "soon", expect_code=2)
+    expect("--timeout" in bad.stderr, "health --timeout soon: %r" % bad.stderr)
     # Three slots each: the pack run's 3 ranks fill one worker (see
     # case_pack_across_workers for ranks packed over several).
     names = c.start_workers(3, slots=3)

@@ -3,7 +3,6 @@
 // on the worker's --listen port relies on it).
 #include "worker/agent/worker_agent.h"
 
-#include <grpcpp/generic/generic_stub.h>
 #include <grpcpp/grpcpp.h>
 #include <grpcpp/health_check_service_interface.h>
 
@@ -15,6 +14,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/synchronization/mutex.h"
+#include "common/grpc_health.h"
 #include "gtest/gtest.h"
 #include "tests/unit/agent/test_util.h"
 
@@ -57,34 +57,10 @@ class FakeGateway final : public v1::WorkerGateway::Service {
   int generation_ ABSL_GUARDED_BY(mu_) = 0;
 };
 
-// Health/Check for the overall ("") service through a generic stub, so the
-// test needs no generated health proto: an empty HealthCheckRequest, and the
-// response's field 1 (status) as its two wire bytes.
+// The worker's overall ("") health status, or the error as text.
 std::string OverallHealth(const std::shared_ptr<grpc::Channel>& channel) {
-  grpc::GenericStub stub(channel);
-  grpc::CompletionQueue queue;
-  grpc::ClientContext context;
-  context.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(5));
-  grpc::Slice empty("");
-  const grpc::ByteBuffer request(&empty, 1);
-  auto call = stub.PrepareUnaryCall(&context, "/grpc.health.v1.Health/Check", request, &queue);
-  call->StartCall();
-  grpc::ByteBuffer response;
-  grpc::Status status;
-  call->Finish(&response, &status, reinterpret_cast<void*>(1));
-  void* tag = nullptr;
-  bool ok = false;
-  if (!queue.Next(&tag, &ok) || !ok) return "no answer";
-  if (!status.ok()) return absl::StrCat("error ", status.error_message());
-  std::vector<grpc::Slice> slices;
-  if (!response.Dump(&slices).ok()) return "unreadable";
-  std::string bytes;
-  for (const grpc::Slice& slice : slices) {
-    bytes.append(reinterpret_cast<const char*>(slice.begin()), slice.size());
-  }
-  if (bytes == std::string("\x08\x01", 2)) return "SERVING";
-  if (bytes == std::string("\x08\x02", 2)) return "NOT_SERVING";
-  return absl::StrCat("unexpected response of ", bytes.size(), " bytes");
+  absl::StatusOr<std::string> status = CheckGrpcHealth(channel, "", absl::Seconds(5));
+  return status.ok() ? *status : absl::StrCat("error ", status.status().message());
 }
 
 std::unique_ptr<grpc::Server> StartServer(grpc::Service* service, int* port) {

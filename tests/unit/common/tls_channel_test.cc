@@ -10,7 +10,7 @@
 #include <string>
 
 #include "collbench/v1/agent.grpc.pb.h"
-#include "grpcpp/generic/generic_stub.h"
+#include "common/grpc_health.h"
 #include "grpcpp/grpcpp.h"
 #include "grpcpp/health_check_service_interface.h"
 #include "gtest/gtest.h"
@@ -36,26 +36,9 @@ bool MakeCertificate(const std::string& dir, const std::string& name) {
   return std::system(command.c_str()) == 0;
 }
 
-// The status of a health check over `channel` (5 s deadline).
-grpc::Status Check(const std::shared_ptr<grpc::Channel>& channel) {
-  grpc::ClientContext context;
-  context.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(5));
-  grpc::Slice empty("");
-  grpc::ByteBuffer request(&empty, 1), response;
-  // grpc.health.v1.HealthCheckRequest{} is empty on the wire.
-  grpc::GenericStub stub(channel);
-  grpc::CompletionQueue queue;
-  grpc::Status status;
-  auto call = stub.PrepareUnaryCall(&context, "/grpc.health.v1.Health/Check", request, &queue);
-  call->StartCall();
-  call->Finish(&response, &status, reinterpret_cast<void*>(1));
-  void* tag = nullptr;
-  bool ok = false;
-  queue.Next(&tag, &ok);
-  queue.Shutdown();
-  while (queue.Next(&tag, &ok)) {
-  }
-  return status;
+// Whether a health check over `channel` is answered (5 s deadline).
+absl::Status Check(const std::shared_ptr<grpc::Channel>& channel) {
+  return CheckGrpcHealth(channel, "", absl::Seconds(5)).status();
 }
 
 TEST(TlsChannelTest, NoCaFileMeansAnInsecureChannel) {
@@ -107,9 +90,8 @@ TEST(TlsChannelTest, ReachesATlsServerByItsCertificateName) {
   absl::StatusOr<ChannelSetup> named =
       MakeChannelSetup({dir + "/cert.pem", "collbench-coordinator"});
   ASSERT_TRUE(named.ok()) << named.status();
-  const grpc::Status named_status = Check(CreateCoordinatorChannel(address, *named));
-  EXPECT_TRUE(named_status.ok()) << named_status.error_code() << " "
-                                 << named_status.error_message();
+  const absl::Status named_status = Check(CreateCoordinatorChannel(address, *named));
+  EXPECT_TRUE(named_status.ok()) << named_status;
 
   absl::StatusOr<ChannelSetup> unnamed = MakeChannelSetup({dir + "/cert.pem", ""});
   ASSERT_TRUE(unnamed.ok());
