@@ -123,6 +123,19 @@ class FaultCluster(Cluster):
                 raise Failure(f"no collbench-rank running in {missing} after {timeout}s")
             time.sleep(0.2)
 
+    def wait_for_no_ranks(self, timeout):
+        """Seconds until no collbench-rank of the failed run is left in any
+        host (the launcher's cancel and the Exec streams' ends kill them)."""
+        start = time.monotonic()
+        while True:
+            left = [ns for ns in self.net.host_names() if ranks_in(ns)]
+            if not left:
+                return time.monotonic() - start
+            if time.monotonic() - start > timeout:
+                raise Failure(f"collbench-rank still running in {left} {timeout}s after the "
+                              "worker came back")
+            time.sleep(0.2)
+
     def expect_failed_naming(self, run, victim, since):
         """Waits for the run to end; it must be FAILED naming `victim` within
         FAIL_WITHIN_S of `since`. Returns the seconds it took."""
@@ -172,6 +185,7 @@ class FaultCluster(Cluster):
         self.record("worker ready again after link up",
                     self.wait_for_worker_state(victim, "ready", up_at, REJOIN_WITHIN_S))
         self.wait_for_workers()
+        self.record("no rank left after the worker came back", self.wait_for_no_ranks(30))
         self.timed("SPREAD run after the fault", self.check_spread_run)
 
     # --- 2. hung worker -------------------------------------------------------------
@@ -197,6 +211,7 @@ class FaultCluster(Cluster):
         self.record("worker ready again after SIGCONT",
                     self.wait_for_worker_state(victim, "ready", continued_at, REJOIN_WITHIN_S))
         self.wait_for_workers()
+        self.record("no rank left after the worker came back", self.wait_for_no_ranks(30))
         self.timed("SPREAD run after the fault", self.check_spread_run)
 
     # --- 3. coordinator killed with runs queued -------------------------------------
