@@ -30,11 +30,12 @@ bridge at 198.18.1.1 with --heartbeat-timeout 3. One fault per invocation
   disk-full         no hosts: the coordinator on 127.0.0.1 with its --store on
                     a 2 MiB tmpfs; a file takes the free space: CreateRun over
                     REST and gRPC must fail within 5 s with RESOURCE_EXHAUSTED
-                    (HTTP 429) naming the store and the full disk, reads must
+                    (HTTP 429) naming the store and the full disk, and so must
+                    CancelRun of a queued run, which stays queued; reads must
                     still work, the coordinator must stay up, the store must
                     pass `PRAGMA integrity_check` while full and after, and
-                    once the file is gone creates must work again. The tmpfs is
-                    unmounted at the end, also on failure.
+                    once the file is gone creates and the cancel must work.
+                    The tmpfs is unmounted at the end, also on failure.
 
 Every test prints its timings. Needs root and `ip netns` (exit 77 without);
 everything it creates is removed at the end, also on failure, and
@@ -403,13 +404,21 @@ class FaultCluster(Cluster):
         if time.monotonic() - start > 5:
             raise Failure("CreateRun took more than 5 s to answer on a full disk")
 
+        status, body = self.rest("POST", f"/v1/{before}:cancel")
+        log(f"REST CancelRun of a queued run on a full disk: HTTP {status}: {body}")
+        if status != 429 or body.get("status") != "RESOURCE_EXHAUSTED":
+            raise Failure(f"REST CancelRun on a full disk: HTTP {status} {body}, not 429 "
+                          "RESOURCE_EXHAUSTED")
+        expect_names_full_store(body.get("message", ""), self.store, "REST CancelRun")
+
         status, body = self.rest("GET", "/v1/runs")
         listed = [r["name"] for r in body.get("runs", [])] if status == 200 else []
         if before not in listed or len(listed) != 2:
             raise Failure(f"GET /v1/runs on a full disk: HTTP {status}: {body}")
         status, body = self.rest("GET", f"/v1/{before}")
-        if status != 200 or body.get("name") != before:
-            raise Failure(f"GET /v1/{before} on a full disk: HTTP {status}: {body}")
+        if status != 200 or body.get("name") != before or body.get("state") != "QUEUED":
+            raise Failure(f"GET /v1/{before} on a full disk (the refused cancel leaves it "
+                          f"queued): HTTP {status}: {body}")
         status, _ = self.rest("GET", "/healthz")
         if status != 200:
             raise Failure(f"/healthz on a full disk: HTTP {status}")
@@ -424,7 +433,10 @@ class FaultCluster(Cluster):
         if status != 200:
             raise Failure(f"CreateRun after the space returned: HTTP {status}: {body}")
         self.create_run("allreduce", "--ranks", "1", "--sizes", "8")
-        self.record("creates after the space returned", time.monotonic() - start)
+        status, body = self.rest("POST", f"/v1/{before}:cancel")
+        if status != 200 or body.get("state") != "CANCELLED":
+            raise Failure(f"CancelRun after the space returned: HTTP {status}: {body}")
+        self.record("creates and a cancel after the space returned", time.monotonic() - start)
         self.processes.stop()
         expect_intact(self.store, "after the coordinator stopped")
         stored = query_store(self.store, "SELECT COUNT(*) FROM runs")[0][0]
