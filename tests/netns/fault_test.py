@@ -226,6 +226,7 @@ class FaultCluster(Cluster):
                          headers={"Content-Type": "application/json"})
             response = conn.getresponse()
             text = response.read().decode()
+            self.last_headers = {k.lower(): v for k, v in response.getheaders()}
         except OSError as e:
             raise Failure(f"{method} {path}: {e}")
         finally:
@@ -386,6 +387,8 @@ class FaultCluster(Cluster):
             raise Failure(f"REST CreateRun on a full disk: HTTP {status} {body}, not 429 "
                           "RESOURCE_EXHAUSTED")
         expect_names_full_store(message, self.store, "REST CreateRun")
+        if "retry-after" in self.last_headers:  # a full disk is no rate limit with a known end
+            raise Failure(f"REST CreateRun on a full disk has Retry-After: {self.last_headers}")
         start = time.monotonic()
         code, message = grpc_create_run(self.address)
         self.record("gRPC CreateRun answered on a full disk", time.monotonic() - start)
@@ -419,12 +422,13 @@ class FaultCluster(Cluster):
         if status != 200 or body.get("name") != before or body.get("state") != "QUEUED":
             raise Failure(f"GET /v1/{before} on a full disk (the refused cancel leaves it "
                           f"queued): HTTP {status}: {body}")
-        status, _ = self.rest("GET", "/healthz")
-        if status != 200:
-            raise Failure(f"/healthz on a full disk: HTTP {status}")
+        for path in ("/healthz", "/metrics"):
+            status, _ = self.rest("GET", path)
+            if status != 200:
+                raise Failure(f"{path} on a full disk: HTTP {status}")
         self.cli("runs")
         self.processes.check_alive()
-        log("reads work on a full disk (GET /v1/runs, GET a run, /healthz, collbench runs)")
+        log("reads work on a full disk (GET /v1/runs, GET a run, /healthz, /metrics, collbench runs)")
         expect_intact(self.store, "while the disk is full")
 
         os.unlink(filler)
