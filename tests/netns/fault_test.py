@@ -66,6 +66,7 @@ from netns_hosts import (FINAL_STATES, RUN_STATES, Cluster, Failure, Network,  #
 
 NETWORK = Network("cbft-", "198.18.1")
 HEARTBEAT_TIMEOUT_S = 3
+COORDINATOR_ARGS = ["--heartbeat-timeout", str(HEARTBEAT_TIMEOUT_S), "--create-rate", "off"]
 FAIL_WITHIN_S = 10       # the bound for a run to fail naming the worker
 LOST_WITHIN_S = HEARTBEAT_TIMEOUT_S + 2
 REJOIN_WITHIN_S = 90
@@ -83,10 +84,9 @@ class FaultCluster(Cluster):
 
     # --- shared steps -----------------------------------------------------------
 
-    def start(self, *coordinator_args, http=False, path_prefix=None):
-        port = self.timed("coordinator start", self.start_coordinator,
-                          "--heartbeat-timeout", str(HEARTBEAT_TIMEOUT_S), "--create-rate", "off",
-                          *coordinator_args, http=http)
+    def start(self, http=False, path_prefix=None):
+        port = self.timed("coordinator start", self.start_coordinator, *COORDINATOR_ARGS,
+                          http=http)
         self.timed("reachability", check_reachable, self.net, port)
         self.start_workers(mpi_interface=self.net.cidr, path_prefix=path_prefix)
         self.timed("workers registered", self.wait_for_workers)
@@ -317,8 +317,7 @@ class FaultCluster(Cluster):
                           f"more), {by_state[2] + by_state[3]} in flight and {by_state[4]} "
                           "succeeded (want 1 or more each)")
 
-        self.start_coordinator("--heartbeat-timeout", str(HEARTBEAT_TIMEOUT_S), "--create-rate",
-                               "off", grpc_port=port, http=True)
+        self.start_coordinator(*COORDINATOR_ARGS, grpc_port=port, http=True)
         self.record("coordinator restarted", time.monotonic() - killed_at)
         self.record("workers back", self.wait_for_workers(states=("ready", "busy")))
         drain_start = time.monotonic()
@@ -428,7 +427,8 @@ class FaultCluster(Cluster):
                 raise Failure(f"{path} on a full disk: HTTP {status}")
         self.cli("runs")
         self.processes.check_alive()
-        log("reads work on a full disk (GET /v1/runs, GET a run, /healthz, /metrics, collbench runs)")
+        log("reads work on a full disk (GET /v1/runs, GET a run, /healthz, /metrics, "
+            "collbench runs)")
         expect_intact(self.store, "while the disk is full")
 
         os.unlink(filler)
