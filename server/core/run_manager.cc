@@ -207,13 +207,27 @@ absl::StatusOr<v1::Run> RunManager::CancelRun(absl::string_view name, absl::Time
         run.name(), " already ended (", v1::RunState_Name(run.state()), ")"));
   }
   const std::string run_name = live->run.name();
+  constexpr char kReason[] = "cancelled by request";
+  absl::Status saved = absl::OkStatus();
   if (live->run.state() == v1::QUEUED) {
+    // Stored before the queue lets go of it: a cancel the store cannot
+    // record (its disk is full) is refused whole and the run stays queued,
+    // where it would otherwise come back queued after a restart.
+    v1::Run cancelled = live->run;
+    cancelled.set_state(v1::CANCELLED);
+    cancelled.set_error(kReason);
+    *cancelled.mutable_end_time() = TimestampFromTime(now);
+    RETURN_IF_ERROR(store_->UpdateRun(cancelled));
     queue_.erase(std::find(queue_.begin(), queue_.end(), run_name));
-    FinishLocked(*live, v1::CANCELLED, "cancelled by request", now);
+    FinishLocked(*live, v1::CANCELLED, kReason, now);
   } else {
-    AbortLocked(*live, v1::CANCELLED, "cancelled by request", now);
+    saved = AbortLocked(*live, v1::CANCELLED, kReason, now);
   }
   ScheduleLocked(now);
+  if (!saved.ok()) {
+    return absl::Status(saved.code(), absl::StrCat(run_name, " is being stopped, but the cancel "
+                                                   "is not recorded: ", saved.message()));
+  }
   return store_->GetRun(run_name);
 }
 
@@ -312,12 +326,12 @@ void RunManager::StartLocked(const scheduling::Assignment& a, absl::Time now) {
           ? absl::Seconds(run.spec().timeout().seconds())
           : options_.default_run_timeout;
   live->deadline = now + timeout;
-  SaveLocked(*live);
+  (void)SaveLocked(*live);  // logged; the run goes on
   PublishStateLocked(*live, now);
 }
 
-void RunManager::AbortLocked(LiveRun& live, v1::RunState state, const std::string& reason,
-                             absl::Time now) {
+absl::Status RunManager::AbortLocked(LiveRun& live, v1::RunState state,
+                                     const std::string& reason, absl::Time now) {
   const std::string run = live.run.name();
   v1::CoordinatorMessage cancel;
   cancel.mutable_cancel()->set_run(run);
@@ -331,17 +345,18 @@ void RunManager::AbortLocked(LiveRun& live, v1::RunState state, const std::strin
   live.run.set_state(state);
   live.run.set_error(reason);
   *live.run.mutable_end_time() = TimestampFromTime(now);
-  SaveLocked(live);
+  absl::Status saved = SaveLocked(live);
   PublishStateLocked(live, now);
   hub_->End(run);
   if (!launcher_reachable) {
     // Nobody can confirm the kill; the peers dropped the token already.
     ReleaseWorkersLocked(run);
     live_.erase(run);
-    return;
+    return saved;
   }
   live.cancelling = true;
   live.cancel_deadline = now + options_.cancel_grace;
+  return saved;
 }
 
 void RunManager::FinishLocked(LiveRun& live, v1::RunState state, const std::string& error,
@@ -350,7 +365,7 @@ void RunManager::FinishLocked(LiveRun& live, v1::RunState state, const std::stri
   live.run.set_state(state);
   live.run.set_error(error);
   *live.run.mutable_end_time() = TimestampFromTime(now);
-  SaveLocked(live);
+  (void)SaveLocked(live);  // logged; the run is over either way
   PublishStateLocked(live, now);
   hub_->End(run);
   ReleaseWorkersLocked(run);
@@ -375,12 +390,13 @@ void RunManager::FinishIfCompleteLocked(LiveRun& live, absl::Time now) {
   FinishLocked(live, state, error, now);
 }
 
-void RunManager::SaveLocked(LiveRun& live) {
+absl::Status RunManager::SaveLocked(LiveRun& live) {
   absl::Status status = store_->UpdateRun(live.run);
   if (!status.ok()) {
     absl::FPrintF(stderr, "collbench-coordinator: saving %s: %s\n", live.run.name(),
                   status.message());
   }
+  return status;
 }
 
 void RunManager::PublishStateLocked(const LiveRun& live, absl::Time now) {

@@ -179,9 +179,10 @@ class RunManager {
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void ReleaseWorkersLocked(const std::string& run) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Fails or cancels a run that holds workers: tells the launcher to kill
-  // it and every peer to drop its token.
-  void AbortLocked(LiveRun& live, v1::RunState state, const std::string& reason, absl::Time now)
-      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // it and every peer to drop its token. Returns whether the store recorded
+  // the end (the run is stopped either way).
+  absl::Status AbortLocked(LiveRun& live, v1::RunState state, const std::string& reason,
+                           absl::Time now) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void FinishIfCompleteLocked(LiveRun& live, absl::Time now) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Fails the run the lost worker carries ranks of (or starts its
   // launcher's grace). Returns true if a run ended.
@@ -196,7 +197,9 @@ class RunManager {
   absl::Status AdmitLocked(absl::string_view caller, absl::Time now)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   absl::Status CheckQueueLengthLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  void SaveLocked(LiveRun& live) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Writes the run's row; a failure is logged and returned (the live state
+  // stays the truth until a later save).
+  absl::Status SaveLocked(LiveRun& live) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void PublishStateLocked(const LiveRun& live, absl::Time now) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   LiveRun* FindLiveLocked(absl::string_view name) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void AdoptLocked(const std::string& worker, const std::string& run, absl::Time now)

@@ -164,10 +164,10 @@ bool RunManager::WorkerLostLocked(const scheduling::WorkerSnapshot& worker, absl
     return false;
   }
   // The registry's reason names the worker ("worker workers/x disconnected").
-  AbortLocked(*live, v1::FAILED,
-              worker.lost_reason.empty() ? absl::StrCat("worker ", worker.name, " was lost")
-                                         : worker.lost_reason,
-              now);
+  (void)AbortLocked(*live, v1::FAILED,
+                    worker.lost_reason.empty() ? absl::StrCat("worker ", worker.name, " was lost")
+                                               : worker.lost_reason,
+                    now);  // logged when the store cannot record it
   return true;
 }
 
@@ -218,7 +218,7 @@ void RunManager::OnRunStatus(const std::string& worker, const v1::RunStatus& sta
     run.set_nccl_version(status.nccl_version());
     run.set_environment_fingerprint(status.environment_fingerprint());
     run.mutable_rank_hosts()->Assign(status.rank_hosts().begin(), status.rank_hosts().end());
-    SaveLocked(*live);
+    (void)SaveLocked(*live);
     PublishStateLocked(*live, now);
     return;
   }
@@ -249,7 +249,7 @@ void RunManager::OnResult(const std::string& worker, const v1::RunResult& messag
     if (*inserted) {
       live->run.set_sizes_done(live->run.sizes_done() + 1);
       live->run.set_wrong(live->run.wrong() + result.wrong());
-      SaveLocked(*live);
+      (void)SaveLocked(*live);
       v1::RunEvent event;
       event.set_run(live->run.name());
       *event.mutable_time() = TimestampFromTime(now);
@@ -308,12 +308,12 @@ void RunManager::TickLiveState(absl::Time now) {
         live_.erase(name);
       }
     } else if (now >= live->launcher_away_since + options_.readopt_grace) {
-      AbortLocked(*live, v1::FAILED,
-                  absl::StrCat("launcher ", live->run.launcher(), " did not come back within ",
-                               absl::FormatDuration(options_.readopt_grace)),
-                  now);
+      (void)AbortLocked(*live, v1::FAILED,
+                        absl::StrCat("launcher ", live->run.launcher(), " did not come back within ",
+                                     absl::FormatDuration(options_.readopt_grace)),
+                        now);
     } else if (now >= live->deadline) {
-      AbortLocked(*live, v1::FAILED, "timed out", now);
+      (void)AbortLocked(*live, v1::FAILED, "timed out", now);
     }
   }
   ScheduleLocked(now);

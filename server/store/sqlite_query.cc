@@ -17,6 +17,8 @@ absl::Status SqliteError(sqlite3* db, int rc, absl::string_view operation) {
       return absl::UnavailableError(message);
     case SQLITE_CONSTRAINT:
       return absl::AlreadyExistsError(message);
+    case SQLITE_FULL:  // no space left on the file system (or the size limit)
+      return absl::ResourceExhaustedError(message);
     case SQLITE_CORRUPT:
     case SQLITE_NOTADB:
       return absl::DataLossError(message);

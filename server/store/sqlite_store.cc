@@ -220,8 +220,10 @@ void BindRun(Query& query, const v1::Run& run) {
 
 class SqliteStore final : public Store {
  public:
-  SqliteStore(ConnectionPtr db, Statements statements)
-      : db_(std::move(db)), statements_(std::move(statements)) {}
+  SqliteStore(std::string path, ConnectionPtr db, Statements statements)
+      : path_(std::move(path)),
+        db_(std::move(db)),
+        statements_(std::move(statements)) {}
 
   absl::Status CreateRun(const v1::Run& run) override {
     RETURN_IF_ERROR(store_internal::ValidateRunName(run.name()));
@@ -235,7 +237,7 @@ class SqliteStore final : public Store {
     RETURN_IF_ERROR(CheckRequestIdFree(run));
     Query query(db_.get(), statements_.insert_run.get(), "insert run");
     BindRun(query, run);
-    return query.Execute().status();
+    return Written(query.Execute().status());
   }
 
   absl::Status UpdateRun(const v1::Run& run) override {
@@ -243,8 +245,9 @@ class SqliteStore final : public Store {
     RETURN_IF_ERROR(CheckRequestIdFree(run));
     Query query(db_.get(), statements_.update_run.get(), "update run");
     BindRun(query, run);
-    ASSIGN_OR_RETURN(const int changed, query.Execute());
-    return changed == 0 ? RunNotFound(run.name()) : absl::OkStatus();
+    const absl::StatusOr<int> changed = query.Execute();
+    if (!changed.ok()) return Written(changed.status());
+    return *changed == 0 ? RunNotFound(run.name()) : absl::OkStatus();
   }
 
   absl::StatusOr<v1::Run> GetRun(absl::string_view name) override {
@@ -307,8 +310,9 @@ class SqliteStore final : public Store {
         .Int(result.sequence())
         .Int(static_cast<int64_t>(result.bytes()))
         .Blob(result.SerializeAsString());
-    ASSIGN_OR_RETURN(const int inserted, query.Execute());
-    return inserted == 1;
+    const absl::StatusOr<int> inserted = query.Execute();
+    if (!inserted.ok()) return Written(inserted.status());
+    return *inserted == 1;
   }
 
   absl::StatusOr<std::vector<v1::SizeResult>> ListResults(
@@ -329,7 +333,7 @@ class SqliteStore final : public Store {
         .Text(worker.inventory().host_id())
         .Blob(worker.SerializeAsString())
         .Int(absl::GetCurrentTimeNanos());
-    return query.Execute().status();
+    return Written(query.Execute().status());
   }
 
   absl::Status UpsertWorkers(const std::vector<v1::Worker>& workers) override {
@@ -338,6 +342,19 @@ class SqliteStore final : public Store {
     }
     if (workers.empty()) return absl::OkStatus();
     absl::MutexLock lock(&mu_);
+    return Written(UpsertWorkersLocked(workers));
+  }
+
+  absl::StatusOr<std::vector<v1::Worker>> ListWorkers() override {
+    absl::MutexLock lock(&mu_);
+    Query query(db_.get(), statements_.list_workers.get(), "list workers");
+    return ReadAll<v1::Worker>(query, "worker");
+  }
+
+ private:
+  // UpsertWorkers after validation: one transaction, rolled back on error.
+  absl::Status UpsertWorkersLocked(const std::vector<v1::Worker>& workers)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
     RETURN_IF_ERROR(Exec(db_.get(), "BEGIN IMMEDIATE", "begin upsert workers"));
     const int64_t now_ns = absl::GetCurrentTimeNanos();
     for (const v1::Worker& worker : workers) {
@@ -352,16 +369,21 @@ class SqliteStore final : public Store {
         return written;
       }
     }
-    return Exec(db_.get(), "COMMIT", "commit upsert workers");
+    absl::Status committed = Exec(db_.get(), "COMMIT", "commit upsert workers");
+    if (!committed.ok()) sqlite3_exec(db_.get(), "ROLLBACK", nullptr, nullptr, nullptr);
+    return committed;
   }
 
-  absl::StatusOr<std::vector<v1::Worker>> ListWorkers() override {
-    absl::MutexLock lock(&mu_);
-    Query query(db_.get(), statements_.list_workers.get(), "list workers");
-    return ReadAll<v1::Worker>(query, "worker");
+  // `status` of a write, with a full file system named: SQLite's "database
+  // or disk is full" alone does not say which disk, nor that the write was
+  // refused whole. Any other status is returned as it is.
+  absl::Status Written(absl::Status status) const {
+    if (!absl::IsResourceExhausted(status)) return status;
+    return absl::ResourceExhaustedError(absl::StrCat(
+        "store ", path_, " is full: no space left on its file system, nothing "
+        "was written (", status.message(), ")"));
   }
 
- private:
   absl::StatusOr<v1::Run> GetRunLocked(absl::string_view name)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
     Query query(db_.get(), statements_.get_run.get(), "get run");
@@ -420,6 +442,7 @@ class SqliteStore final : public Store {
     }
   }
 
+  const std::string path_;
   absl::Mutex mu_;
   // Declared before the statements: they are finalized before it closes.
   const ConnectionPtr db_ ABSL_GUARDED_BY(mu_);
@@ -455,7 +478,7 @@ absl::StatusOr<std::unique_ptr<Store>> Open(const std::string& path) {
   RETURN_IF_ERROR(Configure(db.get()));
   RETURN_IF_ERROR(Migrate(db.get()));
   ASSIGN_OR_RETURN(Statements statements, PrepareStatements(db.get()));
-  return std::make_unique<SqliteStore>(std::move(db), std::move(statements));
+  return std::make_unique<SqliteStore>(path, std::move(db), std::move(statements));
 }
 
 }  // namespace

@@ -128,6 +128,9 @@ std::unique_ptr<Store> NewMemoryStore();
 // means the data survives `kill -9` of the coordinator and a power loss.
 // Several stores (or processes) may open one file; writers wait for each
 // other up to a busy timeout, then fail with Unavailable.
+// A write refused because the file system is full is ResourceExhausted
+// naming the file ("store PATH is full: ..."); nothing of it is kept, reads
+// go on, and writes work again once there is space.
 // FailedPrecondition if the file was written by a newer schema; an error
 // naming the path if it cannot be opened or is not a database.
 absl::StatusOr<std::unique_ptr<Store>> OpenSqliteStore(const std::string& path);

@@ -36,11 +36,16 @@ class FakeLink final : public WorkerLink {
 
 // The in-memory store, counting how worker rows are written: a fleet's
 // state change must not cost one store transaction (one fsync on SQLite)
-// per worker.
+// per worker. While `full`, run writes fail as the SQLite store's do on a
+// full disk.
 class CountingStore final : public Store {
  public:
-  absl::Status CreateRun(const v1::Run& run) override { return inner_->CreateRun(run); }
-  absl::Status UpdateRun(const v1::Run& run) override { return inner_->UpdateRun(run); }
+  absl::Status CreateRun(const v1::Run& run) override {
+    return full ? Full() : inner_->CreateRun(run);
+  }
+  absl::Status UpdateRun(const v1::Run& run) override {
+    return full ? Full() : inner_->UpdateRun(run);
+  }
   absl::StatusOr<v1::Run> GetRun(absl::string_view name) override { return inner_->GetRun(name); }
   absl::StatusOr<v1::Run> FindRunByRequestId(absl::string_view id) override {
     return inner_->FindRunByRequestId(id);
@@ -71,8 +76,13 @@ class CountingStore final : public Store {
   }
 
   int worker_writes = 0;  // transactions that wrote worker rows
+  bool full = false;
 
  private:
+  static absl::Status Full() {
+    return absl::ResourceExhaustedError("store test.db is full: no space left on its file system");
+  }
+
   std::unique_ptr<Store> inner_ = NewMemoryStore();
 };
 
@@ -345,6 +355,37 @@ TEST_F(RunManagerTest, CancelQueuedAndRunning) {
   EXPECT_EQ(next.state(), v1::QUEUED);
   Status("workers/a", running.name(), v1::CANCELLED);
   EXPECT_EQ(Get(next.name()).state(), v1::SCHEDULED);
+}
+
+TEST_F(RunManagerTest, FullStoreRefusesCreateAndCancelOfAQueuedRunWhichStaysQueued) {
+  Register("a", "host-a");
+  const v1::Run running = Create(Spec(2));
+  const v1::Run queued = Create(Spec(2));
+  link_.Take("workers/a");
+  store_->full = true;
+  absl::StatusOr<v1::Run> created = manager_->CreateRun(Spec(2), "", now_);
+  EXPECT_TRUE(absl::IsResourceExhausted(created.status())) << created.status();
+  EXPECT_EQ(manager_->queued_count(), 1);
+  absl::StatusOr<v1::Run> cancelled = manager_->CancelRun(queued.name(), now_);
+  EXPECT_TRUE(absl::IsResourceExhausted(cancelled.status())) << cancelled.status();
+  EXPECT_THAT(std::string(cancelled.status().message()), HasSubstr("store test.db is full"));
+  EXPECT_EQ(manager_->queued_count(), 1);
+  EXPECT_EQ(Get(queued.name()).state(), v1::QUEUED);
+  // A running run is stopped all the same, and the answer says the cancel
+  // is not recorded.
+  absl::StatusOr<v1::Run> stopped = manager_->CancelRun(running.name(), now_);
+  EXPECT_TRUE(absl::IsResourceExhausted(stopped.status())) << stopped.status();
+  EXPECT_THAT(std::string(stopped.status().message()),
+              HasSubstr(running.name() + " is being stopped, but the cancel is not recorded"));
+  bool told = false;
+  for (const auto& m : link_.Take("workers/a")) told |= m.has_cancel();
+  EXPECT_TRUE(told);
+  // Space returns: the queued run is cancelled, and stays so after a restart.
+  store_->full = false;
+  EXPECT_EQ(manager_->CancelRun(queued.name(), now_)->state(), v1::CANCELLED);
+  Restart();
+  EXPECT_EQ(Get(queued.name()).state(), v1::CANCELLED);
+  EXPECT_EQ(manager_->queued_count(), 0);
 }
 
 TEST_F(RunManagerTest, LostPeerFailsTheRunNamingIt) {

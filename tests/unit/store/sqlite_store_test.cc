@@ -27,39 +27,7 @@ using store_test::Sequences;
 using ::testing::ElementsAre;
 using ::testing::HasSubstr;
 
-class SqliteStoreTest : public testing::Test {
- protected:
-  std::string path() const { return dir_.path() + "/store.db"; }
-
-  std::unique_ptr<Store> Open() {
-    absl::StatusOr<std::unique_ptr<Store>> store = OpenSqliteStore(path());
-    EXPECT_TRUE(store.ok()) << store.status();
-    return store.ok() ? *std::move(store) : nullptr;
-  }
-
-  // Runs `sql` on the file directly, as an operator with the sqlite3 shell
-  // would, and returns the first column of its first row as text ("" if no
-  // row).
-  std::string QueryDirectly(const std::string& sql) {
-    sqlite3* db = nullptr;
-    EXPECT_EQ(sqlite3_open(path().c_str(), &db), SQLITE_OK);
-    sqlite3_stmt* statement = nullptr;
-    EXPECT_EQ(sqlite3_prepare_v2(db, sql.c_str(), -1, &statement, nullptr),
-              SQLITE_OK)
-        << sqlite3_errmsg(db);
-    std::string value;
-    const int rc = sqlite3_step(statement);
-    EXPECT_TRUE(rc == SQLITE_ROW || rc == SQLITE_DONE) << sqlite3_errmsg(db);
-    if (rc == SQLITE_ROW && sqlite3_column_text(statement, 0) != nullptr) {
-      value = reinterpret_cast<const char*>(sqlite3_column_text(statement, 0));
-    }
-    sqlite3_finalize(statement);
-    sqlite3_close(db);
-    return value;
-  }
-
-  store_test::TempStoreDir dir_;
-};
+using SqliteStoreTest = store_test::SqliteFileTest;
 
 TEST_F(SqliteStoreTest, ReopenedStoreHasEverything) {
   v1::Run run = MakeRun(1, 10, v1::RUNNING, "req");

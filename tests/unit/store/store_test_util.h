@@ -3,11 +3,13 @@
 #define COLLBENCH_TESTS_UNIT_STORE_STORE_TEST_UTIL_H_
 
 #include <gtest/gtest.h>
+#include <sqlite3.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <cstdint>
 #include <filesystem>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -15,6 +17,7 @@
 #include "absl/strings/str_format.h"
 #include "collbench/v1/run.pb.h"
 #include "collbench/v1/worker.pb.h"
+#include "server/store/store.h"
 
 namespace collbench::store_test {
 
@@ -98,6 +101,43 @@ class TempStoreDir {
 
  private:
   std::string path_;
+};
+
+// A SQLite store file in a fresh folder, opened through the store and
+// read directly.
+class SqliteFileTest : public testing::Test {
+ protected:
+  std::string path() const { return dir_.path() + "/store.db"; }
+
+  std::unique_ptr<Store> Open() {
+    absl::StatusOr<std::unique_ptr<Store>> store = OpenSqliteStore(path());
+    EXPECT_TRUE(store.ok()) << store.status();
+    return store.ok() ? *std::move(store) : nullptr;
+  }
+
+  // Runs `sql` on the file directly, as an operator with the sqlite3 shell
+  // would (a connection of its own: it sees what is committed, and only
+  // that), and returns the first column of its first row as text ("" if no
+  // row).
+  std::string QueryDirectly(const std::string& sql) {
+    sqlite3* db = nullptr;
+    EXPECT_EQ(sqlite3_open(path().c_str(), &db), SQLITE_OK);
+    sqlite3_stmt* statement = nullptr;
+    EXPECT_EQ(sqlite3_prepare_v2(db, sql.c_str(), -1, &statement, nullptr),
+              SQLITE_OK)
+        << sqlite3_errmsg(db);
+    std::string value;
+    const int rc = sqlite3_step(statement);
+    EXPECT_TRUE(rc == SQLITE_ROW || rc == SQLITE_DONE) << sqlite3_errmsg(db);
+    if (rc == SQLITE_ROW && sqlite3_column_text(statement, 0) != nullptr) {
+      value = reinterpret_cast<const char*>(sqlite3_column_text(statement, 0));
+    }
+    sqlite3_finalize(statement);
+    sqlite3_close(db);
+    return value;
+  }
+
+  TempStoreDir dir_;
 };
 
 }  // namespace collbench::store_test
