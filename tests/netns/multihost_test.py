@@ -37,14 +37,13 @@ is not what the ctest runs.
 """
 
 import argparse
-import json
 import os
 import re
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from netns_hosts import (Cluster, Failure, Network, check_reachable, log, run_test,  # noqa: E402
-                         stored_run)
+from netns_hosts import (Cluster, Failure, Network, check_reachable, checked_results,  # noqa: E402
+                         log, run_test, stored_run)
 
 NETWORK = Network("cbnt-", "198.18.0")
 MPI_NETWORK = NETWORK.cidr
@@ -73,13 +72,7 @@ class Test(Cluster):
         if watched.returncode != 0 or stored["state"] != "succeeded":
             raise Failure(f"{label} run {run} did not succeed (watch exit {watched.returncode}):\n"
                           f"{watched.stdout}{watched.stderr}\n{shown}")
-        results = [json.loads(line) for line in
-                   self.cli("show", run, "--output", "jsonl").stdout.splitlines() if line.strip()]
-        if len(results) != len(SIZES.split(",")):
-            raise Failure(f"{run}: {len(results)} size results, expected {len(SIZES.split(','))}")
-        for r in results:
-            if not r.get("checked") or int(r.get("wrong", 0)) != 0:
-                raise Failure(f"{run}: size {r.get('bytes')} not checked or wrong: {r}")
+        checked_results(self.cli, run, SIZES)
         hosts = stored["rank_hosts"]
         if len(hosts) != 3:
             raise Failure(f"{run}: rank hosts {hosts}, expected 3")

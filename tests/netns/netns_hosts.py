@@ -15,6 +15,7 @@ the logs on failure and a line of timings.
 
 import fcntl
 import glob
+import json
 import os
 import re
 import shutil
@@ -317,6 +318,36 @@ def stored_run(store, run):
 
 # --- the cluster ----------------------------------------------------------------
 
+def collbench_cli(bin_dir, coordinator, argv, timeout=60, check=True, token=None):
+    """`collbench --coordinator COORDINATOR [--token T] ARGV...`; Failure when
+    it does not finish within `timeout` or, with `check`, exits non-zero.
+    Also used by tests/containers."""
+    cmd = [os.path.join(bin_dir, "collbench"), "--coordinator", coordinator]
+    cmd += ["--token", token] if token else []
+    try:
+        result = subprocess.run(cmd + list(argv), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                text=True, timeout=timeout)
+    except subprocess.TimeoutExpired:
+        raise Failure(f"collbench {' '.join(argv)} did not finish within {timeout}s")
+    if check and result.returncode != 0:
+        raise Failure(f"collbench {' '.join(argv)} exited {result.returncode}:\n"
+                      f"{result.stdout}{result.stderr}")
+    return result
+
+
+def checked_results(cli, run, sizes):
+    """The JSON results of `run` (via `cli`, a Cluster.cli-like callable):
+    one per size of the comma-separated `sizes`, each checked with wrong = 0."""
+    results = [json.loads(line) for line in
+               cli("show", run, "--output", "jsonl").stdout.splitlines() if line.strip()]
+    if len(results) != len(sizes.split(",")):
+        raise Failure(f"{run}: {len(results)} size results, expected {len(sizes.split(','))}")
+    for r in results:
+        if not r.get("checked") or int(r.get("wrong", 0)) != 0:
+            raise Failure(f"{run}: size {r.get('bytes')} not checked or wrong: {r}")
+    return results
+
+
 class Cluster:
     """The coordinator on the bridge and a worker in each host of `net`."""
 
@@ -331,16 +362,7 @@ class Cluster:
         self.timings = []
 
     def cli(self, *argv, timeout=60, check=True):
-        cmd = [os.path.join(self.bin, "collbench"), "--coordinator", self.address, *argv]
-        try:
-            result = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                                    timeout=timeout)
-        except subprocess.TimeoutExpired:
-            raise Failure(f"collbench {' '.join(argv)} did not finish within {timeout}s")
-        if check and result.returncode != 0:
-            raise Failure(f"collbench {' '.join(argv)} exited {result.returncode}:\n"
-                          f"{result.stdout}{result.stderr}")
-        return result
+        return collbench_cli(self.bin, self.address, argv, timeout=timeout, check=check)
 
     def timed(self, what, fn, *a, **kw):
         start = time.monotonic()
