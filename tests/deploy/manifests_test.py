@@ -1,8 +1,9 @@
 #!/usr/bin/env python3
 """The Kubernetes manifests of deploy/kubernetes: render, validate, lint.
 
-For the base, every overlay under deploy/kubernetes/overlays and one
-kustomization that lists every component (they must compose), it:
+For the base, every overlay under deploy/kubernetes/overlays, the pods of
+the container test (tests/containers/pods) and one kustomization that lists
+every component (they must compose), it:
 
   - renders with `kubectl kustomize --load-restrictor LoadRestrictionsNone`,
     the command deploy/README.md gives (the monitoring component reads the
@@ -257,6 +258,10 @@ def main():
         overlays = os.path.join(KUBERNETES, "overlays")
         targets += [(f"overlays/{name}", os.path.join(overlays, name))
                     for name in sorted(os.listdir(overlays))]
+        # The pods the container test runs (tests/containers/pods).
+        pods = os.path.join(ROOT, "tests", "containers", "pods")
+        targets += [(f"tests/containers/pods/{name}", os.path.join(pods, name))
+                    for name in ("private", "shared")]
         notes = []
         with tempfile.TemporaryDirectory(dir=os.path.abspath(args.build_dir)) as combined:
             components = combined_kustomization(combined)
