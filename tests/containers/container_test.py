@@ -75,7 +75,9 @@ DATA_VOLUME = "cbct-coordinator-data"
 HOST_WORKER = "cbct-host"
 HOST_WORKER_PORT = 50062
 TAG = "ctest"
-LOCK_FILE = "/tmp/collbench-container-test.lock"
+# The lock of the tests in tests/netns as well: they also save and put back
+# net.ipv4.ip_forward, which must not interleave with netavark's change.
+LOCK_FILE = "/tmp/collbench-netns-test.lock"
 SIZES = "8,1K,64K,1M"
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
 PODS = os.path.join(ROOT, "tests", "containers", "pods")
