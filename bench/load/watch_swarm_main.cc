@@ -114,8 +114,8 @@ void Summarize(const char* kind, const std::vector<WatcherReport>& all, bool sse
 int main(int argc, char** argv) {
   Args a;
   if (!Parse(argc, argv, &a)) return 2;
-  WatchSwarm swarm(a.grpc, a.http_host, a.http_port, 8);
   const auto start = std::chrono::steady_clock::now();
+  WatchSwarm swarm(a.grpc, a.http_host, a.http_port, 8);
   for (int i = 0; i < a.grpc_watchers; ++i) swarm.AddGrpc(a.run, a.grpc_token);
   for (int i = 0; i < a.sse_watchers; ++i) {
     std::string error;

@@ -174,6 +174,7 @@ class HttpServerImpl final : public HttpServer {
   std::unique_ptr<httplib::Server> server_;
   std::thread listener_;
   int port_ = 0;
+  int listen_socket_ = -1;  // httplib's, to lengthen its backlog
   bool shut_down_ = false;
 };
 
@@ -206,9 +207,10 @@ void HttpServerImpl::Install() {
   // httplib's default adds SO_REUSEPORT, which would let a second server
   // share the port and take part of its requests. A restart may still
   // rebind while old connections linger.
-  server_->set_socket_options([](socket_t sock) {
+  server_->set_socket_options([this](socket_t sock) {
     int yes = 1;
     setsockopt(sock, SOL_SOCKET, SO_REUSEADDR, &yes, sizeof(yes));
+    listen_socket_ = sock;  // the last one offered is the one bound
   });
   server_->set_pre_routing_handler([this](const httplib::Request& req, httplib::Response& res) {
     request_start = absl::Now();
@@ -263,6 +265,10 @@ absl::Status HttpServerImpl::Listen() {
   if (port <= 0) {
     return absl::UnavailableError(absl::StrCat("cannot listen on ", options_.listen));
   }
+  // httplib listens with a backlog of 5: a burst of connections (hundreds
+  // of watchers reconnecting) would see SYNs dropped and wait a second or
+  // more each. Listening again only lengthens the queue.
+  if (listen_socket_ >= 0) listen(listen_socket_, SOMAXCONN);
   port_ = port;
   listener_ = std::thread([this] { server_->listen_after_bind(); });
   // Wait until it accepts, so that a Shutdown() right away stops it.

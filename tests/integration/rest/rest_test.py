@@ -40,8 +40,8 @@ curl is missing (ctest reports it as skipped).
 import http.client
 import json
 import os
-import queue
 import resource
+import select
 import shutil
 import subprocess
 import sys
@@ -539,6 +539,7 @@ def case_watchers(c):
     run = c.call("POST", "/v1/runs", OPERATOR, json.dumps(
         {"spec": spec(sizes=[str(s) for s in sizes], iters=200)}))
     rid = run_id(run)
+    log("starting watch_swarm")
     swarm = subprocess.Popen(
         [c.binary("watch_swarm"), "--grpc", "127.0.0.1:%d" % c.port,
          "--http", "127.0.0.1:%d" % c.http_port, "--run", "runs/" + rid,
@@ -546,20 +547,22 @@ def case_watchers(c):
          "--sse-watchers", str(per_client), "--sse-token", READ, "--extra", "--timeout", "150"],
         stdout=subprocess.PIPE, stderr=subprocess.STDOUT, start_new_session=True)
     c.popens.append(swarm)  # the teardown stops it on failure
-    lines = queue.Queue()
-
-    def pump():
-        for raw in swarm.stdout:
-            lines.put(raw.decode(errors="replace").rstrip("\n"))
-        lines.put(None)
-    threading.Thread(target=pump, daemon=True).start()
+    log("watch_swarm started (pid %d)" % swarm.pid)
+    pending = [b""]  # what watch_swarm wrote after its last whole line
 
     def next_line(timeout):
-        try:
-            line = lines.get(timeout=timeout)
-        except queue.Empty:
-            raise Failure("watch_swarm said nothing for %s s" % timeout)
-        expect(line is not None, "watch_swarm ended early (exit %s)" % swarm.wait())
+        deadline = time.monotonic() + timeout
+        while b"\n" not in pending[0]:
+            left = deadline - time.monotonic()
+            ready, _, _ = select.select([swarm.stdout.fileno()], [], [], max(left, 0))
+            if not ready:
+                raise Failure("watch_swarm said nothing for %s s" % timeout)
+            chunk = os.read(swarm.stdout.fileno(), 65536)
+            if not chunk:
+                raise Failure("watch_swarm ended early (exit %s)" % swarm.wait())
+            pending[0] += chunk
+        raw, pending[0] = pending[0].split(b"\n", 1)
+        line = raw.decode(errors="replace")
         log("watch_swarm: " + line)
         return line
 
@@ -595,8 +598,9 @@ def case_watchers(c):
             2 * per_client, method, path, ", ".join("%.1f" % t for t in times)))
         expect(sorted(times)[1] < 100, "%s %s took %s ms (median over 100 ms)" % (
             method, path, times))
-    expect(metric_value(c, "collbench_watchers_open") == 2 * per_client,
-           "collbench_watchers_open is not %d" % (2 * per_client))
+    open_now = metric_value(c, "collbench_watchers_open")
+    expect(open_now == 2 * per_client,
+           "collbench_watchers_open is %s, not %d" % (open_now, 2 * per_client))
     counts = admission_rejections(c)
     expect(counts == dict(NO_REJECTIONS, watchers_per_client=2),
            "collbench_admission_rejections_total: %s" % counts)
@@ -615,8 +619,8 @@ def case_watchers(c):
             per_client, per_client, per_client, len(sizes), len(sizes)) in line and
             " errors=0 " in line, "the %s watchers: %s" % (kind, line))
     expect(swarm.wait(timeout=60) == 0, "watch_swarm exited %s" % swarm.returncode)
-    expect(metric_value(c, "collbench_watchers_open") == 0,
-           "watchers still counted open after the run ended")
+    open_now = metric_value(c, "collbench_watchers_open")
+    expect(open_now == 0, "%s watchers still counted open after the run ended" % open_now)
 
 
 def case_admission(c):

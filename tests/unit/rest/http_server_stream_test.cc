@@ -245,5 +245,37 @@ TEST_F(RestStreamTest, ManyWatchersEachGetEveryEvent) {
   }
 }
 
+// Open streams hold none of the request threads: with 2 threads and 16
+// streams open, other requests are still answered at once.
+TEST_F(RestStreamTest, OpenStreamsLeaveTheRequestThreadsFree) {
+  HttpServerOptions options;
+  options.threads = 2;
+  Start(options);
+  const std::string run = NewRun(2);
+  std::vector<std::unique_ptr<Watcher>> watchers;
+  for (int i = 0; i < 16; ++i) {
+    watchers.push_back(std::make_unique<Watcher>(server_->port(), WatchPath(run), kRead));
+  }
+  for (auto& w : watchers) ASSERT_TRUE(w->WaitForEvents(1));
+  for (int i = 0; i < 3; ++i) {
+    auto client = NewClient();
+    client->set_read_timeout(2, 0);
+    const absl::Time start = absl::Now();
+    httplib::Result health = client->Get("/healthz");
+    ASSERT_TRUE(health) << "no answer to /healthz with 16 streams open on 2 threads";
+    EXPECT_EQ(health->status, 200);
+    EXPECT_LT(absl::Now() - start, absl::Seconds(1));
+  }
+  // And the streams still get their events.
+  c_.Running(run, 2);
+  c_.Result(run, 0);
+  c_.Result(run, 1);
+  c_.Succeeded(run, 2);
+  for (auto& w : watchers) {
+    ASSERT_TRUE(w->WaitDone());
+    EXPECT_EQ(w->Events().size(), 7u);  // 3 states, 2 results, 2 progress
+  }
+}
+
 }  // namespace
 }  // namespace collbench
