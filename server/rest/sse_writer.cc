@@ -58,20 +58,26 @@ void SseWriter::Add(int fd, std::string head, std::shared_ptr<EventStream> strea
   uint64_t id;
   {
     absl::MutexLock lock(&mu_);
+    id = next_id_++;
+  }
+  // Before the loop can see it, so that the loop's clearing it (when the
+  // stream ends or the writer stops) always comes after.
+  stream->SetNotify([this, id] { MarkReady(id); });
+  bool added = false;
+  {
+    absl::MutexLock lock(&mu_);
     if (!stopping_) {
-      id = next_id_++;
       ++open_;
       added_.push_back(Added{id, fd, std::move(head), stream});
-    } else {
-      id = kWakeId;
+      added = true;
     }
   }
-  if (id == kWakeId) {  // shutting down: no stream starts now
+  if (!added) {  // shutting down: no stream starts now
+    stream->SetNotify(nullptr);
     stream->Detach();
     close(fd);
     return;
   }
-  stream->SetNotify([this, id] { MarkReady(id); });
   Wake();
 }
 
