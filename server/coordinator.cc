@@ -23,6 +23,7 @@ namespace collbench {
 
 struct Coordinator::Parts {
   Authorizer authorizer;
+  std::unique_ptr<WatcherLimits> watchers;  // outlives both listeners
   std::shared_ptr<CoordinatorMetrics> metrics;
   std::unique_ptr<Store> store;
   scheduling::WorkerRegistry registry;
@@ -67,12 +68,15 @@ absl::StatusOr<Authorizer> LoadTokens(const CoordinatorOptions& options) {
   return authorizer;
 }
 
-std::shared_ptr<CoordinatorMetrics> NewMetrics(Store* store, RunManager* manager) {
+std::shared_ptr<CoordinatorMetrics> NewMetrics(Store* store, RunManager* manager,
+                                               const WatcherLimits* watchers) {
   MetricsSources sources;
   sources.lookup_run = [store](const std::string& name) { return store->GetRun(name); };
   sources.workers = [manager] { return manager->ListWorkers(); };
   sources.queued_runs = [manager] { return manager->queued_count(); };
   sources.admission_rejections = [manager] { return manager->admission_rejections(); };
+  sources.open_watchers = [watchers] { return watchers->open(); };
+  sources.watcher_rejections = [watchers] { return watchers->rejections(); };
   return std::make_shared<CoordinatorMetrics>(COLLBENCH_VERSION, std::move(sources));
 }
 
@@ -92,12 +96,14 @@ absl::StatusOr<std::unique_ptr<Coordinator>> Coordinator::Start(const Coordinato
   manager_options.tokens = p.authorizer;
   c->manager_ = std::make_unique<RunManager>(p.store.get(), &p.registry, &p.hub, &p.gateway,
                                              manager_options);
-  p.metrics = NewMetrics(p.store.get(), c->manager_.get());
+  p.watchers = std::make_unique<WatcherLimits>(options.watchers);
+  p.metrics = NewMetrics(p.store.get(), c->manager_.get(), p.watchers.get());
   p.hub.AddObserver(p.metrics);
   RETURN_IF_ERROR(c->manager_->Recover(absl::Now()));
   p.gateway.SetManager(c->manager_.get());
   p.service =
-      std::make_unique<CoordinatorService>(c->manager_.get(), &p.hub, &p.authorizer);
+      std::make_unique<CoordinatorService>(c->manager_.get(), &p.hub, &p.authorizer,
+                                           p.watchers.get());
   RETURN_IF_ERROR(c->StartGrpc(options));
   if (!options.http_listen.empty()) RETURN_IF_ERROR(c->StartHttp(options));
   RunManager* manager = c->manager_.get();
@@ -144,6 +150,7 @@ absl::Status Coordinator::StartHttp(const CoordinatorOptions& options) {
   deps.manager = manager_.get();
   deps.hub = &p.hub;
   deps.authorizer = &p.authorizer;
+  deps.watchers = p.watchers.get();
   CoordinatorMetrics* metrics = p.metrics.get();
   deps.metrics_text = [metrics] { return metrics->Scrape(); };
   grpc::Server* server = p.server.get();

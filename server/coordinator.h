@@ -13,6 +13,7 @@
 #include "absl/status/statusor.h"
 #include "absl/synchronization/notification.h"
 #include "server/core/run_manager.h"
+#include "server/core/watcher_limits.h"
 
 namespace collbench {
 
@@ -26,6 +27,7 @@ struct CoordinatorOptions {
   std::string join_token;   // one more worker token (--join-token)
   size_t max_body_bytes = 1 << 20;  // REST request bodies
   RunManagerOptions run_manager;
+  WatcherLimitOptions watchers;  // WatchRun and REST event streams
   absl::Duration tick_interval = absl::Milliseconds(250);
 };
 

@@ -16,7 +16,23 @@ namespace {
 constexpr char kUsage[] =
     "usage: collbench-coordinator [--grpc-listen HOST:PORT] [--http-listen HOST:PORT] "
     "[--store FILE] [--tokens FILE] [--tls-cert F --tls-key F] [--join-token T] "
-    "[--max-queued-runs N] [--create-rate R] [--create-burst N]\n";
+    "[--max-queued-runs N] [--create-rate R] [--create-burst N] [--max-watchers N] "
+    "[--max-watchers-per-client N] [--watcher-buffer N]\n";
+
+// A flag taking a whole number of at least `min` into `target`.
+void WholeNumberFlag(collbench::FlagParser& flags, const std::string& name, int min, int* target,
+                     const std::string& help) {
+  flags.Custom(
+      name, "N",
+      [name, min, target](absl::string_view v) {
+        if (!absl::SimpleAtoi(v, target) || *target < min) {
+          return absl::InvalidArgumentError(
+              absl::StrCat("invalid --", name, " '", v, "': not a whole number >= ", min));
+        }
+        return absl::OkStatus();
+      },
+      absl::StrCat(help, " (default ", *target, ")"));
+}
 
 }  // namespace
 
@@ -74,6 +90,17 @@ int main(int argc, char** argv) {
       },
       absl::StrCat("creates a caller may make at once before --create-rate applies (default ",
                    admission.create_rate.burst, ")"));
+  collbench::WatcherLimitOptions& watchers = options.watchers;
+  WholeNumberFlag(flags, "max-watchers", 0, &watchers.max_total,
+                  "open run watchers (gRPC WatchRun and REST event streams together) beyond "
+                  "which a new one is refused (RESOURCE_EXHAUSTED, HTTP 429 with Retry-After); "
+                  "0: no limit");
+  WholeNumberFlag(flags, "max-watchers-per-client", 0, &watchers.max_per_client,
+                  "open run watchers of one client (bearer token, or client address without "
+                  "tokens) beyond which its next is refused the same way; 0: no limit");
+  WholeNumberFlag(flags, "watcher-buffer", 1, &watchers.buffer_events,
+                  "events a watcher may leave unread; one more ends it as too slow (gRPC "
+                  "RESOURCE_EXHAUSTED, an SSE 'event: error')");
   const absl::Status parsed = flags.Parse(std::vector<std::string>(argv + 1, argv + argc));
   if (flags.help()) {
     std::fputs(kUsage, stdout);

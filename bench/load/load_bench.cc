@@ -9,6 +9,10 @@
 //     registers as workers/load-N and then heartbeats every
 //     --heartbeat-ms, the fleet staggered evenly over the interval;
 //   * creates --runs runs and opens one WatchRun stream on each;
+//   * with --watchers N, opens N more watchers spread over the runs, half
+//     WatchRun streams and half SSE watches (GET /v1/runs/{id}:watch on
+//     the coordinator's HTTP listener), and reports how many got events
+//     and stayed open (bench/load/watch_swarm.h);
 //   * after a warm-up, for --seconds issues unary calls at a steady
 //     --rate (open loop: a slow answer does not delay the next call), a mix
 //     of GetRun, ListRuns (page_size 50), ListWorkers and GetWorker, and
@@ -57,6 +61,7 @@
 
 #include "collbench/v1/coordinator.grpc.pb.h"
 #include "collbench/v1/gateway.grpc.pb.h"
+#include "bench/load/watch_swarm.h"
 
 namespace {
 
@@ -77,6 +82,7 @@ struct Options {
   int channels = 16;
   int heartbeat_ms = 1000;
   int runs = 100;
+  int watchers = 0;  // more watchers, gRPC and SSE mixed
   std::string runs_mode = "scheduled";  // scheduled | queued
   double rate = 50;      // unary calls per second
   double seconds = 30;   // measurement window
@@ -98,6 +104,8 @@ void Usage(FILE* out) {
       "  --channels N            HTTP/2 connections the streams share (default 16)\n"
       "  --heartbeat-ms N        heartbeat interval per worker (default 1000)\n"
       "  --runs N                runs created, one WatchRun stream each (default 100)\n"
+      "  --watchers N            N more watchers over the runs, every other one an SSE\n"
+      "                          watch on the coordinator's HTTP listener (default 0)\n"
       "  --runs-mode M           scheduled: each run takes one worker and stays\n"
       "                          SCHEDULED (the fake launcher never answers);\n"
       "                          queued: one run scheduled, the others ask for every\n"
@@ -177,6 +185,8 @@ bool ParseOptions(int argc, char** argv, Options* o) {
       ok = as_int(&o->heartbeat_ms);
     } else if (arg == "--runs") {
       ok = as_int(&o->runs);
+    } else if (arg == "--watchers") {
+      ok = as_int(&o->watchers);
     } else if (arg == "--runs-mode") {
       ok = next() && (o->runs_mode = value, true);
       if (ok && o->runs_mode != "scheduled" && o->runs_mode != "queued") {
@@ -323,7 +333,11 @@ class CoordinatorProcess {
                                      "--heartbeat-timeout=" + std::to_string(heartbeat_timeout_s),
                                      // One client creates every run at
                                      // once: beyond any per-caller rate.
-                                     "--create-rate=off"};
+                                     "--create-rate=off",
+                                     // One client opens every watcher.
+                                     "--max-watchers=0",
+                                     "--max-watchers-per-client=0",
+                                     "--http-listen=127.0.0.1:0"};
     std::vector<char*> argv;
     for (std::string& a : args) argv.push_back(a.data());
     argv.push_back(nullptr);
@@ -346,7 +360,7 @@ class CoordinatorProcess {
     // Read lines until "serving gRPC on port N" (or give up after 20 s).
     const auto give_up = Clock::now() + std::chrono::seconds(20);
     std::string pending;
-    while (port_ == 0 && Clock::now() < give_up) {
+    while ((port_ == 0 || http_port_ == 0) && Clock::now() < give_up) {
       pollfd p{fd_, POLLIN, 0};
       if (poll(&p, 1, 200) <= 0) continue;
       char buf[4096];
@@ -359,6 +373,11 @@ class CoordinatorProcess {
         Keep(line);
         const size_t at = line.find("serving gRPC on port ");
         if (at != std::string::npos) port_ = std::atoi(line.c_str() + at + 21);
+        const char kHttp[] = "on port ";
+        const size_t http_at = line.find("serving HTTP");
+        if (http_at != std::string::npos && line.find(kHttp, http_at) != std::string::npos) {
+          http_port_ = std::atoi(line.c_str() + line.find(kHttp, http_at) + sizeof(kHttp) - 1);
+        }
       }
     }
     if (port_ == 0) {
@@ -372,6 +391,7 @@ class CoordinatorProcess {
 
   pid_t pid() const { return pid_; }
   int port() const { return port_; }
+  int http_port() const { return http_port_; }
 
   bool Alive() const {
     if (pid_ <= 0) return false;
@@ -445,6 +465,7 @@ class CoordinatorProcess {
   pid_t pid_ = -1;
   int fd_ = -1;
   int port_ = 0;
+  int http_port_ = 0;
   bool verbose_ = false;
   std::thread drain_;
   std::mutex mu_;
@@ -892,6 +913,29 @@ RoundResult RunRound(const Options& o, const std::string& store_kind) {
     }
     return true;
   });
+  // The extra watchers: every other one an SSE watch.
+  collbench::bench::WatchSwarm swarm(target, "127.0.0.1", coordinator.http_port(), 8);
+  double swarm_open_s = 0;
+  if (o.watchers > 0 && !run_names.empty()) {
+    const auto s_start = Clock::now();
+    for (int i = 0; i < o.watchers; ++i) {
+      const std::string& run = run_names[i % run_names.size()];
+      std::string error;
+      if (i % 2 == 0) {
+        swarm.AddGrpc(run, "");
+      } else if (!swarm.AddSse(run, "", &error)) {
+        std::printf("SSE watcher %d: %s\n", i, error.c_str());
+        break;
+      }
+    }
+    swarm.WaitFor(60, [](const std::vector<collbench::bench::WatcherReport>& all) {
+      for (const auto& r : all) {
+        if (r.events() == 0 && !r.ended) return false;
+      }
+      return true;
+    });
+    swarm_open_s = Seconds(Clock::now() - s_start);
+  }
   const double setup_s = Seconds(Clock::now() - t_start);
 
   // --- Warm-up, then the window ---------------------------------------------
@@ -988,9 +1032,22 @@ RoundResult RunRound(const Options& o, const std::string& store_kind) {
     watch_events += w->events();
   }
   const bool coordinator_alive = coordinator.Alive();
+  int swarm_grpc = 0, swarm_sse = 0, swarm_with_events = 0, swarm_open = 0;
+  long swarm_events = 0;
+  std::string swarm_first_end;
+  for (const collbench::bench::WatcherReport& r : swarm.Snapshot()) {
+    (r.sse ? swarm_sse : swarm_grpc) += 1;
+    swarm_with_events += r.events() > 0;
+    swarm_open += !r.ended;
+    swarm_events += r.events();
+    if (r.ended && swarm_first_end.empty()) {
+      swarm_first_end = (r.sse ? "SSE " : "gRPC ") + r.end_code + " " + r.end_message;
+    }
+  }
 
   // --- Teardown --------------------------------------------------------------
   fleet.tearing_down = true;
+  swarm.Stop();
   stop_heartbeats = true;
   heartbeat_thread.join();
   for (auto& w : workers) w->Stop();
@@ -1113,6 +1170,12 @@ RoundResult RunRound(const Options& o, const std::string& store_kind) {
               run_states[v1::FAILED],
               run_states[v1::SUCCEEDED] + run_states[v1::CANCELLED] + run_states[0],
               watchers_open, watchers.size(), watch_events);
+  if (o.watchers > 0) {
+    std::printf("extra watchers: %d gRPC + %d SSE opened in %.2f s; %d got events (%ld in all), "
+                "%d still open at the end of the window%s%s\n",
+                swarm_grpc, swarm_sse, swarm_open_s, swarm_with_events, swarm_events, swarm_open,
+                swarm_first_end.empty() ? "" : "; first to end: ", swarm_first_end.c_str());
+  }
   for (const std::string& e : fleet.first_errors) std::printf("  stream error: %s\n", e.c_str());
   if (!coordinator_alive) std::printf("THE COORDINATOR DIED during the benchmark\n");
   const auto tail = coordinator.StderrTail();
@@ -1123,7 +1186,9 @@ RoundResult RunRound(const Options& o, const std::string& store_kind) {
 
   const double p99 = Percentile(all_ms, 99);
   const bool healthy = streams_open == o.workers && lost == 0 && listed == o.workers &&
-                       watchers_open == static_cast<int>(watchers.size());
+                       watchers_open == static_cast<int>(watchers.size()) &&
+                       swarm_with_events == swarm_grpc + swarm_sse &&
+                       swarm_open == swarm_grpc + swarm_sse;
   std::printf("\n  %-34s %s (p99 %.2f ms)\n", "target p99 unary latency < 20 ms:",
               p99 < kTargetP99Ms && all_errors == 0 ? "PASS" : "ABOVE TARGET", p99);
   std::printf("  %-34s %s (%.3f cores)\n", "target coordinator CPU < 0.5 core:",

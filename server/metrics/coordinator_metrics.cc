@@ -103,10 +103,18 @@ struct CoordinatorMetrics::Families {
                          .Register(*registry)),
         admission_rejections(prometheus::BuildCounter()
                                  .Name("collbench_admission_rejections_total")
-                                 .Help("CreateRun calls refused by admission control, by "
-                                       "limit: queue_full (--max-queued-runs) or rate_limited "
-                                       "(--create-rate).")
-                                 .Register(*registry)) {}
+                                 .Help("Calls refused by admission control, by limit: "
+                                       "CreateRun for queue_full (--max-queued-runs) or "
+                                       "rate_limited (--create-rate); watchers for "
+                                       "watchers_total (--max-watchers) or watchers_per_client "
+                                       "(--max-watchers-per-client); watcher_too_slow counts "
+                                       "watchers ended for falling behind.")
+                                 .Register(*registry)),
+        watchers_open(prometheus::BuildGauge()
+                          .Name("collbench_watchers_open")
+                          .Help("Open run watchers: gRPC WatchRun and REST event streams.")
+                          .Register(*registry)
+                          .Add({})) {}
 
   std::shared_ptr<prometheus::Registry> registry;
   prometheus::Family<prometheus::Gauge>& workers;
@@ -118,6 +126,7 @@ struct CoordinatorMetrics::Families {
   prometheus::Family<prometheus::Counter>& api_requests;
   prometheus::Family<prometheus::Histogram>& api_duration;
   prometheus::Family<prometheus::Counter>& admission_rejections;
+  prometheus::Gauge& watchers_open;
 };
 
 CoordinatorMetrics::CoordinatorMetrics(absl::string_view version, MetricsSources sources)
@@ -133,7 +142,8 @@ CoordinatorMetrics::CoordinatorMetrics(absl::string_view version, MetricsSources
   for (v1::WorkerState s : {v1::READY, v1::BUSY, v1::DRAINING, v1::LOST}) {
     families_->workers.Add({{"state", Lower(v1::WorkerState_Name(s))}});
   }
-  for (const char* reason : {"queue_full", "rate_limited"}) {
+  for (const char* reason : {"queue_full", "rate_limited", "watchers_total", "watchers_per_client",
+                             "watcher_too_slow"}) {
     families_->admission_rejections.Add({{"reason", reason}});
   }
   for (int s = v1::QUEUED; s <= v1::CANCELLED; ++s) {
@@ -219,12 +229,19 @@ std::string CoordinatorMetrics::Scrape() {
     for (const auto& [state, n] : by_state) families_->workers.Add({{"state", state}}).Set(n);
   }
   if (sources_.queued_runs) families_->runs_queued.Set(sources_.queued_runs());
+  if (sources_.open_watchers) families_->watchers_open.Set(sources_.open_watchers());
   if (sources_.admission_rejections) {
-    // The manager counts; the counters catch up to its totals.
-    // Read before taking mu_: the manager's lock comes before it.
+    // The manager and the watcher limits count; the counters catch up to
+    // their totals. Read before taking mu_: the manager's lock comes first.
     const AdmissionRejections now = sources_.admission_rejections();
-    const std::pair<const char*, int64_t> by_reason[] = {{"queue_full", now.queue_full},
-                                                         {"rate_limited", now.rate_limited}};
+    const WatcherRejections watchers =
+        sources_.watcher_rejections ? sources_.watcher_rejections() : WatcherRejections{};
+    const std::pair<const char*, int64_t> by_reason[] = {
+        {"queue_full", now.queue_full},
+        {"rate_limited", now.rate_limited},
+        {"watchers_total", watchers.total},
+        {"watchers_per_client", watchers.per_client},
+        {"watcher_too_slow", watchers.too_slow}};
     absl::MutexLock lock(&mu_);
     for (const auto& [reason, total] : by_reason) {
       prometheus::Counter& counter = families_->admission_rejections.Add({{"reason", reason}});

@@ -12,7 +12,11 @@
 //   collbench_api_requests_total{protocol, method, code} counter
 //   collbench_api_request_duration_seconds{protocol, method}           histogram
 //   collbench_admission_rejections_total{reason}          counter of refused CreateRun calls
-//                                                        (queue_full, rate_limited)
+//                                                        (queue_full, rate_limited) and
+//                                                        watchers (watchers_total,
+//                                                        watchers_per_client refused;
+//                                                        watcher_too_slow ended)
+//   collbench_watchers_open                              gauge, WatchRun + REST event streams
 //
 // No label carries a run id. Run and result metrics come from the run
 // events the WatchHub fans out (this class is an observer of every run);
@@ -39,6 +43,7 @@
 #include "collbench/v1/worker.pb.h"
 #include "server/core/admission.h"
 #include "server/core/watch_hub.h"
+#include "server/core/watcher_limits.h"
 
 namespace collbench {
 
@@ -50,6 +55,8 @@ struct MetricsSources {
   std::function<std::vector<v1::Worker>()> workers;
   std::function<int()> queued_runs;
   std::function<AdmissionRejections()> admission_rejections;
+  std::function<int64_t()> open_watchers;
+  std::function<WatcherRejections()> watcher_rejections;
 };
 
 class CoordinatorMetrics final : public RunEventSink {

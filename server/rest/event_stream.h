@@ -13,12 +13,26 @@
 // goes out whenever nothing else did for `keepalive`, so proxies keep the
 // connection and a vanished client is noticed.
 //
+// Slow readers: with WatcherLimits, at most buffer_events events wait to be
+// taken; one more ends the stream with a final
+//
+//   event: error
+//   data: {"code": 8, "status": "RESOURCE_EXHAUSTED", "message": "watcher too slow: …"}
+//
+// and the events still queued are dropped, so a stalled reader costs
+// bounded memory and delays nobody.
+//
+// Two ways to read it: Next() blocks (a thread per stream, the TLS
+// listener), Take() does not and the notify callback says when to call it
+// again (the SseWriter's event loop, server/rest/sse_writer.h).
+//
 // Ownership: shared by the hub (until Detach) and the HTTP response.
-// Thread safety: the hub calls OnEvent/OnEnd from any thread; one HTTP
-// thread calls Next(); Close() and Detach() may be called from any thread.
+// Thread safety: the hub calls OnEvent/OnEnd from any thread; one reader
+// calls Next() or Take(); the others may be called from any thread.
 #ifndef COLLBENCH_SERVER_REST_EVENT_STREAM_H_
 #define COLLBENCH_SERVER_REST_EVENT_STREAM_H_
 
+#include <functional>
 #include <map>
 #include <memory>
 #include <string>
@@ -31,6 +45,7 @@
 #include "server/core/run_manager.h"
 #include "server/core/watch_feed.h"
 #include "server/core/watch_hub.h"
+#include "server/core/watcher_limits.h"
 
 namespace collbench {
 
@@ -38,9 +53,11 @@ class EventStream final : public RunEventSink {
  public:
   // Watches the run named `run_name` ("runs/{id}"). The run's error (e.g.
   // NotFound) when it cannot be read.
-  static absl::StatusOr<std::shared_ptr<EventStream>> Open(RunManager& manager, WatchHub& hub,
-                                                           const std::string& run_name,
-                                                           absl::Duration keepalive);
+  // `limits` (may be null: no bound) gives the buffer bound; `slot`, the
+  // watcher's place in it, is held until the stream is destroyed.
+  static absl::StatusOr<std::shared_ptr<EventStream>> Open(
+      RunManager& manager, WatchHub& hub, const std::string& run_name, absl::Duration keepalive,
+      WatcherLimits* limits = nullptr, std::unique_ptr<WatcherSlot> slot = nullptr);
   void OnEvent(const v1::RunEvent& event) override;
   void OnEnd() override;
 
@@ -52,6 +69,11 @@ class EventStream final : public RunEventSink {
   // Blocks until an event is queued, the stream ends or is closed, or
   // `keepalive` passed (then `text` is a keep-alive comment).
   Chunk Next();
+  // What is queued now, without waiting (`text` may be "").
+  Chunk Take();
+  // Called, with no lock of the caller's held, whenever there is something
+  // to Take(); nullptr stops the calls (before the callee goes away).
+  void SetNotify(std::function<void()> notify);
 
   // Ends the stream at once (server shutdown): Next() returns what is
   // queued with `last` set.
@@ -65,20 +87,29 @@ class EventStream final : public RunEventSink {
   static std::string Format(const v1::RunEvent& event);
 
  private:
-  EventStream(WatchHub* hub, std::string run, absl::Duration keepalive);
+  EventStream(WatchHub* hub, std::string run, absl::Duration keepalive, WatcherLimits* limits,
+              std::unique_ptr<WatcherSlot> slot);
 
   bool HasWork() const ABSL_SHARED_LOCKS_REQUIRED(mu_) {
     return !feed_.empty() || feed_.ended() || closed_;
   }
+  Chunk TakeLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void Notify();
 
   WatchHub* const hub_;
   const std::string run_;
   const absl::Duration keepalive_;
+  WatcherLimits* const limits_;
+  const std::unique_ptr<WatcherSlot> slot_;
+
+  absl::Mutex notify_mu_;  // after mu_ when both are held
+  std::function<void()> notify_ ABSL_GUARDED_BY(notify_mu_);
 
   absl::Mutex mu_;
   WatchFeed feed_ ABSL_GUARDED_BY(mu_);       // replay, then live events, deduplicated
   bool closed_ ABSL_GUARDED_BY(mu_) = false;  // end now
   bool subscribed_ ABSL_GUARDED_BY(mu_) = false;
+  std::string too_slow_ ABSL_GUARDED_BY(mu_);  // the final error event, once it fell behind
 };
 
 // The open streams of one HTTP server, so Shutdown() can end them all.

@@ -14,6 +14,7 @@
 #include "absl/time/time.h"
 #include "server/core/run_manager.h"
 #include "server/core/watch_hub.h"
+#include "server/core/watcher_limits.h"
 
 namespace collbench {
 
@@ -47,6 +48,7 @@ struct RestContext {
   std::function<std::string()> metrics_text;     // may be empty
   std::function<bool()> ready;                   // may be empty: always ready
   absl::Duration keepalive = absl::Seconds(15);  // event stream comments
+  WatcherLimits* watchers = nullptr;             // may be null: no watcher limits
 };
 
 using RestHandler = RestReply (*)(const RestContext& context, const RestRequest& request);

@@ -9,10 +9,26 @@
 // for chunked or compressed bodies, which httplib does not limit). Both end
 // in Serve(): route match, token check, query names, handler, reply. The
 // logger reports each finished request to on_request.
+//
+// Event streams: httplib serves a request on one of its threads and offers
+// no way to keep a connection past the handler without that thread. So an
+// answered watch request's socket is taken over: found among the process's
+// descriptors by its two endpoints (httplib gives them, not the
+// descriptor), duplicated for the SseWriter, and replaced under httplib by
+// /dev/null, where httplib's own reply goes nowhere and its close does not
+// touch the connection. The thread is free at once. Over TLS the session
+// lives inside httplib, so there a stream keeps its thread as before.
 #include "server/rest/http_server.h"
 
+#include <dirent.h>
+#include <fcntl.h>
 #include <httplib.h>
+#include <netdb.h>
+#include <netinet/in.h>
 #include <sys/socket.h>
+#include <unistd.h>
+
+#include <cstdlib>
 
 #include <algorithm>
 #include <thread>
@@ -26,6 +42,7 @@
 #include "server/rest/event_stream.h"
 #include "server/rest/rest_json.h"
 #include "server/rest/routes.h"
+#include "server/rest/sse_writer.h"
 
 namespace collbench {
 namespace {
@@ -70,6 +87,52 @@ absl::string_view HttplibErrorMessage(int status) {
   }
 }
 
+// The port of a socket address; -1 for other families.
+int PortOf(const sockaddr_storage& address) {
+  if (address.ss_family == AF_INET) {
+    return ntohs(reinterpret_cast<const sockaddr_in&>(address).sin_port);
+  }
+  if (address.ss_family == AF_INET6) {
+    return ntohs(reinterpret_cast<const sockaddr_in6&>(address).sin6_port);
+  }
+  return -1;
+}
+
+// The descriptor of this process's connected socket with the request's
+// endpoints, or -1. httplib names addresses as getnameinfo() does.
+int FindConnection(const httplib::Request& req) {
+  DIR* dir = opendir("/proc/self/fd");
+  if (dir == nullptr) return -1;
+  int found = -1;
+  while (const dirent* entry = readdir(dir)) {
+    char* end = nullptr;
+    const long fd = std::strtol(entry->d_name, &end, 10);
+    if (end == entry->d_name || *end != '\0' || fd == dirfd(dir)) continue;
+    sockaddr_storage local{};
+    socklen_t length = sizeof(local);
+    if (getsockname(static_cast<int>(fd), reinterpret_cast<sockaddr*>(&local), &length) != 0 ||
+        PortOf(local) != req.local_port) {
+      continue;
+    }
+    sockaddr_storage peer{};
+    length = sizeof(peer);
+    if (getpeername(static_cast<int>(fd), reinterpret_cast<sockaddr*>(&peer), &length) != 0 ||
+        PortOf(peer) != req.remote_port) {
+      continue;
+    }
+    char host[NI_MAXHOST];
+    if (getnameinfo(reinterpret_cast<sockaddr*>(&peer), length, host, sizeof(host), nullptr, 0,
+                    NI_NUMERICHOST) != 0 ||
+        req.remote_addr != host) {
+      continue;
+    }
+    found = static_cast<int>(fd);
+    break;
+  }
+  closedir(dir);
+  return found;
+}
+
 class HttpServerImpl final : public HttpServer {
  public:
   HttpServerImpl(const HttpServerOptions& options, HttpServerDependencies deps)
@@ -79,6 +142,7 @@ class HttpServerImpl final : public HttpServer {
     context_.metrics_text = deps_.metrics_text;
     context_.ready = deps_.ready;
     context_.keepalive = options_.event_keepalive;
+    context_.watchers = deps_.watchers;
   }
   ~HttpServerImpl() override { Shutdown(); }
 
@@ -97,15 +161,20 @@ class HttpServerImpl final : public HttpServer {
   absl::Status ParseQuery(const httplib::Request& req, const RestRoute& route,
                           RestRequest* request) const;
   void Write(RestReply reply, httplib::Response& res);
+  // Gives the request's connection and `reply`'s stream to the writer;
+  // false when it cannot (TLS), and nothing changed.
+  bool HandOver(const httplib::Request& req, RestReply& reply, httplib::Response& res);
   void LogRequest(const httplib::Request& req, const httplib::Response& res);
 
   const HttpServerOptions options_;
   const HttpServerDependencies deps_;
   RestContext context_;
-  EventStreams streams_;
+  EventStreams streams_;  // those served on request threads (TLS)
+  std::unique_ptr<SseWriter> writer_;  // null with TLS
   std::unique_ptr<httplib::Server> server_;
   std::thread listener_;
   int port_ = 0;
+  int listen_socket_ = -1;  // httplib's, to lengthen its backlog
   bool shut_down_ = false;
 };
 
@@ -115,6 +184,9 @@ absl::Status HttpServerImpl::MakeServer() {
   }
   if (options_.tls_cert.empty()) {
     server_ = std::make_unique<httplib::Server>();
+    absl::StatusOr<std::unique_ptr<SseWriter>> writer = SseWriter::Start(options_.event_keepalive);
+    if (!writer.ok()) return writer.status();
+    writer_ = *std::move(writer);
     return absl::OkStatus();
   }
   auto tls =
@@ -135,9 +207,10 @@ void HttpServerImpl::Install() {
   // httplib's default adds SO_REUSEPORT, which would let a second server
   // share the port and take part of its requests. A restart may still
   // rebind while old connections linger.
-  server_->set_socket_options([](socket_t sock) {
+  server_->set_socket_options([this](socket_t sock) {
     int yes = 1;
     setsockopt(sock, SOL_SOCKET, SO_REUSEADDR, &yes, sizeof(yes));
+    listen_socket_ = sock;  // the last one offered is the one bound
   });
   server_->set_pre_routing_handler([this](const httplib::Request& req, httplib::Response& res) {
     request_start = absl::Now();
@@ -192,6 +265,10 @@ absl::Status HttpServerImpl::Listen() {
   if (port <= 0) {
     return absl::UnavailableError(absl::StrCat("cannot listen on ", options_.listen));
   }
+  // httplib listens with a backlog of 5: a burst of connections (hundreds
+  // of watchers reconnecting) would see SYNs dropped and wait a second or
+  // more each. Listening again only lengthens the queue.
+  if (listen_socket_ >= 0) listen(listen_socket_, SOMAXCONN);
   port_ = port;
   listener_ = std::thread([this] { server_->listen_after_bind(); });
   // Wait until it accepts, so that a Shutdown() right away stops it.
@@ -208,6 +285,7 @@ void HttpServerImpl::Shutdown() {
   // another request on its connection.
   server_->stop();
   streams_.CloseAll();
+  if (writer_ != nullptr) writer_->Shutdown();
   if (listener_.joinable()) listener_.join();
 }
 
@@ -273,7 +351,38 @@ void HttpServerImpl::Serve(const httplib::Request& req, httplib::Response& res, 
   if (absl::Status parsed = ParseQuery(req, *match.route, &request); !parsed.ok()) {
     return Write(ErrorReply(parsed), res);
   }
-  Write(match.route->handler(context_, request), res);
+  RestReply reply = match.route->handler(context_, request);
+  if (reply.stream != nullptr && HandOver(req, reply, res)) return;
+  Write(std::move(reply), res);
+}
+
+bool HttpServerImpl::HandOver(const httplib::Request& req, RestReply& reply,
+                              httplib::Response& res) {
+  if (writer_ == nullptr) return false;
+  const int fd = FindConnection(req);
+  if (fd < 0) return false;
+  const int mine = fcntl(fd, F_DUPFD_CLOEXEC, 0);
+  if (mine < 0) return false;
+  const int null_fd = open("/dev/null", O_RDWR | O_CLOEXEC);
+  if (null_fd < 0 || dup3(null_fd, fd, O_CLOEXEC) < 0) {
+    if (null_fd >= 0) close(null_fd);
+    close(mine);
+    return false;
+  }
+  close(null_fd);
+  fcntl(mine, F_SETFL, fcntl(mine, F_GETFL) | O_NONBLOCK);
+  std::string head = absl::StrCat("HTTP/1.1 ", reply.http_status,
+                                  " OK\r\nContent-Type: text/event-stream\r\n"
+                                  "Cache-Control: no-cache\r\n"
+                                  "X-Accel-Buffering: no\r\n"  // proxies: pass events on at once
+                                  "Transfer-Encoding: chunked\r\nConnection: close\r\n");
+  for (const auto& [name, value] : reply.headers) absl::StrAppend(&head, name, ": ", value, "\r\n");
+  head += "\r\n";
+  writer_->Add(mine, std::move(head), std::move(reply.stream));
+  // httplib answers into /dev/null and ends the connection it thinks it has.
+  res.status = reply.http_status;
+  res.set_header("Connection", "close");
+  return true;
 }
 
 absl::Status HttpServerImpl::Authorize(const httplib::Request& req, Access access) const {

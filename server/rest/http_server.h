@@ -25,6 +25,7 @@
 #include "server/auth/authorizer.h"
 #include "server/core/run_manager.h"
 #include "server/core/watch_hub.h"
+#include "server/core/watcher_limits.h"
 
 namespace collbench {
 
@@ -33,8 +34,10 @@ struct HttpServerOptions {
   std::string tls_cert;                   // PEM files; both or neither
   std::string tls_key;
   size_t max_body_bytes = 1 << 20;  // larger request bodies get 413
-  // Requests are served by this many threads; each open event stream
-  // (GET /v1/runs/{id}:watch) holds one while it lasts.
+  // Requests are served by this many threads. An open event stream
+  // (GET /v1/runs/{id}:watch) holds none: once answered, its socket goes
+  // to the event stream writer (server/rest/sse_writer.h). Only with TLS
+  // does a stream hold a thread while it lasts.
   int threads = 64;
   // An event stream sends a comment after this long without an event.
   absl::Duration event_keepalive = absl::Seconds(15);
@@ -45,6 +48,8 @@ struct HttpServerDependencies {
   RunManager* manager = nullptr;
   WatchHub* hub = nullptr;
   const Authorizer* authorizer = nullptr;
+  // Bounds event streams, with gRPC's WatchRun; may be null: no limits.
+  WatcherLimits* watchers = nullptr;
   // The body of GET /metrics (Prometheus text format). Needs no token.
   std::function<std::string()> metrics_text;
   // GET /readyz answers 200 while this returns true, 503 otherwise.
@@ -52,7 +57,8 @@ struct HttpServerDependencies {
   // Called once per finished request with the route's template (e.g.
   // "GET /v1/runs/{id}", or "unmatched" for a request no route serves),
   // the HTTP status and the time it took (for an event stream: until it
-  // ended). Called on the server's threads; may be empty.
+  // was handed to the writer; with TLS, until it ended). Called on the
+  // server's threads; may be empty.
   std::function<void(absl::string_view route, int http_status, absl::Duration latency)> on_request;
 };
 

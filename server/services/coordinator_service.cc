@@ -96,7 +96,10 @@ grpc::ServerWriteReactor<v1::RunEvent>* CoordinatorService::WatchRun(
   if (absl::Status allowed = Authorize(context, Role::kRead); !allowed.ok()) {
     return new RefusedWatch(allowed);
   }
-  return NewWatchReactor(manager_, hub_, request->name());
+  absl::StatusOr<std::unique_ptr<WatcherSlot>> slot =
+      limits_->Acquire(authorizer_->CallerOf(AuthorizationOf(context), context->peer()));
+  if (!slot.ok()) return new RefusedWatch(slot.status());
+  return NewWatchReactor(manager_, hub_, limits_, *std::move(slot), request->name());
 }
 
 grpc::ServerUnaryReactor* CoordinatorService::GetRunResults(

@@ -10,14 +10,17 @@
 #include "server/auth/authorizer.h"
 #include "server/core/run_manager.h"
 #include "server/core/watch_hub.h"
+#include "server/core/watcher_limits.h"
 
 namespace collbench {
 
 class CoordinatorService final : public v1::Coordinator::CallbackService {
  public:
   // None is owned; all outlive the service.
-  CoordinatorService(RunManager* manager, WatchHub* hub, const Authorizer* authorizer)
-      : manager_(manager), hub_(hub), authorizer_(authorizer) {}
+  // `limits` bounds WatchRun streams (shared with the REST event streams).
+  CoordinatorService(RunManager* manager, WatchHub* hub, const Authorizer* authorizer,
+                     WatcherLimits* limits)
+      : manager_(manager), hub_(hub), authorizer_(authorizer), limits_(limits) {}
 
   grpc::ServerUnaryReactor* CreateRun(grpc::CallbackServerContext* context,
                                       const v1::CreateRunRequest* request,
@@ -53,6 +56,7 @@ class CoordinatorService final : public v1::Coordinator::CallbackService {
   RunManager* const manager_;
   WatchHub* const hub_;
   const Authorizer* const authorizer_;
+  WatcherLimits* const limits_;
 };
 
 }  // namespace collbench

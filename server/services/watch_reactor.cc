@@ -1,8 +1,11 @@
 #include "server/services/watch_reactor.h"
 
+#include <algorithm>
 #include <memory>
+#include <utility>
 
 #include "absl/base/thread_annotations.h"
+#include "absl/strings/str_cat.h"
 #include "absl/synchronization/mutex.h"
 #include "api/status_mapping.h"
 #include "server/core/watch_feed.h"
@@ -12,8 +15,9 @@ namespace {
 
 class WatchReactor final : public grpc::ServerWriteReactor<v1::RunEvent> {
  public:
-  WatchReactor(RunManager* manager, WatchHub* hub, const std::string& run_name)
-      : hub_(hub), sink_(std::make_shared<Sink>(this)) {
+  WatchReactor(RunManager* manager, WatchHub* hub, WatcherLimits* limits,
+               std::unique_ptr<WatcherSlot> slot, const std::string& run_name)
+      : hub_(hub), limits_(limits), slot_(std::move(slot)), sink_(std::make_shared<Sink>(this)) {
     absl::StatusOr<v1::Run> run = manager->GetRun(run_name);
     if (!run.ok()) {
       Finish(ToGrpcStatus(run.status()));
@@ -79,7 +83,19 @@ class WatchReactor final : public grpc::ServerWriteReactor<v1::RunEvent> {
 
   void Deliver(const v1::RunEvent& event) {
     absl::MutexLock lock(&mu_);
-    if (!finished_) feed_.Add(event);
+    if (finished_) return;
+    const size_t limit = static_cast<size_t>(std::max(limits_->options().buffer_events, 1));
+    if (feed_.queue().size() >= limit) {
+      // Falling behind: end it rather than queue without bound.
+      limits_->CountTooSlow();
+      FinishLocked(grpc::Status(
+          grpc::StatusCode::RESOURCE_EXHAUSTED,
+          absl::StrCat("watcher too slow: ", feed_.queue().size(),
+                       " events not yet read (the coordinator buffers at most ", limit,
+                       " per watcher); watch again to resume from the stored state")));
+      return;
+    }
+    feed_.Add(event);
     MaybeWriteLocked();
   }
 
@@ -106,6 +122,8 @@ class WatchReactor final : public grpc::ServerWriteReactor<v1::RunEvent> {
   }
 
   WatchHub* const hub_;
+  WatcherLimits* const limits_;
+  const std::unique_ptr<WatcherSlot> slot_;
   const std::shared_ptr<Sink> sink_;
   std::string run_;
   bool subscribed_ = false;
@@ -118,8 +136,10 @@ class WatchReactor final : public grpc::ServerWriteReactor<v1::RunEvent> {
 }  // namespace
 
 grpc::ServerWriteReactor<v1::RunEvent>* NewWatchReactor(RunManager* manager, WatchHub* hub,
+                                                        WatcherLimits* limits,
+                                                        std::unique_ptr<WatcherSlot> slot,
                                                         const std::string& run) {
-  return new WatchReactor(manager, hub, run);
+  return new WatchReactor(manager, hub, limits, std::move(slot), run);
 }
 
 }  // namespace collbench

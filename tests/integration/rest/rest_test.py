@@ -17,6 +17,14 @@ Cases:
           5 sizes on 2 ranks (one per worker): every size result arrives, in
           sequence order, while the run is still running, then the final
           SUCCEEDED state, and the stream ends.
+  watchers  500 SSE watchers and 500 gRPC WatchRun streams of one run
+          (watch_swarm, one read token each) with --max-watchers-per-client
+          500: while they are open /healthz, GET /v1/runs and a CreateRun
+          each answer within 100 ms (median of 3, all printed); the 501st
+          watcher of each client gets 429 with Retry-After /
+          RESOURCE_EXHAUSTED; /metrics counts 1000 open and 2 refused; then
+          the run goes ahead and every watcher gets each result and the
+          final SUCCEEDED.
   admission  --max-queued-runs and --create-rate: creates beyond the queue's
           length and beyond the caller's rate get 429 with Retry-After and a
           message naming the limit, queue nothing, and are counted in
@@ -29,8 +37,11 @@ Exit code: 0 when every case passed, 1 otherwise, 2 on bad usage, 77 when
 curl is missing (ctest reports it as skipped).
 """
 
+import http.client
 import json
 import os
+import resource
+import select
 import shutil
 import subprocess
 import sys
@@ -481,6 +492,137 @@ def admission_rejections(c):
     return counts
 
 
+NO_REJECTIONS = {"queue_full": 0, "rate_limited": 0, "watchers_total": 0,
+                 "watchers_per_client": 0, "watcher_too_slow": 0}
+
+
+def metric_value(c, name):
+    """The value of an unlabelled metric from /metrics."""
+    status, body, _ = c.curl("GET", "/metrics")
+    expect(status == 200, "/metrics answered %d" % status)
+    for line in body.splitlines():
+        if line.startswith(name + " "):
+            return float(line.split()[-1])
+    raise Failure("/metrics has no %s" % name)
+
+
+def timed_request(c, method, path, token=None, body=None):
+    """(milliseconds from connect to the whole answer, HTTP status)."""
+    start = time.monotonic()
+    conn = http.client.HTTPConnection("127.0.0.1", c.http_port, timeout=10)
+    headers = {"Authorization": "Bearer " + token} if token else {}
+    if body is not None:
+        headers["Content-Type"] = "application/json"
+    conn.request(method, path, body=body, headers=headers)
+    answer = conn.getresponse()
+    answer.read()
+    conn.close()
+    return (time.monotonic() - start) * 1000, answer.status
+
+
+def case_watchers(c):
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if soft < 8192 and (hard == resource.RLIM_INFINITY or hard >= 8192):
+        resource.setrlimit(resource.RLIMIT_NOFILE, (8192, hard))  # the children inherit it
+    soft = resource.getrlimit(resource.RLIMIT_NOFILE)[0]
+    if soft != resource.RLIM_INFINITY and soft < 4096:
+        raise Failure("the open-file limit is %d; 1000 watchers need about 4096" % soft)
+    grpc_token = "r-watch-9b2e71"  # the gRPC watchers' client; the SSE ones use READ
+    with open(c.tokens_file, "a") as f:
+        f.write("read %s\n" % grpc_token)
+    per_client = 500
+    c.coordinator_args = ["--max-watchers-per-client", str(per_client), "--max-watchers", "5000",
+                          "--create-rate", "off"]
+    c.start_coordinator()
+    sizes = [8, 1024, 65536, 1 << 20]
+    # No workers yet: every watcher opens on a QUEUED run, then sees it run.
+    run = c.call("POST", "/v1/runs", OPERATOR, json.dumps(
+        {"spec": spec(sizes=[str(s) for s in sizes], iters=200)}))
+    rid = run_id(run)
+    log("starting watch_swarm")
+    swarm = subprocess.Popen(
+        [c.binary("watch_swarm"), "--grpc", "127.0.0.1:%d" % c.port,
+         "--http", "127.0.0.1:%d" % c.http_port, "--run", "runs/" + rid,
+         "--grpc-watchers", str(per_client), "--grpc-token", grpc_token,
+         "--sse-watchers", str(per_client), "--sse-token", READ, "--extra", "--timeout", "150"],
+        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, start_new_session=True)
+    c.popens.append(swarm)  # the teardown stops it on failure
+    log("watch_swarm started (pid %d)" % swarm.pid)
+    pending = [b""]  # what watch_swarm wrote after its last whole line
+
+    def next_line(timeout):
+        deadline = time.monotonic() + timeout
+        while b"\n" not in pending[0]:
+            left = deadline - time.monotonic()
+            ready, _, _ = select.select([swarm.stdout.fileno()], [], [], max(left, 0))
+            if not ready:
+                raise Failure("watch_swarm said nothing for %s s" % timeout)
+            chunk = os.read(swarm.stdout.fileno(), 65536)
+            if not chunk:
+                raise Failure("watch_swarm ended early (exit %s)" % swarm.wait())
+            pending[0] += chunk
+        raw, pending[0] = pending[0].split(b"\n", 1)
+        line = raw.decode(errors="replace")
+        log("watch_swarm: " + line)
+        return line
+
+    said = {}
+    while True:
+        line = next_line(120)
+        if line == "READY":
+            break
+        said[line.split(" ", 2)[0] + " " + line.split(" ", 2)[1]] = line
+    expect(said.get("opened grpc=%d" % per_client, "").endswith(
+        "%d of %d got their first event" % (2 * per_client, 2 * per_client)),
+        "not every watcher opened: %s" % said)
+    # The 501st watcher of each client is refused.
+    extra_grpc = said.get("extra grpc", "")
+    expect(extra_grpc.startswith("extra grpc RESOURCE_EXHAUSTED") and
+           "--max-watchers-per-client" in extra_grpc, "the 501st gRPC watcher: %r" % extra_grpc)
+    extra_sse = said.get("extra sse", "")
+    expect(extra_sse.startswith("extra sse 429 retry-after=") and
+           extra_sse.split("retry-after=")[1].split(" ")[0].isdigit() and
+           "--max-watchers-per-client" in extra_sse, "the 501st SSE watcher: %r" % extra_sse)
+    # With them all open, the HTTP server still answers at once.
+    for method, path, token, body in (
+            ("GET", "/healthz", None, None),
+            ("GET", "/v1/runs", READ, None),
+            ("POST", "/v1/runs", OPERATOR, json.dumps({"spec": spec(sizes=["8"])}))):
+        times = []
+        for _ in range(3):
+            ms, status = timed_request(c, method, path, token, body)
+            expect(status == 200, "%s %s answered %d with %d watchers open" % (
+                method, path, status, 2 * per_client))
+            times.append(ms)
+        log("with %d watchers open: %s %s took %s ms" % (
+            2 * per_client, method, path, ", ".join("%.1f" % t for t in times)))
+        expect(sorted(times)[1] < 100, "%s %s took %s ms (median over 100 ms)" % (
+            method, path, times))
+    open_now = metric_value(c, "collbench_watchers_open")
+    expect(open_now == 2 * per_client,
+           "collbench_watchers_open is %s, not %d" % (open_now, 2 * per_client))
+    counts = admission_rejections(c)
+    expect(counts == dict(NO_REJECTIONS, watchers_per_client=2),
+           "collbench_admission_rejections_total: %s" % counts)
+    # Now the run goes ahead: every watcher gets every result and the end.
+    c.start_workers(2, slots=1)
+    final = wait_final(c, rid, timeout=120)
+    expect(final["state"] == "SUCCEEDED", "the watched run ended %s" % final["state"])
+    summaries = {}
+    while len(summaries) < 2:
+        line = next_line(180)
+        if line.startswith("summary "):
+            summaries[line.split(" ")[1]] = line
+    for kind in ("grpc", "sse"):
+        line = summaries[kind]
+        expect(" watchers=%d ended=%d final=SUCCEEDED:%d results=%d..%d " % (
+            per_client, per_client, per_client, len(sizes), len(sizes)) in line and
+            " errors=0 " in line, "the %s watchers: %s" % (kind, line))
+    expect(swarm.wait(timeout=60) == 0, "watch_swarm exited %s" % swarm.returncode)
+    open_now = metric_value(c, "collbench_watchers_open")
+    expect(open_now == 0, "%s watchers still counted open after the run ended" % open_now)
+
+
 def case_admission(c):
     # No workers: every accepted run stays QUEUED. A burst of 5 creates
     # (3 queued, 2 refused for the queue), then one per 20 s, so the rate
@@ -488,7 +630,7 @@ def case_admission(c):
     c.coordinator_args = ["--max-queued-runs", "3", "--create-rate", "3/min",
                           "--create-burst", "5"]
     c.start_coordinator()
-    expect(admission_rejections(c) == {"queue_full": 0, "rate_limited": 0},
+    expect(admission_rejections(c) == dict(NO_REJECTIONS),
            "the counters are not there from the start: %s" % admission_rejections(c))
     first = c.call("POST", "/v1/runs", OPERATOR,
                    json.dumps({"spec": spec(), "requestId": "adm-1"}))
@@ -532,7 +674,7 @@ def case_admission(c):
     expect(len(runs) == 3 and all(r["state"] == "QUEUED" for r in runs),
            "expected the 3 accepted runs, QUEUED: %s" % [(r["name"], r["state"]) for r in runs])
     counts = admission_rejections(c)
-    expect(counts == {"queue_full": 2, "rate_limited": 2},
+    expect(counts == dict(NO_REJECTIONS, queue_full=2, rate_limited=2),
            "collbench_admission_rejections_total: %s" % counts)
     # A read token never creates; the limits do not change that.
     expect_error(c, "POST", "/v1/runs", READ, 403, "PERMISSION_DENIED",
@@ -544,13 +686,15 @@ CASES = {
     "watch": case_watch,
     "grpc_auth": case_grpc_auth,
     "admission": case_admission,
+    "watchers": case_watchers,
 }
 
 
 def main():
     return svc.case_main(
         __doc__, CASES, RestCluster, "rest_test",
-        binaries=("collbench", "collbench-coordinator", "collbench-worker", "collbench-rank"),
+        binaries=("collbench", "collbench-coordinator", "collbench-worker", "collbench-rank",
+                  "watch_swarm"),
         skip=lambda: None if shutil.which("curl") else "no curl")
 
 

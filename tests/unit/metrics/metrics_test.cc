@@ -261,8 +261,12 @@ TEST(CoordinatorMetrics, GaugesComeFromTheSourcesAndNoLabelHoldsARunId) {
 
 TEST(CoordinatorMetrics, AdmissionRejectionsFollowTheManagersTotals) {
   AdmissionRejections totals;
+  WatcherRejections watchers;
+  int64_t open_watchers = 0;
   MetricsSources sources;
   sources.admission_rejections = [&totals] { return totals; };
+  sources.watcher_rejections = [&watchers] { return watchers; };
+  sources.open_watchers = [&open_watchers] { return open_watchers; };
   CoordinatorMetrics metrics("1.2.3", sources);
   auto counts = [&metrics] {
     std::map<std::string, double> by_reason;
@@ -272,13 +276,31 @@ TEST(CoordinatorMetrics, AdmissionRejectionsFollowTheManagersTotals) {
     }
     return by_reason;
   };
-  // Both reasons from the start, at zero.
-  EXPECT_EQ(counts(), (std::map<std::string, double>{{"queue_full", 0}, {"rate_limited", 0}}));
+  using Counts = std::map<std::string, double>;
+  // Every reason from the start, at zero.
+  EXPECT_EQ(counts(), (Counts{{"queue_full", 0},
+                              {"rate_limited", 0},
+                              {"watchers_total", 0},
+                              {"watchers_per_client", 0},
+                              {"watcher_too_slow", 0}}));
   totals.queue_full = 2;
   totals.rate_limited = 5;
-  EXPECT_EQ(counts(), (std::map<std::string, double>{{"queue_full", 2}, {"rate_limited", 5}}));
+  watchers.total = 1;
+  watchers.per_client = 3;
+  watchers.too_slow = 4;
+  const Counts expected{{"queue_full", 2},
+                        {"rate_limited", 5},
+                        {"watchers_total", 1},
+                        {"watchers_per_client", 3},
+                        {"watcher_too_slow", 4}};
+  EXPECT_EQ(counts(), expected);
   // A scrape with nothing new counts nothing twice.
-  EXPECT_EQ(counts(), (std::map<std::string, double>{{"queue_full", 2}, {"rate_limited", 5}}));
+  EXPECT_EQ(counts(), expected);
+  open_watchers = 7;
+  const std::vector<Sample> open =
+      Find(ParseExposition(metrics.Scrape()), "collbench_watchers_open");
+  ASSERT_EQ(open.size(), 1u);
+  EXPECT_EQ(open[0].value, 7);
 }
 
 TEST(CoordinatorMetrics, ResultsOfRunsNotSeenBeforeAreLookedUp) {

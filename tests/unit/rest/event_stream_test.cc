@@ -136,5 +136,56 @@ TEST(EventStreamTest, HubEndAllEndsTheStream) {
   EXPECT_TRUE((*stream)->Next().last);
 }
 
+// A reader that falls behind by more than the buffer is ended with a final
+// error event, what was queued is dropped, and the refusal is counted.
+TEST(EventStreamTest, AReaderThatFallsBehindIsEndedWithAnError) {
+  FakeCoordinator c;
+  c.Register("a");
+  const v1::Run run = c.Create(8);
+  WatcherLimits limits(WatcherLimitOptions{.max_total = 10, .max_per_client = 10,
+                                           .buffer_events = 3});
+  absl::StatusOr<std::unique_ptr<WatcherSlot>> slot = limits.Acquire("token 1");
+  ASSERT_TRUE(slot.ok());
+  absl::StatusOr<std::shared_ptr<EventStream>> stream = EventStream::Open(
+      c.manager(), c.hub(), run.name(), absl::Seconds(30), &limits, *std::move(slot));
+  ASSERT_TRUE(stream.ok());
+  EXPECT_THAT(EventNames((*stream)->Take().text), ElementsAre("state"));
+  c.Running(run.name(), 8);  // state
+  c.Result(run.name(), 0);   // result + progress: 3 queued
+  EXPECT_EQ(limits.rejections().too_slow, 0);
+  c.Result(run.name(), 1);  // one more than the buffer holds
+  EventStream::Chunk chunk = (*stream)->Take();
+  EXPECT_TRUE(chunk.last);
+  EXPECT_THAT(EventNames(chunk.text), ElementsAre("error"));
+  EXPECT_THAT(chunk.text, HasSubstr("RESOURCE_EXHAUSTED"));
+  EXPECT_THAT(chunk.text, HasSubstr("watcher too slow"));
+  EXPECT_EQ(limits.rejections().too_slow, 1);
+  EXPECT_EQ(limits.open(), 1);
+  (*stream)->Detach();
+  stream->reset();
+  EXPECT_EQ(limits.open(), 0);  // the slot went with the stream
+}
+
+TEST(EventStreamTest, NotifyIsCalledWhenThereIsSomethingToTake) {
+  FakeCoordinator c;
+  c.Register("a");
+  const v1::Run run = c.Create(2);
+  absl::StatusOr<std::shared_ptr<EventStream>> stream =
+      EventStream::Open(c.manager(), c.hub(), run.name(), absl::Seconds(30));
+  ASSERT_TRUE(stream.ok());
+  int notified = 0;
+  (*stream)->SetNotify([&notified] { ++notified; });
+  (*stream)->Take();
+  EXPECT_EQ((*stream)->Take().text, "");
+  c.Running(run.name(), 2);
+  EXPECT_GE(notified, 1);
+  EXPECT_THAT(EventNames((*stream)->Take().text), ElementsAre("state"));
+  (*stream)->SetNotify(nullptr);
+  const int before = notified;
+  c.Result(run.name(), 0);
+  EXPECT_EQ(notified, before);
+  (*stream)->Detach();
+}
+
 }  // namespace
 }  // namespace collbench

@@ -1,6 +1,10 @@
 // GET /v1/runs/{id}:watch over loopback: each result arrives as it is
 // reported, the stream ends after the final state, keep-alives flow while
 // nothing happens, and shutdown ends open streams at once.
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
 #include <memory>
 #include <string>
 #include <thread>
@@ -243,6 +247,95 @@ TEST_F(RestStreamTest, ManyWatchersEachGetEveryEvent) {
     ASSERT_TRUE(w->WaitDone());
     EXPECT_EQ(w->Events().size(), 9u);  // 3 states, 3 results, 3 progress
   }
+}
+
+// Open streams hold none of the request threads: with 2 threads and 16
+// streams open, other requests are still answered at once.
+TEST_F(RestStreamTest, OpenStreamsLeaveTheRequestThreadsFree) {
+  HttpServerOptions options;
+  options.threads = 2;
+  Start(options);
+  const std::string run = NewRun(2);
+  std::vector<std::unique_ptr<Watcher>> watchers;
+  for (int i = 0; i < 16; ++i) {
+    watchers.push_back(std::make_unique<Watcher>(server_->port(), WatchPath(run), kRead));
+  }
+  for (auto& w : watchers) ASSERT_TRUE(w->WaitForEvents(1));
+  for (int i = 0; i < 3; ++i) {
+    auto client = NewClient();
+    client->set_read_timeout(2, 0);
+    const absl::Time start = absl::Now();
+    httplib::Result health = client->Get("/healthz");
+    ASSERT_TRUE(health) << "no answer to /healthz with 16 streams open on 2 threads";
+    EXPECT_EQ(health->status, 200);
+    EXPECT_LT(absl::Now() - start, absl::Seconds(1));
+  }
+  // And the streams still get their events.
+  c_.Running(run, 2);
+  c_.Result(run, 0);
+  c_.Result(run, 1);
+  c_.Succeeded(run, 2);
+  for (auto& w : watchers) {
+    ASSERT_TRUE(w->WaitDone());
+    EXPECT_EQ(w->Events().size(), 7u);  // 3 states, 2 results, 2 progress
+  }
+}
+
+// A client that stops reading is ended with a final `event: error` once it
+// is more than the buffer behind; the server neither blocks nor buffers
+// without bound meanwhile.
+TEST_F(RestStreamTest, AClientThatStopsReadingIsEndedAsTooSlow) {
+  WatcherLimits limits(WatcherLimitOptions{.max_total = 10, .max_per_client = 10,
+                                           .buffer_events = 32});
+  watchers_ = &limits;
+  Start();
+  const std::string run = NewRun(2);
+  const int fd = socket(AF_INET, SOCK_STREAM, 0);
+  ASSERT_GE(fd, 0);
+  const int small = 4096;  // a small window: the server's writes block soon
+  setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &small, sizeof(small));
+  sockaddr_in address{};
+  address.sin_family = AF_INET;
+  address.sin_port = htons(static_cast<uint16_t>(server_->port()));
+  address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  ASSERT_EQ(connect(fd, reinterpret_cast<sockaddr*>(&address), sizeof(address)), 0);
+  const std::string request = "GET " + WatchPath(run) +
+                              " HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer " + kRead +
+                              "\r\n\r\n";
+  ASSERT_EQ(send(fd, request.data(), request.size(), 0), static_cast<ssize_t>(request.size()));
+  // Wait until the stream is open, then publish far more than any socket
+  // buffer holds while the client reads nothing.
+  for (int i = 0; i < 500 && limits.open() == 0; ++i) absl::SleepFor(absl::Milliseconds(10));
+  ASSERT_EQ(limits.open(), 1);
+  absl::SleepFor(absl::Milliseconds(100));  // the writer has the socket
+  v1::RunEvent log;
+  log.set_run(run);
+  log.mutable_log()->set_text(std::string(4096, 'x'));
+  const absl::Time start = absl::Now();
+  int published = 0;
+  for (; published < 20000 && limits.rejections().too_slow == 0; ++published) {
+    c_.hub().Publish(log);
+    // Paced, so the writer keeps up until the socket is full: the stream
+    // falls behind only because the client does not read.
+    absl::SleepFor(absl::Microseconds(200));
+  }
+  EXPECT_LT(absl::Now() - start, absl::Seconds(20));
+  EXPECT_EQ(limits.rejections().too_slow, 1);
+  // More than the buffer went out before it: the socket took some.
+  EXPECT_GT(published, 32) << "ended before the socket could have filled";
+  // Now read it all: the events that fit, then the error, then the end.
+  std::string text;
+  char buffer[65536];
+  for (ssize_t got; (got = recv(fd, buffer, sizeof(buffer), 0)) > 0;) text.append(buffer, got);
+  close(fd);
+  const size_t error = text.find("event: error\ndata: {");
+  ASSERT_NE(error, std::string::npos);
+  EXPECT_NE(text.find("\"status\":\"RESOURCE_EXHAUSTED\"", error), std::string::npos);
+  EXPECT_NE(text.find("watcher too slow"), std::string::npos);
+  EXPECT_TRUE(absl::EndsWith(text, "0\r\n\r\n")) << "no final chunk";
+  EXPECT_EQ(c_.hub().watcher_count(), 0u);
+  for (int i = 0; i < 500 && limits.open() != 0; ++i) absl::SleepFor(absl::Milliseconds(10));
+  EXPECT_EQ(limits.open(), 0);
 }
 
 }  // namespace

@@ -42,6 +42,7 @@ class RestHttpTest : public ::testing::Test {
     deps.manager = &c_.manager();
     deps.hub = &c_.hub();
     deps.authorizer = &authorizer_;
+    deps.watchers = watchers_;
     deps.metrics_text = [] { return std::string("collbench_build_info 1\n"); };
     deps.ready = [this] { return ready_.load(); };
     deps.on_request = [this](absl::string_view route, int status, absl::Duration latency) {
@@ -105,6 +106,7 @@ class RestHttpTest : public ::testing::Test {
 
   FakeCoordinator c_;
   Authorizer authorizer_;
+  WatcherLimits* watchers_ = nullptr;  // set before Start() to bound watchers
   std::atomic<bool> ready_{true};
   std::unique_ptr<HttpServer> server_;
   std::unique_ptr<httplib::Client> client_;
