@@ -8,6 +8,7 @@
 #include "google/protobuf/util/field_comparator.h"
 #include "google/protobuf/util/message_differencer.h"
 #include "api/convert.h"
+#include "collbench/v1/coordinator.pb.h"
 #include "api/validation.h"
 #include "server/rest/rest_json.h"
 #include "tests/fuzz/fuzz_check.h"

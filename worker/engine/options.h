@@ -96,8 +96,8 @@ inline constexpr size_t kMaxSweepSizes = 10000;
 // more than kMaxSweepSizes sizes.
 absl::StatusOr<EngineOptions> ParseEngineArgs(const std::vector<std::string>& args);
 
-// The sizes to run, in increasing order: the explicit list, or min, min*f, ...
-// up to max inclusive. At most kMaxSweepSizes for options ParseEngineArgs
+// The sizes to run: the explicit list as given, or in increasing order min,
+// min*f, ... up to max inclusive. At most kMaxSweepSizes for options ParseEngineArgs
 // accepted.
 std::vector<uint64_t> SweepSizes(const EngineOptions& options);
 

@@ -137,11 +137,8 @@ INSTANTIATE_TEST_SUITE_P(
         BadCase{{"allreduce", "--debug-slow-delay", "5s"}, "--debug-slow-delay"},
         BadCase{{"allreduce", "bcast"}, "unexpected argument 'bcast'"}));
 
-}  // namespace
-}  // namespace collbench
-
-// Found by the engine_options fuzzer: a factor just above 1 over a wide
-// range asked for about 10^8 sizes (and as much memory to list them).
+// A factor just above 1 over a wide range asked for about 10^8 sizes (and
+// as much memory to list them); the engine_options fuzzer checks the cap.
 TEST(OptionsTest, RejectsASweepOfTooManySizes) {
   auto o = Parse({"allreduce", "--factor", "1.0000001", "--min-bytes", "1", "--max-bytes", "1T"});
   ASSERT_FALSE(o.ok());
@@ -156,3 +153,6 @@ TEST(OptionsTest, RejectsASweepOfTooManySizes) {
   EXPECT_FALSE(
       Parse({"allreduce", "--factor", "1.00001", "--max-bytes", "10001", "-b", "1"}).ok());
 }
+
+}  // namespace
+}  // namespace collbench
