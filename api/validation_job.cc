@@ -208,7 +208,7 @@ absl::Status CheckEnv(const Context& c) {
   const std::map<std::string, std::string> env(c.spec.env().begin(), c.spec.env().end());
   for (const auto& [key, value] : env) {
     const bool allowed = std::any_of(
-        std::begin(kEnvPrefixes), std::end(kEnvPrefixes), [&](absl::string_view prefix) {
+        std::begin(kEnvPrefixes), std::end(kEnvPrefixes), [&key = key](absl::string_view prefix) {
           return key.size() > prefix.size() && absl::StartsWith(key, prefix);
         });
     if (!allowed) {

@@ -1,5 +1,7 @@
 #include "client/run_flags.h"
 
+#include <algorithm>
+#include <cmath>
 #include <functional>
 #include <map>
 
@@ -7,6 +9,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "api/convert.h"
+#include "api/validation.h"
 #include "common/status_macros.h"
 #include "common/units.h"
 
@@ -78,7 +81,16 @@ const std::map<std::string, Setter>& ValueFlags() {
       {"--timeout", [](RunRequest* r, const std::string& v) -> absl::Status {
          absl::StatusOr<double> s = ParseDurationSeconds(v);
          if (!s.ok()) return Bad("--timeout", v, std::string(s.status().message()));
-         r->spec.mutable_timeout()->set_seconds(static_cast<int64_t>(*s));
+         // Checked before the conversion: a double beyond int64 seconds
+         // does not convert (found by the run_flags fuzzer).
+         const double max_s = ValidationLimits().max_timeout_s;
+         if (*s > max_s) {
+           return Bad("--timeout", v, absl::StrCat("longer than the limit of ", FormatDuration(max_s)));
+         }
+         const double whole_s = std::floor(*s);
+         r->spec.mutable_timeout()->set_seconds(static_cast<int64_t>(whole_s));
+         r->spec.mutable_timeout()->set_nanos(
+             static_cast<int32_t>(std::min(999'999'999.0, std::round((*s - whole_s) * 1e9))));
          return absl::OkStatus();
        }},
       {"--output", [](RunRequest* r, const std::string& v) -> absl::Status {

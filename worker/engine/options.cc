@@ -188,6 +188,19 @@ const Flag* FindFlag(absl::string_view name) {
   return nullptr;
 }
 
+// The geometric sweep, stopping after `limit` sizes.
+std::vector<uint64_t> GeometricSizes(const EngineOptions& options, size_t limit) {
+  std::vector<uint64_t> sizes;
+  for (double s = static_cast<double>(options.min_bytes);
+       s <= static_cast<double>(options.max_bytes) && sizes.size() < limit;) {
+    const uint64_t bytes = static_cast<uint64_t>(std::llround(s));
+    if (sizes.empty() || bytes > sizes.back()) sizes.push_back(bytes);
+    const double next = s * options.factor;
+    s = next > s + 1 ? next : s + 1;
+  }
+  return sizes;
+}
+
 absl::Status CheckConsistency(const EngineOptions& o, bool explicit_range) {
   if (o.operation.empty() && o.scenario.empty()) {
     return absl::InvalidArgumentError(
@@ -201,6 +214,12 @@ absl::Status CheckConsistency(const EngineOptions& o, bool explicit_range) {
     return absl::InvalidArgumentError(absl::StrCat(
         "--max-bytes (", FormatBytes(o.max_bytes), ") is below --min-bytes (",
         FormatBytes(o.min_bytes), ")"));
+  }
+  if (o.sizes_bytes.empty() && GeometricSizes(o, kMaxSweepSizes + 1).size() > kMaxSweepSizes) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "--factor ", o.factor, " from --min-bytes ", FormatBytes(o.min_bytes), " to --max-bytes ",
+        FormatBytes(o.max_bytes), " gives more than ", kMaxSweepSizes,
+        " sizes; use a larger factor or a narrower range"));
   }
   if (o.time_budget_s.has_value() && o.iters.has_value()) {
     return absl::InvalidArgumentError(
@@ -278,15 +297,7 @@ absl::Status CheckSyncApplies(const EngineOptions& options, bool collective,
 
 std::vector<uint64_t> SweepSizes(const EngineOptions& options) {
   if (!options.sizes_bytes.empty()) return options.sizes_bytes;
-  std::vector<uint64_t> sizes;
-  for (double s = static_cast<double>(options.min_bytes);
-       s <= static_cast<double>(options.max_bytes);) {
-    const uint64_t bytes = static_cast<uint64_t>(std::llround(s));
-    if (sizes.empty() || bytes > sizes.back()) sizes.push_back(bytes);
-    const double next = s * options.factor;
-    s = next > s + 1 ? next : s + 1;
-  }
-  return sizes;
+  return GeometricSizes(options, kMaxSweepSizes);
 }
 
 int DefaultIters(uint64_t bytes) {

@@ -86,12 +86,19 @@ absl::Status CheckSyncApplies(const EngineOptions& options, bool collective,
 // The settings as option name -> text, for the "start" record's spec echo.
 std::map<std::string, std::string> SpecEcho(const EngineOptions& options);
 
+// The most sizes one invocation sweeps. A factor close to 1 over a wide
+// range would otherwise ask for billions of sizes (--factor 1.000001 from
+// 1 B to 1 TiB), each a full measurement.
+inline constexpr size_t kMaxSweepSizes = 10000;
+
 // Parses everything after the program name. Errors are InvalidArgument
-// naming the flag and the bad value.
+// naming the flag and the bad value, or the flags that together ask for
+// more than kMaxSweepSizes sizes.
 absl::StatusOr<EngineOptions> ParseEngineArgs(const std::vector<std::string>& args);
 
-// The sizes to run, in increasing order: the explicit list, or min, min*f, ...
-// up to max inclusive.
+// The sizes to run: the explicit list as given, or in increasing order min,
+// min*f, ... up to max inclusive. At most kMaxSweepSizes for options ParseEngineArgs
+// accepted.
 std::vector<uint64_t> SweepSizes(const EngineOptions& options);
 
 // Default iteration counts near OSU's: many for small sizes, fewer for large.

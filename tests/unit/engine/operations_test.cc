@@ -94,7 +94,11 @@ class SimulatedCollective : public OperationsTest,
                                 std::tuple<DataType, ReduceOp, int>> {};
 
 TEST_P(SimulatedCollective, ExpectedValuesMatchSimulation) {
-  const auto [dtype, redop, n] = GetParam();
+  // Plain variables, not a structured binding: the lambdas below capture
+  // them, which clang before 16 refuses for bindings.
+  const DataType dtype = std::get<0>(GetParam());
+  const ReduceOp redop = std::get<1>(GetParam());
+  const int n = std::get<2>(GetParam());
   const size_t count = 37;
   auto ctx_for = [&](int rank) {
     OpContext ctx;

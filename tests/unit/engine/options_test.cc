@@ -137,5 +137,22 @@ INSTANTIATE_TEST_SUITE_P(
         BadCase{{"allreduce", "--debug-slow-delay", "5s"}, "--debug-slow-delay"},
         BadCase{{"allreduce", "bcast"}, "unexpected argument 'bcast'"}));
 
+// A factor just above 1 over a wide range asked for about 10^8 sizes (and
+// as much memory to list them); the engine_options fuzzer checks the cap.
+TEST(OptionsTest, RejectsASweepOfTooManySizes) {
+  auto o = Parse({"allreduce", "--factor", "1.0000001", "--min-bytes", "1", "--max-bytes", "1T"});
+  ASSERT_FALSE(o.ok());
+  EXPECT_EQ(o.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(std::string(o.status().message()), HasSubstr("--factor 1"));
+  EXPECT_THAT(std::string(o.status().message()), HasSubstr("more than 10000 sizes"));
+  // Below 1 / (factor - 1) the sweep steps by one byte: 10000 sizes pass,
+  // 10001 do not.
+  auto widest = Parse({"allreduce", "--factor", "1.00001", "--max-bytes", "10000", "-b", "1"});
+  ASSERT_TRUE(widest.ok()) << widest.status();
+  EXPECT_EQ(SweepSizes(*widest).size(), 10000u);
+  EXPECT_FALSE(
+      Parse({"allreduce", "--factor", "1.00001", "--max-bytes", "10001", "-b", "1"}).ok());
+}
+
 }  // namespace
 }  // namespace collbench

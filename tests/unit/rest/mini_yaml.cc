@@ -151,6 +151,13 @@ class Parser {
 
 }  // namespace
 
+YamlNode::YamlNode() = default;
+YamlNode::YamlNode(const YamlNode&) = default;
+YamlNode::YamlNode(YamlNode&&) noexcept = default;
+YamlNode& YamlNode::operator=(const YamlNode&) = default;
+YamlNode& YamlNode::operator=(YamlNode&&) noexcept = default;
+YamlNode::~YamlNode() = default;
+
 const YamlNode* YamlNode::Get(absl::string_view key) const {
   for (const auto& [k, v] : map) {
     if (k == key) return &v;

@@ -15,6 +15,16 @@
 namespace collbench::testing_yaml {
 
 struct YamlNode {
+  // Declared here, defined in the .cc where YamlNode is complete: clang
+  // (before 16) with libstdc++ 12 otherwise instantiates the members of
+  // `map` while YamlNode is still incomplete.
+  YamlNode();
+  YamlNode(const YamlNode&);
+  YamlNode(YamlNode&&) noexcept;
+  YamlNode& operator=(const YamlNode&);
+  YamlNode& operator=(YamlNode&&) noexcept;
+  ~YamlNode();
+
   enum class Kind { kScalar, kMap, kList };
   Kind kind = Kind::kScalar;
   std::string scalar;

@@ -606,7 +606,11 @@ TEST_F(ManyWorkersTest, StreamsThatAllCloseAreLostAtOnceWithOneStoreWrite) {
   manager_->Tick(now_);
   EXPECT_EQ(store_->worker_writes, writes_before + 1);
   int stored_lost = 0;
-  for (const v1::Worker& w : *store_->ListWorkers()) stored_lost += w.state() == v1::LOST;
+  // Held in a variable: a range-for over *ListWorkers() iterates a vector
+  // the temporary StatusOr takes with it (ASan: stack-use-after-scope).
+  const absl::StatusOr<std::vector<v1::Worker>> stored = store_->ListWorkers();
+  ASSERT_TRUE(stored.ok()) << stored.status();
+  for (const v1::Worker& w : *stored) stored_lost += w.state() == v1::LOST;
   EXPECT_EQ(stored_lost, kWorkers);
 
   // They come back cleanly: READY again, and new runs are placed on them.
