@@ -90,6 +90,9 @@ absl::StatusOr<RunManager::Registration> RunManager::OnRegister(const v1::Regist
   registration.inventory = hello.inventory().SerializeAsString();
   absl::MutexLock lock(&mu_);
   ASSIGN_OR_RETURN(uint64_t session, registry_->Register(registration, now));
+  // Back after a restart: its registry entry is listed from now on (and the
+  // store's row is the one SaveWorkerLocked writes below).
+  known_before_start_.erase(registration.name);
   ASSIGN_OR_RETURN(scheduling::WorkerSnapshot snapshot, registry_->Get(registration.name));
   v1::Worker worker = WorkerProto(snapshot);
   worker.set_display_name(hello.display_name());
@@ -342,6 +345,16 @@ RunManager::WorkerPage RunManager::ListWorkers(size_t start, size_t count) {
   {
     absl::MutexLock lock(&mu_);
     before = known_before_start_;
+  }
+  if (before.empty()) {  // every worker is in the registry: copy only the page
+    scheduling::WorkerRegistry::Page live = registry_->ListPage(start, count);
+    WorkerPage page;
+    page.total = live.total;
+    page.workers.reserve(live.workers.size());
+    for (const scheduling::WorkerSnapshot& snapshot : live.workers) {
+      page.workers.push_back(WorkerProto(snapshot));
+    }
+    return page;
   }
   const std::vector<scheduling::WorkerSnapshot> live = registry_->List();  // by name
   // Both by name, merged; a registered worker's entry wins over its row

@@ -1,5 +1,6 @@
 #include "server/scheduling/worker_registry.h"
 
+#include <iterator>
 #include <utility>
 
 #include "absl/strings/match.h"
@@ -196,6 +197,19 @@ std::vector<WorkerSnapshot> WorkerRegistry::List() const {
     snapshots.push_back(ToSnapshot(entry));
   }
   return snapshots;
+}
+
+WorkerRegistry::Page WorkerRegistry::ListPage(size_t start, size_t count) const {
+  absl::MutexLock lock(&mu_);
+  Page page;
+  page.total = workers_.size();
+  if (start >= workers_.size()) return page;
+  auto it = workers_.begin();
+  std::advance(it, start);
+  for (; it != workers_.end() && page.workers.size() < count; ++it) {
+    page.workers.push_back(ToSnapshot(it->second));
+  }
+  return page;
 }
 
 std::vector<WorkerInfo> WorkerRegistry::SchedulerWorkers() const {

@@ -127,6 +127,14 @@ class WorkerRegistry {
   // Every worker, sorted by name.
   std::vector<WorkerSnapshot> List() const;
 
+  // The workers at positions [start, start + count) of List(), and how many
+  // there are in all: a page without copying the whole fleet.
+  struct Page {
+    std::vector<WorkerSnapshot> workers;
+    size_t total = 0;
+  };
+  Page ListPage(size_t start, size_t count) const;
+
   // ScheduleInput::workers: every worker; schedulable unless LOST or
   // DRAINING.
   std::vector<WorkerInfo> SchedulerWorkers() const;

@@ -60,6 +60,22 @@ TEST_F(WorkerRegistryTest, RegisteredWorkerIsReadyWithWhatItReported) {
   EXPECT_EQ(registry_.Get("nope").status().code(), absl::StatusCode::kNotFound);
 }
 
+TEST_F(WorkerRegistryTest, ListPageIsTheSameSliceOfTheSortedList) {
+  for (const char* id : {"d", "b", "e", "a", "c"}) MustRegister(id);
+  WorkerRegistry::Page middle = registry_.ListPage(1, 3);
+  EXPECT_EQ(middle.total, 5);
+  ASSERT_EQ(middle.workers.size(), 3);
+  EXPECT_EQ(middle.workers[0].name, "workers/b");
+  EXPECT_EQ(middle.workers[2].name, "workers/d");
+  EXPECT_EQ(middle.workers[2].inventory, "inventory-of-d");
+  WorkerRegistry::Page last = registry_.ListPage(4, 3);
+  ASSERT_EQ(last.workers.size(), 1);
+  EXPECT_EQ(last.workers[0].name, "workers/e");
+  WorkerRegistry::Page past = registry_.ListPage(9, 3);
+  EXPECT_THAT(past.workers, IsEmpty());
+  EXPECT_EQ(past.total, 5);
+}
+
 TEST_F(WorkerRegistryTest, RegistrationNamesTheMissingField) {
   WorkerRegistration no_slots = Registration("a");
   no_slots.slots = 0;

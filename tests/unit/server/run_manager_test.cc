@@ -480,6 +480,17 @@ TEST_F(RunManagerTest, WorkerPagesFollowTheFullListingAcrossARestart) {
   EXPECT_EQ(middle.workers[0].state(), v1::READY);  // the registered entry wins
   EXPECT_THAT(names(manager_->ListWorkers(3, 10)), ::testing::ElementsAre("workers/d"));
   EXPECT_TRUE(manager_->ListWorkers(4, 10).workers.empty());
+
+  // Once every worker from before the restart is back, pages come from the
+  // registry alone: the same listing.
+  Register("a", "host-a");
+  Register("c", "host-c");
+  const RunManager::WorkerPage back = manager_->ListWorkers(1, 2);
+  EXPECT_THAT(names(back), ::testing::ElementsAre("workers/b", "workers/c"));
+  EXPECT_EQ(back.total, 4u);
+  EXPECT_EQ(back.workers[1].state(), v1::READY);
+  EXPECT_EQ(back.workers[1].agent_address(), "c:7000");
+  EXPECT_EQ(manager_->ListWorkers(0, 10).workers.size(), 4u);
 }
 
 // --- Admission (DESIGN §5, "Admission and fairness") ------------------------
