@@ -54,6 +54,11 @@ void WatcherLimits::CountTooSlow() {
   ++rejections_.too_slow;
 }
 
+void WatcherLimits::CountThreadsBusy() {
+  absl::MutexLock lock(&mu_);
+  ++rejections_.threads;
+}
+
 int64_t WatcherLimits::open() const {
   absl::MutexLock lock(&mu_);
   return open_;

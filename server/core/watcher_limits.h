@@ -37,6 +37,9 @@ struct WatcherRejections {
   int64_t total = 0;       // --max-watchers reached
   int64_t per_client = 0;  // --max-watchers-per-client reached
   int64_t too_slow = 0;    // ended for falling behind (buffer_events)
+  // SSE watches refused over TLS, where each holds an HTTP request thread,
+  // because the threads kept for other requests would be taken.
+  int64_t threads = 0;
 };
 
 class WatcherLimits;
@@ -66,6 +69,8 @@ class WatcherLimits {
   absl::StatusOr<std::unique_ptr<WatcherSlot>> Acquire(absl::string_view client);
   // A watcher was ended for falling behind.
   void CountTooSlow();
+  // An SSE watch was refused for want of a free HTTP request thread (TLS).
+  void CountThreadsBusy();
 
   const WatcherLimitOptions& options() const { return options_; }
   int64_t open() const;

@@ -108,7 +108,10 @@ struct CoordinatorMetrics::Families {
                                        "rate_limited (--create-rate); watchers for "
                                        "watchers_total (--max-watchers) or watchers_per_client "
                                        "(--max-watchers-per-client); watcher_too_slow counts "
-                                       "watchers ended for falling behind.")
+                                       "watchers ended for falling behind; watchers_threads "
+                                       "SSE watches refused over TLS, where each holds a "
+                                       "request thread, when only the threads kept for other "
+                                       "requests are left.")
                                  .Register(*registry)),
         watchers_open(prometheus::BuildGauge()
                           .Name("collbench_watchers_open")
@@ -143,7 +146,7 @@ CoordinatorMetrics::CoordinatorMetrics(absl::string_view version, MetricsSources
     families_->workers.Add({{"state", Lower(v1::WorkerState_Name(s))}});
   }
   for (const char* reason : {"queue_full", "rate_limited", "watchers_total", "watchers_per_client",
-                             "watcher_too_slow"}) {
+                             "watcher_too_slow", "watchers_threads"}) {
     families_->admission_rejections.Add({{"reason", reason}});
   }
   for (int s = v1::QUEUED; s <= v1::CANCELLED; ++s) {
@@ -241,7 +244,8 @@ std::string CoordinatorMetrics::Scrape() {
         {"rate_limited", now.rate_limited},
         {"watchers_total", watchers.total},
         {"watchers_per_client", watchers.per_client},
-        {"watcher_too_slow", watchers.too_slow}};
+        {"watcher_too_slow", watchers.too_slow},
+        {"watchers_threads", watchers.threads}};
     absl::MutexLock lock(&mu_);
     for (const auto& [reason, total] : by_reason) {
       prometheus::Counter& counter = families_->admission_rejections.Add({{"reason", reason}});

@@ -39,6 +39,7 @@
 #include "absl/time/clock.h"
 #include "api/status_mapping.h"
 #include "common/host_port.h"
+#include "server/core/admission.h"
 #include "server/rest/event_stream.h"
 #include "server/rest/rest_json.h"
 #include "server/rest/routes.h"
@@ -54,6 +55,8 @@ thread_local absl::Time request_start = absl::InfinitePast();
 // Idle keep-alive connections hold a server thread and delay Shutdown()
 // by up to this long.
 constexpr int kKeepAliveTimeoutS = 1;
+// Retry-After of a watch stream refused for want of a request thread (TLS).
+constexpr int64_t kStreamRetryAfterS = 5;
 
 // A body over the limit is read and dropped up to this many times the
 // limit before the connection is given up.
@@ -164,6 +167,10 @@ class HttpServerImpl final : public HttpServer {
   // Gives the request's connection and `reply`'s stream to the writer;
   // false when it cannot (TLS), and nothing changed.
   bool HandOver(const httplib::Request& req, RestReply& reply, httplib::Response& res);
+  // Streams that keep a request thread (TLS) may take StreamThreadLimit()
+  // threads; the others (an eighth, at least 2) stay for other requests.
+  int StreamThreadLimit() const;
+  bool ThreadForStream() const;
   void LogRequest(const httplib::Request& req, const httplib::Response& res);
 
   const HttpServerOptions options_;
@@ -353,7 +360,28 @@ void HttpServerImpl::Serve(const httplib::Request& req, httplib::Response& res, 
   }
   RestReply reply = match.route->handler(context_, request);
   if (reply.stream != nullptr && HandOver(req, reply, res)) return;
+  if (reply.stream != nullptr && !ThreadForStream()) {
+    // Over TLS a stream keeps its request thread: refuse it before the
+    // threads /healthz, /readyz, /metrics and the API need are all taken.
+    if (deps_.watchers != nullptr) deps_.watchers->CountThreadsBusy();
+    return Write(ErrorReply(WithRetryAfter(
+                     absl::ResourceExhaustedError(absl::StrCat(
+                         "watcher limit: over TLS each watch stream holds one of the ",
+                         options_.threads, " HTTP request threads, and ", StreamThreadLimit(),
+                         " are taken (the rest are kept for other requests); retry after ",
+                         kStreamRetryAfterS, " s, or watch over gRPC")),
+                     kStreamRetryAfterS)),
+                 res);
+  }
   Write(std::move(reply), res);
+}
+
+int HttpServerImpl::StreamThreadLimit() const {
+  return std::max(1, options_.threads - std::max(2, options_.threads / 8));
+}
+
+bool HttpServerImpl::ThreadForStream() const {
+  return static_cast<int>(streams_.size()) < StreamThreadLimit();
 }
 
 bool HttpServerImpl::HandOver(const httplib::Request& req, RestReply& reply,

@@ -282,17 +282,20 @@ TEST(CoordinatorMetrics, AdmissionRejectionsFollowTheManagersTotals) {
                               {"rate_limited", 0},
                               {"watchers_total", 0},
                               {"watchers_per_client", 0},
-                              {"watcher_too_slow", 0}}));
+                              {"watcher_too_slow", 0},
+                              {"watchers_threads", 0}}));
   totals.queue_full = 2;
   totals.rate_limited = 5;
   watchers.total = 1;
   watchers.per_client = 3;
   watchers.too_slow = 4;
+  watchers.threads = 6;
   const Counts expected{{"queue_full", 2},
                         {"rate_limited", 5},
                         {"watchers_total", 1},
                         {"watchers_per_client", 3},
-                        {"watcher_too_slow", 4}};
+                        {"watcher_too_slow", 4},
+                        {"watchers_threads", 6}};
   EXPECT_EQ(counts(), expected);
   // A scrape with nothing new counts nothing twice.
   EXPECT_EQ(counts(), expected);

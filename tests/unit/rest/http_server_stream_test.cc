@@ -32,9 +32,11 @@ class Watcher {
     nlohmann::json data;
   };
 
-  Watcher(int port, const std::string& path, const std::string& token)
-      : client_("127.0.0.1", port) {
+  // Over TLS when `tls` (the server's certificate is not checked).
+  Watcher(int port, const std::string& path, const std::string& token, bool tls = false)
+      : client_((tls ? "https://127.0.0.1:" : "http://127.0.0.1:") + std::to_string(port)) {
     client_.set_read_timeout(60, 0);
+    if (tls) client_.enable_server_certificate_verification(false);
     thread_ = std::thread([this, path, token] {
       httplib::Headers headers;
       if (!token.empty()) headers.emplace("Authorization", "Bearer " + token);
@@ -279,6 +281,41 @@ TEST_F(RestStreamTest, OpenStreamsLeaveTheRequestThreadsFree) {
     ASSERT_TRUE(w->WaitDone());
     EXPECT_EQ(w->Events().size(), 7u);  // 3 states, 2 results, 2 progress
   }
+}
+
+// Over TLS a stream keeps its request thread (it cannot be handed to the
+// writer): with 4 threads two streams may be open, a third is refused with
+// 429 and Retry-After, and /healthz is still answered.
+TEST_F(RestStreamTest, OverTlsStreamsLeaveThreadsForOtherRequests) {
+  const std::string dir = ::testing::TempDir() + "/rest_stream_tls";
+  if (!MakeLoopbackCertificate(dir)) GTEST_SKIP() << "no openssl command to make a certificate";
+  WatcherLimits limits(WatcherLimitOptions{});
+  watchers_ = &limits;
+  HttpServerOptions options;
+  options.threads = 4;
+  options.tls_cert = dir + "/cert.pem";
+  options.tls_key = dir + "/key.pem";
+  Start(options);
+  const std::string run = NewRun(1);
+  Watcher first(server_->port(), WatchPath(run), kRead, /*tls=*/true);
+  Watcher second(server_->port(), WatchPath(run), kRead, /*tls=*/true);
+  ASSERT_TRUE(first.WaitForEvents(1));
+  ASSERT_TRUE(second.WaitForEvents(1));
+  Watcher third(server_->port(), WatchPath(run), kRead, /*tls=*/true);
+  ASSERT_TRUE(third.WaitDone());
+  EXPECT_EQ(third.status(), 429);
+  EXPECT_EQ(limits.rejections().threads, 1);
+  httplib::Client tls("https://127.0.0.1:" + std::to_string(server_->port()));
+  tls.enable_server_certificate_verification(false);
+  tls.set_read_timeout(2, 0);
+  httplib::Result health = tls.Get("/healthz");
+  ASSERT_TRUE(health) << "no answer to /healthz with the stream threads taken";
+  EXPECT_EQ(health->status, 200);
+  c_.Running(run, 1);
+  c_.Result(run, 0);
+  c_.Succeeded(run, 1);
+  ASSERT_TRUE(first.WaitDone());
+  EXPECT_EQ(Names(first.Events()).back(), "state");
 }
 
 // A client that stops reading is ended with a final `event: error` once it

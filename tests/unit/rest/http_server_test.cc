@@ -326,11 +326,7 @@ TEST_F(RestHttpTest, EveryRequestIsReportedOnceWithItsRoute) {
 
 TEST_F(RestHttpTest, ServesTlsWhenGivenACertificate) {
   const std::string dir = ::testing::TempDir() + "/rest_tls";
-  const std::string command =
-      "mkdir -p " + dir +
-      " && openssl req -x509 -newkey rsa:2048 -nodes -days 1 -subj /CN=127.0.0.1 -keyout " + dir +
-      "/key.pem -out " + dir + "/cert.pem >/dev/null 2>&1";
-  if (std::system(command.c_str()) != 0) GTEST_SKIP() << "no openssl command to make a certificate";
+  if (!MakeLoopbackCertificate(dir)) GTEST_SKIP() << "no openssl command to make a certificate";
   HttpServerOptions options;
   options.tls_cert = dir + "/cert.pem";
   options.tls_key = dir + "/key.pem";

@@ -7,6 +7,7 @@
 #include <httplib.h>
 
 #include <atomic>
+#include <cstdlib>
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <string>
@@ -20,6 +21,16 @@
 #include "server/rest/http_server.h"
 
 namespace collbench {
+
+// Writes a self-signed certificate for 127.0.0.1 to DIR/cert.pem and its key
+// to DIR/key.pem; false when there is no openssl command.
+inline bool MakeLoopbackCertificate(const std::string& dir) {
+  const std::string command =
+      "mkdir -p " + dir +
+      " && openssl req -x509 -newkey rsa:2048 -nodes -days 1 -subj /CN=127.0.0.1 -keyout " + dir +
+      "/key.pem -out " + dir + "/cert.pem >/dev/null 2>&1";
+  return std::system(command.c_str()) == 0;
+}
 
 class RestHttpTest : public ::testing::Test {
  protected:
