@@ -11,6 +11,7 @@
 #include "absl/strings/str_format.h"
 #include "api/status_mapping.h"
 #include "client/container_format.h"
+#include "client/coordinator_client.h"
 #include "client/format.h"
 #include "client/local.h"
 #include "client/matrix.h"
@@ -22,10 +23,6 @@
 
 namespace collbench {
 namespace {
-
-constexpr int kExitOk = 0;
-constexpr int kExitFailed = 1;
-constexpr int kExitUsage = 2;
 
 constexpr char kUsage[] = R"(usage: collbench [--coordinator HOST:PORT] [--token T]
                  [--tls-ca FILE [--tls-server-name NAME]] COMMAND
@@ -47,64 +44,9 @@ commands:
                                 127.0.0.1 for one command; nothing left running
 )";
 
-std::string RunName(absl::string_view text) {
-  return absl::StartsWith(text, "runs/") ? std::string(text) : absl::StrCat("runs/", text);
-}
-
-class Client {
- public:
-  Client(const std::string& address, const std::string& token, const ChannelSetup& channel)
-      : stub_(v1::Coordinator::NewStub(CreateCoordinatorChannel(address, channel))),
-        token_(token) {}
-
-  template <typename Request, typename Response, typename Method>
-  absl::Status Call(Method method, const Request& request, Response* response) {
-    grpc::ClientContext context;
-    Prepare(&context);
-    return FromGrpcStatus(((*stub_).*method)(&context, request, response));
-  }
-
-  // Streams the run's events to `on_event` until the run ends; returns the
-  // run as it ended.
-  absl::StatusOr<v1::Run> Watch(const std::string& run,
-                                const std::function<void(const v1::RunEvent&)>& on_event) {
-    grpc::ClientContext context;
-    Prepare(&context);
-    v1::WatchRunRequest request;
-    request.set_name(run);
-    auto reader = stub_->WatchRun(&context, request);
-    v1::RunEvent event;
-    while (reader->Read(&event)) on_event(event);
-    absl::Status status = FromGrpcStatus(reader->Finish());
-    if (!status.ok()) return status;
-    v1::GetRunRequest get;
-    get.set_name(run);
-    v1::Run ended;
-    absl::Status got = Call(&v1::Coordinator::Stub::GetRun, get, &ended);
-    if (!got.ok()) return got;
-    return ended;
-  }
-
- private:
-  void Prepare(grpc::ClientContext* context) {
-    if (!token_.empty()) context->AddMetadata("authorization", "Bearer " + token_);
-  }
-  std::unique_ptr<v1::Coordinator::Stub> stub_;
-  std::string token_;
-};
-
-int Report(const absl::Status& status) {
-  if (status.ok()) return kExitOk;
-  absl::FPrintF(stderr, "collbench: %s\n", status.message());
-  return status.code() == absl::StatusCode::kInvalidArgument ||
-                 status.code() == absl::StatusCode::kNotFound
-             ? kExitUsage
-             : kExitFailed;
-}
-
 bool Succeeded(const v1::Run& run) { return run.state() == v1::SUCCEEDED; }
 
-int Workers(Client& client, const std::vector<std::string>& args) {
+int Workers(CoordinatorClient& client, const std::vector<std::string>& args) {
   bool long_format = false;
   FlagParser flags;
   flags.Bool("long", &long_format,
@@ -131,7 +73,7 @@ int Workers(Client& client, const std::vector<std::string>& args) {
   return kExitOk;
 }
 
-int Runs(Client& client, const std::vector<std::string>& args) {
+int Runs(CoordinatorClient& client, const std::vector<std::string>& args) {
   std::string state;
   int limit = 50;
   FlagParser flags;
@@ -150,16 +92,7 @@ int Runs(Client& client, const std::vector<std::string>& args) {
   return kExitOk;
 }
 
-absl::StatusOr<RunWithResults> Fetch(Client& client, const std::string& run) {
-  v1::GetRunResultsRequest request;
-  request.set_name(RunName(run));
-  v1::GetRunResultsResponse response;
-  absl::Status s = client.Call(&v1::Coordinator::Stub::GetRunResults, request, &response);
-  if (!s.ok()) return s;
-  return RunWithResults{response.run(), {response.results().begin(), response.results().end()}};
-}
-
-int Show(Client& client, const std::vector<std::string>& args) {
+int Show(CoordinatorClient& client, const std::vector<std::string>& args) {
   std::string output = "table";
   FlagParser flags;
   flags.String("output", &output, "table, jsonl or csv");
@@ -177,7 +110,7 @@ int Show(Client& client, const std::vector<std::string>& args) {
 // goes to stderr: on a terminal as one line redrawn in place, erased before
 // a result row or state line is printed, so the two never share a line; to a
 // file or pipe as one line per update.
-absl::StatusOr<v1::Run> Follow(Client& client, const std::string& run, bool print_rows) {
+absl::StatusOr<v1::Run> Follow(CoordinatorClient& client, const std::string& run, bool print_rows) {
   const bool terminal = isatty(fileno(stderr)) == 1;
   bool header = false;
   bool progress_shown = false;  // a progress line is drawn on the terminal
@@ -208,14 +141,14 @@ absl::StatusOr<v1::Run> Follow(Client& client, const std::string& run, bool prin
   });
 }
 
-int Watch(Client& client, const std::vector<std::string>& args) {
+int Watch(CoordinatorClient& client, const std::vector<std::string>& args) {
   if (args.size() != 1) return Report(absl::InvalidArgumentError("usage: watch RUN"));
   absl::StatusOr<v1::Run> run = Follow(client, RunName(args[0]), true);
   if (!run.ok()) return Report(run.status());
   return Succeeded(*run) ? kExitOk : kExitFailed;
 }
 
-int Cancel(Client& client, const std::vector<std::string>& args) {
+int Cancel(CoordinatorClient& client, const std::vector<std::string>& args) {
   if (args.size() != 1) return Report(absl::InvalidArgumentError("usage: cancel RUN"));
   v1::CancelRunRequest request;
   request.set_name(RunName(args[0]));
@@ -227,7 +160,7 @@ int Cancel(Client& client, const std::vector<std::string>& args) {
   return kExitOk;
 }
 
-int Compare(Client& client, const std::vector<std::string>& args) {
+int Compare(CoordinatorClient& client, const std::vector<std::string>& args) {
   std::string output = "table";
   FlagParser flags;
   flags.String("output", &output, "table or csv");
@@ -252,7 +185,7 @@ int Compare(Client& client, const std::vector<std::string>& args) {
   return kExitOk;
 }
 
-int Run(Client& client, const std::vector<std::string>& args) {
+int Run(CoordinatorClient& client, const std::vector<std::string>& args) {
   for (const std::string& arg : args) {
     if (arg == "--help" || arg == "-h") {
       std::fputs(RunUsage().c_str(), stdout);
@@ -283,7 +216,7 @@ int Run(Client& client, const std::vector<std::string>& args) {
   return Succeeded(*ended) ? kExitOk : kExitFailed;
 }
 
-int Matrix(Client& client, const std::vector<std::string>& args) {
+int Matrix(CoordinatorClient& client, const std::vector<std::string>& args) {
   absl::StatusOr<MatrixPlan> plan = ParseMatrixFlags(args);
   if (!plan.ok()) return Report(plan.status());
   std::vector<MatrixRun> done;
@@ -385,7 +318,7 @@ int RunCommand(const std::string& coordinator, const std::string& token,
   const std::string& name = command[0];
   const std::vector<std::string> args(command.begin() + 1, command.end());
   if (name == "health") return Health(coordinator, *channel, args);
-  Client client(coordinator, token, *channel);
+  CoordinatorClient client(coordinator, token, *channel);
   if (name == "workers") return Workers(client, args);
   if (name == "runs") return Runs(client, args);
   if (name == "show") return Show(client, args);

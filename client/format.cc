@@ -28,25 +28,6 @@ std::string TimeText(const google::protobuf::Timestamp& t) {
                           absl::UTCTimeZone());
 }
 
-std::string PlacementName(const v1::Placement& p) {
-  switch (p.policy()) {
-    case v1::SPREAD: return "spread";
-    case v1::EXPLICIT: return "explicit";
-    default: return "pack";
-  }
-}
-
-std::string MpiName(v1::MpiImplementation mpi) { return mpi == v1::MPICH ? "mpich" : "openmpi"; }
-
-std::string TransportName(v1::Transport t) {
-  switch (t) {
-    case v1::SHM: return "shm";
-    case v1::TCP: return "tcp";
-    case v1::UCX: return "ucx";
-    default: return "auto";
-  }
-}
-
 std::string OrDash(const std::string& s) { return s.empty() ? "-" : s; }
 
 // The run's synchronization as stored ("barrier", "none"), or "?" for runs

@@ -8,6 +8,7 @@
 
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
+#include "analysis/run_set.h"
 #include "collbench/v1/run.pb.h"
 #include "collbench/v1/worker.pb.h"
 
@@ -42,10 +43,6 @@ std::string ResultHeader();
 // Several runs side by side, matched by (operation, dtype, redop, bytes):
 // avg latency of each and its ratio to the first run, plus the fastest.
 // Each run's line is followed by its placement.
-struct RunWithResults {
-  v1::Run run;
-  std::vector<v1::SizeResult> results;
-};
 // The table starts with SyncMismatchWarning's line when the runs differ in
 // iteration synchronization.
 std::string FormatComparison(const std::vector<RunWithResults>& runs, OutputKind kind);

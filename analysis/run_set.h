@@ -1,0 +1,54 @@
+// What the analysis library (DESIGN §9) takes: runs with their results, as
+// stored, and the few facts every analysis asks of them — what sets one
+// run's configuration apart from another's, and how precisely a size's
+// mean latency is known. No gRPC here: only the collbench.v1 messages.
+#ifndef COLLBENCH_ANALYSIS_RUN_SET_H_
+#define COLLBENCH_ANALYSIS_RUN_SET_H_
+
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "collbench/v1/run.pb.h"
+
+namespace collbench {
+
+struct RunWithResults {
+  v1::Run run;
+  std::vector<v1::SizeResult> results;
+};
+
+// The spec's enums as the command line spells them.
+std::string MpiName(v1::MpiImplementation mpi);          // "openmpi", "mpich"
+std::string TransportName(v1::Transport transport);      // "auto", "shm", "tcp", "ucx"
+std::string PlacementName(const v1::Placement& placement);  // "pack", "spread", "explicit"
+
+// The fields that make a run's configuration, in a fixed order, as
+// (name, value): mpi, backend, transport, placement, ranks, memory, sync,
+// algorithm-related environment (every --env key) and the run's labels
+// other than the suite bookkeeping ones ("suite", "suite-run").
+std::vector<std::pair<std::string, std::string>> ConfigFields(const v1::Run& run);
+
+// One short name per run, made of only the fields that differ between the
+// runs ("mpich/tcp", "openmpi/shm"), so a plot or a table can name its
+// series. Runs alike in every field are told apart by their ids.
+std::vector<std::string> DistinctConfigNames(const std::vector<RunWithResults>& runs);
+
+// An interval that holds the true mean latency of one size with about 95%
+// confidence, from the size's stored histogram: mean ± 1.96 s/√n, with s
+// taken from the bucket midpoints. `known` is false when the result has no
+// histogram (then low = high = avg_s).
+struct Interval {
+  double low_s = 0;
+  double high_s = 0;
+  bool known = false;
+};
+Interval MeanInterval(const v1::SizeResult& result);
+
+// Two intervals that do not overlap: the difference between the two means
+// is significant. Unknown intervals never are.
+bool Separated(const Interval& a, const Interval& b);
+
+}  // namespace collbench
+
+#endif  // COLLBENCH_ANALYSIS_RUN_SET_H_

@@ -1,0 +1,92 @@
+#include "client/coordinator_client.h"
+
+#include <algorithm>
+#include <cstdio>
+
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+
+namespace collbench {
+
+int Report(const absl::Status& status) {
+  if (status.ok()) return kExitOk;
+  absl::FPrintF(stderr, "collbench: %s\n", status.message());
+  return status.code() == absl::StatusCode::kInvalidArgument ||
+                 status.code() == absl::StatusCode::kNotFound
+             ? kExitUsage
+             : kExitFailed;
+}
+
+std::string RunName(absl::string_view text) {
+  return absl::StartsWith(text, "runs/") ? std::string(text) : absl::StrCat("runs/", text);
+}
+
+CoordinatorClient::CoordinatorClient(const std::string& address, const std::string& token,
+                                     const ChannelSetup& channel)
+    : stub_(v1::Coordinator::NewStub(CreateCoordinatorChannel(address, channel))),
+      token_(token) {}
+
+absl::StatusOr<v1::Run> CoordinatorClient::Watch(
+    const std::string& run, const std::function<void(const v1::RunEvent&)>& on_event) {
+  grpc::ClientContext context;
+  Prepare(&context);
+  v1::WatchRunRequest request;
+  request.set_name(run);
+  auto reader = stub_->WatchRun(&context, request);
+  v1::RunEvent event;
+  while (reader->Read(&event)) on_event(event);
+  absl::Status status = FromGrpcStatus(reader->Finish());
+  if (!status.ok()) return status;
+  v1::GetRunRequest get;
+  get.set_name(run);
+  v1::Run ended;
+  absl::Status got = Call(&v1::Coordinator::Stub::GetRun, get, &ended);
+  if (!got.ok()) return got;
+  return ended;
+}
+
+void CoordinatorClient::Prepare(grpc::ClientContext* context) {
+  if (!token_.empty()) context->AddMetadata("authorization", "Bearer " + token_);
+}
+
+absl::StatusOr<RunWithResults> Fetch(CoordinatorClient& client, const std::string& run) {
+  v1::GetRunResultsRequest request;
+  request.set_name(RunName(run));
+  v1::GetRunResultsResponse response;
+  absl::Status s = client.Call(&v1::Coordinator::Stub::GetRunResults, request, &response);
+  if (!s.ok()) return s;
+  return RunWithResults{response.run(), {response.results().begin(), response.results().end()}};
+}
+
+absl::StatusOr<std::vector<RunWithResults>> FetchLabelled(CoordinatorClient& client,
+                                                          const std::string& key,
+                                                          const std::string& value) {
+  std::vector<std::string> names;
+  v1::ListRunsRequest request;
+  request.set_page_size(1000);
+  while (true) {
+    v1::ListRunsResponse response;
+    absl::Status s = client.Call(&v1::Coordinator::Stub::ListRuns, request, &response);
+    if (!s.ok()) return s;
+    for (const v1::Run& run : response.runs()) {
+      auto it = run.spec().labels().find(key);
+      if (it != run.spec().labels().end() && it->second == value) names.push_back(run.name());
+    }
+    if (response.next_page_token().empty()) break;
+    request.set_page_token(response.next_page_token());
+  }
+  if (names.empty()) {
+    return absl::NotFoundError(absl::StrCat("no run carries the label ", key, "=", value));
+  }
+  std::reverse(names.begin(), names.end());  // the list is newest first
+  std::vector<RunWithResults> runs;
+  for (const std::string& name : names) {
+    absl::StatusOr<RunWithResults> run = Fetch(client, name);
+    if (!run.ok()) return run.status();
+    runs.push_back(*std::move(run));
+  }
+  return runs;
+}
+
+}  // namespace collbench

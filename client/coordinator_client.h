@@ -1,0 +1,70 @@
+// The CLI's connection to a coordinator: unary calls and run watches with
+// the bearer token attached, and the few fetches several commands share
+// (a run with its results; every run carrying a label).
+#ifndef COLLBENCH_CLIENT_COORDINATOR_CLIENT_H_
+#define COLLBENCH_CLIENT_COORDINATOR_CLIENT_H_
+
+#include <grpcpp/grpcpp.h>
+
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
+#include "analysis/run_set.h"
+#include "api/status_mapping.h"
+#include "collbench/v1/coordinator.grpc.pb.h"
+#include "common/tls_channel.h"
+
+namespace collbench {
+
+// Exit codes (DESIGN §6): 0 success, 1 the run failed, 2 bad usage or input.
+inline constexpr int kExitOk = 0;
+inline constexpr int kExitFailed = 1;
+inline constexpr int kExitUsage = 2;
+
+// Prints a failed status as one line on stderr and maps it to an exit
+// code: bad input and unknown names are usage errors, the rest failures.
+int Report(const absl::Status& status);
+
+// "runs/ID" from "ID" or "runs/ID".
+std::string RunName(absl::string_view text);
+
+class CoordinatorClient {
+ public:
+  CoordinatorClient(const std::string& address, const std::string& token,
+                    const ChannelSetup& channel);
+
+  template <typename Request, typename Response, typename Method>
+  absl::Status Call(Method method, const Request& request, Response* response) {
+    grpc::ClientContext context;
+    Prepare(&context);
+    return FromGrpcStatus(((*stub_).*method)(&context, request, response));
+  }
+
+  // Streams the run's events to `on_event` until the run ends; returns the
+  // run as it ended.
+  absl::StatusOr<v1::Run> Watch(const std::string& run,
+                                const std::function<void(const v1::RunEvent&)>& on_event);
+
+ private:
+  void Prepare(grpc::ClientContext* context);
+  std::unique_ptr<v1::Coordinator::Stub> stub_;
+  std::string token_;
+};
+
+// A run and its results.
+absl::StatusOr<RunWithResults> Fetch(CoordinatorClient& client, const std::string& run);
+
+// Every stored run whose spec carries the label key=value, with its
+// results, oldest first. NotFound naming the label when there is none.
+absl::StatusOr<std::vector<RunWithResults>> FetchLabelled(CoordinatorClient& client,
+                                                          const std::string& key,
+                                                          const std::string& value);
+
+}  // namespace collbench
+
+#endif  // COLLBENCH_CLIENT_COORDINATOR_CLIENT_H_
