@@ -85,6 +85,10 @@ void AppendScenarioFlags(const v1::RunSpec& spec, std::vector<std::string>* args
   if (spec.bucket_bytes() != 0) {
     AppendFlag(args, "--bucket-bytes", FormatBytes(spec.bucket_bytes()));
   }
+  if (spec.steps() != 0) AppendFlag(args, "--steps", absl::StrCat(spec.steps()));
+  if (spec.has_compute_time()) {
+    AppendFlag(args, "--compute-time", DurationFlag(spec.compute_time()));
+  }
 }
 
 // ---------------------------------------------------------------------------
@@ -132,7 +136,7 @@ GivenArgs ScanGiven(const std::vector<std::string>& args) {
 }
 
 absl::Status RejectUnrepresentable(const EngineOptions& o, const GivenArgs& given) {
-  for (absl::string_view flag : {"--help", "--steps", "--compute-time", "--debug-corrupt-rank",
+  for (absl::string_view flag : {"--help", "--debug-corrupt-rank",
                                  "--debug-slow-rank", "--debug-slow-delay"}) {
     if (given.Has(flag)) {
       return absl::InvalidArgumentError(absl::StrCat(flag, " cannot be part of a run spec"));
@@ -184,6 +188,10 @@ void SetScenarioFromOptions(const EngineOptions& o, const GivenArgs& given, v1::
   spec->set_strategy(o.strategy);
   if (given.Has("--model")) spec->set_model(o.model);
   if (given.Has("--bucket-bytes")) spec->set_bucket_bytes(o.bucket_bytes);
+  if (given.Has("--steps")) spec->set_steps(o.steps);
+  if (o.compute_time_s.has_value()) {
+    *spec->mutable_compute_time() = DurationFromSeconds(*o.compute_time_s);
+  }
 }
 
 }  // namespace

@@ -32,6 +32,7 @@ constexpr const char* kScenarios[] = {"parameter-server", "gradient-replay"};
 constexpr const char* kStrategies[] = {"host", "mpi-staged", "nccl-chief", "mpi-cuda"};
 constexpr BackendEntry kBackends[] = {
     {"mpi", MemorySpace::kHost, "host"},
+    {"host-staged", MemorySpace::kHost, "host"},
     {"mpi-staged", MemorySpace::kDevice, "mpi-staged"},
     {"mpi-cuda", MemorySpace::kDevice, "mpi-cuda"},
     {"nccl", MemorySpace::kDevice, "nccl-chief"},
@@ -314,6 +315,19 @@ absl::Status CheckWindowAndScenario(const Context& c) {
   if (c.scenario != "gradient-replay" && (!s.model().empty() || s.bucket_bytes() != 0)) {
     return FieldError(s.model().empty() ? "spec.bucket_bytes" : "spec.model",
                       "applies to scenario gradient-replay only");
+  }
+  if (c.scenario != "gradient-replay" && (s.steps() != 0 || s.has_compute_time())) {
+    return FieldError(s.steps() != 0 ? "spec.steps" : "spec.compute_time",
+                      "applies to scenario gradient-replay only");
+  }
+  if (s.steps() < 0 || s.steps() > c.limits.max_iters) {
+    return FieldError("spec.steps", s.steps(), " is outside 0..", c.limits.max_iters,
+                      " (0: the time budget decides)");
+  }
+  if (s.has_compute_time()) {
+    absl::StatusOr<double> compute_s = DurationSeconds("spec.compute_time", s.compute_time());
+    if (!compute_s.ok()) return compute_s.status();
+    if (*compute_s < 0) return FieldError("spec.compute_time", "must not be negative");
   }
   if (!s.model().empty()) {
     absl::StatusOr<ModelGradients> model = LoadModel(s.model());

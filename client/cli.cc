@@ -16,6 +16,7 @@
 #include "client/local.h"
 #include "client/matrix.h"
 #include "client/run_flags.h"
+#include "client/suite_command.h"
 #include "collbench/v1/coordinator.grpc.pb.h"
 #include "common/flag_parser.h"
 #include "common/grpc_health.h"
@@ -39,7 +40,10 @@ commands:
   run OPERATION [flags]         create a run (see `collbench run --help`)
   matrix [--operations L] [--placements L] [--transports L] [--mpis L] [run flags]
                                 one run per combination, then fastest vs slowest
-  local [--workers K] [--slots N] COMMAND...
+  suite list | run NAME [--profile ci|paper] | show ID
+                                a seed paper's experiment: its runs, its tables
+                                and whether this run agrees with the paper
+  local [--workers K] [--slots N] [--store FILE] COMMAND...
                                 an embedded coordinator and K local workers on
                                 127.0.0.1 for one command; nothing left running
 )";
@@ -327,6 +331,7 @@ int RunCommand(const std::string& coordinator, const std::string& token,
   if (name == "compare") return Compare(client, args);
   if (name == "run") return Run(client, args);
   if (name == "matrix") return Matrix(client, args);
+  if (name == "suite") return SuiteCommand(client, args);
   absl::FPrintF(stderr, "collbench: unknown command '%s'\n%s", name, kUsage);
   return kExitUsage;
 }

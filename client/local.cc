@@ -34,13 +34,15 @@ class LocalCluster {
  public:
   ~LocalCluster() { Stop(); }
 
-  absl::Status Start(int workers, int slots) {
+  // `store`: a SQLite file that keeps the runs after the command, or "" for
+  // an in-memory store that ends with it.
+  absl::Status Start(int workers, int slots, const std::string& store) {
     char dir[] = "/tmp/collbench-local.XXXXXX";
     if (mkdtemp(dir) == nullptr) return absl::InternalError("cannot create a temporary folder");
     dir_ = dir;
     CoordinatorOptions options;
     options.grpc_listen = "127.0.0.1:0";
-    options.store = ":memory:";
+    options.store = store.empty() ? ":memory:" : store;
     // One user on one machine: no per-caller create rate to share out.
     options.run_manager.create_rate = RateLimit{/*per_second=*/0, /*burst=*/1};
     absl::StatusOr<std::unique_ptr<Coordinator>> coordinator = Coordinator::Start(options);
@@ -138,9 +140,13 @@ class LocalCluster {
 
 int RunLocal(const std::vector<std::string>& args) {
   int workers = 2, slots = 0;
+  std::string store;
   FlagParser flags;
   flags.Int("workers", &workers, "local workers (default 2)");
   flags.Int("slots", &slots, "ranks per worker (default: CPUs)");
+  flags.String("store", &store,
+               "keep the runs in this SQLite file (default: in memory, gone after the command), "
+               "so a later `collbench local --store FILE suite show ID` or `report` finds them");
   const absl::Status parsed = flags.Parse(args, /*stop_at_positional=*/true);
   if (!parsed.ok() || flags.rest().empty() || workers < 1) {
     absl::FPrintF(stderr, "collbench local: %s\n",
@@ -164,7 +170,7 @@ int RunLocal(const std::vector<std::string>& args) {
       _exit(128 + signal);
     }
   }).detach();
-  absl::Status started = cluster.Start(workers, slots);
+  absl::Status started = cluster.Start(workers, slots, store);
   if (!started.ok()) {
     absl::FPrintF(stderr, "collbench local: %s\n", started.message());
     cluster.Stop();

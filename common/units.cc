@@ -2,9 +2,12 @@
 
 #include <cctype>
 #include <cmath>
+#include <iterator>
 #include <limits>
+#include <set>
 
 #include "absl/strings/ascii.h"
+#include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
@@ -60,7 +63,44 @@ absl::StatusOr<uint64_t> ParseBytes(absl::string_view text) {
   return value << shift;
 }
 
+namespace {
+
+// DeepBench's all-reduce sizes (its float counts, in bytes of float32).
+constexpr uint64_t kDeepBenchBytes[] = {400000,   12390400,  16777216, 26214400,
+                                        67108868, 153440000, 258000000};
+
+// NetPIPE's sizes: every power of two from `min` to `max`, each with its
+// neighbours 3 bytes below and above (where they lie in [min, max]).
+absl::StatusOr<std::vector<uint64_t>> NetpipeSizes(absl::string_view range) {
+  std::vector<absl::string_view> ends = absl::StrSplit(range, ':');
+  if (ends.size() != 2) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("'netpipe:", range, "' is not netpipe:MIN:MAX"));
+  }
+  absl::StatusOr<uint64_t> min = ParseBytes(ends[0]);
+  if (!min.ok()) return min.status();
+  absl::StatusOr<uint64_t> max = ParseBytes(ends[1]);
+  if (!max.ok()) return max.status();
+  if (*min < 1 || *max < *min) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("'netpipe:", range, "': MIN must be at least 1 and at most MAX"));
+  }
+  std::set<uint64_t> sizes;
+  for (uint64_t p = 1; p <= *max && p != 0; p <<= 1) {
+    for (uint64_t v : {p > 3 ? p - 3 : 0, p, p + 3}) {
+      if (v >= *min && v <= *max) sizes.insert(v);
+    }
+  }
+  return std::vector<uint64_t>(sizes.begin(), sizes.end());
+}
+
+}  // namespace
+
 absl::StatusOr<std::vector<uint64_t>> ParseByteList(absl::string_view text) {
+  if (text == "deepbench") {
+    return std::vector<uint64_t>(std::begin(kDeepBenchBytes), std::end(kDeepBenchBytes));
+  }
+  if (absl::StartsWith(text, "netpipe:")) return NetpipeSizes(text.substr(8));
   std::vector<uint64_t> out;
   for (absl::string_view part : absl::StrSplit(text, ',')) {
     auto bytes = ParseBytes(part);

@@ -17,7 +17,10 @@ namespace collbench {
 // case, optionally followed by "B" or "iB"): "8", "64K", "1MiB", "2g".
 absl::StatusOr<uint64_t> ParseBytes(absl::string_view text);
 
-// A comma-separated list of ParseBytes values: "8,1K,64K".
+// A comma-separated list of ParseBytes values: "8,1K,64K"; or a preset:
+// "deepbench" (DeepBench's seven all-reduce sizes, as float32 bytes) or
+// "netpipe:MIN:MAX" (NetPIPE's perturbed sizes: each power of two in
+// [MIN, MAX] with its neighbours 3 bytes below and above).
 absl::StatusOr<std::vector<uint64_t>> ParseByteList(absl::string_view text);
 
 // The shortest exact form: 65536 -> "64K", 1000 -> "1000".

@@ -355,7 +355,9 @@ Sizes (per-rank message, K/M/G/T = powers of 1024):
   -b, --min-bytes SIZE      smallest size (default 8)
   -e, --max-bytes SIZE      largest size (default 16M)
   -f, --factor F            multiply by F between sizes (default 2)
-      --sizes LIST          explicit list instead, e.g. 8,1K,64K,1M
+      --sizes LIST          explicit list instead, e.g. 8,1K,64K,1M; or a
+                            preset: deepbench (DeepBench's all-reduce sizes),
+                            netpipe:MIN:MAX (powers of two and +-3 B)
 Iterations:
   -n, --iters N             timed iterations per size (default: 1000 up to 8K,
                             100 up to 1M, 20 above)

@@ -199,6 +199,22 @@ std::vector<BadSpec> BadSpecs() {
        "spec.strategy"},
       {"ModelOnACollective", [](S s, L) { s->set_model("resnet50"); }, "spec.model"},
       {"BucketOnACollective", [](S s, L) { s->set_bucket_bytes(kMiB); }, "spec.bucket_bytes"},
+      {"StepsOnACollective", [](S s, L) { s->set_steps(5); }, "spec.steps"},
+      {"ComputeTimeOnACollective",
+       [](S s, L) { s->mutable_compute_time()->set_seconds(1); },
+       "spec.compute_time"},
+      {"NegativeSteps",
+       [](S s, L) {
+         s->set_operation("gradient-replay");
+         s->set_steps(-1);
+       },
+       "spec.steps"},
+      {"NegativeComputeTime",
+       [](S s, L) {
+         s->set_operation("gradient-replay");
+         s->mutable_compute_time()->set_seconds(-1);
+       },
+       "spec.compute_time"},
       {"UnknownModel",
        [](S s, L) {
          s->set_operation("gradient-replay");

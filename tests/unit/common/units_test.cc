@@ -103,6 +103,21 @@ TEST(ParseByteListTest, ParsesEachElementInOrder) {
             (std::vector<uint64_t>{kKiB, 8, kKiB}));
 }
 
+TEST(ParseByteListTest, PresetsGiveTheirSizes) {
+  EXPECT_EQ(ParseByteList("deepbench").value(),
+            (std::vector<uint64_t>{400000, 12390400, 16777216, 26214400, 67108868, 153440000,
+                                   258000000}));
+  // Powers of two with their neighbours 3 B away, inside [MIN, MAX].
+  EXPECT_EQ(ParseByteList("netpipe:1:16").value(),
+            (std::vector<uint64_t>{1, 2, 4, 5, 7, 8, 11, 13, 16}));
+  EXPECT_EQ(ParseByteList("netpipe:1K:1K").value(), (std::vector<uint64_t>{kKiB}));
+  EXPECT_NE(ParseByteList("netpipe:1K").status().message().find("is not netpipe:MIN:MAX"),
+            std::string::npos);
+  EXPECT_NE(ParseByteList("netpipe:2K:1K").status().message().find(
+                "MIN must be at least 1 and at most MAX"),
+            std::string::npos);
+}
+
 TEST(ParseByteListTest, RejectsAListWithABadElementNamingIt) {
   auto list = ParseByteList("8,1X,64K");
   ASSERT_FALSE(list.ok());

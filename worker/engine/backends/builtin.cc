@@ -28,6 +28,10 @@ void RegisterBuiltinBackends(BackendRegistry* registry) {
       [](const BackendContext& c) -> absl::StatusOr<std::unique_ptr<Backend>> {
         return NewMpiBackend(Mpi(c).handle());
       });
+  registry->Register({"host-staged", MemorySpace::kHost, true,
+                      "host buffers copied through staging buffers around MPI calls (the "
+                      "cudaMemcpy stand-in without a GPU)"},
+                     [](const BackendContext& c) { return NewHostStagedBackend(Mpi(c).handle()); });
 #ifdef COLLBENCH_WITH_CUDA
   registry->Register({"mpi-staged", MemorySpace::kDevice, true,
                       "device buffers copied to host around MPI calls"},

@@ -9,6 +9,8 @@
 #include <memory>
 #include <string>
 
+#include "absl/status/statusor.h"
+
 #include "worker/engine/backends/backend.h"
 
 namespace collbench {
@@ -17,6 +19,12 @@ namespace collbench {
 // mpi-cuda reuse the implementation for device pointers.
 std::unique_ptr<Backend> NewMpiBackend(MPI_Comm comm, std::string name = "mpi",
                                        MemorySpace space = MemorySpace::kHost);
+
+// host-staged: every call copies its inputs into staging buffers, runs the
+// `mpi` backend on those and copies the results back (memcpy standing in for
+// cudaMemcpy), as mpi-staged does around a GPU. Built in every build
+// (backends/mpi_staged_backend.cc).
+absl::StatusOr<std::unique_ptr<Backend>> NewHostStagedBackend(MPI_Comm comm);
 
 }  // namespace collbench
 

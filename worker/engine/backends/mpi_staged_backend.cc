@@ -3,6 +3,11 @@
 // `mpi` backend on those, and queues the copies of the results back to the
 // device. The copies are part of what is measured.
 //
+// host-staged is the same path on a machine without a GPU: the run's host
+// buffers stand in for device memory and memcpy for cudaMemcpy, so the
+// staging copies a GPU application pays are measured on any host (the
+// seeds' "MPI + cudaMemcpy" method, SEEDS.md suite A).
+//
 // Ordering: all copies go to the device runtime's single stream. Each call
 // synchronizes that stream before MPI touches the staging buffers, which
 // also retires the previous call's host -> device copies out of them, so
@@ -11,6 +16,8 @@
 
 #include <algorithm>
 #include <cstddef>
+#include <cstdlib>
+#include <cstring>
 #include <memory>
 #include <utility>
 #include <vector>
@@ -57,9 +64,15 @@ class PinnedStage {
 
 class MpiStagedBackend final : public Backend {
  public:
-  MpiStagedBackend(std::unique_ptr<Backend> host, DeviceRuntime* device, int nranks,
-                   int rank)
-      : host_(std::move(host)),
+  // `owned`, when given, is the runtime `device` points to (host-staged's
+  // stand-in), kept alive until the stages are freed.
+  MpiStagedBackend(std::string name, MemorySpace space, std::unique_ptr<Backend> host,
+                   DeviceRuntime* device, int nranks, int rank,
+                   std::unique_ptr<DeviceRuntime> owned = nullptr)
+      : owned_(std::move(owned)),
+        name_(std::move(name)),
+        space_(space),
+        host_(std::move(host)),
         device_(device),
         nranks_(nranks),
         rank_(rank),
@@ -68,8 +81,8 @@ class MpiStagedBackend final : public Backend {
   // Copies still queued out of the stages must land before they are freed.
   ~MpiStagedBackend() override { (void)device_->Synchronize(); }
 
-  std::string name() const override { return "mpi-staged"; }
-  MemorySpace buffer_space() const override { return MemorySpace::kDevice; }
+  std::string name() const override { return name_; }
+  MemorySpace buffer_space() const override { return space_; }
   absl::Status Supports(DataType dtype) const override {
     return host_->Supports(dtype);
   }
@@ -106,6 +119,9 @@ class MpiStagedBackend final : public Backend {
     return device_->CopyAsync(recv, staged, elems * ElementSize(dtype));
   }
 
+  std::unique_ptr<DeviceRuntime> owned_;  // first: destroyed after the stages
+  const std::string name_;
+  const MemorySpace space_;
   std::unique_ptr<Backend> host_;
   DeviceRuntime* device_;
   const int nranks_;
@@ -219,7 +235,49 @@ absl::Status MpiStagedBackend::Exchange(absl::Span<const PeerTransfer> transfers
   return absl::OkStatus();
 }
 
+// Host memory standing in for a device: "device" copies are memcpy, done
+// when they are queued, and staging buffers are plain aligned allocations.
+class HostStandInRuntime final : public DeviceRuntime {
+ public:
+  bool built_with_cuda() const override { return false; }
+  absl::Status Init(int) override { return absl::OkStatus(); }
+  absl::StatusOr<void*> AllocateDevice(size_t bytes) override { return AllocatePinned(bytes); }
+  absl::StatusOr<void*> AllocatePinned(size_t bytes) override {
+    constexpr size_t kAlign = 64;
+    void* p = std::aligned_alloc(kAlign, std::max(kAlign, (bytes + kAlign - 1) / kAlign * kAlign));
+    if (p == nullptr) return absl::ResourceExhaustedError("host-staged: out of memory");
+    return p;
+  }
+  void FreeDevice(void* ptr) override { std::free(ptr); }
+  void FreePinned(void* ptr) override { std::free(ptr); }
+  absl::Status CopyAsync(void* dst, const void* src, size_t bytes) override {
+    return Copy(dst, src, bytes);
+  }
+  absl::Status Copy(void* dst, const void* src, size_t bytes) override {
+    std::memcpy(dst, src, bytes);
+    return absl::OkStatus();
+  }
+  absl::Status Synchronize() override { return absl::OkStatus(); }
+  void* stream() const override { return nullptr; }
+  absl::StatusOr<std::pair<size_t, size_t>> MemoryInfo() override {
+    return absl::UnimplementedError("host-staged has no device");
+  }
+  std::string Describe() override { return "host memory standing in for a device"; }
+};
+
 }  // namespace
+
+absl::StatusOr<std::unique_ptr<Backend>> NewHostStagedBackend(MPI_Comm comm) {
+  int nranks = 0;
+  int rank = 0;
+  MPI_RETURN_IF_ERROR(MPI_Comm_size(comm, &nranks));
+  MPI_RETURN_IF_ERROR(MPI_Comm_rank(comm, &rank));
+  auto runtime = std::make_unique<HostStandInRuntime>();
+  DeviceRuntime* device = runtime.get();
+  return std::unique_ptr<Backend>(std::make_unique<MpiStagedBackend>(
+      "host-staged", MemorySpace::kHost, NewMpiBackend(comm), device, nranks, rank,
+      std::move(runtime)));
+}
 
 absl::StatusOr<std::unique_ptr<Backend>> NewMpiStagedBackend(MPI_Comm comm,
                                                              DeviceRuntime* device) {
@@ -232,7 +290,7 @@ absl::StatusOr<std::unique_ptr<Backend>> NewMpiStagedBackend(MPI_Comm comm,
   MPI_RETURN_IF_ERROR(MPI_Comm_size(comm, &nranks));
   MPI_RETURN_IF_ERROR(MPI_Comm_rank(comm, &rank));
   return std::unique_ptr<Backend>(std::make_unique<MpiStagedBackend>(
-      NewMpiBackend(comm), device, nranks, rank));
+      "mpi-staged", MemorySpace::kDevice, NewMpiBackend(comm), device, nranks, rank));
 }
 
 }  // namespace collbench
