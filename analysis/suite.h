@@ -150,8 +150,8 @@ struct SuiteOutcome {
 // A number read off a run for a table: "avg_us", "avg_ms", "p50_us", "p99_us",
 // "algbw_MBps",
 // "busbw_GBps", "throughput_MBps" (bytes over the mean latency, as NetPIPE
-// shows a ping-pong), "scenario:KEY" (the scenario's value; a KEY ending in
-// _s is shown in ms). False when the result lacks it.
+// shows a ping-pong), "scenario:KEY" (the scenario's value; seconds — a KEY
+// ending in _s or holding _s_per_ — are shown in ms). False when the result lacks it.
 bool MeasureValue(const std::string& measure, const v1::SizeResult& result, double* value);
 
 // The suite's tables for the cells of `cells` that ran. Every row of a

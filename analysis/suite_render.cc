@@ -298,6 +298,12 @@ std::vector<std::string> PivotValues(const SuitePart& part, const std::string& a
   return values;
 }
 
+// A scenario value in seconds: its key ends in "_s" ("step_s") or names
+// seconds per something ("comm_s_per_step").
+bool SecondsKey(const std::string& key) {
+  return absl::EndsWith(key, "_s") || absl::StrContains(key, "_s_per_");
+}
+
 }  // namespace
 
 bool MeasureValue(const std::string& measure, const v1::SizeResult& r, double* value) {
@@ -312,7 +318,7 @@ bool MeasureValue(const std::string& measure, const v1::SizeResult& r, double* v
     const std::string key = measure.substr(9);
     auto it = r.scenario().find(key);
     if (it == r.scenario().end()) return false;
-    *value = absl::EndsWith(key, "_s") ? it->second * 1e3 : it->second;
+    *value = SecondsKey(key) ? it->second * 1e3 : it->second;
   } else {
     return false;
   }
