@@ -264,7 +264,12 @@ absl::Status CheckMemory(const Context& c) {
   }
   if (c.op == nullptr) return absl::OkStatus();  // scenarios place their own buffers
   const bool device = memory == "device";
-  if (c.op->traits().op_class == OpClass::kCopy) {
+  if (c.op->traits().op_class == OpClass::kCopy && !c.op->traits().needs_device) {
+    if (device) {
+      return FieldError("spec.memory", c.op->name(), " copies between two host buffers: ",
+                        "use a host kind (e.g. default or interleave)");
+    }
+  } else if (c.op->traits().op_class == OpClass::kCopy) {
     if (device) {
       return FieldError("spec.memory", "for ", c.op->name(),
                         " it names the host side "

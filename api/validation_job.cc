@@ -275,7 +275,7 @@ absl::Status CheckBufferMemory(const Context& c) {
                       " ranks on one worker, workers have ", FormatBytesHuman(*host));
   }
   const bool on_device =
-      c.backend->space == MemorySpace::kDevice || c.op->traits().op_class == OpClass::kCopy;
+      c.backend->space == MemorySpace::kDevice || c.op->traits().needs_device;
   const std::optional<uint64_t>& gpu = c.limits.min_gpu_memory_bytes;
   if (on_device && gpu.has_value() && per_rank > *gpu) {
     return FieldError(path, "the largest size (", FormatBytes(largest), ") needs ",

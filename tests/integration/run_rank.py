@@ -18,7 +18,9 @@ import sys
 
 REDUCING = {"allreduce", "reduce", "reduce_scatter"}
 POINT_TO_POINT = {"latency", "bw", "bibw"}
+COPIES = {"h2d", "d2h", "d2d", "h2h"}  # their own loop, every dtype
 MPI_DTYPES = 5  # int8 int32 int64 float32 float64
+ALL_DTYPES = 7  # and float16 bfloat16, which copies and NCCL carry
 REDOPS = 4
 
 
@@ -31,6 +33,8 @@ def launcher_command(flavor, launcher, nranks):
 def expected_sizes(operation, sizes, all_combinations):
     if not all_combinations:
         return len(sizes)
+    if operation in COPIES:
+        return ALL_DTYPES * len(sizes)
     combos = MPI_DTYPES * (REDOPS if operation in REDUCING else 1)
     return combos * len(sizes)
 
@@ -38,7 +42,7 @@ def expected_sizes(operation, sizes, all_combinations):
 def expected_sync(operation, extra):
     if "--sync" in extra:
         return extra[extra.index("--sync") + 1]
-    return "none" if operation in POINT_TO_POINT else "barrier"
+    return "none" if operation in POINT_TO_POINT | COPIES else "barrier"
 
 
 def check_ranks(args, records, sizes):

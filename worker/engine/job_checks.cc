@@ -16,7 +16,13 @@ bool IsDeviceKind(const std::string& kind) { return kind == "device"; }
 absl::StatusOr<MemoryPlan> PlanMemory(const EngineOptions& o, const Operation& op,
                                       const BackendInfo& backend) {
   MemoryPlan plan;
-  if (op.traits().op_class == OpClass::kCopy) {
+  if (op.traits().op_class == OpClass::kCopy && !op.traits().needs_device) {
+    if (IsDeviceKind(o.memory)) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("--memory device: ", op.name(), " copies between two host buffers"));
+    }
+    plan.host_kind = o.memory.empty() ? "default" : o.memory;
+  } else if (op.traits().op_class == OpClass::kCopy) {
     if (!o.memory.empty() && IsDeviceKind(o.memory)) {
       return absl::InvalidArgumentError(absl::StrCat(
           "--memory for ", op.name(), " names the host side (e.g. pinned or default); "

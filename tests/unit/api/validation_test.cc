@@ -178,6 +178,12 @@ std::vector<BadSpec> BadSpecs() {
          s->set_memory("device");
        },
        "spec.memory"},
+      {"DeviceMemoryForAHostCopy",
+       [](S s, L) {
+         s->set_operation("h2h");
+         s->set_memory("device");
+       },
+       "spec.memory"},
       {"InexactInt8SumCheck",
        [](S s, L l) {
          l->max_total_slots = 256;
@@ -443,6 +449,11 @@ TEST(ValidSpecTest, DeviceBackendsAndMemoryKinds) {
   copy.set_operation("h2d");
   copy.set_memory("pinned");
   ExpectValid(copy);
+
+  v1::RunSpec host_copy = Allreduce(1);
+  host_copy.set_operation("h2h");
+  host_copy.set_memory("interleave");
+  ExpectValid(host_copy);
 
   v1::RunSpec numa = Allreduce();
   numa.set_memory("numa:0");

@@ -1,5 +1,6 @@
 #include "worker/engine/collectives/copy.h"
 
+#include <cstring>
 #include <memory>
 #include <optional>
 #include <string>
@@ -21,7 +22,7 @@ class Copy final : public Operation {
 
   std::string name() const override { return name_; }
   OpTraits traits() const override {
-    return {.op_class = OpClass::kCopy, .needs_device = true};
+    return {.op_class = OpClass::kCopy, .needs_device = OnDevice()};
   }
   OpBuffers Buffers(const OpContext& ctx) const override {
     return {.send_count = ctx.count,
@@ -46,15 +47,22 @@ class Copy final : public Operation {
   // completion.
   absl::Status Run(Backend&, DeviceRuntime* device, const OpContext& ctx, void* send,
                    void* recv) const override {
+    const size_t bytes = ctx.count * ElementSize(ctx.dtype);
+    if (!OnDevice()) {
+      std::memcpy(recv, send, bytes);
+      return absl::OkStatus();
+    }
     if (device == nullptr) {
       return absl::FailedPreconditionError(
           absl::StrCat(name_, " needs a CUDA device, and none is in use"));
     }
-    RETURN_IF_ERROR(device->CopyAsync(recv, send, ctx.count * ElementSize(ctx.dtype)));
+    RETURN_IF_ERROR(device->CopyAsync(recv, send, bytes));
     return device->Synchronize();
   }
 
  private:
+  bool OnDevice() const { return from_ == MemorySpace::kDevice || to_ == MemorySpace::kDevice; }
+
   const std::string name_;
   const MemorySpace from_;
   const MemorySpace to_;
@@ -68,6 +76,7 @@ void RegisterCopyOperations(OperationRegistry* registry) {
   registry->Register(std::make_unique<Copy>("h2d", kHost, kDevice));
   registry->Register(std::make_unique<Copy>("d2h", kDevice, kHost));
   registry->Register(std::make_unique<Copy>("d2d", kDevice, kDevice));
+  registry->Register(std::make_unique<Copy>("h2h", kHost, kHost));
 }
 
 }  // namespace collbench

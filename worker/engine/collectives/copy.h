@@ -1,11 +1,13 @@
-// Host/device copy bandwidth (DESIGN §2, Operations; GPU builds): h2d, d2h
-// and d2d. Each rank copies `count` elements between its own two buffers
+// Copy bandwidth (DESIGN §2, Operations): h2d, d2h and d2d on GPU builds,
+// and h2h (memcpy between two host buffers) everywhere. Each rank copies `count` elements between its own two buffers
 // with DeviceRuntime::CopyAsync; no backend and no other rank is involved,
 // so every rank measures its own PCIe / NVLink / HBM path at the same time.
 //
 //   h2d  send in host memory (the --memory kind), recv on the device
 //   d2h  send on the device, recv in host memory
 //   d2d  both on the device
+//   h2h  both in host memory (the --memory kind), copied with memcpy: the
+//        host memory-bandwidth probe (SEEDS.md suite D)
 //
 // AlgBytes = count * element size and BusFactor = 1. The receive buffer
 // must reproduce the send buffer exactly.
@@ -16,8 +18,8 @@
 
 namespace collbench {
 
-// Registers h2d, d2h and d2d. They are registered in every build; without
-// a CUDA device their Run() fails (FailedPrecondition with no runtime, or
+// Registers h2d, d2h, d2d and h2h. They are registered in every build;
+// without a CUDA device the first three fail in Run() (FailedPrecondition with no runtime, or
 // the runtime's own Unimplemented / FailedPrecondition).
 void RegisterCopyOperations(OperationRegistry* registry);
 

@@ -101,7 +101,7 @@ class OperationRegistry {
 };
 
 // bcast, gather, allreduce, allgather, reduce, reduce_scatter, alltoall,
-// latency, bw, bibw, h2d, d2h, d2d.
+// latency, bw, bibw, h2d, d2h, d2d, h2h.
 void RegisterBuiltinOperations(OperationRegistry* registry);
 
 }  // namespace collbench
