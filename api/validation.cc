@@ -33,6 +33,7 @@ constexpr const char* kStrategies[] = {"host", "mpi-staged", "nccl-chief", "mpi-
 constexpr BackendEntry kBackends[] = {
     {"mpi", MemorySpace::kHost, "host"},
     {"host-staged", MemorySpace::kHost, "host"},
+    {"mpi-object", MemorySpace::kHost, "host"},
     {"mpi-staged", MemorySpace::kDevice, "mpi-staged"},
     {"mpi-cuda", MemorySpace::kDevice, "mpi-cuda"},
     {"nccl", MemorySpace::kDevice, "nccl-chief"},
@@ -119,6 +120,10 @@ absl::Status CheckBackendAndMpi(const Context& c) {
   }
   if (!v1::MpiImplementation_IsValid(c.spec.mpi())) {
     return FieldError("spec.mpi", "unknown MpiImplementation value ", c.spec.mpi());
+  }
+  if (c.backend->name == absl::string_view("mpi-object") && c.spec.operation() == "reduce_scatter") {
+    return FieldError("spec.backend", "mpi-object has no reduce_scatter (the object path has no "
+                      "such call)");
   }
   return absl::OkStatus();
 }

@@ -209,6 +209,7 @@ bool FindBinary(const InventoryOptions& options, const std::string& name) {
 void AddSoftware(const InventoryOptions& options, v1::Inventory* inventory) {
   inventory->add_backends("mpi");
   inventory->add_backends("host-staged");
+  inventory->add_backends("mpi-object");
 #ifdef COLLBENCH_WITH_CUDA
   if (inventory->gpus_size() > 0) {
     for (const char* backend : {"mpi-staged", "mpi-cuda", "nccl"}) {

@@ -63,6 +63,10 @@ absl::StatusOr<MemoryPlan> CheckJob(const EngineOptions& o, const Operation& op,
         op.name(), " runs between pairs of ranks and needs an even number of ranks, got ",
         nranks));
   }
+  if (backend.name == "mpi-object" && op.name() == "reduce_scatter") {
+    return absl::InvalidArgumentError(
+        "--backend mpi-object has no reduce_scatter (the object path has no such call)");
+  }
   if (IsNcclOnly(o.dtype) && backend.name != "nccl" && traits.op_class != OpClass::kCopy) {
     return absl::InvalidArgumentError(absl::StrCat(
         "--dtype ", DataTypeName(o.dtype), " needs --backend nccl (MPI has no 16-bit float type)"));

@@ -365,8 +365,9 @@ Iterations:
       --time-budget T       adaptive: spend up to T per size (e.g. 0.5s), stop
                             early once the p50 is known to within 1%%
 Data:
-      --backend B           mpi | host-staged | mpi-staged | mpi-cuda | nccl
-                            (default mpi; host-staged: memcpy staging, no GPU)
+      --backend B           mpi | host-staged | mpi-object | mpi-staged |
+                            mpi-cuda | nccl (default mpi; host-staged: memcpy
+                            staging, no GPU; mpi-object: serialized messages)
       --memory KIND         default regular interleave hbw hbw_preferred
                             dax_kmem numa:N pinned device
   -d, --dtype T             int8 int32 int64 float32 float64; float16 bfloat16

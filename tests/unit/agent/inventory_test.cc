@@ -71,8 +71,9 @@ TEST_F(InventoryTest, DescribesThisMachine) {
   EXPECT_THAT(inventory->memory_kinds(), Contains("default"));
   EXPECT_FALSE(inventory->kernel().empty());
   EXPECT_FALSE(inventory->collbench_version().empty());
+  // The host backends run everywhere; the device ones only beside a GPU.
   if (inventory->gpus().empty()) {
-    EXPECT_THAT(inventory->backends(), ElementsAre("mpi"));
+    EXPECT_THAT(inventory->backends(), ElementsAre("mpi", "host-staged", "mpi-object"));
     EXPECT_THAT(inventory->memory_kinds(), ::testing::Not(Contains("device")));
   } else {
     EXPECT_THAT(inventory->backends(), Contains("nccl"));

@@ -178,6 +178,12 @@ std::vector<BadSpec> BadSpecs() {
          s->set_memory("device");
        },
        "spec.memory"},
+      {"ReduceScatterOnTheObjectPath",
+       [](S s, L) {
+         s->set_operation("reduce_scatter");
+         s->set_backend("mpi-object");
+       },
+       "spec.backend"},
       {"DeviceMemoryForAHostCopy",
        [](S s, L) {
          s->set_operation("h2h");

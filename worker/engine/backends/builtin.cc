@@ -32,6 +32,12 @@ void RegisterBuiltinBackends(BackendRegistry* registry) {
                       "host buffers copied through staging buffers around MPI calls (the "
                       "cudaMemcpy stand-in without a GPU)"},
                      [](const BackendContext& c) { return NewHostStagedBackend(Mpi(c).handle()); });
+  registry->Register({"mpi-object", MemorySpace::kHost, true,
+                      "every message serialized, sent as bytes and deserialized; reductions "
+                      "after deserialization (the object path of mpi4py's lower-case calls)"},
+                     [](const BackendContext& c) -> absl::StatusOr<std::unique_ptr<Backend>> {
+                       return NewMpiObjectBackend(Mpi(c).handle());
+                     });
 #ifdef COLLBENCH_WITH_CUDA
   registry->Register({"mpi-staged", MemorySpace::kDevice, true,
                       "device buffers copied to host around MPI calls"},

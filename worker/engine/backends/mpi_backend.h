@@ -26,6 +26,11 @@ std::unique_ptr<Backend> NewMpiBackend(MPI_Comm comm, std::string name = "mpi",
 // (backends/mpi_staged_backend.cc).
 absl::StatusOr<std::unique_ptr<Backend>> NewHostStagedBackend(MPI_Comm comm);
 
+// mpi-object: the serialized-object message path (serialize, send the
+// bytes, deserialize; reductions after deserialization), as mpi4py's
+// lower-case methods move objects (backends/mpi_object_backend.cc).
+std::unique_ptr<Backend> NewMpiObjectBackend(MPI_Comm comm);
+
 }  // namespace collbench
 
 #endif  // COLLBENCH_WORKER_ENGINE_BACKENDS_MPI_BACKEND_H_
