@@ -1,6 +1,7 @@
 #include "worker/agent/launcher.h"
 
 #include <deque>
+#include <optional>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
@@ -20,6 +21,9 @@ struct Launcher::RunState {
   std::string cancel_reason;            // set by Cancel()
   int sizes_total = 0;
   bool started = false;  // RUNNING reported
+  std::optional<EndRecord> end;  // the engine's end record, once written
+  absl::Time end_at;             // when it arrived
+  bool finalize_killed = false;  // ended for hanging after its end record
 };
 
 namespace {
@@ -144,7 +148,27 @@ void Launcher::HandleLine(RunState& state, const std::string& line) {
     sink_->Send(message);
   } else if (const auto* error = std::get_if<ErrorRecord>(&*record)) {
     state.engine_error = error->message;
+  } else if (const auto* end = std::get_if<EndRecord>(&*record)) {
+    state.end = *end;
+    state.end_at = absl::Now();
   }
+}
+
+void Launcher::EndIfStuckInFinalize(RunState& state) {
+  if (!state.end.has_value() || state.finalize_killed ||
+      absl::Now() - state.end_at < options_.finalize_grace) {
+    return;
+  }
+  state.finalize_killed = true;
+  v1::WorkerMessage message;
+  message.mutable_log()->set_run(state.assignment.run());
+  message.mutable_log()->mutable_line()->set_stream("stderr");
+  message.mutable_log()->mutable_line()->set_text(absl::StrCat(
+      "collbench-worker: the engine wrote its end record ",
+      absl::FormatDuration(options_.finalize_grace),
+      " ago and the MPI launcher has not exited (stuck in MPI_Finalize); ending its processes"));
+  sink_->Send(message);
+  state.process->Kill(options_.kill_grace);
 }
 
 void Launcher::Drive(std::shared_ptr<RunState> state) {
@@ -158,6 +182,7 @@ void Launcher::Drive(std::shared_ptr<RunState> state) {
       s.engine_error = std::string(event.status().message());
       break;
     }
+    EndIfStuckInFinalize(s);
     if (event->kind == ProcessEvent::Kind::kStdout) {
       for (const std::string& line : TakeLines(s.stdout_buffer, event->data)) HandleLine(s, line);
     } else if (event->kind == ProcessEvent::Kind::kStderr) {
@@ -182,8 +207,11 @@ void Launcher::Drive(std::shared_ptr<RunState> state) {
   }
   if (!cancel_reason.empty()) {
     Report(s, v1::CANCELLED, cancel_reason);
-  } else if (exit_code == 0) {
+  } else if (exit_code == 0 || (s.finalize_killed && s.end->status == "ok")) {
     Report(s, v1::SUCCEEDED, "");
+  } else if (s.finalize_killed) {
+    Report(s, v1::FAILED, absl::StrCat("the engine ended with status ", s.end->status,
+                                       s.engine_error.empty() ? "" : ": ", s.engine_error));
   } else {
     std::string why = !s.engine_error.empty() ? s.engine_error
                       : !s.last_stderr.empty() ? absl::StrJoin(s.last_stderr, " | ")

@@ -4,6 +4,12 @@
 // acknowledged) and the launcher's output lines. Cancel() kills the whole
 // process tree; the MPI launcher's daemons on peers end with it.
 //
+// A job whose engine has written its "end" record but whose MPI launcher
+// has not exited `finalize_grace` later is stuck in MPI_Finalize (MPICH 4.0
+// over UCX's TCP transport does that in about half of 4-rank runs, in a
+// plain MPI program too): the launcher ends its processes and the run
+// counts as the end record says, with a log line saying what happened.
+//
 // Thread safety: all methods may be called from any thread. Each run has a
 // thread of its own that owns its process.
 #ifndef COLLBENCH_WORKER_AGENT_LAUNCHER_H_
@@ -40,6 +46,8 @@ struct LauncherOptions {
   std::string self_worker;  // "workers/{id}"
   std::string work_dir;     // for per-run files (the MPICH launch script)
   absl::Duration kill_grace = absl::Seconds(3);
+  // From the engine's end record to the launcher's exit, at most.
+  absl::Duration finalize_grace = absl::Seconds(20);
 };
 
 class Launcher {
@@ -59,6 +67,7 @@ class Launcher {
   void Drive(std::shared_ptr<RunState> state);
   void Report(RunState& state, v1::RunState run_state, const std::string& error);
   void HandleLine(RunState& state, const std::string& line);
+  void EndIfStuckInFinalize(RunState& state);
 
   ProcessRunner* const runner_;
   ResultSpool* const spool_;
