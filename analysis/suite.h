@@ -36,6 +36,9 @@ struct SuiteAxisValue {
   std::vector<std::string> flags;  // appended to the cell's `run` flags
   std::string operation;           // sets the cell's operation when given
   SuiteNeeds needs;
+  // The profiles this value is part of (empty: every profile): a value
+  // too big for the ci profile's machine is left out there.
+  std::vector<std::string> profiles;
 };
 
 struct SuiteAxis {

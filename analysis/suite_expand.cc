@@ -96,8 +96,19 @@ absl::StatusOr<std::vector<SuiteCell>> ExpandSuite(const Suite& suite, const std
       cell.part = part.name;
       cell.operation = part.operation;
       std::vector<std::string> raw = part.flags;
+      bool in_profile = true;
       for (size_t a = 0; a < part.axes.size(); ++a) {
         const SuiteAxisValue& v = part.axes[a].values[index[a]];
+        for (const std::string& p : v.profiles) {
+          if (suite.profiles.count(p) == 0) {
+            return absl::InvalidArgumentError(absl::StrCat(
+                "suite ", suite.name, ": axis ", part.axes[a].name, " value ", v.value,
+                " names profile '", p, "', which the suite does not have"));
+          }
+        }
+        if (!v.profiles.empty()) {
+          in_profile &= std::find(v.profiles.begin(), v.profiles.end(), profile) != v.profiles.end();
+        }
         cell.key.emplace_back(part.axes[a].name, v.value);
         if (!v.operation.empty()) cell.operation = v.operation;
         raw.insert(raw.end(), v.flags.begin(), v.flags.end());
@@ -112,7 +123,7 @@ absl::StatusOr<std::vector<SuiteCell>> ExpandSuite(const Suite& suite, const std
         if (!text.ok()) return text.status();
         cell.flags.push_back(*text);
       }
-      if (!Excluded(part, cell)) cells.push_back(cell);
+      if (in_profile && !Excluded(part, cell)) cells.push_back(cell);
     } while (Advance(part.axes, &index));
   }
   return cells;

@@ -160,6 +160,7 @@ absl::Status ReadAxis(const Reader& r, SuiteAxis* axis) {
     RETURN_IF_ERROR(item.String("value", &v.value, true));
     RETURN_IF_ERROR(item.Strings("flags", &v.flags));
     RETURN_IF_ERROR(item.String("operation", &v.operation));
+    RETURN_IF_ERROR(item.Strings("profiles", &v.profiles));
     RETURN_IF_ERROR(ReadNeeds(item, &v.needs));
     axis->values.push_back(v);
     return absl::OkStatus();

@@ -72,6 +72,27 @@ TEST(SuiteExpandTest, AnUnsetVariableIsNamed) {
   EXPECT_THAT(cells.status().message(), HasSubstr("profile 'ci' does not set ${size}"));
 }
 
+// A value with `profiles` is expanded only in those; a profile it names
+// that the suite lacks is an error.
+TEST(SuiteExpandTest, AValueLimitedToProfilesIsLeftOutElsewhere) {
+  std::string text = kSmall;
+  const std::string single = R"({"value": "single", "flags": ["--placement", "spread"]})";
+  text.replace(text.find(single), single.size(),
+               R"({"value": "single", "flags": ["--placement", "spread"], "profiles": ["paper"]})");
+  absl::StatusOr<Suite> suite = ParseSuite(text);
+  ASSERT_TRUE(suite.ok()) << suite.status();
+  absl::StatusOr<std::vector<SuiteCell>> ci = ExpandSuite(*suite, "ci");
+  absl::StatusOr<std::vector<SuiteCell>> paper = ExpandSuite(*suite, "paper");
+  ASSERT_TRUE(ci.ok() && paper.ok());
+  EXPECT_EQ(ci->size(), 3u);
+  EXPECT_EQ(paper->size(), 5u);
+  for (const SuiteCell& c : *ci) EXPECT_NE(c.Value("place"), "single");
+
+  text.replace(text.find(R"(["paper"])"), 9, R"(["papr"])");
+  EXPECT_THAT(ExpandSuite(*ParseSuite(text), "ci").status().message(),
+              HasSubstr("value single names profile 'papr', which the suite does not have"));
+}
+
 TEST(SuiteParseTest, MistakesAreNamedWithTheirPlace) {
   std::string text = kSmall;
   text.replace(text.find("\"kind\": \"best\""), 14, "\"kind\": \"bset\"");
