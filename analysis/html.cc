@@ -1,0 +1,163 @@
+#include "analysis/html.h"
+
+#include <algorithm>
+#include <cstdlib>
+
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/strip.h"
+
+namespace collbench {
+namespace {
+
+// One style sheet for every page; system fonts only (nothing fetched).
+constexpr char kStyle[] = R"css(
+:root { color-scheme: light; }
+body { font: 14px/1.45 system-ui, -apple-system, "Segoe UI", Roboto, "DejaVu Sans", sans-serif;
+       margin: 18px 28px; color: #1d2330; background: #fff; }
+h1 { font-size: 21px; margin: 4px 0 10px; }
+h2 { font-size: 17px; margin: 26px 0 8px; border-bottom: 1px solid #d5dae3; padding-bottom: 3px; }
+h3 { font-size: 14px; margin: 16px 0 6px; }
+nav { font-size: 13px; margin-bottom: 6px; }
+nav a { margin-right: 14px; }
+a { color: #1f5fbf; }
+p.meta, p.note { color: #4a5366; margin: 4px 0; }
+.plots { display: flex; flex-wrap: wrap; gap: 14px; }
+svg.plot { background: #fff; border: 1px solid #d5dae3; border-radius: 4px; }
+svg.plot text { font: 11px system-ui, "DejaVu Sans", sans-serif; fill: #2b3240; }
+svg.plot .title { font-size: 13px; font-weight: 600; }
+svg.plot .axis-label { font-size: 12px; }
+svg.plot .grid { stroke: #e6e9ef; stroke-width: 1; }
+svg.plot .frame { fill: none; stroke: #8a93a6; stroke-width: 1; }
+svg.plot .empty { fill: #8a93a6; font-size: 13px; }
+table.data { border-collapse: collapse; margin: 4px 0 8px; font-size: 13px; }
+table.data th, table.data td { border: 1px solid #d5dae3; padding: 3px 8px; text-align: left;
+                                white-space: nowrap; }
+table.data th { background: #f1f3f7; font-weight: 600; }
+table.data td.num { text-align: right; font-variant-numeric: tabular-nums; }
+table.data tr.agree td { background: #e7f6ea; }
+table.data tr.disagree td { background: #fde8e6; }
+table.data tr.straggler td { background: #fff1d6; }
+table.data td.faster { color: #11702f; font-weight: 600; }
+table.data td.slower { color: #b3261e; font-weight: 600; }
+ul.notes { margin: 2px 0 10px; padding-left: 20px; color: #4a5366; font-size: 13px; }
+ul.notes li.missing { color: #8a4b00; }
+.badge { display: inline-block; padding: 1px 7px; border-radius: 9px; font-size: 12px;
+         background: #e6e9ef; }
+.badge.running { background: #d9e8ff; color: #123f80; }
+.badge.succeeded { background: #e7f6ea; color: #11702f; }
+.badge.failed, .badge.cancelled { background: #fde8e6; color: #b3261e; }
+details { margin: 6px 0; }
+summary { cursor: pointer; font-weight: 600; }
+form.login input[type=password] { width: 320px; padding: 4px; }
+)css";
+
+bool LooksNumeric(const std::string& cell) {
+  if (cell.empty()) return false;
+  absl::string_view v(cell);
+  for (absl::string_view unit :
+       {"x", "%", " ns", " µs", " ms", " s", " B", " KiB", " MiB", " GiB", " TiB", " B/s",
+        " kB/s", " MB/s", " GB/s", " TB/s"}) {
+    if (absl::ConsumeSuffix(&v, unit)) break;
+  }
+  std::string s(v);
+  char* end = nullptr;
+  std::strtod(s.c_str(), &end);
+  return end != s.c_str() && *end == '\0';
+}
+
+std::string Cell(absl::string_view tag, const std::string& text) {
+  const bool num = tag == "td" && LooksNumeric(text);
+  return absl::StrCat("<", tag, num ? " class=\"num\"" : "", ">", HtmlEscape(text), "</", tag,
+                      ">");
+}
+
+// "agree", "disagree" or "" for an "agrees" cell ("yes (…)", "no (…); yes (…)").
+std::string VerdictClass(const std::string& cell) {
+  if (absl::StrContains(cell, "no (") || absl::StartsWith(cell, "no")) return "disagree";
+  if (absl::StartsWith(cell, "yes")) return "agree";
+  return "";
+}
+
+bool NotesMissing(const std::string& note) {
+  return absl::StartsWith(note, "skipped") || absl::StartsWith(note, "failed") ||
+         absl::StartsWith(note, "not run");
+}
+
+}  // namespace
+
+std::string HtmlEscape(absl::string_view text) {
+  std::string out;
+  out.reserve(text.size());
+  for (char c : text) {
+    switch (c) {
+      case '&': out += "&amp;"; break;
+      case '<': out += "&lt;"; break;
+      case '>': out += "&gt;"; break;
+      case '"': out += "&quot;"; break;
+      case '\'': out += "&#39;"; break;
+      default: out += c;
+    }
+  }
+  return out;
+}
+
+std::string HtmlRows(const std::vector<std::vector<std::string>>& rows,
+                     const std::vector<std::string>& row_classes) {
+  if (rows.empty()) return "";
+  std::string out = "<table class=\"data\"><thead><tr>";
+  for (const std::string& h : rows[0]) out += Cell("th", h);
+  out += "</tr></thead><tbody>";
+  for (size_t i = 1; i < rows.size(); ++i) {
+    const std::string cls = i - 1 < row_classes.size() ? row_classes[i - 1] : "";
+    out += cls.empty() ? "<tr>" : absl::StrCat("<tr class=\"", HtmlEscape(cls), "\">");
+    for (const std::string& c : rows[i]) out += Cell("td", c);
+    out += "</tr>";
+  }
+  return out + "</tbody></table>\n";
+}
+
+std::string HtmlTable(const Table& table) {
+  std::string out = absl::StrCat("<h3>", HtmlEscape(table.id), table.id.empty() ? "" : " ",
+                                 HtmlEscape(table.title), "</h3>\n");
+  const auto agrees = std::find(table.columns.begin(), table.columns.end(), "agrees");
+  std::vector<std::vector<std::string>> rows = {table.columns};
+  std::vector<std::string> classes;
+  for (const auto& row : table.rows) {
+    rows.push_back(row);
+    const size_t col = agrees - table.columns.begin();
+    classes.push_back(agrees != table.columns.end() && col < row.size() ? VerdictClass(row[col])
+                                                                        : "");
+  }
+  if (table.rows.empty()) {
+    absl::StrAppend(&out, "<p class=\"note\">no rows: none of its cells ran</p>\n");
+  } else {
+    out += HtmlRows(rows, classes);
+  }
+  if (!table.notes.empty()) {
+    out += "<ul class=\"notes\">";
+    for (const std::string& note : table.notes) {
+      absl::StrAppend(&out, NotesMissing(note) ? "<li class=\"missing\">" : "<li>",
+                      HtmlEscape(note), "</li>");
+    }
+    out += "</ul>\n";
+  }
+  return out;
+}
+
+std::string RenderHtmlPage(const HtmlPage& page) {
+  std::string out = absl::StrCat(
+      "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
+      "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">"
+      "<title>",
+      HtmlEscape(page.title), "</title><style>", kStyle, "</style></head>\n<body>\n");
+  if (!page.nav_html.empty()) absl::StrAppend(&out, "<nav>", page.nav_html, "</nav>\n");
+  absl::StrAppend(&out, "<h1>", HtmlEscape(page.title), "</h1>\n", page.body_html);
+  if (!page.script.empty()) {
+    absl::StrAppend(&out, "<script nonce=\"", HtmlEscape(page.script_nonce), "\">", page.script,
+                    "</script>\n");
+  }
+  return out + "</body></html>\n";
+}
+
+}  // namespace collbench

@@ -1,0 +1,245 @@
+#include "analysis/svg_plot.h"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "analysis/html.h"
+
+namespace collbench {
+namespace {
+
+// Geometry in SVG pixels.
+constexpr double kWidth = 560;
+constexpr double kPlotHeight = 300;  // above the legend
+constexpr double kLeft = 74, kRight = 18, kTop = 30, kBottom = 46;
+constexpr double kLegendRow = 18;
+constexpr double kCharWidth = 6.4;  // an 11 px system font, roughly
+constexpr size_t kMaxLegendChars = 44;
+
+constexpr const char* kPalette[] = {"#0072b2", "#d55e00", "#009e73", "#cc79a7",
+                                    "#e69f00", "#56b4e9", "#1d2330", "#8c564b"};
+constexpr int kPaletteSize = sizeof(kPalette) / sizeof(kPalette[0]);
+
+std::string Num(double v) { return absl::StrFormat("%.1f", v); }
+
+// "%.3g" without a trailing ".0".
+std::string Short(double v) { return absl::StrFormat("%.3g", v); }
+
+struct Scale {
+  double lo = 0, hi = 1;  // data range shown (log10 or log2 already applied when log)
+  bool log = false;
+  double base = 10;
+  std::vector<double> ticks;  // in data units
+
+  double Map(double v) const {
+    const double t = log ? std::log(v) / std::log(base) : v;
+    return hi > lo ? (t - lo) / (hi - lo) : 0.5;
+  }
+};
+
+bool Drawable(double v, bool log) { return std::isfinite(v) && (!log || v > 0); }
+
+// Log axis over [min, max]: bytes on powers of two, the rest on decades
+// (with 2 and 5 between when the range is narrow).
+Scale MakeLogScale(double min, double max, AxisUnit unit) {
+  Scale s;
+  s.log = true;
+  s.base = unit == AxisUnit::kBytes ? 2 : 10;
+  const double lmin = std::log(min) / std::log(s.base), lmax = std::log(max) / std::log(s.base);
+  s.lo = std::floor(lmin + 1e-9);
+  s.hi = std::ceil(lmax - 1e-9);
+  if (s.hi <= s.lo) s.hi = s.lo + 1;
+  const int span = static_cast<int>(s.hi - s.lo);
+  if (unit == AxisUnit::kBytes) {
+    // Ticks on multiples of the step, so 1 KiB and 1 MiB are marked when
+    // in range; at most nine.
+    int step = 10;
+    for (int candidate : {1, 2, 5}) {
+      if (span / candidate + 1 <= 9) {
+        step = candidate;
+        break;
+      }
+    }
+    for (int e = static_cast<int>(s.lo); e <= s.hi; ++e) {
+      if (e % step == 0) s.ticks.push_back(std::pow(2.0, e));
+    }
+    return s;
+  }
+  const int step = std::max(1, (span + 6) / 7);
+  for (int e = static_cast<int>(s.lo); e <= s.hi; e += step) {
+    s.ticks.push_back(std::pow(10.0, e));
+    if (span <= 2 && e < s.hi) {
+      s.ticks.push_back(2 * std::pow(10.0, e));
+      s.ticks.push_back(5 * std::pow(10.0, e));
+    }
+  }
+  return s;
+}
+
+Scale MakeScale(const PlotAxis& axis, double min, double max) {
+  if (axis.unit != AxisUnit::kFraction && axis.log) return MakeLogScale(min, max, axis.unit);
+  Scale s;
+  s.lo = axis.unit == AxisUnit::kFraction ? 0 : std::min(0.0, min);
+  s.hi = axis.unit == AxisUnit::kFraction ? 1 : (max > s.lo ? max * 1.05 : s.lo + 1);
+  for (int i = 0; i <= 4; ++i) s.ticks.push_back(s.lo + (s.hi - s.lo) * i / 4);
+  return s;
+}
+
+std::string Text(double x, double y, const std::string& text, const std::string& extra = "") {
+  return absl::StrCat("<text x=\"", Num(x), "\" y=\"", Num(y), "\"", extra, ">", HtmlEscape(text),
+                      "</text>");
+}
+
+std::string Truncate(const std::string& name) {
+  if (name.size() <= kMaxLegendChars) return name;
+  return name.substr(0, kMaxLegendChars - 1) + "…";
+}
+
+// `v` in the largest of `names` (each `step` times the one before) that
+// keeps it at least 1: "64 KiB".
+std::string Scaled(double v, double step, const std::vector<const char*>& names) {
+  size_t i = 0;
+  while (v >= step && i + 1 < names.size()) v /= step, ++i;
+  return absl::StrCat(Short(v), " ", names[i]);
+}
+
+// Legend rows under the plot: (x, row) for each series.
+std::vector<std::pair<double, int>> LegendLayout(const std::vector<PlotSeries>& series) {
+  std::vector<std::pair<double, int>> at;
+  double x = kLeft;
+  int row = 0;
+  for (const PlotSeries& s : series) {
+    const double width = 30 + kCharWidth * Truncate(s.name).size() + 16;
+    if (x > kLeft && x + width > kWidth - kRight) {
+      x = kLeft;
+      ++row;
+    }
+    at.emplace_back(x, row);
+    x += width;
+  }
+  return at;
+}
+
+}  // namespace
+
+std::string SeriesColor(int index) { return kPalette[index % kPaletteSize]; }
+
+std::string FormatUnitValue(double v, AxisUnit unit) {
+  switch (unit) {
+    case AxisUnit::kBytes:
+      return Scaled(v, 1024, {"B", "KiB", "MiB", "GiB", "TiB"});
+    case AxisUnit::kSeconds:
+      if (v == 0) return "0";
+      if (v < 1e-6) return absl::StrCat(Short(v * 1e9), " ns");
+      if (v < 1e-3) return absl::StrCat(Short(v * 1e6), " µs");
+      if (v < 1) return absl::StrCat(Short(v * 1e3), " ms");
+      return absl::StrCat(Short(v), " s");
+    case AxisUnit::kBytesPerSecond:
+      return Scaled(v, 1000, {"B/s", "kB/s", "MB/s", "GB/s", "TB/s"});
+    case AxisUnit::kFraction:
+      return Short(v);
+  }
+  return Short(v);
+}
+
+std::string RenderSvgPlot(const Plot& plot) {
+  const bool x_log = plot.x.log && plot.x.unit != AxisUnit::kFraction;
+  const bool y_log = plot.y.log && plot.y.unit != AxisUnit::kFraction;
+  double x_min = std::numeric_limits<double>::infinity(), x_max = -x_min;
+  double y_min = x_min, y_max = -x_min;
+  for (const PlotSeries& s : plot.series) {
+    for (const PlotPoint& p : s.points) {
+      if (!Drawable(p.x, x_log) || !Drawable(p.y, y_log)) continue;
+      x_min = std::min(x_min, p.x), x_max = std::max(x_max, p.x);
+      y_min = std::min(y_min, p.y), y_max = std::max(y_max, p.y);
+    }
+  }
+  const bool empty = !(x_min <= x_max);
+  if (empty) x_min = 1, x_max = 2, y_min = 1, y_max = 2;
+  const Scale xs = MakeScale(plot.x, x_min, x_max);
+  const Scale ys = MakeScale(plot.y, y_min, y_max);
+
+  const std::vector<std::pair<double, int>> legend = LegendLayout(plot.series);
+  const int legend_rows = legend.empty() ? 0 : legend.back().second + 1;
+  const double height = kPlotHeight + legend_rows * kLegendRow + 6;
+  const double pw = kWidth - kLeft - kRight, ph = kPlotHeight - kTop - kBottom;
+  auto px = [&](double v) { return kLeft + xs.Map(v) * pw; };
+  auto py = [&](double v) { return kTop + (1 - ys.Map(v)) * ph; };
+
+  std::string out = absl::StrCat(
+      "<svg class=\"plot\" width=\"", Num(kWidth),
+      "\" height=\"", Num(height), "\" viewBox=\"0 0 ", Num(kWidth), " ", Num(height),
+      "\" role=\"img\" aria-label=\"", HtmlEscape(plot.title), "\">");
+  absl::StrAppend(&out, Text(kLeft, 18, plot.title, " class=\"title\""));
+  for (double t : xs.ticks) {
+    const double x = px(t);
+    absl::StrAppend(&out, "<line class=\"grid\" x1=\"", Num(x), "\" y1=\"", Num(kTop), "\" x2=\"",
+                    Num(x), "\" y2=\"", Num(kTop + ph), "\"/>",
+                    Text(x, kTop + ph + 15, FormatUnitValue(t, plot.x.unit),
+                         " text-anchor=\"middle\""));
+  }
+  for (double t : ys.ticks) {
+    const double y = py(t);
+    absl::StrAppend(&out, "<line class=\"grid\" x1=\"", Num(kLeft), "\" y1=\"", Num(y), "\" x2=\"",
+                    Num(kLeft + pw), "\" y2=\"", Num(y), "\"/>",
+                    Text(kLeft - 6, y + 4, FormatUnitValue(t, plot.y.unit),
+                         " text-anchor=\"end\""));
+  }
+  absl::StrAppend(&out, "<rect class=\"frame\" x=\"", Num(kLeft), "\" y=\"", Num(kTop),
+                  "\" width=\"", Num(pw), "\" height=\"", Num(ph), "\"/>");
+  absl::StrAppend(&out, Text(kLeft + pw / 2, kTop + ph + 34, plot.x.label,
+                             " class=\"axis-label\" text-anchor=\"middle\""));
+  absl::StrAppend(&out, Text(14, kTop + ph / 2, plot.y.label,
+                             absl::StrCat(" class=\"axis-label\" text-anchor=\"middle\" "
+                                          "transform=\"rotate(-90 14 ",
+                                          Num(kTop + ph / 2), ")\"")));
+  if (empty) {
+    absl::StrAppend(&out, Text(kLeft + pw / 2, kTop + ph / 2, "no results yet",
+                               " class=\"empty\" text-anchor=\"middle\""));
+  }
+  for (size_t i = 0; i < plot.series.size(); ++i) {
+    const PlotSeries& s = plot.series[i];
+    const std::string color = SeriesColor(static_cast<int>(i));
+    const std::string dash = static_cast<int>(i) >= kPaletteSize ? " stroke-dasharray=\"6 3\"" : "";
+    std::string path, marks;
+    for (const PlotPoint& p : s.points) {
+      if (!Drawable(p.x, x_log) || !Drawable(p.y, y_log)) continue;
+      const double x = px(p.x), y = py(p.y);
+      if (path.empty()) {
+        absl::StrAppend(&path, "M", Num(x), " ", Num(y));
+      } else if (plot.steps) {
+        absl::StrAppend(&path, " H", Num(x), " V", Num(y));
+      } else {
+        absl::StrAppend(&path, " L", Num(x), " ", Num(y));
+      }
+      if (plot.markers) {
+        absl::StrAppend(&marks, "<circle class=\"point\" cx=\"", Num(x), "\" cy=\"", Num(y),
+                        "\" r=\"3\" fill=\"", color, "\"><title>", HtmlEscape(s.name), ": ",
+                        HtmlEscape(p.tip), "</title></circle>");
+      }
+    }
+    absl::StrAppend(&out, "<g class=\"series\" data-series=\"", HtmlEscape(s.name), "\">");
+    if (!path.empty()) {
+      absl::StrAppend(&out, "<path d=\"", path, "\" fill=\"none\" stroke=\"", color,
+                      "\" stroke-width=\"2\"", dash, "/>");
+    }
+    absl::StrAppend(&out, marks, "</g>");
+  }
+  for (size_t i = 0; i < legend.size(); ++i) {
+    const double x = legend[i].first, y = kPlotHeight + legend[i].second * kLegendRow;
+    const std::string color = SeriesColor(static_cast<int>(i));
+    absl::StrAppend(&out, "<g class=\"legend-item\"><line x1=\"", Num(x), "\" y1=\"", Num(y - 4),
+                    "\" x2=\"", Num(x + 22), "\" y2=\"", Num(y - 4), "\" stroke=\"", color,
+                    "\" stroke-width=\"2.5\"", static_cast<int>(i) >= kPaletteSize ? " stroke-dasharray=\"6 3\"" : "",
+                    "/><circle cx=\"", Num(x + 11), "\" cy=\"", Num(y - 4), "\" r=\"3\" fill=\"",
+                    color, "\"/>",
+                    Text(x + 28, y, Truncate(plot.series[i].name)), "<title>",
+                    HtmlEscape(plot.series[i].name), "</title></g>");
+  }
+  return out + "</svg>\n";
+}
+
+}  // namespace collbench
