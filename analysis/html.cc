@@ -32,9 +32,9 @@ svg.plot .frame { fill: none; stroke: #8a93a6; stroke-width: 1; }
 svg.plot .empty { fill: #8a93a6; font-size: 13px; }
 table.data { border-collapse: collapse; margin: 4px 0 8px; font-size: 13px; }
 table.data th, table.data td { border: 1px solid #d5dae3; padding: 3px 8px; text-align: left;
-                                white-space: nowrap; }
-table.data th { background: #f1f3f7; font-weight: 600; }
-table.data td.num { text-align: right; font-variant-numeric: tabular-nums; }
+                                vertical-align: top; max-width: 460px; }
+table.data th { background: #f1f3f7; font-weight: 600; white-space: nowrap; }
+table.data td.num { text-align: right; font-variant-numeric: tabular-nums; white-space: nowrap; }
 table.data tr.agree td { background: #e7f6ea; }
 table.data tr.disagree td { background: #fde8e6; }
 table.data tr.straggler td { background: #fff1d6; }

@@ -15,6 +15,12 @@ namespace {
 
 namespace ri = report_internal;
 
+int Occurrences(const std::string& text, const std::string& what) {
+  int n = 0;
+  for (size_t at = text.find(what); at != std::string::npos; at = text.find(what, at + 1)) ++n;
+  return n;
+}
+
 std::string StateBadge(v1::RunState state) {
   const std::string name = absl::AsciiStrToLower(v1::RunState_Name(state));
   return absl::StrCat("<span class=\"badge ", name, "\" data-state=\"", name, "\">", name,
@@ -27,7 +33,7 @@ std::vector<std::string> SeriesNames(const std::vector<RunWithResults>& runs) {
   if (runs.size() == 1) {
     const v1::RunSpec& s = runs[0].run.spec();
     return {absl::StrCat(s.operation(), " ", MpiName(s.mpi()), "/", TransportName(s.transport()),
-                         " ", s.ranks(), " ranks")};
+                         " ", s.ranks(), s.ranks() == 1 ? " rank" : " ranks")};
   }
   std::vector<std::string> names = DistinctConfigNames(runs);
   std::set<std::string> operations;
@@ -117,13 +123,15 @@ std::string SuiteReportBody(const std::string& suite_run, const SuiteView& view,
                        table.columns.begin();
     for (const auto& row : table.rows) {
       if (col >= row.size()) continue;
-      agree += absl::StrContains(row[col], "yes") ? 1 : 0;
-      disagree += absl::StrContains(row[col], "no (") ? 1 : 0;
+      agree += Occurrences(row[col], "yes (");
+      disagree += Occurrences(row[col], "no (");
     }
   }
   absl::StrAppend(&out, "<h2>Tables</h2>\n<p class=\"meta\">Paper checks: ", agree,
-                  " rows agree, ", disagree,
-                  " disagree (green: agrees with the paper, red: does not).</p>\n", tables);
+                  " agree, ", disagree,
+                  " disagree (rows in green agree with the paper, rows in red disagree in at "
+                  "least one check).</p>\n",
+                  tables);
   // The runs' curves, one plot pair per operation, each series a cell.
   std::map<std::string, std::vector<RunWithResults>> by_operation;
   for (const RunWithResults& r : runs) by_operation[r.run.spec().operation()].push_back(r);

@@ -12,9 +12,9 @@ namespace collbench {
 namespace {
 
 // Geometry in SVG pixels.
-constexpr double kWidth = 560;
+constexpr double kWidth = 540;
 constexpr double kPlotHeight = 300;  // above the legend
-constexpr double kLeft = 74, kRight = 18, kTop = 30, kBottom = 46;
+constexpr double kLeft = 74, kRight = 30, kTop = 30, kBottom = 46;
 constexpr double kLegendRow = 18;
 constexpr double kCharWidth = 6.4;  // an 11 px system font, roughly
 constexpr size_t kMaxLegendChars = 44;
@@ -51,7 +51,10 @@ Scale MakeLogScale(double min, double max, AxisUnit unit) {
   const double lmin = std::log(min) / std::log(s.base), lmax = std::log(max) / std::log(s.base);
   s.lo = std::floor(lmin + 1e-9);
   s.hi = std::ceil(lmax - 1e-9);
-  if (s.hi <= s.lo) s.hi = s.lo + 1;
+  if (s.hi <= s.lo) {  // one value: put it in the middle
+    s.lo -= 1;
+    s.hi += 1;
+  }
   const int span = static_cast<int>(s.hi - s.lo);
   if (unit == AxisUnit::kBytes) {
     // Ticks on multiples of the step, so 1 KiB and 1 MiB are marked when

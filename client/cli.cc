@@ -15,6 +15,7 @@
 #include "client/format.h"
 #include "client/local.h"
 #include "client/matrix.h"
+#include "client/report_command.h"
 #include "client/run_flags.h"
 #include "client/suite_command.h"
 #include "collbench/v1/coordinator.grpc.pb.h"
@@ -43,6 +44,9 @@ commands:
   suite list | run NAME [--profile ci|paper] | show ID
                                 a seed paper's experiment: its runs, its tables
                                 and whether this run agrees with the paper
+  report RUN... | --suite ID -o FILE.html
+                                a self-contained HTML report: plots, ratios,
+                                per-rank view, environment differences
   local [--workers K] [--slots N] [--store FILE] COMMAND...
                                 an embedded coordinator and K local workers on
                                 127.0.0.1 for one command; nothing left running
@@ -332,6 +336,7 @@ int RunCommand(const std::string& coordinator, const std::string& token,
   if (name == "run") return Run(client, args);
   if (name == "matrix") return Matrix(client, args);
   if (name == "suite") return SuiteCommand(client, args);
+  if (name == "report") return ReportCommand(client, args);
   absl::FPrintF(stderr, "collbench: unknown command '%s'\n%s", name, kUsage);
   return kExitUsage;
 }

@@ -12,6 +12,7 @@
 #include <string>
 
 #include "absl/time/time.h"
+#include "server/auth/authorizer.h"
 #include "server/core/run_manager.h"
 #include "server/core/watch_hub.h"
 #include "server/core/watcher_limits.h"
@@ -49,6 +50,8 @@ struct RestContext {
   std::function<bool()> ready;                   // may be empty: always ready
   absl::Duration keepalive = absl::Seconds(15);  // event stream comments
   WatcherLimits* watchers = nullptr;             // may be null: no watcher limits
+  const Authorizer* authorizer = nullptr;        // may be null: no tokens (the /ui/ login)
+  bool tls = false;                              // served over TLS (the login cookie's Secure)
 };
 
 using RestHandler = RestReply (*)(const RestContext& context, const RestRequest& request);

@@ -26,6 +26,17 @@ RestReply Healthz(const RestContext& context, const RestRequest& request);
 RestReply Readyz(const RestContext& context, const RestRequest& request);
 RestReply Metrics(const RestContext& context, const RestRequest& request);
 
+// The browser pages under /ui/ (ui_handlers.cc): HTML rendered by the
+// analysis library's reports; a run's live page follows
+// /ui/runs/{id}/events (WatchRun's stream, reachable with the login cookie).
+RestReply UiRuns(const RestContext& context, const RestRequest& request);
+RestReply UiRun(const RestContext& context, const RestRequest& request);
+RestReply UiRunFragment(const RestContext& context, const RestRequest& request);
+RestReply UiCompare(const RestContext& context, const RestRequest& request);
+RestReply UiSuite(const RestContext& context, const RestRequest& request);
+RestReply UiLoginForm(const RestContext& context, const RestRequest& request);
+RestReply UiLogin(const RestContext& context, const RestRequest& request);
+
 }  // namespace collbench::rest_handlers
 
 #endif  // COLLBENCH_SERVER_REST_HANDLERS_H_

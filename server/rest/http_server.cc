@@ -44,6 +44,8 @@
 #include "server/rest/rest_json.h"
 #include "server/rest/routes.h"
 #include "server/rest/sse_writer.h"
+#include "server/rest/ui_pages.h"
+#include "server/rest/ui_session.h"
 
 namespace collbench {
 namespace {
@@ -146,6 +148,8 @@ class HttpServerImpl final : public HttpServer {
     context_.ready = deps_.ready;
     context_.keepalive = options_.event_keepalive;
     context_.watchers = deps_.watchers;
+    context_.authorizer = deps_.authorizer;
+    context_.tls = !options_.tls_cert.empty();
   }
   ~HttpServerImpl() override { Shutdown(); }
 
@@ -160,7 +164,10 @@ class HttpServerImpl final : public HttpServer {
                      const httplib::ContentReader& reader);
   void Serve(const httplib::Request& req, httplib::Response& res, std::string body);
   // The token check for a route; OK for public routes and without tokens.
-  absl::Status Authorize(const httplib::Request& req, Access access) const;
+  absl::Status Authorize(const httplib::Request& req, const RestRoute& route) const;
+  // The request's credentials as an Authorization header value: its own
+  // header, or on a /ui/ route the login cookie's token as a bearer.
+  std::string Credentials(const httplib::Request& req, const RestRoute& route) const;
   absl::Status ParseQuery(const httplib::Request& req, const RestRoute& route,
                           RestRequest* request) const;
   void Write(RestReply reply, httplib::Response& res);
@@ -342,7 +349,14 @@ void HttpServerImpl::Serve(const httplib::Request& req, httplib::Response& res, 
         ErrorReply(absl::NotFoundError(absl::StrCat("no route for ", req.method, " ", req.path))),
         res);
   }
-  if (absl::Status allowed = Authorize(req, match.route->access); !allowed.ok()) {
+  if (absl::Status allowed = Authorize(req, *match.route); !allowed.ok()) {
+    if (IsUiPath(match.route->path)) {  // a browser: the login form, not JSON
+      const std::string why = absl::IsUnauthenticated(allowed)
+                                  ? "Sign in with a token that has read access."
+                                  : std::string(allowed.message());
+      return Write(UiLoginReply(HttpStatusFor(allowed.code()), SafeUiTarget(req.target), why),
+                   res);
+    }
     if (absl::IsUnauthenticated(allowed)) {
       res.set_header("WWW-Authenticate", "Bearer realm=\"collbench\"");
     }
@@ -352,7 +366,7 @@ void HttpServerImpl::Serve(const httplib::Request& req, httplib::Response& res, 
   request.id = match.id;
   request.body = std::move(body);
   request.caller = deps_.authorizer != nullptr
-                       ? deps_.authorizer->CallerOf(req.get_header_value("Authorization"),
+                       ? deps_.authorizer->CallerOf(Credentials(req, *match.route),
                                                     req.remote_addr)
                        : Authorizer().CallerOf("", req.remote_addr);
   if (absl::Status parsed = ParseQuery(req, *match.route, &request); !parsed.ok()) {
@@ -413,10 +427,18 @@ bool HttpServerImpl::HandOver(const httplib::Request& req, RestReply& reply,
   return true;
 }
 
-absl::Status HttpServerImpl::Authorize(const httplib::Request& req, Access access) const {
-  if (access == Access::kPublic || deps_.authorizer == nullptr) return absl::OkStatus();
-  const Role needed = access == Access::kOperator ? Role::kOperator : Role::kRead;
-  return deps_.authorizer->Check(req.get_header_value("Authorization"), needed);
+std::string HttpServerImpl::Credentials(const httplib::Request& req,
+                                        const RestRoute& route) const {
+  std::string header = req.get_header_value("Authorization");
+  if (!header.empty() || !IsUiPath(route.path)) return header;
+  const std::string token = UiTokenFromCookies(req.get_header_value("Cookie"));
+  return token.empty() ? "" : absl::StrCat("Bearer ", token);
+}
+
+absl::Status HttpServerImpl::Authorize(const httplib::Request& req, const RestRoute& route) const {
+  if (route.access == Access::kPublic || deps_.authorizer == nullptr) return absl::OkStatus();
+  const Role needed = route.access == Access::kOperator ? Role::kOperator : Role::kRead;
+  return deps_.authorizer->Check(Credentials(req, route), needed);
 }
 
 absl::Status HttpServerImpl::ParseQuery(const httplib::Request& req, const RestRoute& route,

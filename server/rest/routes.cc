@@ -48,6 +48,17 @@ const std::vector<RestRoute>& RestRoutes() {
       {"GET", "/healthz", kPublic, "Liveness", {}, h::Healthz},
       {"GET", "/readyz", kPublic, "Readiness", {}, h::Readyz},
       {"GET", "/metrics", kPublic, "Prometheus metrics", {}, h::Metrics},
+      {"GET", "/ui/", kRead, "Browser: runs, newest first", {}, h::UiRuns},
+      {"GET", "/ui/runs/{id}", kRead, "Browser: a run's report, live while it runs", {},
+       h::UiRun},
+      {"GET", "/ui/runs/{id}/fragment", kRead, "Browser: a run's report body", {},
+       h::UiRunFragment},
+      {"GET", "/ui/runs/{id}/events", kRead, "Browser: a run's events (server-sent events)", {},
+       h::WatchRun},
+      {"GET", "/ui/compare", kRead, "Browser: runs compared", {"runs"}, h::UiCompare},
+      {"GET", "/ui/suites/{id}", kRead, "Browser: a stored suite run's report", {}, h::UiSuite},
+      {"GET", "/ui/login", kPublic, "Browser: the token form", {"next"}, h::UiLoginForm},
+      {"POST", "/ui/login", kPublic, "Browser: sign in with a read token", {}, h::UiLogin},
   };
   return *routes;
 }

@@ -159,7 +159,7 @@ TEST(ReportTest, SuiteTablesMarkAgreementAndKeepSkippedRows) {
   EXPECT_THAT(html, HasSubstr("<tr class=\"agree\"><td>openmpi</td>"));
   EXPECT_THAT(html, HasSubstr("<tr class=\"disagree\"><td>mpich</td>"));
   EXPECT_THAT(html, HasSubstr("<li class=\"missing\">skipped: needs 2 GPUs per worker"));
-  EXPECT_THAT(html, HasSubstr("1 rows agree, 1 disagree"));
+  EXPECT_THAT(html, HasSubstr("Paper checks: 1 agree, 1 disagree"));
   EXPECT_THAT(html, HasSubstr("A &lt;paper&gt;"));
 }
 

@@ -1,0 +1,123 @@
+#include "client/report_command.h"
+
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "analysis/report.h"
+#include "analysis/suite.h"
+#include "common/flag_parser.h"
+
+namespace collbench {
+namespace {
+
+constexpr char kUsage[] = R"(usage: collbench report RUN... -o FILE.html
+       collbench report --suite ID -o FILE.html
+One self-contained HTML page (inline SVG plots, no script, nothing fetched):
+latency and bus bandwidth against size, latency distributions, ratios
+against the first run, the per-rank view and the environment fields that
+differ; for a suite run, its tables with agreement marked and skipped cells
+named. The coordinator serves the same pages at /ui/.
+)";
+
+absl::Status Errno(const std::string& what, const std::string& path) {
+  return absl::UnavailableError(absl::StrCat(what, " ", path, ": ", std::strerror(errno)));
+}
+
+// A file that cannot be created is bad input (a missing folder, a typo).
+absl::Status CannotCreate(const std::string& path) {
+  return absl::InvalidArgumentError(
+      absl::StrCat("-o: cannot create ", path, ": ", std::strerror(errno)));
+}
+
+absl::StatusOr<std::string> RenderRuns(CoordinatorClient& client,
+                                       const std::vector<std::string>& names) {
+  std::vector<RunWithResults> runs;
+  for (size_t i = 0; i < names.size(); ++i) {
+    absl::FPrintF(stderr, "[%d/%d] fetching %s\n", i + 1, names.size(), RunName(names[i]));
+    absl::StatusOr<RunWithResults> run = Fetch(client, names[i]);
+    if (!run.ok()) return run.status();
+    runs.push_back(*std::move(run));
+  }
+  return RunsReport(runs);
+}
+
+absl::StatusOr<std::string> RenderSuite(CoordinatorClient& client, const std::string& id) {
+  absl::FPrintF(stderr, "fetching the runs of suite run %s\n", id);
+  absl::StatusOr<std::vector<RunWithResults>> runs = FetchLabelled(client, "suite-run", id);
+  if (!runs.ok()) return runs.status();
+  absl::StatusOr<SuiteView> view = ViewSuiteRun(*runs);
+  if (!view.ok()) return view.status();
+  return SuiteReport(id, *view, *runs);
+}
+
+}  // namespace
+
+absl::Status WriteFileAtomically(const std::string& path, const std::string& contents) {
+  const std::string temp = absl::StrCat(path, ".tmp.", getpid());
+  const int fd = open(temp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  if (fd < 0) return CannotCreate(path);
+  size_t written = 0;
+  while (written < contents.size()) {
+    const ssize_t n = write(fd, contents.data() + written, contents.size() - written);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) {
+      const absl::Status error = Errno("cannot write", temp);
+      close(fd);
+      unlink(temp.c_str());
+      return error;
+    }
+    written += static_cast<size_t>(n);
+  }
+  if (fsync(fd) != 0 || close(fd) != 0) {
+    const absl::Status error = Errno("cannot write", temp);
+    unlink(temp.c_str());
+    return error;
+  }
+  if (rename(temp.c_str(), path.c_str()) != 0) {
+    const absl::Status error = Errno("cannot rename the report to", path);
+    unlink(temp.c_str());
+    return error;
+  }
+  return absl::OkStatus();
+}
+
+int ReportCommand(CoordinatorClient& client, const std::vector<std::string>& args) {
+  std::string output, suite;
+  FlagParser flags;
+  flags.String("output", &output, "the HTML file to write (also -o)");
+  flags.String("suite", &suite, "a stored suite run's id (as `suite show` takes it)");
+  std::vector<std::string> spelled = args;
+  for (std::string& arg : spelled) {
+    if (arg == "-o") arg = "--output";
+  }
+  if (absl::Status s = flags.Parse(spelled); !s.ok()) return Report(s);
+  if (flags.help()) {
+    absl::PrintF("%s%s", kUsage, flags.Usage());
+    return kExitOk;
+  }
+  const std::vector<std::string>& runs = flags.rest();
+  if (runs.empty() && suite.empty()) {
+    std::fputs(kUsage, stderr);
+    return Report(absl::InvalidArgumentError("report: name at least one run, or --suite ID"));
+  }
+  if (!runs.empty() && !suite.empty()) {
+    return Report(absl::InvalidArgumentError("report: name runs or --suite ID, not both"));
+  }
+  if (output.empty()) {
+    return Report(absl::InvalidArgumentError("report: -o FILE.html is required"));
+  }
+  absl::StatusOr<std::string> page = suite.empty() ? RenderRuns(client, runs)
+                                                   : RenderSuite(client, suite);
+  if (!page.ok()) return Report(page.status());
+  if (absl::Status s = WriteFileAtomically(output, *page); !s.ok()) return Report(s);
+  absl::FPrintF(stderr, "wrote %s (%d KiB)\n", output, (page->size() + 1023) / 1024);
+  return kExitOk;
+}
+
+}  // namespace collbench

@@ -1,0 +1,24 @@
+// `collbench report RUN... | --suite ID -o FILE.html` (DESIGN §6, §9): one
+// self-contained HTML page (analysis/report.h) for a run, several runs
+// compared (the first is the baseline) or a stored suite run, written
+// atomically: a reader of FILE sees the old page or the whole new one.
+#ifndef COLLBENCH_CLIENT_REPORT_COMMAND_H_
+#define COLLBENCH_CLIENT_REPORT_COMMAND_H_
+
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "client/coordinator_client.h"
+
+namespace collbench {
+
+int ReportCommand(CoordinatorClient& client, const std::vector<std::string>& args);
+
+// Writes `contents` to `path` through a temporary file in the same folder
+// and a rename. On failure nothing is left behind and `path` is unchanged.
+absl::Status WriteFileAtomically(const std::string& path, const std::string& contents);
+
+}  // namespace collbench
+
+#endif  // COLLBENCH_CLIENT_REPORT_COMMAND_H_

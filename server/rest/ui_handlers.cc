@@ -1,0 +1,226 @@
+// The /ui/ pages: the report library's pages (analysis/report.h) served
+// from the coordinator's store, plus the runs list, the live run page and
+// the login form (server/rest/ui_session.h).
+#include <algorithm>
+#include <limits>
+#include <set>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "absl/strings/ascii.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
+#include "absl/strings/strip.h"
+#include "absl/time/time.h"
+#include "analysis/html.h"
+#include "analysis/report.h"
+#include "analysis/suite.h"
+#include "api/convert.h"
+#include "api/status_mapping.h"
+#include "server/core/listing.h"
+#include "server/rest/handlers.h"
+#include "server/rest/rest_json.h"
+#include "server/rest/ui_pages.h"
+#include "server/rest/ui_session.h"
+
+namespace collbench::rest_handlers {
+namespace {
+
+constexpr char kNav[] = "<a href=\"/ui/\">runs</a><a href=\"/ui/login\">token</a>";
+// Runs scanned for the list page and for a suite run's runs.
+constexpr int kRunPageSize = 1000;
+
+// Follows the run's event stream and swaps the report's body for a fresh
+// server-rendered one as results arrive; stops when the run has ended.
+constexpr char kLiveScript[] = R"js(
+(function () {
+  var box = document.getElementById('report');
+  var busy = false, again = false;
+  function refresh() {
+    if (busy) { again = true; return; }
+    busy = true;
+    fetch(box.dataset.fragment, {credentials: 'same-origin', cache: 'no-store'})
+      .then(function (r) { if (!r.ok) throw new Error('HTTP ' + r.status); return r.text(); })
+      .then(function (html) { box.innerHTML = html; })
+      .catch(function (e) { console.warn('collbench: refresh failed: ' + e); })
+      .finally(function () { busy = false; if (again) { again = false; refresh(); } });
+  }
+  var events = new EventSource(box.dataset.events);
+  events.addEventListener('result', refresh);
+  events.addEventListener('state', function (e) {
+    var state = '';
+    try { state = JSON.parse(e.data).stateChange.state; } catch (x) {}
+    if (state === 'SUCCEEDED' || state === 'FAILED' || state === 'CANCELLED') events.close();
+    refresh();
+  });
+})();
+)js";
+
+bool Ended(v1::RunState state) {
+  return state == v1::SUCCEEDED || state == v1::FAILED || state == v1::CANCELLED;
+}
+
+absl::StatusOr<RunWithResults> LoadRun(const RestContext& context, absl::string_view id) {
+  absl::StatusOr<v1::Run> run = context.manager->GetRun(absl::StrCat("runs/", id));
+  if (!run.ok()) return run.status();
+  absl::StatusOr<std::vector<v1::SizeResult>> results = context.manager->GetResults(run->name());
+  if (!results.ok()) return results.status();
+  return RunWithResults{*std::move(run), *std::move(results)};
+}
+
+// Every stored run, newest first, up to `limit`.
+absl::StatusOr<std::vector<v1::Run>> ListAll(const RestContext& context, size_t limit) {
+  std::vector<v1::Run> runs;
+  v1::ListRunsRequest request;
+  request.set_page_size(kRunPageSize);
+  do {
+    absl::StatusOr<v1::ListRunsResponse> page = ListRunsPage(*context.manager, request);
+    if (!page.ok()) return page.status();
+    runs.insert(runs.end(), page->runs().begin(), page->runs().end());
+    request.set_page_token(page->next_page_token());
+  } while (!request.page_token().empty() && runs.size() < limit);
+  return runs;
+}
+
+std::string Link(const std::string& href, const std::string& text) {
+  return absl::StrCat("<a href=\"", HtmlEscape(href), "\">", HtmlEscape(text), "</a>");
+}
+
+std::string Id(const v1::Run& run) {
+  absl::string_view name = run.name();
+  absl::ConsumePrefix(&name, "runs/");
+  return std::string(name);
+}
+
+std::string RunRow(const v1::Run& run) {
+  const v1::RunSpec& s = run.spec();
+  const std::string state = absl::AsciiStrToLower(v1::RunState_Name(run.state()));
+  auto suite = s.labels().find("suite-run");
+  auto cell = s.labels().find("suite-cell");
+  std::string labels;
+  if (suite != s.labels().end()) labels = Link("/ui/suites/" + suite->second, suite->second);
+  if (cell != s.labels().end()) absl::StrAppend(&labels, " ", HtmlEscape(cell->second));
+  return absl::StrCat(
+      "<tr><td>", Link("/ui/runs/" + Id(run), Id(run)), "</td><td><span class=\"badge ", state,
+      "\">", state, "</span></td><td>", HtmlEscape(s.operation()), "</td><td>",
+      HtmlEscape(absl::StrCat(MpiName(s.mpi()), "/", s.backend().empty() ? "mpi" : s.backend(),
+                              "/", TransportName(s.transport()), " ", PlacementName(s.placement()),
+                              " ", s.ranks(), s.ranks() == 1 ? " rank" : " ranks")),
+      "</td><td class=\"num\">", run.sizes_done(), "/", run.sizes_total(), "</td><td>",
+      HtmlEscape(absl::FormatTime("%Y-%m-%d %H:%M:%S", TimeFromTimestamp(run.create_time()),
+                                  absl::UTCTimeZone())),
+      "</td><td>", labels, "</td></tr>");
+}
+
+}  // namespace
+
+RestReply UiRuns(const RestContext& context, const RestRequest& request) {
+  absl::StatusOr<std::vector<v1::Run>> runs = ListAll(context, kRunPageSize);
+  if (!runs.ok()) return UiErrorReply(runs.status());
+  std::string body = absl::StrCat(
+      "<p class=\"meta\">", runs->size(),
+      " runs, newest first. Compare runs at /ui/compare?runs=ID,ID,… (the first is the "
+      "baseline).</p>\n<table class=\"data\"><thead><tr><th>run</th><th>state</th>"
+      "<th>operation</th><th>configuration</th><th>sizes</th><th>created (UTC)</th>"
+      "<th>suite run</th></tr></thead><tbody>");
+  for (const v1::Run& run : *runs) body += RunRow(run);
+  body += "</tbody></table>\n";
+  return UiPageReply({"collbench runs", kNav, body, "", ""});
+}
+
+RestReply UiRun(const RestContext& context, const RestRequest& request) {
+  absl::StatusOr<RunWithResults> run = LoadRun(context, request.id);
+  if (!run.ok()) return UiErrorReply(run.status());
+  const std::string base = absl::StrCat("/ui/runs/", request.id);
+  HtmlPage page{RunsReportTitle({*run}), kNav,
+                absl::StrCat("<div id=\"report\" data-events=\"", HtmlEscape(base + "/events"),
+                             "\" data-fragment=\"", HtmlEscape(base + "/fragment"), "\">",
+                             RunsReportBody({*run}), "</div>\n"),
+                "", ""};
+  if (!Ended(run->run.state())) {
+    page.script = kLiveScript;
+    page.script_nonce = NewScriptNonce();
+  }
+  return UiPageReply(page);
+}
+
+RestReply UiRunFragment(const RestContext& context, const RestRequest& request) {
+  absl::StatusOr<RunWithResults> run = LoadRun(context, request.id);
+  if (!run.ok()) return UiErrorReply(run.status());
+  RestReply reply;
+  reply.content_type = "text/html; charset=utf-8";
+  reply.body = RunsReportBody({*run});
+  reply.headers = UiSecurityHeaders("");
+  return reply;
+}
+
+RestReply UiCompare(const RestContext& context, const RestRequest& request) {
+  std::vector<std::string> ids =
+      absl::StrSplit(QueryString(request, "runs"), ',', absl::SkipWhitespace());
+  if (ids.empty()) {
+    return UiErrorReply(absl::InvalidArgumentError("runs: name the runs to compare, "
+                                                   "?runs=ID,ID,… (the first is the baseline)"));
+  }
+  std::vector<RunWithResults> runs;
+  for (absl::string_view id : ids) {
+    absl::ConsumePrefix(&id, "runs/");
+    absl::StatusOr<RunWithResults> run = LoadRun(context, id);
+    if (!run.ok()) return UiErrorReply(run.status());
+    runs.push_back(*std::move(run));
+  }
+  return UiPageReply({RunsReportTitle(runs), kNav, RunsReportBody(runs), "", ""});
+}
+
+RestReply UiSuite(const RestContext& context, const RestRequest& request) {
+  absl::StatusOr<std::vector<v1::Run>> all = ListAll(context, std::numeric_limits<size_t>::max());
+  if (!all.ok()) return UiErrorReply(all.status());
+  std::vector<RunWithResults> runs;
+  for (const v1::Run& run : *all) {
+    auto label = run.spec().labels().find("suite-run");
+    if (label == run.spec().labels().end() || label->second != request.id) continue;
+    absl::StatusOr<std::vector<v1::SizeResult>> results = context.manager->GetResults(run.name());
+    if (!results.ok()) return UiErrorReply(results.status());
+    runs.push_back({run, *std::move(results)});
+  }
+  if (runs.empty()) {
+    return UiErrorReply(absl::NotFoundError(absl::StrCat("no runs of suite run ", request.id)));
+  }
+  std::reverse(runs.begin(), runs.end());  // oldest first, as `suite show` reads them
+  absl::StatusOr<SuiteView> view = ViewSuiteRun(runs);
+  if (!view.ok()) return UiErrorReply(view.status());
+  return UiPageReply({SuiteReportTitle(request.id, *view), kNav,
+                      SuiteReportBody(request.id, *view, runs), "", ""});
+}
+
+RestReply UiLoginForm(const RestContext& context, const RestRequest& request) {
+  return UiLoginReply(200, SafeUiTarget(QueryString(request, "next")), "");
+}
+
+RestReply UiLogin(const RestContext& context, const RestRequest& request) {
+  absl::StatusOr<std::vector<std::pair<std::string, std::string>>> form =
+      ParseQueryString(request.body);
+  if (!form.ok()) return UiLoginReply(400, "/ui/", "the form could not be read");
+  std::string token, next = "/ui/";
+  for (const auto& [name, value] : *form) {
+    if (name == "token") token = value;
+    if (name == "next") next = SafeUiTarget(value);
+  }
+  RestReply reply;
+  reply.http_status = 303;
+  reply.content_type = "text/plain; charset=utf-8";
+  reply.headers = UiSecurityHeaders("");
+  reply.headers["Location"] = next;
+  if (context.authorizer == nullptr || !context.authorizer->Protects(Role::kRead)) {
+    reply.body = "this coordinator needs no token\n";
+    return reply;
+  }
+  if (absl::Status allowed = context.authorizer->CheckToken(token, Role::kRead); !allowed.ok()) {
+    return UiLoginReply(401, next, "that token does not give read access");
+  }
+  reply.headers["Set-Cookie"] = UiSessionCookie(token, context.tls);
+  reply.body = "signed in\n";
+  return reply;
+}
+
+}  // namespace collbench::rest_handlers

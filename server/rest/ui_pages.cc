@@ -1,0 +1,42 @@
+#include "server/rest/ui_pages.h"
+
+#include "absl/strings/str_cat.h"
+#include "api/status_mapping.h"
+#include "server/rest/ui_session.h"
+
+namespace collbench {
+
+RestReply UiPageReply(const HtmlPage& page, int http_status) {
+  RestReply reply;
+  reply.http_status = http_status;
+  reply.content_type = "text/html; charset=utf-8";
+  reply.body = RenderHtmlPage(page);
+  reply.headers = UiSecurityHeaders(page.script_nonce);
+  return reply;
+}
+
+RestReply UiErrorReply(const absl::Status& status) {
+  return UiPageReply({absl::StrCat("collbench: ", absl::StatusCodeToString(status.code())),
+                      "<a href=\"/ui/\">runs</a>",
+                      absl::StrCat("<p class=\"note\">", HtmlEscape(status.message()), "</p>\n"),
+                      "", ""},
+                     HttpStatusFor(status.code()));
+}
+
+RestReply UiLoginReply(int http_status, const std::string& next, const std::string& message) {
+  std::string body;
+  if (!message.empty()) absl::StrAppend(&body, "<p class=\"note\">", HtmlEscape(message), "</p>\n");
+  absl::StrAppend(
+      &body,
+      "<p class=\"meta\">The pages under /ui/ need a token with read access, as the API does. "
+      "It is kept in an HttpOnly, SameSite=Strict cookie for these pages only.</p>\n"
+      "<form class=\"login\" method=\"post\" action=\"/ui/login\">"
+      "<input type=\"hidden\" name=\"next\" value=\"",
+      HtmlEscape(next),
+      "\"><label>Token <input type=\"password\" name=\"token\" autocomplete=\"off\" "
+      "autofocus></label> <button type=\"submit\">Sign in</button></form>\n");
+  return UiPageReply({"collbench: sign in", "<a href=\"/ui/\">runs</a>", body, "", ""},
+                     http_status);
+}
+
+}  // namespace collbench

@@ -1,0 +1,28 @@
+// Replies of the /ui/ pages: an HTML page with the /ui/ security headers
+// (server/rest/ui_session.h), an error as a page rather than JSON, and the
+// login form (also what a /ui/ page without a valid token answers, 401).
+#ifndef COLLBENCH_SERVER_REST_UI_PAGES_H_
+#define COLLBENCH_SERVER_REST_UI_PAGES_H_
+
+#include <string>
+
+#include "absl/status/status.h"
+#include "analysis/html.h"
+#include "server/rest/handler.h"
+
+namespace collbench {
+
+// `page` as text/html with the security headers; a page with a script
+// gets a CSP that allows that script's nonce only.
+RestReply UiPageReply(const HtmlPage& page, int http_status = 200);
+
+// `status` as a page (REQUIRES: !status.ok()), with HttpStatusFor's code.
+RestReply UiErrorReply(const absl::Status& status);
+
+// The login form; after signing in the browser goes to `next` (a /ui/
+// page). `message` (text) says why the form is shown again; may be empty.
+RestReply UiLoginReply(int http_status, const std::string& next, const std::string& message);
+
+}  // namespace collbench
+
+#endif  // COLLBENCH_SERVER_REST_UI_PAGES_H_

@@ -1,0 +1,49 @@
+// How a browser holds a token for the /ui/ pages (DESIGN §5, §9). A
+// browser cannot add an Authorization header to a page load or an
+// EventSource, so /ui/login (public) takes a token in a form and, when it
+// has read access, sets it as a cookie: HttpOnly (no script reads it),
+// SameSite=Strict (no other site's page sends it), Path=/, and Secure when
+// the coordinator serves TLS. The dispatcher accepts the cookie only on
+// /ui/ routes, which only read; the API keeps its bearer header.
+//
+// Also the headers every /ui/ answer carries: a Content-Security-Policy
+// that allows nothing from elsewhere and only the page's own nonce-bearing
+// script, nosniff and no referrer.
+//
+// Pure functions; safe from any thread.
+#ifndef COLLBENCH_SERVER_REST_UI_SESSION_H_
+#define COLLBENCH_SERVER_REST_UI_SESSION_H_
+
+#include <map>
+#include <string>
+
+#include "absl/strings/string_view.h"
+
+namespace collbench {
+
+inline constexpr char kUiCookieName[] = "collbench_token";
+
+// Whether `path` (a route template or a request path) is a /ui/ page.
+bool IsUiPath(absl::string_view path);
+
+// The token in a request's Cookie header ("a=1; collbench_token=…"), or
+// "" when it carries none.
+std::string UiTokenFromCookies(absl::string_view cookie_header);
+
+// The Set-Cookie value that stores `token`.
+std::string UiSessionCookie(absl::string_view token, bool secure);
+
+// `next` when it names a /ui/ page of this server, else "/ui/": a login
+// never redirects elsewhere.
+std::string SafeUiTarget(absl::string_view next);
+
+// A fresh random nonce for one response's script (base64, 128 bits).
+std::string NewScriptNonce();
+
+// The security headers of a /ui/ answer; `nonce` allows its one script
+// (empty: no script may run).
+std::map<std::string, std::string> UiSecurityHeaders(const std::string& nonce);
+
+}  // namespace collbench
+
+#endif  // COLLBENCH_SERVER_REST_UI_SESSION_H_

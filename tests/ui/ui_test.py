@@ -1,0 +1,292 @@
+#!/usr/bin/env python3
+"""Browser tests of the reports and the coordinator's /ui/ pages: Debian's
+chromium, headless, driven over the DevTools protocol (cdp.py), against a
+real coordinator (--http-listen, --tokens) and two workers.
+
+    ui_test.py --bin-dir build/bin [--case pages] [--case live]
+
+Cases:
+  pages  two runs that differ in transport (shm, tcp) and a stored suite run
+         (container-parity, ci profile); `collbench report` writes one run's
+         and the comparison's file and refuses bad input with exit 2. In the
+         browser: the report files and /ui/, /ui/runs/{id}, /ui/compare and
+         /ui/suites/{id} load with no console error, no exception and no
+         request outside the page's own origin (for a file: none but the
+         file); every plot has one series per configuration; /ui/ without a
+         token shows the login form, and signing in sets an HttpOnly,
+         SameSite=Strict cookie that the pages accept and the API does not.
+  live   a run of 18 sizes opened on /ui/runs/{id} as soon as it is created:
+         while it is RUNNING the page's point count grows without a reload,
+         and it ends with every size and the final state.
+
+Screenshots go to $COLLBENCH_UI_ARTIFACTS (default: BIN_DIR/../test-artifacts/ui).
+Exit code 0 when every case passed, 1 otherwise, 77 when chromium or curl is
+missing (ctest reports a skip).
+"""
+
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.dont_write_bytecode = True  # nothing written into the source tree
+sys.path.insert(0, os.path.join(HERE, "..", "integration", "rest"))
+sys.path.insert(0, os.path.join(HERE, "..", "integration", "service"))
+sys.path.insert(0, HERE)
+import cdp  # noqa: E402
+import rest_test  # noqa: E402  (RestCluster: a coordinator with HTTP and tokens)
+import service_test as svc  # noqa: E402
+from service_test import Failure, expect, poll  # noqa: E402
+
+READ, OPERATOR = rest_test.READ, rest_test.OPERATOR
+FINAL = ("SUCCEEDED", "FAILED", "CANCELLED")
+
+
+class UiCluster(rest_test.RestCluster):
+    """The REST tests' cluster; the CLI carries the operator token."""
+
+    def cli(self, *args, **kwargs):
+        return super().cli("--token", OPERATOR, *args, **kwargs)
+
+    def artifacts(self):
+        path = os.environ.get("COLLBENCH_UI_ARTIFACTS") or os.path.join(
+            self.bin_dir, "..", "test-artifacts", "ui")
+        os.makedirs(path, exist_ok=True)
+        return os.path.abspath(path)
+
+    def state(self, rid):
+        return self.call("GET", "/v1/runs/" + rid, READ)["state"]
+
+    def wait_final(self, rid, timeout=180):
+        return poll("%s to end" % rid,
+                    lambda: (lambda s: s if s in FINAL else None)(self.state(rid)), timeout, 0.3)
+
+
+def run_id(name):
+    return name.split("/", 1)[1]
+
+
+def start(c):
+    c.start_coordinator()
+    c.start_workers(2, slots=2)
+
+
+def make_run(c, *flags):
+    return run_id(c.create_run("allreduce", "--ranks", "2", *flags))
+
+
+def check_clean(page, what, origin=None, only=None):
+    """No error and no request elsewhere since the page's last navigate()."""
+    errors = page.errors()
+    expect(not errors, "%s: console errors or exceptions: %s" % (what, errors))
+    for url in page.requests():
+        if only is not None:
+            expect(url == only, "%s: requested %s (only the file itself may be read)" % (what, url))
+        else:
+            expect(url.startswith(origin + "/"), "%s: requested %s outside %s" % (what, url, origin))
+
+
+SERIES_PER_PLOT = """
+  Array.from(document.querySelectorAll('svg.plot')).map(function (svg) {
+    return Array.from(svg.querySelectorAll('g.series')).map(function (g) {
+      return g.getAttribute('data-series'); });
+  })"""
+
+
+def check_series(page, what, expected):
+    """Every plot has `expected` series (a count or a list of names)."""
+    plots = page.evaluate(SERIES_PER_PLOT)
+    expect(plots, "%s: no plots" % what)
+    for names in plots:
+        if isinstance(expected, int):
+            expect(len(names) == expected and len(set(names)) == expected,
+                   "%s: a plot has series %s, expected %d distinct" % (what, names, expected))
+        else:
+            expect(sorted(names) == sorted(expected),
+                   "%s: a plot has series %s, expected %s" % (what, names, expected))
+    return plots
+
+
+def sign_in(c, page, token):
+    """/ui/ without a cookie shows the form; submitting a read token lands on
+    /ui/ with the cookie set."""
+    page.navigate(c.url("/ui/"))
+    expect(page.evaluate("!!document.querySelector('form.login')"),
+           "/ui/ without a token does not show the login form")
+    page.mark = len(page.browser.events)
+    page.evaluate("document.querySelector('input[name=token]').value = %s;"
+                  "document.querySelector('form.login').submit(); true" % json.dumps(token))
+    deadline = time.monotonic() + 20
+    while not page.events("Page.loadEventFired"):
+        expect(time.monotonic() < deadline, "signing in did not load a page")
+        page.browser.pump(0.2)
+    expect(page.evaluate("location.pathname") == "/ui/",
+           "signing in went to %s" % page.evaluate("location.href"))
+    cookies = page.call("Network.getCookies", {"urls": [c.url("/ui/")]})["cookies"]
+    session = [k for k in cookies if k["name"] == "collbench_token"]
+    expect(session and session[0]["httpOnly"] and session[0]["sameSite"] == "Strict"
+           and session[0]["path"] == "/",
+           "the login cookie is not HttpOnly, SameSite=Strict, Path=/: %s" % cookies)
+
+
+def check_cli_errors(c, rid, out_dir):
+    for args, needle in ((["report", "-o", os.path.join(out_dir, "x.html")], "at least one run"),
+                         (["report", "no-such-run", "-o", os.path.join(out_dir, "x.html")],
+                          "no-such-run"),
+                         (["report", rid], "-o FILE.html is required")):
+        done = c.cli(*args, expect_code=2)
+        expect(needle in done.stderr, "`collbench %s` said %r" % (" ".join(args), done.stderr))
+
+
+def check_headers_and_cookie(c, rid):
+    status, body, headers = c.curl("GET", "/ui/runs/" + rid, READ)
+    expect(status == 200, "GET /ui/runs/%s with a bearer token: %d" % (rid, status))
+    csp = headers.get("content-security-policy", "")
+    expect("default-src 'none'" in csp and "connect-src 'self'" in csp,
+           "the /ui/ page's Content-Security-Policy is %r" % csp)
+    expect(headers.get("x-content-type-options") == "nosniff", "no nosniff")
+    expect(headers.get("referrer-policy") == "no-referrer", "no Referrer-Policy")
+    # The cookie opens /ui/ pages only, never the API.
+    cookie = "collbench_token=" + READ
+    for method, path, want in (("GET", "/ui/runs/" + rid, 200), ("GET", "/v1/runs", 401),
+                               ("POST", "/v1/runs/%s:cancel" % rid, 401)):
+        done = subprocess.run(["curl", "-s", "-o", "/dev/null", "-w", "%{http_code}", "-X",
+                               method, "-H", "Cookie: " + cookie, c.url(path)],
+                              capture_output=True, text=True, timeout=30)
+        expect(done.stdout == str(want),
+               "%s %s with only the cookie answered %s, expected %d" % (method, path,
+                                                                        done.stdout, want))
+    done = subprocess.run(["curl", "-s", "-o", "-", "-w", "\n%{http_code}", "--data",
+                           "token=wrong&next=/ui/", c.url("/ui/login")],
+                          capture_output=True, text=True, timeout=30)
+    expect(done.stdout.endswith("\n401") and "does not give read access" in done.stdout,
+           "a wrong token at /ui/login: %r" % done.stdout[-300:])
+
+
+def case_pages(c):
+    start(c)
+    shm = make_run(c, "--transport", "shm", "--sizes", "8,1K,64K,1M")
+    tcp = make_run(c, "--transport", "tcp", "--sizes", "8,1K,64K,1M")
+    for rid in (shm, tcp):
+        expect(c.wait_final(rid) == "SUCCEEDED", "run %s did not succeed" % rid)
+    out = c.artifacts()
+    compare_file = os.path.join(out, "compare-report.html")
+    one_file = os.path.join(out, "run-report.html")
+    done = c.cli("report", shm, tcp, "-o", compare_file)
+    expect("wrote " in done.stderr, "report printed no progress: %r" % done.stderr)
+    c.cli("report", shm, "-o", one_file)
+    check_cli_errors(c, shm, c.dir)
+    suite_out = c.cli("suite", "run", "container-parity", timeout=400, expect_code=None)
+    match = re.search(r"^# suite run: (\S+)$", suite_out.stdout, re.M)
+    expect(match, "suite run printed no id: %s" % suite_out.stderr[-1000:])
+    suite = match.group(1)
+    suite_file = os.path.join(out, "suite-report.html")
+    c.cli("report", "--suite", suite, "-o", suite_file)
+    check_headers_and_cookie(c, shm)
+
+    browser = cdp.Browser(cdp.find_chromium(), c.dir)
+    try:
+        page = browser.new_page()
+        for path, series in ((compare_file, ["shm", "tcp"]), (one_file, 1)):
+            url = "file://" + path
+            page.navigate(url)
+            check_clean(page, path, only=url)
+            check_series(page, path, series)
+            name = os.path.basename(path)[:-5]
+            page.screenshot(os.path.join(out, name + ".png"))
+            page.screenshot(os.path.join(out, name + "-full.png"), full_page=True)
+        page.navigate("file://" + suite_file)
+        check_clean(page, suite_file, only="file://" + suite_file)
+
+        sign_in(c, page, READ)
+        origin = c.url("")
+        check_clean(page, "/ui/ after signing in", origin)
+        listed = page.evaluate("document.body.innerText")
+        expect(shm in listed and tcp in listed, "/ui/ does not list the runs")
+        page.screenshot(os.path.join(out, "ui-runs.png"))
+        for path, series, shot in (("/ui/runs/" + shm, 1, "ui-run"),
+                                   ("/ui/compare?runs=%s,%s" % (shm, tcp), ["shm", "tcp"],
+                                    "ui-compare")):
+            page.navigate(c.url(path))
+            check_clean(page, path, origin)
+            check_series(page, path, series)
+            page.screenshot(os.path.join(out, shot + ".png"))
+            page.screenshot(os.path.join(out, shot + "-full.png"), full_page=True)
+        page.navigate(c.url("/ui/suites/" + suite))
+        check_clean(page, "/ui/suites/" + suite, origin)
+        plots = page.evaluate(SERIES_PER_PLOT)
+        for names in plots:
+            expect(names and len(set(names)) == len(names),
+                   "a suite plot's series are not one per cell: %s" % names)
+        marks = page.evaluate("[document.querySelectorAll('tr.agree, tr.disagree').length,"
+                              " document.querySelectorAll('li.missing').length]")
+        expect(marks[0] > 0, "the suite page marks no row as agreeing or disagreeing")
+        expect(marks[1] > 0, "the suite page names no skipped cell")
+        page.screenshot(os.path.join(out, "ui-suite.png"))
+        page.screenshot(os.path.join(out, "ui-suite-full.png"), full_page=True)
+    finally:
+        browser.close()
+
+
+POINTS = """[document.querySelectorAll('svg.plot')[0].querySelectorAll('circle.point').length,
+  (document.querySelector('[data-state]') || {}).getAttribute ?
+   document.querySelector('[data-state]').getAttribute('data-state') : '',
+  window.collbenchMarker === 1]"""
+
+
+def case_live(c):
+    start(c)
+    browser = cdp.Browser(cdp.find_chromium(), c.dir)
+    try:
+        page = browser.new_page()
+        sign_in(c, page, READ)
+        sizes = ",".join(str(8 << i) for i in range(18))  # 8 B .. 1 MiB
+        rid = make_run(c, "--sizes", sizes, "--time-budget", "0.3s")
+        page.navigate(c.url("/ui/runs/" + rid))
+        page.evaluate("window.collbenchMarker = 1")
+        seen = []  # (points, state) while the page stayed loaded
+        out = c.artifacts()
+        deadline = time.monotonic() + 180
+        shot = False
+        while time.monotonic() < deadline:
+            browser.pump(0.3)
+            points, state, same_page = page.evaluate(POINTS)
+            expect(same_page, "the live page was reloaded")
+            if not seen or seen[-1] != (points, state):
+                seen.append((points, state))
+                svc.log("live page: %d points, %s" % (points, state))
+            if state == "running" and 6 <= points < 18 and not shot:
+                page.screenshot(os.path.join(out, "ui-live-running.png"))
+                shot = True
+            if state in ("succeeded", "failed", "cancelled") and points == 18:
+                break
+        expect(seen and seen[-1] == (18, "succeeded"),
+               "the live page ended at %s, expected 18 points and succeeded" % (seen[-1:],))
+        growing = sorted({p for p, s in seen if s == "running"})
+        expect(len(growing) >= 3,
+               "while running the page showed point counts %s; expected it to grow" % growing)
+        check_clean(page, "/ui/runs/%s (live)" % rid, c.url(""))
+        page.screenshot(os.path.join(out, "ui-live-done.png"))
+    finally:
+        browser.close()
+
+
+CASES = {"pages": case_pages, "live": case_live}
+
+
+def main():
+    def skip():
+        if not cdp.find_chromium():
+            return "chromium not found (apt-get install chromium)"
+        if not shutil.which("curl"):
+            return "curl not found"
+        return None
+    return svc.case_main(__doc__, CASES, UiCluster, "ui_test", skip=skip)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
