@@ -32,7 +32,8 @@ svg.plot .frame { fill: none; stroke: #8a93a6; stroke-width: 1; }
 svg.plot .empty { fill: #8a93a6; font-size: 13px; }
 table.data { border-collapse: collapse; margin: 4px 0 8px; font-size: 13px; }
 table.data th, table.data td { border: 1px solid #d5dae3; padding: 3px 8px; text-align: left;
-                                vertical-align: top; max-width: 460px; }
+                                vertical-align: top; white-space: nowrap; }
+table.data td.wrap { white-space: normal; min-width: 200px; max-width: 460px; }
 table.data th { background: #f1f3f7; font-weight: 600; white-space: nowrap; }
 table.data td.num { text-align: right; font-variant-numeric: tabular-nums; white-space: nowrap; }
 table.data tr.agree td { background: #e7f6ea; }
@@ -66,10 +67,14 @@ bool LooksNumeric(const std::string& cell) {
   return end != s.c_str() && *end == '\0';
 }
 
+// Long text (a paper's claim) may wrap; the rest keeps to one line.
+constexpr size_t kWrapChars = 40;
+
 std::string Cell(absl::string_view tag, const std::string& text) {
-  const bool num = tag == "td" && LooksNumeric(text);
-  return absl::StrCat("<", tag, num ? " class=\"num\"" : "", ">", HtmlEscape(text), "</", tag,
-                      ">");
+  absl::string_view cls = "";
+  if (tag == "td" && LooksNumeric(text)) cls = " class=\"num\"";
+  if (tag == "td" && text.size() > kWrapChars) cls = " class=\"wrap\"";
+  return absl::StrCat("<", tag, cls, ">", HtmlEscape(text), "</", tag, ">");
 }
 
 // "agree", "disagree" or "" for an "agrees" cell ("yes (…)", "no (…); yes (…)").

@@ -42,7 +42,14 @@ constexpr char kLiveScript[] = R"js(
     busy = true;
     fetch(box.dataset.fragment, {credentials: 'same-origin', cache: 'no-store'})
       .then(function (r) { if (!r.ok) throw new Error('HTTP ' + r.status); return r.text(); })
-      .then(function (html) { box.innerHTML = html; })
+      .then(function (html) {
+        // Sections the reader opened stay open.
+        var open = Array.from(box.querySelectorAll('details')).map(function (d) { return d.open; });
+        box.innerHTML = html;
+        box.querySelectorAll('details').forEach(function (d, i) {
+          if (i < open.length) d.open = open[i];
+        });
+      })
       .catch(function (e) { console.warn('collbench: refresh failed: ' + e); })
       .finally(function () { busy = false; if (again) { again = false; refresh(); } });
   }
@@ -110,7 +117,7 @@ std::string RunRow(const v1::Run& run) {
       "</td><td class=\"num\">", run.sizes_done(), "/", run.sizes_total(), "</td><td>",
       HtmlEscape(absl::FormatTime("%Y-%m-%d %H:%M:%S", TimeFromTimestamp(run.create_time()),
                                   absl::UTCTimeZone())),
-      "</td><td>", labels, "</td></tr>");
+      "</td><td class=\"wrap\">", labels, "</td></tr>");
 }
 
 }  // namespace

@@ -117,6 +117,7 @@ def sign_in(c, page, token):
     page.navigate(c.url("/ui/"))
     expect(page.evaluate("!!document.querySelector('form.login')"),
            "/ui/ without a token does not show the login form")
+    page.screenshot(os.path.join(c.artifacts(), "ui-login.png"))
     page.mark = len(page.browser.events)
     page.evaluate("document.querySelector('input[name=token]').value = %s;"
                   "document.querySelector('form.login').submit(); true" % json.dumps(token))
