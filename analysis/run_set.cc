@@ -6,6 +6,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "analysis/algorithms.h"
 #include "api/convert.h"
 #include "common/histogram.h"
 
@@ -14,7 +15,10 @@ namespace {
 
 constexpr double kZ95 = 1.96;
 
-bool IsSuiteLabel(const std::string& key) { return key == "suite" || key == "suite-run"; }
+// Labels that say which suite run or sweep a run belongs to, not how it ran.
+bool IsBookkeepingLabel(const std::string& key) {
+  return key == "suite" || key == "suite-run" || key == "suite-profile" || key == "sweep";
+}
 
 }  // namespace
 
@@ -49,24 +53,44 @@ std::vector<std::pair<std::string, std::string>> ConfigFields(const v1::Run& run
       {"sync", IterationSyncText(s.sync())},
   };
   // Maps are unordered on the wire; sort for a stable name.
+  // An algorithm choice reads as one field, whichever variables made it.
+  const std::string algorithm = ForcedAlgorithm(s);
+  fields.emplace_back("algorithm", algorithm.empty() ? "default" : algorithm);
   const std::map<std::string, std::string> env(s.env().begin(), s.env().end());
-  for (const auto& [key, value] : env) fields.emplace_back(key, value);
+  for (const auto& [key, value] : env) {
+    if (!IsAlgorithmVariable(key)) fields.emplace_back(key, value);
+  }
   const std::map<std::string, std::string> labels(s.labels().begin(), s.labels().end());
   for (const auto& [key, value] : labels) {
-    if (!IsSuiteLabel(key)) fields.emplace_back(key, value);
+    if (!IsBookkeepingLabel(key)) fields.emplace_back(key, value);
   }
   return fields;
 }
 
-std::vector<std::string> DistinctConfigNames(const std::vector<RunWithResults>& runs) {
+namespace {
+
+// A run's configuration fields by name, its labels left out when asked.
+std::map<std::string, std::string> FieldMap(const v1::Run& run, LabelFields labels) {
+  std::map<std::string, std::string> fields;
+  for (const auto& [key, value] : ConfigFields(run)) {
+    if (labels == LabelFields::kIncluded || !run.spec().labels().contains(key)) {
+      fields[key] = value;
+    }
+  }
+  return fields;
+}
+
+}  // namespace
+
+std::vector<std::string> VaryingConfigFields(const std::vector<const v1::Run*>& runs,
+                                             LabelFields labels) {
   std::vector<std::map<std::string, std::string>> all;
   std::vector<std::string> order;  // field names in first-seen order
   std::set<std::string> seen;
-  for (const RunWithResults& r : runs) {
-    all.emplace_back();
-    for (const auto& [key, value] : ConfigFields(r.run)) {
-      all.back()[key] = value;
-      if (seen.insert(key).second) order.push_back(key);
+  for (const v1::Run* run : runs) {
+    all.push_back(FieldMap(*run, labels));
+    for (const auto& [key, value] : ConfigFields(*run)) {
+      if (all.back().count(key) && seen.insert(key).second) order.push_back(key);
     }
   }
   std::vector<std::string> varying;
@@ -78,27 +102,40 @@ std::vector<std::string> DistinctConfigNames(const std::vector<RunWithResults>& 
     }
     if (values.size() > 1) varying.push_back(key);
   }
+  return varying;
+}
+
+std::vector<std::string> DistinctConfigNames(const std::vector<const v1::Run*>& runs,
+                                             LabelFields labels) {
+  const std::vector<std::string> varying = VaryingConfigFields(runs, labels);
   std::vector<std::string> names;
-  for (size_t i = 0; i < runs.size(); ++i) {
+  for (const v1::Run* run : runs) {
+    const std::map<std::string, std::string> fields = FieldMap(*run, labels);
     std::vector<std::string> parts;
     for (const std::string& key : varying) {
-      auto it = all[i].find(key);
-      const std::string value = it == all[i].end() ? "-" : it->second;
+      auto it = fields.find(key);
+      const std::string value = it == fields.end() ? "-" : it->second;
       // Bare values read well for the spec's own fields; environment and
       // labels need their key.
       const bool spec_field = key == "mpi" || key == "backend" || key == "transport" ||
-                              key == "placement" || key == "memory";
+                              key == "placement" || key == "memory" || key == "algorithm";
       parts.push_back(spec_field ? value : absl::StrCat(key, "=", value));
     }
-    names.push_back(parts.empty() ? runs[i].run.name() : absl::StrJoin(parts, "/"));
+    names.push_back(parts.empty() ? run->name() : absl::StrJoin(parts, "/"));
   }
   // Distinct fields can still leave two runs alike (repeats): add the id.
   std::map<std::string, int> uses;
   for (const std::string& name : names) ++uses[name];
   for (size_t i = 0; i < names.size(); ++i) {
-    if (uses[names[i]] > 1) names[i] = absl::StrCat(names[i], " (", runs[i].run.name(), ")");
+    if (uses[names[i]] > 1) names[i] = absl::StrCat(names[i], " (", runs[i]->name(), ")");
   }
   return names;
+}
+
+std::vector<std::string> DistinctConfigNames(const std::vector<RunWithResults>& runs) {
+  std::vector<const v1::Run*> pointers;
+  for (const RunWithResults& r : runs) pointers.push_back(&r.run);
+  return DistinctConfigNames(pointers, LabelFields::kIncluded);
 }
 
 Interval MeanInterval(const v1::SizeResult& result) {

@@ -25,14 +25,27 @@ std::string PlacementName(const v1::Placement& placement);  // "pack", "spread",
 
 // The fields that make a run's configuration, in a fixed order, as
 // (name, value): mpi, backend, transport, placement, ranks, memory, sync,
-// algorithm-related environment (every --env key) and the run's labels
-// other than the suite bookkeeping ones ("suite", "suite-run").
+// algorithm (the one the environment forces, or "default"), the rest of the
+// environment (every other --env key) and the run's labels other than the
+// bookkeeping ones ("suite", "suite-run", "suite-profile", "sweep").
 std::vector<std::pair<std::string, std::string>> ConfigFields(const v1::Run& run);
+
+// Whether a run's labels count as configuration fields: a report tells
+// runs apart by them; the advisor compares how runs ran, not how they were
+// filed.
+enum class LabelFields { kIncluded, kLeftOut };
+
+// The names of the configuration fields whose values differ between the
+// runs, in ConfigFields' order.
+std::vector<std::string> VaryingConfigFields(const std::vector<const v1::Run*>& runs,
+                                             LabelFields labels);
 
 // One short name per run, made of only the fields that differ between the
 // runs ("mpich/tcp", "openmpi/shm"), so a plot or a table can name its
 // series. Runs alike in every field are told apart by their ids.
 std::vector<std::string> DistinctConfigNames(const std::vector<RunWithResults>& runs);
+std::vector<std::string> DistinctConfigNames(const std::vector<const v1::Run*>& runs,
+                                             LabelFields labels);
 
 // An interval that holds the true mean latency of one size with about 95%
 // confidence, from the size's stored histogram: mean ± 1.96 s/√n, with s

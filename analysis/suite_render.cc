@@ -10,6 +10,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
+#include "analysis/advisor.h"
 #include "analysis/suite.h"
 #include "common/units.h"
 
@@ -208,41 +209,34 @@ Table WinnerTable(const SuiteTable& t, const std::vector<Point>& points) {
   Table table{t.id, t.title, {"size_range", "best", "runner_up_margin_%"}, {}, {}};
   std::map<uint64_t, std::vector<const Point*>> by_size;
   for (const Point& p : points) by_size[p.bytes].push_back(&p);
-  struct Range {
-    uint64_t from, to;
-    std::string winner;
-    double margin_min, margin_max;
-  };
-  std::vector<Range> ranges;
+  std::vector<SizeContest> contests;
   for (const auto& [bytes, list] : by_size) {
     std::vector<const Point*> sorted = list;
     std::sort(sorted.begin(), sorted.end(), [&](const Point* a, const Point* b) {
       return t.higher_is_better ? a->value > b->value : a->value < b->value;
     });
-    const Point* best = sorted[0];
-    double margin = NAN;
+    SizeContest c;
+    c.bytes = bytes;
+    c.winner = sorted[0]->pivot;
+    c.margin = NAN;
     if (sorted.size() > 1) {
-      margin = (t.higher_is_better ? best->value / sorted[1]->value
-                                   : sorted[1]->value / best->value) - 1;
-      margin *= 100;
+      c.runner_up = sorted[1]->pivot;
+      c.margin = (t.higher_is_better ? sorted[0]->value / sorted[1]->value
+                                     : sorted[1]->value / sorted[0]->value) - 1;
     }
-    if (!ranges.empty() && ranges.back().winner == best->pivot) {
-      ranges.back().to = bytes;
-      ranges.back().margin_min = std::fmin(ranges.back().margin_min, margin);
-      ranges.back().margin_max = std::fmax(ranges.back().margin_max, margin);
-    } else {
-      ranges.push_back({bytes, bytes, best->pivot, margin, margin});
-    }
+    contests.push_back(c);
   }
+  const std::vector<SizeRange> ranges = MergeRanges(contests);
   std::set<std::string> winners;
-  for (const Range& r : ranges) {
+  for (const SizeRange& r : ranges) {
     winners.insert(r.winner);
     const std::string span = r.from == r.to ? FormatBytes(r.from)
                                             : absl::StrCat(FormatBytes(r.from), "-", FormatBytes(r.to));
     const std::string margin = std::isnan(r.margin_min) ? "-"
                                : r.margin_min == r.margin_max
-                                   ? absl::StrFormat("%.0f", r.margin_min)
-                                   : absl::StrFormat("%.0f-%.0f", r.margin_min, r.margin_max);
+                                   ? absl::StrFormat("%.0f", r.margin_min * 100)
+                                   : absl::StrFormat("%.0f-%.0f", r.margin_min * 100,
+                                                     r.margin_max * 100);
     table.rows.push_back({span, r.winner, margin});
   }
   for (size_t i = 1; i < ranges.size(); ++i) {

@@ -10,6 +10,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "api/status_mapping.h"
+#include "client/advise_command.h"
 #include "client/container_format.h"
 #include "client/coordinator_client.h"
 #include "client/format.h"
@@ -47,6 +48,12 @@ commands:
   report RUN... | --suite ID -o FILE.html
                                 a self-contained HTML report: plots, ratios,
                                 per-rank view, environment differences
+  sweep OPERATION [--algorithms L] [--write-rules DIR] [run flags]
+                                one run per algorithm the library offers, then
+                                the advice over them
+  advise RUN... | --suite ID | --sweep ID [--write-rules DIR]
+                                the fastest configuration per size range, its
+                                margin and significance; tuning files to deploy
   local [--workers K] [--slots N] [--store FILE] COMMAND...
                                 an embedded coordinator and K local workers on
                                 127.0.0.1 for one command; nothing left running
@@ -337,6 +344,8 @@ int RunCommand(const std::string& coordinator, const std::string& token,
   if (name == "matrix") return Matrix(client, args);
   if (name == "suite") return SuiteCommand(client, args);
   if (name == "report") return ReportCommand(client, args);
+  if (name == "advise") return AdviseCommand(client, args);
+  if (name == "sweep") return SweepCommand(client, args);
   absl::FPrintF(stderr, "collbench: unknown command '%s'\n%s", name, kUsage);
   return kExitUsage;
 }

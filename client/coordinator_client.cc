@@ -59,6 +59,20 @@ absl::StatusOr<RunWithResults> Fetch(CoordinatorClient& client, const std::strin
   return RunWithResults{response.run(), {response.results().begin(), response.results().end()}};
 }
 
+absl::StatusOr<RunWithResults> CreateAndFollow(
+    CoordinatorClient& client, const v1::RunSpec& spec,
+    const std::function<void(const v1::RunEvent&)>& on_event) {
+  v1::CreateRunRequest create;
+  *create.mutable_spec() = spec;
+  v1::Run run;
+  if (absl::Status s = client.Call(&v1::Coordinator::Stub::CreateRun, create, &run); !s.ok()) {
+    return s;
+  }
+  absl::StatusOr<v1::Run> ended = client.Watch(run.name(), on_event);
+  if (!ended.ok()) return ended.status();
+  return Fetch(client, run.name());
+}
+
 absl::StatusOr<std::vector<RunWithResults>> FetchLabelled(CoordinatorClient& client,
                                                           const std::string& key,
                                                           const std::string& value) {

@@ -59,6 +59,13 @@ class CoordinatorClient {
 // A run and its results.
 absl::StatusOr<RunWithResults> Fetch(CoordinatorClient& client, const std::string& run);
 
+// Creates a run, follows it to its end (`on_event` sees its events) and
+// returns it with its results. A spec the coordinator refuses comes back
+// as its status (InvalidArgument for a combination that cannot be).
+absl::StatusOr<RunWithResults> CreateAndFollow(
+    CoordinatorClient& client, const v1::RunSpec& spec,
+    const std::function<void(const v1::RunEvent&)>& on_event = [](const v1::RunEvent&) {});
+
 // Every stored run whose spec carries the label key=value, with its
 // results, oldest first. NotFound naming the label when there is none.
 absl::StatusOr<std::vector<RunWithResults>> FetchLabelled(CoordinatorClient& client,

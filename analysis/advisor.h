@@ -1,0 +1,126 @@
+// The advisor (DESIGN §9): per operation and message-size range, the best
+// configuration among stored runs, its margin over the runner-up and
+// whether that margin is significant; and the tuning files users deploy —
+// an Open MPI coll_tuned dynamic rules file, MPICH's algorithm CVARs and
+// NCCL's NCCL_ALGO/NCCL_PROTO — written from the winners, with readers
+// that parse them back.
+#ifndef COLLBENCH_ANALYSIS_ADVISOR_H_
+#define COLLBENCH_ANALYSIS_ADVISOR_H_
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "analysis/run_set.h"
+#include "analysis/table.h"
+
+namespace collbench {
+
+// One message size's contest: the fastest contender and the next one.
+struct SizeContest {
+  uint64_t bytes = 0;
+  std::string winner;
+  std::string runner_up;  // "" when the winner ran alone
+  double winner_s = 0;
+  double runner_up_s = 0;
+  // runner_up_s / winner_s - 1; NaN without a runner-up.
+  double margin = 0;
+  // The two means' 95% intervals (from the stored histograms) do not
+  // overlap. False without a runner-up or without histograms.
+  bool significant = false;
+};
+
+// Adjacent sizes with the same winner, merged.
+struct SizeRange {
+  uint64_t from = 0;
+  uint64_t to = 0;
+  std::string winner;
+  double margin_min = 0;  // NaN when no size had a runner-up
+  double margin_max = 0;
+  int sizes = 0;
+  int significant_sizes = 0;
+};
+
+// `contests` in increasing size; a range ends where the winner changes.
+std::vector<SizeRange> MergeRanges(const std::vector<SizeContest>& contests);
+
+// The runs of one operation on one communicator size that can be held
+// against each other, and their verdicts.
+struct AdviceGroup {
+  std::string operation;
+  int ranks = 0;
+  std::string mpi;      // "openmpi", "mpich" or "mixed"
+  std::string backend;  // "mpi", "nccl", … or "mixed"
+  std::vector<std::string> configs;  // one per run, from what differs
+  std::vector<const RunWithResults*> runs;
+  std::vector<SizeContest> contests;
+  std::vector<SizeRange> ranges;
+};
+
+struct Advice {
+  std::vector<AdviceGroup> groups;
+  // Runs left out and why (failed, no results, wrong results, alone).
+  std::vector<std::string> notes;
+};
+
+// The runs must outlive the returned groups (they point into them).
+Advice Advise(const std::vector<RunWithResults>& runs);
+
+// The advice as tables: per group, its ranges with winner, runner-up,
+// margin and significance.
+std::vector<Table> AdviceTables(const Advice& advice);
+
+// --- Open MPI coll_tuned dynamic rules (the classic text format) ---------
+
+struct OpenMpiMessageRule {
+  uint64_t min_bytes = 0;
+  int algorithm = 0;  // 0: Open MPI's own decision
+  int faninout = 0;
+  int segsize = 0;
+};
+struct OpenMpiCommRule {
+  int comm_size = 0;
+  std::vector<OpenMpiMessageRule> messages;  // the first one from 0 bytes
+};
+struct OpenMpiCollectiveRules {
+  int collective_id = 0;
+  std::vector<OpenMpiCommRule> comms;  // in increasing comm size
+};
+struct OpenMpiRules {
+  std::vector<OpenMpiCollectiveRules> collectives;  // in increasing id
+};
+
+// From the groups whose runs are all Open MPI over the mpi backend and whose
+// winners are coll_tuned algorithms or the default (0). Empty when none.
+OpenMpiRules OpenMpiRulesFrom(const Advice& advice);
+// The file Open MPI reads with coll_tuned_use_dynamic_rules=1 and
+// coll_tuned_dynamic_rules_filename=FILE; comments say which range and
+// margin each rule comes from.
+std::string FormatOpenMpiRules(const OpenMpiRules& rules, const Advice& advice);
+// Reads the format back ("#" starts a comment); InvalidArgument naming the
+// line on a malformed file, as Open MPI would refuse it.
+absl::StatusOr<OpenMpiRules> ParseOpenMpiRules(const std::string& text);
+
+// --- Environment files (MPICH CVARs, NCCL) --------------------------------
+
+// KEY=VALUE lines, "#" comments: what `--env` and `mpiexec -genv` take.
+using EnvSettings = std::map<std::string, std::string>;
+
+// Per operation with an MPICH winner that is a forced algorithm: the
+// algorithm that wins over the most sizes. The CVARs hold for every size,
+// so ranges with another winner are named in the comments.
+std::string FormatMpichEnv(const Advice& advice, EnvSettings* settings);
+// NCCL_ALGO / NCCL_PROTO from the NCCL groups' winners, the same way.
+std::string FormatNcclEnv(const Advice& advice, EnvSettings* settings);
+absl::StatusOr<EnvSettings> ParseEnvFile(const std::string& text);
+
+// Writes openmpi-rules.conf, mpich.env and nccl.env (those that have
+// content) into `dir`, creating it; returns the paths written.
+absl::StatusOr<std::vector<std::string>> WriteTuningFiles(const Advice& advice,
+                                                          const std::string& dir);
+
+}  // namespace collbench
+
+#endif  // COLLBENCH_ANALYSIS_ADVISOR_H_

@@ -1,0 +1,213 @@
+#!/usr/bin/env python3
+"""The advisor closes the loop: `collbench sweep` runs every Open MPI
+allreduce algorithm (and the library's own choice) on a few ranks, writes a
+coll_tuned dynamic rules file, and a run with that file loaded must be, in
+each size range, within 5% of the winner the sweep measured.
+
+The winners are worked out here from the runs' own results (not read off
+the advisor), and the rules file is read here too: each range must name the
+winner's algorithm number. Timing on a shared two-core machine drifts
+between runs minutes apart, so a range outside 5% is measured again as
+pairs — the winner forced through its MCA variable, then the rules file —
+back to back, and judged on the median ratio of those pairs; the output
+shows every number, so a range that still misses says why.
+
+    advise_loop_test.py --bin-dir build/bin [--ranks 2] [--sizes 8,1K,64K,1M,4M]
+
+Exit code 0 on success, 1 on a failed expectation.
+"""
+
+import argparse
+import csv
+import io
+import math
+import os
+import re
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+
+ALGORITHMS = ["basic_linear", "nonoverlapping", "recursive_doubling", "ring",
+              "segmented_ring", "rabenseifner"]  # Open MPI 4.1, numbered from 1
+TOLERANCE = 0.05
+PAIRED_ROUNDS = 3
+
+
+def fail(message):
+    sys.stderr.write("FAIL: %s\n" % message)
+    sys.exit(1)
+
+
+def parse_bytes(text):
+    units = {"": 1, "K": 1 << 10, "M": 1 << 20, "G": 1 << 30}
+    match = re.fullmatch(r"(\d+)([KMG]?)", text)
+    return int(match.group(1)) * units[match.group(2)]
+
+
+class Local:
+    """`collbench local` with one kept store."""
+
+    def __init__(self, bin_dir, store, slots):
+        self.bin_dir, self.store, self.slots = bin_dir, store, slots
+
+    def __call__(self, *args, check=True):
+        command = [os.path.join(self.bin_dir, "collbench"), "local", "--workers", "1",
+                   "--slots", str(self.slots), "--store", self.store] + list(args)
+        done = subprocess.run(command, capture_output=True, text=True, timeout=900)
+        if check and done.returncode != 0:
+            fail("%s: exit %d\n%s\n%s" % (" ".join(args[:2]), done.returncode,
+                                          done.stdout[-3000:], done.stderr[-3000:]))
+        return done
+
+    def means(self, run):
+        """bytes -> mean seconds of a stored run."""
+        shown = self("show", run, "--output", "csv")
+        return {int(row["bytes"]): float(row["avg_s"])
+                for row in csv.DictReader(io.StringIO(shown.stdout))}
+
+    def run(self, flags, env):
+        args = ["run"] + flags + ["--wait", "--output", "csv"]
+        for key, value in env.items():
+            args += ["--env", "%s=%s" % (key, value)]
+        done = self(*args)
+        return {int(row["bytes"]): float(row["avg_s"])
+                for row in csv.DictReader(io.StringIO(done.stdout))}
+
+
+def read_rules(path):
+    """The classic rules file: {(collective, comm size): [(min bytes, algorithm)]}."""
+    numbers = []
+    with open(path) as f:
+        for line in f:
+            numbers += [int(word) for word in line.split("#", 1)[0].split()]
+    rules, at = {}, 0
+
+    def take():
+        nonlocal at
+        at += 1
+        return numbers[at - 1]
+
+    for _ in range(take()):
+        collective, comms = take(), take()
+        for _ in range(comms):
+            size, messages = take(), take()
+            rules[(collective, size)] = [(take(), take(), take(), take())[:2]
+                                         for _ in range(messages)]
+    if at != len(numbers):
+        fail("the rules file has numbers its counts do not account for")
+    return rules
+
+
+def algorithm_for(rules, nbytes):
+    chosen = None
+    for min_bytes, algorithm in rules:
+        if nbytes >= min_bytes:
+            chosen = algorithm
+    return chosen
+
+
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--bin-dir", required=True)
+    parser.add_argument("--ranks", type=int, default=2)
+    parser.add_argument("--sizes", default="8,1K,64K,1M,4M")
+    args = parser.parse_args()
+    sizes = [parse_bytes(s) for s in args.sizes.split(",")]
+    flags = ["allreduce", "--ranks", str(args.ranks), "--mpi", "openmpi",
+             "--sizes", args.sizes]
+
+    work = tempfile.mkdtemp(prefix="collbench-advise-test.")
+    try:
+        local = Local(args.bin_dir, os.path.join(work, "runs.db"), args.ranks + 1)
+        rules_dir = os.path.join(work, "rules")
+        swept = local("sweep", *flags, "--write-rules", rules_dir, check=False)
+        sys.stdout.write(swept.stdout)
+        # A failed algorithm run is reported (exit 1) but the advice still
+        # stands on the others; anything else is a failure.
+        if swept.returncode not in (0, 1) or "wrote " not in swept.stdout:
+            fail("sweep: exit %d\n%s" % (swept.returncode, swept.stderr[-3000:]))
+        runs = re.findall(r"^\[\d+/\d+\] allreduce (\S+) \.\.\. (runs/\S+) succeeded",
+                          swept.stderr, re.M)
+        if len(runs) < 3:
+            fail("fewer than three algorithm runs succeeded:\n" + swept.stderr)
+        if not re.search(r"^== advice-allreduce-%d " % args.ranks, swept.stdout, re.M):
+            fail("the sweep printed no advice table")
+
+        # The winners, from the runs' own numbers.
+        measured = {name: local.means(run) for name, run in runs}
+        winner = {}
+        for nbytes in sizes:
+            name = min(measured, key=lambda n: measured[n].get(nbytes, math.inf))
+            winner[nbytes] = (name, measured[name][nbytes])
+
+        rules_path = os.path.join(rules_dir, "openmpi-rules.conf")
+        rules = read_rules(rules_path).get((2, args.ranks))
+        if rules is None:
+            fail("the rules file has no allreduce rule for %d ranks" % args.ranks)
+        if rules[0][0] != 0:
+            fail("the first rule does not start at 0 bytes")
+        for nbytes in sizes:
+            name = winner[nbytes][0]
+            want = 0 if name == "default" else ALGORITHMS.index(name) + 1
+            if algorithm_for(rules, nbytes) != want:
+                fail("at %d B the sweep's winner is %s (%d) but the rules file says %d"
+                     % (nbytes, name, want, algorithm_for(rules, nbytes)))
+
+        ranges = []  # consecutive sizes with one winner
+        for nbytes in sizes:
+            if ranges and ranges[-1][0] == winner[nbytes][0]:
+                ranges[-1][1].append(nbytes)
+            else:
+                ranges.append((winner[nbytes][0], [nbytes]))
+
+        rules_env = {"OMPI_MCA_coll_tuned_use_dynamic_rules": "1",
+                     "OMPI_MCA_coll_tuned_dynamic_rules_filename": rules_path}
+        rerun = local.run(flags[:], rules_env)
+
+        def range_ratio(numerator, denominator, members):
+            logs = [math.log(numerator[b] / denominator[b]) for b in members]
+            return math.exp(sum(logs) / len(logs))
+
+        print("\n%-16s %-20s %12s %12s %8s" % ("range", "winner", "sweep_us", "rules_us", "ratio"))
+        failures = []
+        for name, members in ranges:
+            sweep_means = {b: winner[b][1] for b in members}
+            ratio = range_ratio(rerun, sweep_means, members)
+            span = "%d-%d B" % (members[0], members[-1])
+            print("%-16s %-20s %12.2f %12.2f %8.3f" % (
+                span, name, statistics.mean(sweep_means.values()) * 1e6,
+                statistics.mean(rerun[b] for b in members) * 1e6, ratio))
+            if abs(ratio - 1) <= TOLERANCE:
+                continue
+            # Measured again in pairs, back to back: the forced winner, then
+            # the rules file.
+            paired = []
+            sub_sizes = ",".join(str(b) for b in members)
+            sub_flags = flags[:-1] + [sub_sizes]
+            forced = {} if name == "default" else {
+                "OMPI_MCA_coll_tuned_use_dynamic_rules": "1",
+                "OMPI_MCA_coll_tuned_allreduce_algorithm": str(ALGORITHMS.index(name) + 1)}
+            for _ in range(PAIRED_ROUNDS):
+                a = local.run(sub_flags, forced)
+                b = local.run(sub_flags, rules_env)
+                paired.append(range_ratio(b, a, members))
+            median = statistics.median(paired)
+            print("  %s is %.1f%% off the sweep's winner; paired again (forced %s, then the "
+                  "rules file, back to back): ratios %s, median %.3f"
+                  % (span, (ratio - 1) * 100, name, ", ".join("%.3f" % p for p in paired),
+                     median))
+            if abs(median - 1) > TOLERANCE:
+                failures.append("%s: rules/winner %.3f in the sweep, median %.3f paired"
+                                % (span, ratio, median))
+        if failures:
+            fail("ranges not within 5%% of the sweep's winner:\n  " + "\n  ".join(failures))
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+    print("PASS")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,274 @@
+#include "analysis/advisor.h"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstdio>
+#include <fstream>
+#include <random>
+#include <sstream>
+
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "analysis/algorithms.h"
+#include "api/convert.h"
+#include "common/histogram.h"
+
+namespace collbench {
+namespace {
+
+using ::testing::ElementsAre;
+using ::testing::HasSubstr;
+
+// A result of `bytes` whose samples are spread ±`spread` around `mean_us`.
+v1::SizeResult Result(uint64_t bytes, double mean_us, double spread = 0.01, int samples = 400) {
+  Histogram h;
+  std::mt19937 rng(static_cast<uint32_t>(bytes + mean_us * 1000));
+  std::uniform_real_distribution<double> jitter(1 - spread, 1 + spread);
+  double sum = 0;
+  for (int i = 0; i < samples; ++i) {
+    const double ns = mean_us * 1000 * jitter(rng);
+    h.Record(static_cast<uint64_t>(ns));
+    sum += ns;
+  }
+  v1::SizeResult r;
+  r.set_bytes(bytes);
+  r.set_avg_s(sum / samples * 1e-9);
+  r.set_iters(samples);
+  *r.mutable_histogram() = HistogramToProto(h);
+  return r;
+}
+
+// An Open MPI allreduce run forcing `algorithm` ("" for the default), with
+// one result per (bytes, mean µs).
+RunWithResults OpenMpiRun(const std::string& name, const std::string& algorithm,
+                          const std::vector<std::pair<uint64_t, double>>& points, int ranks = 2,
+                          double spread = 0.01) {
+  RunWithResults r;
+  r.run.set_name(name);
+  r.run.set_state(v1::SUCCEEDED);
+  v1::RunSpec* s = r.run.mutable_spec();
+  s->set_operation("allreduce");
+  s->set_ranks(ranks);
+  s->set_mpi(v1::OPENMPI);
+  if (!algorithm.empty()) {
+    const std::vector<std::string>& names = OpenMpiAlgorithms("allreduce");
+    const int number = static_cast<int>(std::find(names.begin(), names.end(), algorithm) -
+                                        names.begin()) + 1;
+    (*s->mutable_env())["OMPI_MCA_coll_tuned_use_dynamic_rules"] = "1";
+    (*s->mutable_env())["OMPI_MCA_coll_tuned_allreduce_algorithm"] = absl::StrCat(number);
+  }
+  (*s->mutable_labels())["sweep"] = "sweep-1";
+  for (const auto& [bytes, us] : points) r.results.push_back(Result(bytes, us, spread));
+  return r;
+}
+
+TEST(AlgorithmsTest, ForcedAlgorithmReadsTheLibrariesVariables) {
+  RunWithResults ring = OpenMpiRun("runs/a", "ring", {});
+  EXPECT_EQ(ForcedAlgorithm(ring.run.spec()), "ring");
+  // Without use_dynamic_rules Open MPI ignores the number.
+  ring.run.mutable_spec()->mutable_env()->erase("OMPI_MCA_coll_tuned_use_dynamic_rules");
+  EXPECT_EQ(ForcedAlgorithm(ring.run.spec()), "");
+  v1::RunSpec mpich;
+  mpich.set_operation("bcast");
+  mpich.set_mpi(v1::MPICH);
+  (*mpich.mutable_env())["MPIR_CVAR_BCAST_INTRA_ALGORITHM"] = "binomial";
+  EXPECT_EQ(ForcedAlgorithm(mpich), "binomial");
+  EXPECT_EQ(MpichAlgorithmVariable("reduce_scatter"),
+            "MPIR_CVAR_REDUCE_SCATTER_BLOCK_INTRA_ALGORITHM");
+  EXPECT_EQ(OpenMpiCollectiveId("allreduce"), 2);
+  EXPECT_EQ(OpenMpiCollectiveId("bcast"), 7);
+  EXPECT_EQ(OpenMpiCollectiveId("latency"), -1);
+}
+
+TEST(MergeRangesTest, AdjacentSizesWithTheSameWinnerMerge) {
+  std::vector<SizeContest> contests = {
+      {8, "a", "b", 1e-6, 1.2e-6, 0.2, true},   {16, "a", "b", 1e-6, 1.1e-6, 0.1, false},
+      {32, "b", "a", 1e-6, 1.3e-6, 0.3, true},  {64, "a", "b", 1e-6, 1.05e-6, 0.05, true},
+      {128, "a", "", 1e-6, 0, NAN, false},
+  };
+  std::vector<SizeRange> ranges = MergeRanges(contests);
+  ASSERT_EQ(ranges.size(), 3u);
+  EXPECT_EQ(ranges[0].from, 8u);
+  EXPECT_EQ(ranges[0].to, 16u);
+  EXPECT_EQ(ranges[0].winner, "a");
+  EXPECT_DOUBLE_EQ(ranges[0].margin_min, 0.1);
+  EXPECT_DOUBLE_EQ(ranges[0].margin_max, 0.2);
+  EXPECT_EQ(ranges[0].sizes, 2);
+  EXPECT_EQ(ranges[0].significant_sizes, 1);
+  EXPECT_EQ(ranges[1].winner, "b");
+  EXPECT_EQ(ranges[2].from, 64u);
+  EXPECT_EQ(ranges[2].to, 128u);
+  EXPECT_DOUBLE_EQ(ranges[2].margin_min, 0.05);  // the lone size's NaN does not erase it
+}
+
+TEST(AdviseTest, PicksTheFastestPerSizeAndMergesRanges) {
+  std::vector<RunWithResults> runs = {
+      OpenMpiRun("runs/d", "", {{8, 5}, {1024, 9}, {1 << 20, 400}}),
+      OpenMpiRun("runs/r", "recursive_doubling", {{8, 3}, {1024, 6}, {1 << 20, 500}}),
+      OpenMpiRun("runs/g", "ring", {{8, 6}, {1024, 10}, {1 << 20, 300}}),
+  };
+  const Advice advice = Advise(runs);
+  ASSERT_EQ(advice.groups.size(), 1u);
+  const AdviceGroup& g = advice.groups[0];
+  EXPECT_THAT(g.configs, ElementsAre("default", "recursive_doubling", "ring"));
+  ASSERT_EQ(g.ranges.size(), 2u);
+  EXPECT_EQ(g.ranges[0].winner, "recursive_doubling");
+  EXPECT_EQ(g.ranges[0].from, 8u);
+  EXPECT_EQ(g.ranges[0].to, 1024u);
+  EXPECT_EQ(g.ranges[1].winner, "ring");
+  EXPECT_NEAR(g.contests[2].margin, 400.0 / 300 - 1, 0.01);
+  EXPECT_TRUE(g.contests[2].significant);
+  const std::vector<Table> tables = AdviceTables(advice);
+  ASSERT_EQ(tables.size(), 1u);
+  EXPECT_THAT(tables[0].rows[0], ElementsAre("8-1K", "recursive_doubling", "3-6", "default",
+                                             testing::_, "yes"));
+  EXPECT_THAT(tables[0].notes[0], HasSubstr("switch point: recursive_doubling -> ring at 1M"));
+}
+
+TEST(AdviseTest, OverlappingIntervalsAreNotSignificant) {
+  // 1% apart with ±30% noise over few samples: the intervals overlap.
+  std::vector<RunWithResults> runs = {
+      OpenMpiRun("runs/a", "ring", {{1024, 100}}, 2, 0.3),
+      OpenMpiRun("runs/b", "recursive_doubling", {{1024, 101}}, 2, 0.3),
+  };
+  runs[0].results[0] = Result(1024, 100, 0.3, 20);
+  runs[1].results[0] = Result(1024, 101, 0.3, 20);
+  const Advice noisy = Advise(runs);
+  ASSERT_EQ(noisy.groups.size(), 1u);
+  EXPECT_FALSE(noisy.groups[0].contests[0].significant);
+  // 30% apart with 1% noise: they do not.
+  runs[1].results[0] = Result(1024, 130, 0.01);
+  runs[0].results[0] = Result(1024, 100, 0.01);
+  EXPECT_TRUE(Advise(runs).groups[0].contests[0].significant);
+  // Without histograms nothing is significant.
+  runs[0].results[0].clear_histogram();
+  EXPECT_FALSE(Advise(runs).groups[0].contests[0].significant);
+}
+
+TEST(AdviseTest, LeavesOutFailedWrongAndLoneRunsAndSaysWhy) {
+  std::vector<RunWithResults> runs = {
+      OpenMpiRun("runs/ok1", "ring", {{8, 1}}),   OpenMpiRun("runs/ok2", "", {{8, 2}}),
+      OpenMpiRun("runs/bad", "ring", {{8, 1}}),   OpenMpiRun("runs/wrong", "ring", {{8, 1}}),
+      OpenMpiRun("runs/lone", "ring", {{8, 1}}, 3),
+  };
+  runs[2].run.set_state(v1::FAILED);
+  runs[3].run.set_wrong(2);
+  const Advice advice = Advise(runs);
+  ASSERT_EQ(advice.groups.size(), 1u);
+  EXPECT_EQ(advice.groups[0].runs.size(), 2u);
+  ASSERT_EQ(advice.notes.size(), 3u);
+  EXPECT_THAT(advice.notes[0], HasSubstr("runs/bad: left out, it did not succeed"));
+  EXPECT_THAT(advice.notes[1], HasSubstr("runs/wrong: left out, 2 wrong results"));
+  EXPECT_THAT(advice.notes[2], HasSubstr("runs/lone: the only allreduce run on 3 ranks"));
+}
+
+TEST(OpenMpiRulesTest, WrittenFromTheWinnersAndParsedBack) {
+  std::vector<RunWithResults> runs = {
+      OpenMpiRun("runs/d", "", {{8, 2}, {1024, 9}, {65536, 50}, {1 << 20, 400}}),
+      OpenMpiRun("runs/r", "recursive_doubling", {{8, 3}, {1024, 6}, {65536, 40}, {1 << 20, 500}}),
+      OpenMpiRun("runs/g", "ring", {{8, 6}, {1024, 10}, {65536, 60}, {1 << 20, 300}}),
+      OpenMpiRun("runs/r4", "recursive_doubling", {{8, 3}}, 4),
+      OpenMpiRun("runs/g4", "ring", {{8, 6}}, 4),
+  };
+  const Advice advice = Advise(runs);
+  const OpenMpiRules rules = OpenMpiRulesFrom(advice);
+  const std::string text = FormatOpenMpiRules(rules, advice);
+  absl::StatusOr<OpenMpiRules> parsed = ParseOpenMpiRules(text);
+  ASSERT_TRUE(parsed.ok()) << parsed.status() << "\n" << text;
+  ASSERT_EQ(parsed->collectives.size(), 1u);
+  EXPECT_EQ(parsed->collectives[0].collective_id, 2);
+  ASSERT_EQ(parsed->collectives[0].comms.size(), 2u);
+  const OpenMpiCommRule& two = parsed->collectives[0].comms[0];
+  EXPECT_EQ(two.comm_size, 2);
+  // 8 B: default (0); 1 KiB-64 KiB: recursive_doubling (3); 1 MiB: ring (4).
+  ASSERT_EQ(two.messages.size(), 3u);
+  EXPECT_EQ(two.messages[0].min_bytes, 0u);
+  EXPECT_EQ(two.messages[0].algorithm, 0);
+  EXPECT_EQ(two.messages[1].min_bytes, 1024u);
+  EXPECT_EQ(two.messages[1].algorithm, 3);
+  EXPECT_EQ(two.messages[2].min_bytes, 1u << 20);
+  EXPECT_EQ(two.messages[2].algorithm, 4);
+  const OpenMpiCommRule& four = parsed->collectives[0].comms[1];
+  EXPECT_EQ(four.comm_size, 4);
+  ASSERT_EQ(four.messages.size(), 1u);
+  EXPECT_EQ(four.messages[0].algorithm, 3);
+  EXPECT_THAT(text, HasSubstr("coll_tuned_use_dynamic_rules"));
+}
+
+TEST(OpenMpiRulesTest, GroupsThatDifferInMoreThanTheAlgorithmWriteNoRules) {
+  std::vector<RunWithResults> runs = {OpenMpiRun("runs/a", "ring", {{8, 1}}),
+                                      OpenMpiRun("runs/b", "", {{8, 2}})};
+  runs[1].run.mutable_spec()->set_transport(v1::TCP);
+  EXPECT_TRUE(OpenMpiRulesFrom(Advise(runs)).collectives.empty());
+}
+
+TEST(OpenMpiRulesTest, MalformedFilesAreRefusedWithTheLine) {
+  EXPECT_THAT(ParseOpenMpiRules("1\n2\n1\n2\n1\n8 3 0 0\n").status().message(),
+              HasSubstr("line 6: the first message rule must start at size 0"));
+  EXPECT_THAT(ParseOpenMpiRules("1\n2\n1\n2\n2\n0 3 0 0\n").status().message(),
+              HasSubstr("ends where a message rule"));
+  EXPECT_THAT(ParseOpenMpiRules("1 # c\n2\nx\n").status().message(),
+              HasSubstr("line 3: 'x' is not a count or size"));
+  EXPECT_THAT(ParseOpenMpiRules("1\n2\n1\n2\n1\n0 3 0 0\n9\n").status().message(),
+              HasSubstr("line 7: more numbers than the counts say"));
+}
+
+TEST(EnvFilesTest, MpichCvarsFromTheWinnerOfMostSizesParsedBack) {
+  auto mpich = [](const std::string& name, const std::string& algorithm,
+                  const std::vector<std::pair<uint64_t, double>>& points) {
+    RunWithResults r = OpenMpiRun(name, "", points);
+    r.run.mutable_spec()->set_mpi(v1::MPICH);
+    if (!algorithm.empty()) {
+      (*r.run.mutable_spec()->mutable_env())["MPIR_CVAR_ALLREDUCE_INTRA_ALGORITHM"] = algorithm;
+    }
+    return r;
+  };
+  std::vector<RunWithResults> runs = {
+      mpich("runs/d", "", {{8, 5}, {1024, 9}, {65536, 70}}),
+      mpich("runs/r", "recursive_doubling", {{8, 3}, {1024, 6}, {65536, 90}}),
+      mpich("runs/s", "reduce_scatter_allgather", {{8, 6}, {1024, 10}, {65536, 50}}),
+  };
+  EnvSettings settings;
+  const std::string text = FormatMpichEnv(Advise(runs), &settings);
+  EXPECT_EQ(settings.at("MPIR_CVAR_ALLREDUCE_INTRA_ALGORITHM"), "recursive_doubling");
+  EXPECT_THAT(text, HasSubstr("reduce_scatter_allgather"));  // the other range is named
+  absl::StatusOr<EnvSettings> parsed = ParseEnvFile(text);
+  ASSERT_TRUE(parsed.ok()) << parsed.status();
+  EXPECT_EQ(*parsed, settings);
+  EXPECT_THAT(ParseEnvFile("# c\nNOEQUALS\n").status().message(), HasSubstr("line 2"));
+}
+
+TEST(EnvFilesTest, NcclAlgoAndProtoFromTheWinners) {
+  auto nccl = [](const std::string& name, const std::string& algo, double us) {
+    RunWithResults r = OpenMpiRun(name, "", {{1 << 20, us}});
+    r.run.mutable_spec()->set_backend("nccl");
+    (*r.run.mutable_spec()->mutable_env())["NCCL_ALGO"] = algo;
+    return r;
+  };
+  std::vector<RunWithResults> runs = {nccl("runs/t", "Tree", 30), nccl("runs/r", "Ring", 20)};
+  EnvSettings settings;
+  const std::string text = FormatNcclEnv(Advise(runs), &settings);
+  EXPECT_EQ(settings.at("NCCL_ALGO"), "Ring");
+  EXPECT_EQ(settings.count("NCCL_PROTO"), 0u);
+  EXPECT_EQ(*ParseEnvFile(text), settings);
+}
+
+TEST(WriteTuningFilesTest, WritesOnlyTheFilesWithContent) {
+  std::vector<RunWithResults> runs = {OpenMpiRun("runs/a", "ring", {{8, 1}}),
+                                      OpenMpiRun("runs/b", "", {{8, 2}})};
+  const std::string dir = ::testing::TempDir() + "/advisor_rules";
+  absl::StatusOr<std::vector<std::string>> written = WriteTuningFiles(Advise(runs), dir);
+  ASSERT_TRUE(written.ok()) << written.status();
+  ASSERT_EQ(written->size(), 1u);
+  EXPECT_TRUE(absl::EndsWith((*written)[0], "/openmpi-rules.conf"));
+  std::ifstream in((*written)[0]);
+  std::stringstream text;
+  text << in.rdbuf();
+  EXPECT_TRUE(ParseOpenMpiRules(text.str()).ok());
+  std::remove((*written)[0].c_str());
+}
+
+}  // namespace
+}  // namespace collbench
