@@ -325,18 +325,11 @@ TEST_F(RestHttpTest, EveryRequestIsReportedOnceWithItsRoute) {
 }
 
 TEST_F(RestHttpTest, ServesTlsWhenGivenACertificate) {
-  const std::string dir = ::testing::TempDir() + "/rest_tls";
-  if (!MakeLoopbackCertificate(dir)) GTEST_SKIP() << "no openssl command to make a certificate";
-  HttpServerOptions options;
-  options.tls_cert = dir + "/cert.pem";
-  options.tls_key = dir + "/key.pem";
-  Start(options);
-  httplib::Client tls("https://127.0.0.1:" + std::to_string(server_->port()));
-  tls.enable_server_certificate_verification(false);
-  httplib::Result health = tls.Get("/healthz");
+  if (!StartTls("rest_tls")) GTEST_SKIP() << "no openssl command to make a certificate";
+  httplib::Result health = tls_client_->Get("/healthz");
   ASSERT_TRUE(health) << httplib::to_string(health.error());
   EXPECT_EQ(health->status, 200);
-  httplib::Result runs = tls.Get("/v1/runs", Auth(kRead));
+  httplib::Result runs = tls_client_->Get("/v1/runs", Auth(kRead));
   ASSERT_TRUE(runs);
   EXPECT_EQ(runs->status, 200);
   httplib::Result plain = client_->Get("/healthz");  // plain HTTP gets no answer

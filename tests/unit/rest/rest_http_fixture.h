@@ -66,6 +66,22 @@ class RestHttpTest : public ::testing::Test {
     client_ = NewClient();
   }
 
+  // Starts the server over TLS with a fresh self-signed certificate, and a
+  // client for it in tls_client_; false (nothing started) when there is no
+  // openssl command to make the certificate.
+  bool StartTls(const std::string& name) {
+    const std::string dir = ::testing::TempDir() + "/" + name;
+    if (!MakeLoopbackCertificate(dir)) return false;
+    HttpServerOptions options;
+    options.tls_cert = dir + "/cert.pem";
+    options.tls_key = dir + "/key.pem";
+    Start(options);
+    tls_client_ =
+        std::make_unique<httplib::Client>("https://127.0.0.1:" + std::to_string(server_->port()));
+    tls_client_->enable_server_certificate_verification(false);
+    return true;
+  }
+
   std::unique_ptr<httplib::Client> NewClient() {
     auto client = std::make_unique<httplib::Client>("127.0.0.1", server_->port());
     client->set_read_timeout(30, 0);
@@ -121,6 +137,7 @@ class RestHttpTest : public ::testing::Test {
   std::atomic<bool> ready_{true};
   std::unique_ptr<HttpServer> server_;
   std::unique_ptr<httplib::Client> client_;
+  std::unique_ptr<httplib::Client> tls_client_;  // after StartTls()
   absl::Mutex mu_;
   std::vector<std::pair<std::string, int>> requests_ ABSL_GUARDED_BY(mu_);
 };

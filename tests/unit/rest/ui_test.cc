@@ -129,15 +129,9 @@ TEST_F(UiTest, UnknownRunsAndBadComparisonsArePages) {
 }
 
 TEST_F(UiTest, OverTlsTheCookieIsSecure) {
-  const std::string dir = ::testing::TempDir() + "/ui_tls";
-  if (!MakeLoopbackCertificate(dir)) GTEST_SKIP() << "no openssl command to make a certificate";
-  HttpServerOptions options;
-  options.tls_cert = dir + "/cert.pem";
-  options.tls_key = dir + "/key.pem";
-  Start(options);
-  httplib::Client tls("https://127.0.0.1:" + std::to_string(server_->port()));
-  tls.enable_server_certificate_verification(false);
-  httplib::Result login = tls.Post("/ui/login", "token=r-token", "application/x-www-form-urlencoded");
+  if (!StartTls("ui_tls")) GTEST_SKIP() << "no openssl command to make a certificate";
+  httplib::Result login =
+      tls_client_->Post("/ui/login", "token=r-token", "application/x-www-form-urlencoded");
   ASSERT_TRUE(login) << httplib::to_string(login.error());
   EXPECT_EQ(login->status, 303);
   EXPECT_EQ(login->get_header_value("Set-Cookie"),
