@@ -41,6 +41,8 @@ table.data tr.disagree td { background: #fde8e6; }
 table.data tr.straggler td { background: #fff1d6; }
 table.data td.faster { color: #11702f; font-weight: 600; }
 table.data td.slower { color: #b3261e; font-weight: 600; }
+p.warning { background: #fff1d6; border: 1px solid #e0a040; border-radius: 4px;
+            padding: 6px 10px; color: #5c3b00; font-weight: 600; }
 ul.notes { margin: 2px 0 10px; padding-left: 20px; color: #4a5366; font-size: 13px; }
 ul.notes li.missing { color: #8a4b00; }
 .badge { display: inline-block; padding: 1px 7px; border-radius: 9px; font-size: 12px;

@@ -46,6 +46,27 @@ std::vector<std::string> SeriesNames(const std::vector<RunWithResults>& runs) {
   return names;
 }
 
+// A banner when the runs were timed by different iteration synchronization
+// (DESIGN §2): their ratios would compare two methods, not configurations.
+std::string SyncWarning(const std::vector<RunWithResults>& runs) {
+  std::map<std::string, std::vector<size_t>> by_sync;
+  for (size_t i = 0; i < runs.size(); ++i) {
+    for (const auto& [field, value] : ConfigFields(runs[i].run)) {
+      if (field == "sync") by_sync[value].push_back(i);
+    }
+  }
+  if (by_sync.size() < 2) return "";
+  std::vector<std::string> groups;
+  for (const auto& [sync, indices] : by_sync) {
+    groups.push_back(absl::StrCat(sync, ": [", absl::StrJoin(indices, "], ["), "]"));
+  }
+  return absl::StrCat(
+      "<p class=\"warning\">These runs differ in iteration synchronization (",
+      HtmlEscape(absl::StrJoin(groups, "; ")),
+      "). barrier times one isolated operation, none lets iterations overlap: the ratios "
+      "below mix two methods and say nothing about the configurations alone.</p>\n");
+}
+
 std::string Summary(const std::vector<RunWithResults>& runs, const std::vector<std::string>& names) {
   std::string out = "<ul class=\"runs\">";
   for (size_t i = 0; i < runs.size(); ++i) {
@@ -78,7 +99,7 @@ std::string RunsReportTitle(const std::vector<RunWithResults>& runs) {
 std::string RunsReportBody(const std::vector<RunWithResults>& runs) {
   if (runs.empty()) return "<p class=\"note\">no runs to report</p>\n";
   const std::vector<std::string> names = SeriesNames(runs);
-  std::string out = Summary(runs, names);
+  std::string out = Summary(runs, names) + SyncWarning(runs);
   out += ri::SizePlots(runs, names, "Latency and bandwidth");
   out += ri::DistributionPlots(runs, names);
   if (runs.size() > 1) {

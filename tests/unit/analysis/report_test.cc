@@ -130,6 +130,17 @@ TEST(ReportTest, RatioTableComparesWithTheBaseline) {
   EXPECT_THAT(html, HasSubstr("class=\"num slower\""));
 }
 
+TEST(ReportTest, RunsOfDifferentSynchronizationAreFlagged) {
+  RunWithResults a = MakeRun("a", v1::OPENMPI, 2);
+  RunWithResults b = MakeRun("b", v1::OPENMPI, 3);
+  a.run.mutable_spec()->set_sync(v1::SYNC_BARRIER);
+  b.run.mutable_spec()->set_sync(v1::SYNC_NONE);
+  EXPECT_THAT(RunsReport({a, b}),
+              HasSubstr("differ in iteration synchronization (barrier: [0]; none: [1])"));
+  b.run.mutable_spec()->set_sync(v1::SYNC_BARRIER);
+  EXPECT_THAT(RunsReport({a, b}), Not(HasSubstr("class=\"warning\"")));
+}
+
 TEST(ReportTest, EnvironmentDifferencesNameTheFieldsThatDiffer) {
   const std::string html = RunsReport({MakeRun("a", v1::OPENMPI, 2), MakeRun("b", v1::MPICH, 3)});
   const size_t at = html.find("Environment differences");
