@@ -16,8 +16,9 @@ Cases:
          token shows the login form, and signing in sets an HttpOnly,
          SameSite=Strict cookie that the pages accept and the API does not.
   live   a run of 18 sizes opened on /ui/runs/{id} as soon as it is created:
-         while it is RUNNING the page's point count grows without a reload,
-         and it ends with every size and the final state.
+         while it is RUNNING the page's point count grows without a reload
+         (a partial curve is seen), and it ends with every size and the
+         final state.
 
 Screenshots go to $COLLBENCH_UI_ARTIFACTS (default: BIN_DIR/../test-artifacts/ui).
 Exit code 0 when every case passed, 1 otherwise, 77 when chromium or curl is
@@ -267,8 +268,10 @@ def case_live(c):
                 break
         expect(seen and seen[-1] == (18, "succeeded"),
                "the live page ended at %s, expected 18 points and succeeded" % (seen[-1:],))
+        # Growth without a reload: while RUNNING the page showed at least two
+        # counts, one of them a partial curve (neither empty nor complete).
         growing = sorted({p for p, s in seen if s == "running"})
-        expect(len(growing) >= 3,
+        expect(len(growing) >= 2 and any(0 < p < 18 for p in growing),
                "while running the page showed point counts %s; expected it to grow" % growing)
         check_clean(page, "/ui/runs/%s (live)" % rid, c.url(""))
         page.screenshot(os.path.join(out, "ui-live-done.png"))
