@@ -32,6 +32,7 @@ std::string SizesText(const v1::RunSpec& s) {
     for (uint64_t b : s.sizes_bytes()) sizes.push_back(FormatBytes(b));
     return absl::StrJoin(sizes, ",");
   }
+  if (s.max_bytes() == 0) return "default";
   return absl::StrFormat("%s..%s x%g", FormatBytes(s.min_bytes()), FormatBytes(s.max_bytes()),
                          s.factor());
 }
