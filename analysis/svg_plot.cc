@@ -148,101 +148,139 @@ std::string FormatUnitValue(double v, AxisUnit unit) {
   return Short(v);
 }
 
-std::string RenderSvgPlot(const Plot& plot) {
-  const bool x_log = plot.x.log && plot.x.unit != AxisUnit::kFraction;
-  const bool y_log = plot.y.log && plot.y.unit != AxisUnit::kFraction;
+namespace {
+
+// Where one plot's data lands: its scales and the plot area in pixels.
+struct Frame {
+  Scale xs, ys;
+  bool x_log = true, y_log = true;
+  bool empty = false;  // nothing drawable
+  double pw = kWidth - kLeft - kRight, ph = kPlotHeight - kTop - kBottom;
+
+  double X(double v) const { return kLeft + xs.Map(v) * pw; }
+  double Y(double v) const { return kTop + (1 - ys.Map(v)) * ph; }
+  bool Drawn(const PlotPoint& p) const { return Drawable(p.x, x_log) && Drawable(p.y, y_log); }
+};
+
+Frame MakeFrame(const Plot& plot) {
+  Frame f;
+  f.x_log = plot.x.log && plot.x.unit != AxisUnit::kFraction;
+  f.y_log = plot.y.log && plot.y.unit != AxisUnit::kFraction;
   double x_min = std::numeric_limits<double>::infinity(), x_max = -x_min;
   double y_min = x_min, y_max = -x_min;
   for (const PlotSeries& s : plot.series) {
     for (const PlotPoint& p : s.points) {
-      if (!Drawable(p.x, x_log) || !Drawable(p.y, y_log)) continue;
+      if (!f.Drawn(p)) continue;
       x_min = std::min(x_min, p.x), x_max = std::max(x_max, p.x);
       y_min = std::min(y_min, p.y), y_max = std::max(y_max, p.y);
     }
   }
-  const bool empty = !(x_min <= x_max);
-  if (empty) x_min = 1, x_max = 2, y_min = 1, y_max = 2;
-  const Scale xs = MakeScale(plot.x, x_min, x_max);
-  const Scale ys = MakeScale(plot.y, y_min, y_max);
+  f.empty = !(x_min <= x_max);
+  if (f.empty) x_min = 1, x_max = 2, y_min = 1, y_max = 2;
+  f.xs = MakeScale(plot.x, x_min, x_max);
+  f.ys = MakeScale(plot.y, y_min, y_max);
+  return f;
+}
 
-  const std::vector<std::pair<double, int>> legend = LegendLayout(plot.series);
-  const int legend_rows = legend.empty() ? 0 : legend.back().second + 1;
-  const double height = kPlotHeight + legend_rows * kLegendRow + 6;
-  const double pw = kWidth - kLeft - kRight, ph = kPlotHeight - kTop - kBottom;
-  auto px = [&](double v) { return kLeft + xs.Map(v) * pw; };
-  auto py = [&](double v) { return kTop + (1 - ys.Map(v)) * ph; };
+std::string Line(double x1, double y1, double x2, double y2, const std::string& attributes) {
+  return absl::StrCat("<line x1=\"", Num(x1), "\" y1=\"", Num(y1), "\" x2=\"", Num(x2),
+                      "\" y2=\"", Num(y2), "\"", attributes, "/>");
+}
 
-  std::string out = absl::StrCat(
-      "<svg class=\"plot\" width=\"", Num(kWidth),
-      "\" height=\"", Num(height), "\" viewBox=\"0 0 ", Num(kWidth), " ", Num(height),
-      "\" role=\"img\" aria-label=\"", HtmlEscape(plot.title), "\">");
-  absl::StrAppend(&out, Text(kLeft, 18, plot.title, " class=\"title\""));
-  for (double t : xs.ticks) {
-    const double x = px(t);
-    absl::StrAppend(&out, "<line class=\"grid\" x1=\"", Num(x), "\" y1=\"", Num(kTop), "\" x2=\"",
-                    Num(x), "\" y2=\"", Num(kTop + ph), "\"/>",
-                    Text(x, kTop + ph + 15, FormatUnitValue(t, plot.x.unit),
+// Series past the palette repeat its colours with a dashed line.
+std::string Dash(size_t index) {
+  return index >= static_cast<size_t>(kPaletteSize) ? " stroke-dasharray=\"6 3\"" : "";
+}
+
+// Title, grid, ticks, frame and axis labels.
+std::string Axes(const Plot& plot, const Frame& f) {
+  std::string out = Text(kLeft, 18, plot.title, " class=\"title\"");
+  for (double t : f.xs.ticks) {
+    const double x = f.X(t);
+    absl::StrAppend(&out, Line(x, kTop, x, kTop + f.ph, " class=\"grid\""),
+                    Text(x, kTop + f.ph + 15, FormatUnitValue(t, plot.x.unit),
                          " text-anchor=\"middle\""));
   }
-  for (double t : ys.ticks) {
-    const double y = py(t);
-    absl::StrAppend(&out, "<line class=\"grid\" x1=\"", Num(kLeft), "\" y1=\"", Num(y), "\" x2=\"",
-                    Num(kLeft + pw), "\" y2=\"", Num(y), "\"/>",
+  for (double t : f.ys.ticks) {
+    const double y = f.Y(t);
+    absl::StrAppend(&out, Line(kLeft, y, kLeft + f.pw, y, " class=\"grid\""),
                     Text(kLeft - 6, y + 4, FormatUnitValue(t, plot.y.unit),
                          " text-anchor=\"end\""));
   }
   absl::StrAppend(&out, "<rect class=\"frame\" x=\"", Num(kLeft), "\" y=\"", Num(kTop),
-                  "\" width=\"", Num(pw), "\" height=\"", Num(ph), "\"/>");
-  absl::StrAppend(&out, Text(kLeft + pw / 2, kTop + ph + 34, plot.x.label,
+                  "\" width=\"", Num(f.pw), "\" height=\"", Num(f.ph), "\"/>");
+  absl::StrAppend(&out, Text(kLeft + f.pw / 2, kTop + f.ph + 34, plot.x.label,
                              " class=\"axis-label\" text-anchor=\"middle\""));
-  absl::StrAppend(&out, Text(14, kTop + ph / 2, plot.y.label,
+  const double mid = kTop + f.ph / 2;
+  absl::StrAppend(&out, Text(14, mid, plot.y.label,
                              absl::StrCat(" class=\"axis-label\" text-anchor=\"middle\" "
                                           "transform=\"rotate(-90 14 ",
-                                          Num(kTop + ph / 2), ")\"")));
-  if (empty) {
-    absl::StrAppend(&out, Text(kLeft + pw / 2, kTop + ph / 2, "no results yet",
+                                          Num(mid), ")\"")));
+  if (f.empty) {
+    absl::StrAppend(&out, Text(kLeft + f.pw / 2, mid, "no results yet",
                                " class=\"empty\" text-anchor=\"middle\""));
   }
-  for (size_t i = 0; i < plot.series.size(); ++i) {
-    const PlotSeries& s = plot.series[i];
-    const std::string color = SeriesColor(static_cast<int>(i));
-    const std::string dash = static_cast<int>(i) >= kPaletteSize ? " stroke-dasharray=\"6 3\"" : "";
-    std::string path, marks;
-    for (const PlotPoint& p : s.points) {
-      if (!Drawable(p.x, x_log) || !Drawable(p.y, y_log)) continue;
-      const double x = px(p.x), y = py(p.y);
-      if (path.empty()) {
-        absl::StrAppend(&path, "M", Num(x), " ", Num(y));
-      } else if (plot.steps) {
-        absl::StrAppend(&path, " H", Num(x), " V", Num(y));
-      } else {
-        absl::StrAppend(&path, " L", Num(x), " ", Num(y));
-      }
-      if (plot.markers) {
-        absl::StrAppend(&marks, "<circle class=\"point\" cx=\"", Num(x), "\" cy=\"", Num(y),
-                        "\" r=\"3\" fill=\"", color, "\"><title>", HtmlEscape(s.name), ": ",
-                        HtmlEscape(p.tip), "</title></circle>");
-      }
+  return out;
+}
+
+// One series: its line and, with markers, a circle per point.
+std::string SeriesGroup(const Plot& plot, size_t index, const Frame& f) {
+  const PlotSeries& s = plot.series[index];
+  const std::string color = SeriesColor(static_cast<int>(index));
+  std::string path, marks;
+  for (const PlotPoint& p : s.points) {
+    if (!f.Drawn(p)) continue;
+    const double x = f.X(p.x), y = f.Y(p.y);
+    if (path.empty()) {
+      absl::StrAppend(&path, "M", Num(x), " ", Num(y));
+    } else if (plot.steps) {
+      absl::StrAppend(&path, " H", Num(x), " V", Num(y));
+    } else {
+      absl::StrAppend(&path, " L", Num(x), " ", Num(y));
     }
-    absl::StrAppend(&out, "<g class=\"series\" data-series=\"", HtmlEscape(s.name), "\">");
-    if (!path.empty()) {
-      absl::StrAppend(&out, "<path d=\"", path, "\" fill=\"none\" stroke=\"", color,
-                      "\" stroke-width=\"2\"", dash, "/>");
+    if (plot.markers) {
+      absl::StrAppend(&marks, "<circle class=\"point\" cx=\"", Num(x), "\" cy=\"", Num(y),
+                      "\" r=\"3\" fill=\"", color, "\"><title>", HtmlEscape(s.name), ": ",
+                      HtmlEscape(p.tip), "</title></circle>");
     }
-    absl::StrAppend(&out, marks, "</g>");
   }
-  for (size_t i = 0; i < legend.size(); ++i) {
-    const double x = legend[i].first, y = kPlotHeight + legend[i].second * kLegendRow;
+  std::string out = absl::StrCat("<g class=\"series\" data-series=\"", HtmlEscape(s.name), "\">");
+  if (!path.empty()) {
+    absl::StrAppend(&out, "<path d=\"", path, "\" fill=\"none\" stroke=\"", color,
+                    "\" stroke-width=\"2\"", Dash(index), "/>");
+  }
+  return absl::StrCat(out, marks, "</g>");
+}
+
+std::string Legend(const Plot& plot, const std::vector<std::pair<double, int>>& layout) {
+  std::string out;
+  for (size_t i = 0; i < layout.size(); ++i) {
+    const double x = layout[i].first, y = kPlotHeight + layout[i].second * kLegendRow;
     const std::string color = SeriesColor(static_cast<int>(i));
-    absl::StrAppend(&out, "<g class=\"legend-item\"><line x1=\"", Num(x), "\" y1=\"", Num(y - 4),
-                    "\" x2=\"", Num(x + 22), "\" y2=\"", Num(y - 4), "\" stroke=\"", color,
-                    "\" stroke-width=\"2.5\"", static_cast<int>(i) >= kPaletteSize ? " stroke-dasharray=\"6 3\"" : "",
-                    "/><circle cx=\"", Num(x + 11), "\" cy=\"", Num(y - 4), "\" r=\"3\" fill=\"",
-                    color, "\"/>",
-                    Text(x + 28, y, Truncate(plot.series[i].name)), "<title>",
-                    HtmlEscape(plot.series[i].name), "</title></g>");
+    absl::StrAppend(
+        &out, "<g class=\"legend-item\">",
+        Line(x, y - 4, x + 22, y - 4,
+             absl::StrCat(" stroke=\"", color, "\" stroke-width=\"2.5\"", Dash(i))),
+        "<circle cx=\"", Num(x + 11), "\" cy=\"", Num(y - 4), "\" r=\"3\" fill=\"", color, "\"/>",
+        Text(x + 28, y, Truncate(plot.series[i].name)), "<title>",
+        HtmlEscape(plot.series[i].name), "</title></g>");
   }
-  return out + "</svg>\n";
+  return out;
+}
+
+}  // namespace
+
+std::string RenderSvgPlot(const Plot& plot) {
+  const Frame frame = MakeFrame(plot);
+  const std::vector<std::pair<double, int>> legend = LegendLayout(plot.series);
+  const int legend_rows = legend.empty() ? 0 : legend.back().second + 1;
+  const double height = kPlotHeight + legend_rows * kLegendRow + 6;
+  std::string out = absl::StrCat(
+      "<svg class=\"plot\" width=\"", Num(kWidth), "\" height=\"", Num(height),
+      "\" viewBox=\"0 0 ", Num(kWidth), " ", Num(height), "\" role=\"img\" aria-label=\"",
+      HtmlEscape(plot.title), "\">", Axes(plot, frame));
+  for (size_t i = 0; i < plot.series.size(); ++i) out += SeriesGroup(plot, i, frame);
+  return absl::StrCat(out, Legend(plot, legend), "</svg>\n");
 }
 
 }  // namespace collbench
