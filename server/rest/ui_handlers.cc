@@ -28,6 +28,11 @@ namespace collbench::rest_handlers {
 namespace {
 
 constexpr char kNav[] = "<a href=\"/ui/\">runs</a><a href=\"/ui/login\">token</a>";
+// The runs tables' head; RunRow() fills them.
+constexpr char kRunsTableHead[] =
+    "<table class=\"data\"><thead><tr><th>run</th><th>state</th><th>operation</th>"
+    "<th>configuration</th><th>sizes</th><th>created (UTC)</th><th>suite run</th></tr></thead>"
+    "<tbody>";
 // Runs scanned for the list page and for a suite run's runs.
 constexpr int kRunPageSize = 1000;
 
@@ -126,11 +131,12 @@ RestReply UiRuns(const RestContext& context, const RestRequest& request) {
   absl::StatusOr<std::vector<v1::Run>> runs = ListAll(context, kRunPageSize);
   if (!runs.ok()) return UiErrorReply(runs.status());
   std::string body = absl::StrCat(
-      "<p class=\"meta\">", runs->size(),
-      " runs, newest first. Compare runs at /ui/compare?runs=ID,ID,… (the first is the "
-      "baseline).</p>\n<table class=\"data\"><thead><tr><th>run</th><th>state</th>"
-      "<th>operation</th><th>configuration</th><th>sizes</th><th>created (UTC)</th>"
-      "<th>suite run</th></tr></thead><tbody>");
+      "<form class=\"compare\" method=\"get\" action=\"/ui/compare\"><label>Compare runs "
+      "<input type=\"text\" name=\"runs\" size=\"60\" placeholder=\"ID,ID,… (the first is "
+      "the baseline)\"></label> <button type=\"submit\">Compare</button></form>\n"
+      "<p class=\"meta\">",
+      runs->size(),
+      " runs, newest first.</p>\n", kRunsTableHead);
   for (const v1::Run& run : *runs) body += RunRow(run);
   body += "</tbody></table>\n";
   return UiPageReply({"collbench runs", kNav, body, "", ""});
@@ -196,8 +202,12 @@ RestReply UiSuite(const RestContext& context, const RestRequest& request) {
   std::reverse(runs.begin(), runs.end());  // oldest first, as `suite show` reads them
   absl::StatusOr<SuiteView> view = ViewSuiteRun(runs);
   if (!view.ok()) return UiErrorReply(view.status());
+  // Each cell's run, to open it on its own page.
+  std::string cells = absl::StrCat("<h2>Runs</h2>\n", kRunsTableHead);
+  for (const RunWithResults& run : runs) cells += RunRow(run.run);
+  cells += "</tbody></table>\n";
   return UiPageReply({SuiteReportTitle(request.id, *view), kNav,
-                      SuiteReportBody(request.id, *view, runs), "", ""});
+                      SuiteReportBody(request.id, *view, runs) + cells, "", ""});
 }
 
 RestReply UiLoginForm(const RestContext& context, const RestRequest& request) {

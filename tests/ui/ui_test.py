@@ -112,6 +112,17 @@ def check_series(page, what, expected):
     return plots
 
 
+def submit(page, script):
+    """Runs `script` (which submits a form) and waits for the page it loads;
+    events from here on belong to that page."""
+    page.mark = len(page.browser.events)
+    page.evaluate(script)
+    deadline = time.monotonic() + 20
+    while not page.events("Page.loadEventFired"):
+        expect(time.monotonic() < deadline, "submitting a form loaded no page")
+        page.browser.pump(0.2)
+
+
 def sign_in(c, page, token):
     """/ui/ without a cookie shows the form; submitting a read token lands on
     /ui/ with the cookie set."""
@@ -119,13 +130,8 @@ def sign_in(c, page, token):
     expect(page.evaluate("!!document.querySelector('form.login')"),
            "/ui/ without a token does not show the login form")
     page.screenshot(os.path.join(c.artifacts(), "ui-login.png"))
-    page.mark = len(page.browser.events)
-    page.evaluate("document.querySelector('input[name=token]').value = %s;"
-                  "document.querySelector('form.login').submit(); true" % json.dumps(token))
-    deadline = time.monotonic() + 20
-    while not page.events("Page.loadEventFired"):
-        expect(time.monotonic() < deadline, "signing in did not load a page")
-        page.browser.pump(0.2)
+    submit(page, "document.querySelector('input[name=token]').value = %s;"
+           "document.querySelector('form.login').submit(); true" % json.dumps(token))
     expect(page.evaluate("location.pathname") == "/ui/",
            "signing in went to %s" % page.evaluate("location.href"))
     cookies = page.call("Network.getCookies", {"urls": [c.url("/ui/")]})["cookies"]
@@ -210,6 +216,13 @@ def case_pages(c):
         listed = page.evaluate("document.body.innerText")
         expect(shm in listed and tcp in listed, "/ui/ does not list the runs")
         page.screenshot(os.path.join(out, "ui-runs.png"))
+        # The list's compare form leads to the comparison.
+        submit(page, "document.querySelector('form.compare input[name=runs]').value = %s;"
+               "document.querySelector('form.compare').submit(); true"
+               % json.dumps("%s,%s" % (shm, tcp)))
+        expect(page.evaluate("location.pathname") == "/ui/compare",
+               "the compare form went to %s" % page.evaluate("location.href"))
+        check_series(page, "the compare form's page", ["shm", "tcp"])
         for path, series, shot in (("/ui/runs/" + shm, 1, "ui-run"),
                                    ("/ui/compare?runs=%s,%s" % (shm, tcp), ["shm", "tcp"],
                                     "ui-compare")):
