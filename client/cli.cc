@@ -30,7 +30,8 @@ namespace {
 constexpr char kUsage[] = R"(usage: collbench [--coordinator HOST:PORT] [--token T]
                  [--tls-ca FILE [--tls-server-name NAME]] COMMAND
 commands:
-  workers [--long]              the registered workers (--long: container facts)
+  workers [--long]              the registered workers (--long: container facts
+                                and labels)
   health [HOST:PORT] [--service S] [--timeout D]
                                 the gRPC health status of the coordinator (or of
                                 a worker's --listen address); exit 0 if SERVING
@@ -65,7 +66,8 @@ int Workers(CoordinatorClient& client, const std::vector<std::string>& args) {
   bool long_format = false;
   FlagParser flags;
   flags.Bool("long", &long_format,
-             "also each worker's container signals, namespaces, /dev/shm and cgroup limits");
+             "also each worker's container signals, namespaces, /dev/shm, cgroup limits and"
+             " labels");
   if (absl::Status s = flags.Parse(args); !s.ok()) return Report(s);
   if (!flags.rest().empty()) {
     return Report(absl::InvalidArgumentError(

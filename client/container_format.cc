@@ -7,6 +7,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
+#include "common/worker_labels.h"
 
 namespace collbench {
 namespace {
@@ -74,6 +75,9 @@ std::string FormatWorkerDetail(const v1::Worker& worker) {
                         cg.version(), cg.path().empty() ? "-" : cg.path(), CpuLimitText(cg),
                         inv.host_cpus(), Bytes(cg.memory_limit_bytes()),
                         Bytes(inv.host_memory_bytes()), Bytes(c.dev_shm_bytes()));
+  const std::map<std::string, std::string> labels(inv.labels().begin(), inv.labels().end());
+  absl::StrAppendFormat(&out, "    labels %s\n",
+                        labels.empty() ? "-" : FormatWorkerLabels(labels));
   return out;
 }
 

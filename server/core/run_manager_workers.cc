@@ -8,6 +8,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "common/status_macros.h"
+#include "common/worker_labels.h"
 #include "api/convert.h"
 #include "server/core/run_manager.h"
 
@@ -81,6 +82,12 @@ absl::StatusOr<RunManager::Registration> RunManager::OnRegister(const v1::Regist
   }
   if (hello.worker_id().empty()) {
     return absl::InvalidArgumentError("register.worker_id: must not be empty");
+  }
+  for (const auto& [key, value] : hello.inventory().labels()) {
+    if (absl::Status valid = ValidateWorkerLabel(key, value); !valid.ok()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("register.inventory.labels: ", valid.message()));
+    }
   }
   scheduling::WorkerRegistration registration;
   registration.name = absl::StrCat("workers/", hello.worker_id());

@@ -12,7 +12,9 @@
 #include <cerrno>
 #include <csignal>
 #include <cstdio>
+#include <map>
 #include <thread>
+#include <utility>
 
 #include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
@@ -23,6 +25,7 @@
 #include "common/flag_parser.h"
 #include "common/tls_channel.h"
 #include "common/host_port.h"
+#include "common/worker_labels.h"
 #include "worker/agent/exec_service.h"
 #include "worker/agent/inventory.h"
 #include "worker/agent/launch_shim.h"
@@ -36,6 +39,7 @@ constexpr char kUsage[] =
     "usage: collbench-worker --coordinator HOST:PORT [--listen HOST:PORT] [--name NAME]\n"
     "                        [--slots N] [--join-token T] [--advertise HOST:PORT]\n"
     "                        [--mpi-interface IFACE|CIDR] [--tls-ca FILE [--tls-server-name NAME]]\n"
+    "                        [--label KEY=VALUE]...\n"
     "       collbench-worker launch-shim HOST COMMAND...   (used by mpirun / mpiexec)\n";
 
 struct Flags {
@@ -47,6 +51,7 @@ struct Flags {
   std::string join_token;
   std::string work_dir;
   std::string mpi_interface;
+  std::map<std::string, std::string> labels;  // --label, validated when parsed
   ClientTlsOptions tls;
 };
 
@@ -165,6 +170,7 @@ int Serve(const Flags& flags) {
     absl::FPrintF(stderr, "collbench-worker: inventory: %s\n", inventory.status().message());
     return 1;
   }
+  for (const auto& [key, value] : flags.labels) (*inventory->mutable_labels())[key] = value;
   WorkerAgentOptions options;
   options.coordinator = flags.coordinator;
   options.credentials = channel->credentials;
@@ -238,6 +244,19 @@ int main(int argc, char** argv) {
                 " an interface (eth0) or a CIDR (10.0.0.0/16); Open MPI gets it as"
                 " oob_tcp_if_include and btl_tcp_if_include, MPICH an interface name as"
                 " UCX_NET_DEVICES (default: MPI's choice)");
+  parser.Custom(
+      "label", "KEY=VALUE",
+      [&flags](absl::string_view text) -> absl::Status {
+        absl::StatusOr<std::pair<std::string, std::string>> label =
+            collbench::ParseWorkerLabel(text);
+        if (!label.ok()) {
+          return absl::InvalidArgumentError(absl::StrCat("--label: ", label.status().message()));
+        }
+        flags.labels[label->first] = label->second;
+        return absl::OkStatus();
+      },
+      "a fact about this worker that suites match (e.g. link=tbf-1gbit); repeatable. Keys:"
+      " lower-case letters, digits, '.', '_', '-'; values: letters, digits, '.', '_', '-'");
   parser.String("tls-ca", &flags.tls.ca_file,
                 "PEM CA certificate(s): dial the coordinator over TLS and verify it");
   parser.String("tls-server-name", &flags.tls.server_name,
