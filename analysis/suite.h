@@ -25,7 +25,11 @@ struct SuiteNeeds {
   int gpus_per_worker = 0;
   std::string memory_kind;  // a --memory kind the workers must offer
   int numa_nodes = 0;       // NUMA nodes on a worker
-  bool netns_hosts = false;  // hosts in network namespaces (tests/netns)
+  // Labels (collbench-worker --label KEY=VALUE) every worker the cell runs
+  // on must carry: what no worker can discover, such as the link between
+  // hosts. `labelled` says what such workers are, for the skip reason.
+  std::map<std::string, std::string> worker_labels;
+  std::string labelled;
   // A piece the engine does not have yet: the cell is skipped with this
   // sentence, so the table says what is missing instead of hiding the row.
   std::string missing;
@@ -135,12 +139,18 @@ struct SuiteCapabilities {
   int max_gpus_per_worker = 0;
   int max_numa_nodes = 0;
   std::set<std::string> memory_kinds;  // offered by every worker
-  bool netns_hosts = false;
+  std::vector<std::map<std::string, std::string>> worker_labels;  // each worker's
 };
+
+// Whether a worker with `labels` carries every one of `needed`.
+bool CarriesLabels(const std::map<std::string, std::string>& labels,
+                   const std::map<std::string, std::string>& needed);
 
 // Why `cell` cannot run here ("" when it can). `ranks` and `per_worker` are
 // what the cell's flags ask for (the ranks in all and the most on one
-// worker), as the CLI reads them from the parsed spec.
+// worker), as the CLI reads them from the parsed spec. A cell that needs
+// worker labels runs only on workers carrying them (the CLI places it
+// there), so enough of those must be at hand.
 std::string SkipReason(const SuiteCell& cell, int ranks, int per_worker,
                        const SuiteCapabilities& caps);
 

@@ -49,7 +49,8 @@ void Merge(const SuiteNeeds& from, SuiteNeeds* into) {
   into->gpus_per_worker = std::max(into->gpus_per_worker, from.gpus_per_worker);
   into->numa_nodes = std::max(into->numa_nodes, from.numa_nodes);
   if (!from.memory_kind.empty()) into->memory_kind = from.memory_kind;
-  into->netns_hosts |= from.netns_hosts;
+  for (const auto& [key, value] : from.worker_labels) into->worker_labels[key] = value;
+  if (!from.labelled.empty()) into->labelled = from.labelled;
   if (!from.missing.empty()) into->missing = from.missing;
 }
 
@@ -63,6 +64,34 @@ bool Advance(const std::vector<SuiteAxis>& axes, std::vector<size_t>* index) {
   return false;
 }
 
+
+// Why too few workers carry the labels `needs` names ("" when enough do):
+// the labels short of `workers_needed` workers (all of them when each is
+// carried by enough workers but not together), then what such workers are.
+std::string LabelShortfall(const SuiteNeeds& needs, int workers_needed,
+                           const SuiteCapabilities& caps) {
+  if (needs.worker_labels.empty()) return "";
+  int carrying = 0;
+  for (const auto& labels : caps.worker_labels) {
+    carrying += CarriesLabels(labels, needs.worker_labels);
+  }
+  if (carrying >= workers_needed) return "";
+  std::vector<std::string> short_labels, all_labels;
+  for (const auto& [key, value] : needs.worker_labels) {
+    const std::string label = absl::StrCat(key, "=", value);
+    all_labels.push_back(label);
+    int with = 0;
+    for (const auto& labels : caps.worker_labels) with += CarriesLabels(labels, {{key, value}});
+    if (with < workers_needed) short_labels.push_back(label);
+  }
+  const std::string names = absl::StrJoin(short_labels.empty() ? all_labels : short_labels, ", ");
+  std::string out = carrying == 0 ? absl::StrCat("needs workers labelled ", names)
+                                  : absl::StrCat("needs ", workers_needed, " workers labelled ",
+                                                 names, " (only ", carrying,
+                                                 carrying == 1 ? " carries" : " carry", " them)");
+  if (!needs.labelled.empty()) absl::StrAppend(&out, ": ", needs.labelled);
+  return out;
+}
 }  // namespace
 
 std::string SuiteCell::Label() const {
@@ -129,6 +158,15 @@ absl::StatusOr<std::vector<SuiteCell>> ExpandSuite(const Suite& suite, const std
   return cells;
 }
 
+bool CarriesLabels(const std::map<std::string, std::string>& labels,
+                   const std::map<std::string, std::string>& needed) {
+  for (const auto& [key, value] : needed) {
+    auto it = labels.find(key);
+    if (it == labels.end() || it->second != value) return false;
+  }
+  return true;
+}
+
 std::string SkipReason(const SuiteCell& cell, int ranks, int per_worker,
                        const SuiteCapabilities& caps) {
   const SuiteNeeds& n = cell.needs;
@@ -143,14 +181,14 @@ std::string SkipReason(const SuiteCell& cell, int ranks, int per_worker,
   if (n.numa_nodes > caps.max_numa_nodes) {
     return absl::StrCat("needs ", n.numa_nodes, " NUMA nodes on a host");
   }
-  if (n.netns_hosts && !caps.netns_hosts) {
-    return "needs hosts in network namespaces (tests/netns, root)";
+  const int workers_needed = (ranks + per_worker - 1) / std::max(per_worker, 1);
+  if (std::string labels = LabelShortfall(n, workers_needed, caps); !labels.empty()) {
+    return labels;
   }
   if (per_worker > caps.max_slots) {
     return absl::StrCat("needs a worker with ", per_worker, " slots (the largest has ",
                         caps.max_slots, "; e.g. collbench local --slots ", per_worker, ")");
   }
-  const int workers_needed = (ranks + per_worker - 1) / std::max(per_worker, 1);
   if (workers_needed > caps.workers) {
     return absl::StrCat("needs ", workers_needed, " workers (", caps.workers, " registered)");
   }

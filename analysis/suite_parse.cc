@@ -2,9 +2,12 @@
 // mistake is an InvalidArgument naming where it is ("parts[1].tables[0].kind").
 #include <nlohmann/json.hpp>
 
+#include <set>
+
 #include "absl/strings/str_cat.h"
 #include "analysis/suite.h"
 #include "common/status_macros.h"
+#include "common/worker_labels.h"
 
 namespace collbench {
 namespace {
@@ -92,13 +95,31 @@ absl::Status ReadNeeds(const Reader& r, SuiteNeeds* needs) {
   if (!r.Has("needs")) return absl::OkStatus();
   Reader n = r.At("needs");
   RETURN_IF_ERROR(n.Object());
+  // A misspelt or retired need would otherwise be dropped, and the cell
+  // would run where it should be skipped.
+  static const std::set<std::string> kKnown = {"gpus_per_worker", "memory_kind", "numa_nodes",
+                                                "worker_labels",   "labelled",    "missing"};
+  for (const auto& item : n.node().items()) {
+    if (kKnown.count(item.key()) == 0) {
+      return Reader::Error(absl::StrCat(n.where(), ".", item.key()),
+                           "is not a need (gpus_per_worker, memory_kind, numa_nodes, "
+                           "worker_labels, labelled, missing)");
+    }
+  }
   double gpus = 0, numa = 0;
   RETURN_IF_ERROR(n.Number("gpus_per_worker", &gpus));
   RETURN_IF_ERROR(n.Number("numa_nodes", &numa));
   needs->gpus_per_worker = static_cast<int>(gpus);
   needs->numa_nodes = static_cast<int>(numa);
   RETURN_IF_ERROR(n.String("memory_kind", &needs->memory_kind));
-  RETURN_IF_ERROR(n.Bool("netns_hosts", &needs->netns_hosts));
+  RETURN_IF_ERROR(n.StringMap("worker_labels", &needs->worker_labels));
+  RETURN_IF_ERROR(n.String("labelled", &needs->labelled));
+  for (const auto& [key, value] : needs->worker_labels) {
+    if (absl::Status valid = ValidateWorkerLabel(key, value); !valid.ok()) {
+      return Reader::Error(absl::StrCat(n.where(), ".worker_labels"),
+                           std::string(valid.message()));
+    }
+  }
   RETURN_IF_ERROR(n.String("missing", &needs->missing));
   return absl::OkStatus();
 }

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <map>
 #include <set>
 
 #include "absl/strings/numbers.h"
@@ -29,6 +30,7 @@ the paper's values, with a column saying whether this run agrees.
 struct Fleet {
   SuiteCapabilities caps;
   std::vector<std::string> ready;  // READY worker names, sorted
+  std::map<std::string, std::map<std::string, std::string>> labels;  // by READY worker name
   std::set<std::string> hosts;
   int in_containers = 0;
 };
@@ -47,6 +49,8 @@ absl::StatusOr<Fleet> ReadFleet(CoordinatorClient& client) {
     if (w.state() != v1::READY) continue;
     const v1::Inventory& inv = w.inventory();
     fleet.ready.push_back(w.name());
+    fleet.labels[w.name()] = {inv.labels().begin(), inv.labels().end()};
+    fleet.caps.worker_labels.push_back(fleet.labels[w.name()]);
     fleet.hosts.insert(inv.host_id());
     fleet.in_containers += inv.in_container() ? 1 : 0;
     SuiteCapabilities& c = fleet.caps;
@@ -70,8 +74,32 @@ absl::StatusOr<Fleet> ReadFleet(CoordinatorClient& client) {
   return fleet;
 }
 
+// The READY workers a cell may run on, sorted: those carrying the labels it
+// needs (all of them when it needs none).
+std::vector<std::string> CellWorkers(const SuiteCell& cell, const Fleet& fleet) {
+  std::vector<std::string> out;
+  for (const std::string& name : fleet.ready) {
+    if (CarriesLabels(fleet.labels.at(name), cell.needs.worker_labels)) out.push_back(name);
+  }
+  return out;
+}
+
+// Places `ranks` on the first of `workers`, `per_worker` each (EXPLICIT).
+// Too few workers leave the placement short; SkipReason skips such a cell.
+void PlaceOn(const std::vector<std::string>& workers, int ranks, int per_worker,
+             v1::Placement* placement) {
+  placement->set_policy(v1::EXPLICIT);
+  placement->set_ranks_per_worker(per_worker);
+  placement->clear_workers();
+  const int count = (ranks + per_worker - 1) / std::max(per_worker, 1);
+  for (int i = 0; i < count && i < static_cast<int>(workers.size()); ++i) {
+    placement->add_workers(workers[i]);
+  }
+}
+
 // A cell's run request. `--groups K` (a suite's own flag) puts the ranks on
-// K workers, ranks/K each: K "containers"; it needs the fleet's names.
+// K workers, ranks/K each: K "containers"; it needs the fleet's names. A
+// cell that needs worker labels is placed on workers carrying them.
 struct CellRun {
   v1::RunSpec spec;
   int per_worker = 1;
@@ -105,19 +133,17 @@ absl::StatusOr<CellRun> PrepareCell(const SuiteCell& cell, const Fleet& fleet,
           absl::StrCat(cell.Label(), ": ", ranks, " ranks do not split into ", groups, " groups"));
     }
     out.per_worker = ranks / groups;
-    v1::Placement* p = out.spec.mutable_placement();
-    p->set_policy(v1::EXPLICIT);
-    p->set_ranks_per_worker(out.per_worker);
-    p->clear_workers();
-    for (int g = 0; g < groups && g < static_cast<int>(fleet.ready.size()); ++g) {
-      p->add_workers(fleet.ready[g]);
-    }
+    PlaceOn(CellWorkers(cell, fleet), ranks, out.per_worker, out.spec.mutable_placement());
   } else if (out.spec.placement().policy() == v1::EXPLICIT) {
     out.per_worker = out.spec.placement().ranks_per_worker();
   } else if (out.spec.placement().policy() == v1::SPREAD) {
     out.per_worker = 1;
   } else {
     out.per_worker = ranks;  // pack: the suite means "all in one container"
+  }
+  if (!cell.needs.worker_labels.empty() && groups == 0 &&
+      out.spec.placement().policy() != v1::EXPLICIT) {
+    PlaceOn(CellWorkers(cell, fleet), ranks, out.per_worker, out.spec.mutable_placement());
   }
   return out;
 }

@@ -121,6 +121,111 @@ TEST(SuiteSkipTest, ReasonsNameWhatIsMissing) {
   EXPECT_EQ(SkipReason(cell, 2, 1, caps), "the object path is not in the engine yet");
 }
 
+// needs.worker_labels: a cell runs only where enough ready workers carry
+// every label it names; the reason names the labels short and what such
+// workers are.
+TEST(SuiteSkipTest, WorkerLabelsAreMatchedOnEnoughWorkers) {
+  SuiteCapabilities caps;
+  caps.workers = 4;
+  caps.max_slots = 3;
+  caps.worker_labels = {{{"hosts", "netns"}, {"link", "veth"}},
+                        {{"hosts", "netns"}, {"link", "veth"}},
+                        {{"hosts", "netns"}, {"link", "tbf-1gbit"}},
+                        {}};
+  SuiteCell cell;
+  cell.needs.worker_labels = {{"hosts", "netns"}, {"link", "veth"}};
+  cell.needs.labelled = "hosts in network namespaces joined by unshaped veth links (tests/netns)";
+  EXPECT_EQ(SkipReason(cell, 2, 1, caps), "");   // two carry both
+  EXPECT_EQ(SkipReason(cell, 3, 3, caps), "");   // one worker suffices
+  EXPECT_EQ(SkipReason(cell, 3, 1, caps),
+            "needs 3 workers labelled link=veth (only 2 carry them): hosts in network namespaces "
+            "joined by unshaped veth links (tests/netns)");
+
+  cell.needs.worker_labels = {{"hosts", "netns"}, {"link", "tbf-1gbit"}};
+  cell.needs.labelled =
+      "hosts in network namespaces joined by a 1 Gbit/s tc tbf link (tests/netns)";
+  EXPECT_EQ(SkipReason(cell, 1, 1, caps), "");
+  EXPECT_EQ(SkipReason(cell, 2, 1, caps),
+            "needs 2 workers labelled link=tbf-1gbit (only 1 carries them): hosts in network namespaces "
+            "joined by a 1 Gbit/s tc tbf link (tests/netns)");
+
+  caps.worker_labels = {{}, {}, {}, {}};  // collbench local: no labels at all
+  EXPECT_EQ(SkipReason(cell, 2, 1, caps),
+            "needs workers labelled hosts=netns, link=tbf-1gbit: hosts in network namespaces "
+            "joined by a 1 Gbit/s tc tbf link (tests/netns)");
+  cell.needs.labelled.clear();
+  EXPECT_EQ(SkipReason(cell, 2, 1, caps), "needs workers labelled hosts=netns, link=tbf-1gbit");
+
+  // Each label is carried by two workers, but no worker carries both.
+  caps.worker_labels = {{{"hosts", "netns"}}, {{"hosts", "netns"}},
+                        {{"link", "tbf-1gbit"}}, {{"link", "tbf-1gbit"}}};
+  EXPECT_EQ(SkipReason(cell, 2, 1, caps), "needs workers labelled hosts=netns, link=tbf-1gbit");
+}
+
+TEST(SuiteSkipTest, CarriesLabelsWantsEveryOneWithItsValue) {
+  EXPECT_TRUE(CarriesLabels({{"link", "veth"}, {"rack", "a"}}, {{"link", "veth"}}));
+  EXPECT_TRUE(CarriesLabels({}, {}));
+  EXPECT_FALSE(CarriesLabels({{"link", "veth"}}, {{"link", "tbf-1gbit"}}));
+  EXPECT_FALSE(CarriesLabels({{"link", "veth"}}, {{"link", "veth"}, {"hosts", "netns"}}));
+}
+
+TEST(SuiteParseTest, NeedsNameWorkerLabelsAndNothingUnknown) {
+  std::string text = kSmall;
+  const std::string gpu = R"({"value": "gpu", "needs": {"gpus_per_worker": 2}})";
+  text.replace(text.find(gpu), gpu.size(),
+               R"({"value": "gpu", "needs": {"worker_labels": {"link": "tbf-1gbit"},
+                                              "labelled": "behind a 1 Gbit/s link"}})");
+  absl::StatusOr<Suite> suite = ParseSuite(text);
+  ASSERT_TRUE(suite.ok()) << suite.status();
+  absl::StatusOr<std::vector<SuiteCell>> cells = ExpandSuite(*suite, "ci");
+  ASSERT_TRUE(cells.ok()) << cells.status();
+  const SuiteCell& cell = (*cells)[2];
+  ASSERT_EQ(cell.Label(), "p:lib=openmpi,place=gpu");
+  EXPECT_EQ(cell.needs.worker_labels, (std::map<std::string, std::string>{{"link", "tbf-1gbit"}}));
+  EXPECT_EQ(cell.needs.labelled, "behind a 1 Gbit/s link");
+  EXPECT_TRUE((*cells)[0].needs.worker_labels.empty());
+
+  std::string bad = text;
+  bad.replace(bad.find("\"link\": \"tbf-1gbit\""), 19, "\"Link\": \"tbf-1gbit\"");
+  EXPECT_THAT(ParseSuite(bad).status().message(),
+              HasSubstr("parts[0].axes[1].values[2].needs.worker_labels label key 'Link' must "
+                        "start with a lower-case letter or a digit"));
+  bad = kSmall;
+  bad.replace(bad.find("\"gpus_per_worker\""), 17, "\"netns_hosts\"");
+  EXPECT_THAT(ParseSuite(bad).status().message(),
+              HasSubstr("parts[0].axes[1].values[2].needs.netns_hosts is not a need"));
+}
+
+// The veth rows of dl-framework-scaling run on labelled workers only: on
+// `collbench local` (no labels) they are skipped saying which labels.
+TEST(BuiltinSuitesTest, TheVethRowsNeedLabelledWorkers) {
+  absl::StatusOr<Suite> suite = FindSuite("dl-framework-scaling");
+  ASSERT_TRUE(suite.ok()) << suite.status();
+  absl::StatusOr<std::vector<SuiteCell>> cells = ExpandSuite(*suite, "ci");
+  ASSERT_TRUE(cells.ok()) << cells.status();
+  std::map<std::string, std::map<std::string, std::string>> labels;
+  for (const SuiteCell& c : *cells) {
+    EXPECT_TRUE(c.needs.missing.empty()) << c.Label();
+    if (!c.needs.worker_labels.empty()) labels[c.Label()] = c.needs.worker_labels;
+  }
+  using Labels = std::map<std::string, std::string>;
+  const Labels veth = {{"hosts", "netns"}, {"link", "veth"}};
+  const Labels tbf = {{"hosts", "netns"}, {"link", "tbf-1gbit"}};
+  EXPECT_EQ(labels, (std::map<std::string, Labels>{{"netpipe:transport=tcp-veth", veth},
+                                                   {"netpipe:transport=tcp-veth-1g", tbf},
+                                                   {"scaling:fabric=slow-1g", tbf}}));
+  SuiteCapabilities local;
+  local.workers = 4;
+  local.max_slots = 4;
+  local.worker_labels.resize(4);
+  for (const SuiteCell& c : *cells) {
+    if (c.Label() != "scaling:fabric=slow-1g") continue;
+    EXPECT_EQ(SkipReason(c, 4, 1, local),
+              "needs workers labelled hosts=netns, link=tbf-1gbit: hosts in network namespaces "
+              "joined by a 1 Gbit/s tc tbf link (tests/netns)");
+  }
+}
+
 // A finished run of `cell` with one result per (bytes, avg_us).
 RunWithResults Ran(const std::vector<std::pair<uint64_t, double>>& sizes) {
   RunWithResults run;
