@@ -146,6 +146,14 @@ absl::Status CheckDataTypeAndRedop(const Context& c) {
     return FieldError("spec.redop", "unknown redop '", c.spec.redop(), "' (one of ",
                       absl::StrJoin(names, ", "), ", all)");
   }
+  if (c.op != nullptr && c.op->traits().floats_only) {
+    for (DataType t : c.dtypes) {
+      if (t != DataType::kFloat32 && t != DataType::kFloat64) {
+        return FieldError("spec.dtype", c.op->name(), " computes in float32 or float64, not ",
+                          DataTypeName(t));
+      }
+    }
+  }
   const bool sixteen_bit = std::any_of(c.dtypes.begin(), c.dtypes.end(), IsNcclOnly);
   if (!sixteen_bit) return absl::OkStatus();
   if (c.scenario == "parameter-server") {

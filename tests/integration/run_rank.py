@@ -19,6 +19,7 @@ import sys
 REDUCING = {"allreduce", "reduce", "reduce_scatter"}
 POINT_TO_POINT = {"latency", "bw", "bibw"}
 COPIES = {"h2d", "d2h", "d2d", "h2h"}  # their own loop, every dtype
+COMPUTE = {"gemm"}  # a rank's own work, like the copies: no barrier between calls
 MPI_DTYPES = 5  # int8 int32 int64 float32 float64
 ALL_DTYPES = 7  # and float16 bfloat16, which copies and NCCL carry
 REDOPS = 4
@@ -42,7 +43,7 @@ def expected_sizes(operation, sizes, all_combinations):
 def expected_sync(operation, extra):
     if "--sync" in extra:
         return extra[extra.index("--sync") + 1]
-    return "none" if operation in POINT_TO_POINT | COPIES else "barrier"
+    return "none" if operation in POINT_TO_POINT | COPIES | COMPUTE else "barrier"
 
 
 def check_ranks(args, records, sizes):

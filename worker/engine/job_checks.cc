@@ -67,6 +67,10 @@ absl::StatusOr<MemoryPlan> CheckJob(const EngineOptions& o, const Operation& op,
     return absl::InvalidArgumentError(
         "--backend mpi-object has no reduce_scatter (the object path has no such call)");
   }
+  if (traits.floats_only && o.dtype != DataType::kFloat32 && o.dtype != DataType::kFloat64) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        op.name(), " computes in float32 or float64, not --dtype ", DataTypeName(o.dtype)));
+  }
   if (IsNcclOnly(o.dtype) && backend.name != "nccl" && traits.op_class != OpClass::kCopy) {
     return absl::InvalidArgumentError(absl::StrCat(
         "--dtype ", DataTypeName(o.dtype), " needs --backend nccl (MPI has no 16-bit float type)"));

@@ -349,6 +349,7 @@ Operations:
   collectives   bcast gather allreduce allgather reduce reduce_scatter alltoall
   point-to-pt   latency (half round trip) bw (windowed) bibw   (pairs r, r+N/2)
   copies        h2d d2h d2d (CUDA builds), h2h (host memcpy)
+  compute       gemm (C = A*B per rank, n x n with n*n elements in a size; float32/64)
   scenarios     parameter-server gradient-replay (or --scenario NAME)
 
 Sizes (per-rank message, K/M/G/T = powers of 1024):

@@ -190,6 +190,12 @@ std::vector<BadSpec> BadSpecs() {
          s->set_memory("device");
        },
        "spec.memory"},
+      {"IntegerGemm",
+       [](S s, L) {
+         s->set_operation("gemm");
+         s->set_dtype("int32");
+       },
+       "spec.dtype"},
       {"InexactInt8SumCheck",
        [](S s, L l) {
          l->max_total_slots = 256;
@@ -460,6 +466,11 @@ TEST(ValidSpecTest, DeviceBackendsAndMemoryKinds) {
   host_copy.set_operation("h2h");
   host_copy.set_memory("interleave");
   ExpectValid(host_copy);
+
+  v1::RunSpec gemm = Allreduce(1);
+  gemm.set_operation("gemm");
+  gemm.set_dtype("float64");
+  ExpectValid(gemm);
 
   v1::RunSpec numa = Allreduce();
   numa.set_memory("numa:0");

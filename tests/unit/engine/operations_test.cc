@@ -26,7 +26,7 @@ class OperationsTest : public ::testing::Test {
 TEST_F(OperationsTest, RegistryHasEveryOperationOfTheDesign) {
   for (const char* name : {"bcast", "gather", "allreduce", "allgather", "reduce",
                            "reduce_scatter", "alltoall", "latency", "bw", "bibw", "h2d",
-                           "d2h", "d2d", "h2h"}) {
+                           "d2h", "d2d", "h2h", "gemm"}) {
     EXPECT_TRUE(registry_.Find(name).ok()) << name;
   }
   auto missing = registry_.Find("allreduse");

@@ -67,6 +67,22 @@ class SweepTest : public ::testing::Test {
   SweepEnv env_;
 };
 
+// gemm: the checked call must reproduce the exact product (n = 1, 16, 128
+// for these sizes), in both float types; integers are refused by name.
+TEST_F(SweepTest, GemmComputesTheExactProduct) {
+  for (DataType dtype : {DataType::kFloat32, DataType::kFloat64}) {
+    options_.dtype = dtype;
+    auto totals = Run("gemm");
+    ASSERT_TRUE(totals.ok()) << totals.status();
+    EXPECT_EQ(totals->wrong, 0u) << DataTypeName(dtype);
+  }
+  options_.dtype = DataType::kInt32;
+  auto refused = Run("gemm");
+  EXPECT_FALSE(refused.ok());
+  EXPECT_NE(refused.status().message().find("float32 or float64"), std::string::npos)
+      << refused.status();
+}
+
 TEST_F(SweepTest, RunsWarmupThenTimedIterationsThenOneCheckedCall) {
   auto totals = Run("allreduce");
   ASSERT_TRUE(totals.ok()) << totals.status();

@@ -47,6 +47,7 @@ struct OpTraits {
   bool reduces = false;  // uses --redop
   bool needs_even_ranks = false;  // point-to-point pairs
   bool needs_device = false;      // h2d, d2h, d2d
+  bool floats_only = false;       // gemm: float32 and float64
 };
 
 // Element counts of the two buffers on one rank. The driver allocates
@@ -101,7 +102,7 @@ class OperationRegistry {
 };
 
 // bcast, gather, allreduce, allgather, reduce, reduce_scatter, alltoall,
-// latency, bw, bibw, h2d, d2h, d2d, h2h.
+// latency, bw, bibw, h2d, d2h, d2d, h2h, gemm.
 void RegisterBuiltinOperations(OperationRegistry* registry);
 
 }  // namespace collbench

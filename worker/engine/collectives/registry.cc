@@ -2,6 +2,7 @@
 #include "absl/strings/str_join.h"
 #include "worker/engine/collectives/collectives.h"
 #include "worker/engine/collectives/copy.h"
+#include "worker/engine/collectives/gemm.h"
 #include "worker/engine/collectives/operation.h"
 
 namespace collbench {
@@ -38,6 +39,7 @@ void RegisterBuiltinOperations(OperationRegistry* registry) {
   registry->Register(NewBandwidthOperation());
   registry->Register(NewBidirectionalBandwidthOperation());
   RegisterCopyOperations(registry);
+  registry->Register(NewGemmOperation());
 }
 
 }  // namespace collbench
