@@ -7,7 +7,11 @@ sits on the bridge) and its own host id. Every name starts with the
 network's prefix, so a test removes exactly what it (or a killed earlier
 instance of it) created. A Cluster starts the coordinator on the bridge and
 one collbench-worker in each host, each process the leader of a process
-group of its own, and stops only those. run_test() is the common main:
+group of its own, and stops only those. A network may shape hosts' links
+with a tc tbf qdisc (1 Gbit/s, on both ends of the veth, so both directions
+are limited) and start each worker with labels saying how it is linked
+(hosts=netns, link=veth or link=tbf-1gbit: what suites match). run_test() is
+the common main:
 root check (exit 77 otherwise), one instance at a time (a lock file shared
 by every test here), cleanup also on failure, net.ipv4.ip_forward put back,
 the logs on failure and a line of timings.
@@ -32,6 +36,20 @@ LOCK_FILE = "/tmp/collbench-netns-test.lock"  # every netns test, whatever its p
 AGENT_PORT = 7070  # each namespace has its own port space
 IP_FORWARD = "/proc/sys/net/ipv4/ip_forward"
 
+# The rate-limited link (tc-tbf(8)). The burst is what a message may send at
+# the veth's own speed after the link was idle (in a ping-pong, while the
+# other direction ran), so it must stay small against the messages measured;
+# but each time the bucket runs dry tbf waits for a timer, and small bursts
+# cost more than the rate: 1 MiB TCP ping-pongs between two such hosts on a
+# 2-core VM ran at 56, 67, 88 and 100 MB/s one way with bursts of 16, 32, 64
+# and 256 KiB (210 MB/s with 1 MiB). 64 KiB keeps a 1 MiB message under
+# ~127 MB/s even where timers cost nothing (the rest of it at 1 Gbit/s, frame
+# headers included). `latency` bounds the queue (2.5 MB at 1 Gbit/s).
+TBF_RATE = "1gbit"
+TBF_BURST = "64kb"
+TBF_LATENCY = "20ms"
+TBF_LINK_LABEL = "tbf-1gbit"  # the link=... label of a worker behind it
+
 RUN_STATES = {0: "unspecified", 1: "queued", 2: "scheduled", 3: "running", 4: "succeeded",
               5: "failed", 6: "cancelled"}
 FINAL_STATES = {"succeeded", "failed", "cancelled"}
@@ -48,18 +66,26 @@ class Failure(Exception):
 class Network:
     """The names and addresses one test uses; nothing else is touched."""
 
-    def __init__(self, prefix, subnet, decoy_prefix=None):
-        # subnet: the first three octets, e.g. "198.18.0"; hosts are .11-.13.
+    def __init__(self, prefix, subnet, decoy_prefix=None, host_count=3, shaped=()):
+        # subnet: the first three octets, e.g. "198.18.0"; hosts are .11-.19.
+        # shaped: the numbers (1-based) of the hosts whose link is a tbf.
+        assert 1 <= host_count <= 9
         self.prefix = prefix
         self.bridge = f"{prefix}br0"
         self.coordinator_ip = f"{subnet}.1"
         self.prefix_len = 24
         self.cidr = f"{subnet}.0/24"
-        self.hosts = [(f"{prefix}h{i}", f"{subnet}.1{i}") for i in (1, 2, 3)]
+        self.hosts = [(f"{prefix}h{i}", f"{subnet}.1{i}") for i in range(1, host_count + 1)]
         self.decoy_prefix = decoy_prefix  # e.g. "198.19.0": a second network leading nowhere
+        self.shaped = {f"{prefix}h{i}" for i in shaped}
 
     def host_names(self):
         return [ns for ns, _ in self.hosts]
+
+    def link_labels(self, ns):
+        """The labels a worker in `ns` carries: it is a namespace host, its
+        link unshaped or behind the tbf."""
+        return {"hosts": "netns", "link": TBF_LINK_LABEL if ns in self.shaped else "veth"}
 
 
 def log(message):
@@ -134,6 +160,14 @@ def remove_network(net):
         shutil.rmtree(path, ignore_errors=True)
 
 
+def shape_link(ns):
+    """A tbf on both ends of host `ns`'s veth: the bridge side (traffic to
+    the host) and eth0 inside (traffic from it)."""
+    tbf = ["root", "tbf", "rate", TBF_RATE, "burst", TBF_BURST, "latency", TBF_LATENCY]
+    sh(["tc", "qdisc", "replace", "dev", ns, *tbf])
+    sh(["ip", "netns", "exec", ns, "tc", "qdisc", "replace", "dev", "eth0", *tbf])
+
+
 def create_network(net):
     ip("link", "add", net.bridge, "type", "bridge")
     ip("addr", "add", f"{net.coordinator_ip}/{net.prefix_len}", "dev", net.bridge)
@@ -155,6 +189,8 @@ def create_network(net):
             ip("-n", ns, "addr", "add",
                f"{net.decoy_prefix}.{address.rsplit('.', 1)[1]}/{net.prefix_len}", "dev", "decoy0")
             ip("-n", ns, "link", "set", "decoy0", "up")
+        if ns in net.shaped:  # removed with the veth
+            shape_link(ns)
 
 
 def check_reachable(net, port):
@@ -178,7 +214,7 @@ def check_reachable(net, port):
 def precheck(net):
     if os.geteuid() != 0:
         raise Skip("needs root (network namespaces)")
-    for tool in ("ip", "unshare"):
+    for tool in ("ip", "unshare") + (("tc",) if net.shaped else ()):
         if shutil.which(tool) is None:
             raise Skip(f"'{tool}' not found")
     probe = f"{net.prefix}probe"
@@ -405,9 +441,10 @@ class Cluster:
             time.sleep(0.1)
         raise Failure(f"the coordinator did not start; see {log_path}")
 
-    def start_workers(self, mpi_interface=None, path_prefix=None, slots=3):
+    def start_workers(self, mpi_interface=None, path_prefix=None, slots=3, labels=None):
         """One worker per host; `path_prefix` goes before PATH (for wrappers
-        of mpirun / mpiexec)."""
+        of mpirun / mpiexec); `labels(ns)`, when given, the worker's
+        --label KEY=VALUE flags."""
         for ns, address in self.net.hosts:
             env = dict(os.environ, COLLBENCH_HOST_ID=ns)
             if path_prefix:
@@ -422,6 +459,8 @@ class Cluster:
                     "--slots", str(slots), "--work-dir", os.path.join(self.workdir, ns)]
             if mpi_interface:
                 argv += ["--mpi-interface", mpi_interface]
+            for key, value in sorted((labels(ns) if labels else {}).items()):
+                argv += ["--label", f"{key}={value}"]
             self.processes.start(ns, argv, os.path.join(self.workdir, f"{ns}.log"), env=env)
 
     def worker_states(self):
