@@ -36,7 +36,7 @@ import tempfile
 ALGORITHMS = ["basic_linear", "nonoverlapping", "recursive_doubling", "ring",
               "segmented_ring", "rabenseifner"]  # Open MPI 4.1, numbered from 1
 TOLERANCE = 0.05
-PAIRED_ROUNDS = 3
+PAIRED_ROUNDS = 5
 
 
 def fail(message):
