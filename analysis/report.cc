@@ -8,6 +8,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "analysis/advisor.h"
 #include "analysis/report_sections.h"
 
 namespace collbench {
@@ -84,6 +85,19 @@ std::string Summary(const std::vector<RunWithResults>& runs, const std::vector<s
   return out + "</ul>\n";
 }
 
+// The advisor's verdict on the runs that can be held against each other
+// (same operation and rank count); nothing when no two can.
+std::string AdviceSection(const std::vector<RunWithResults>& runs) {
+  const Advice advice = Advise(runs);
+  if (advice.groups.empty()) return "";
+  std::string out =
+      "<h2>Advice: the fastest configuration per size range</h2>\n<p class=\"meta\">As "
+      "<code>collbench advise</code> prints it: significant where the two means' 95% "
+      "intervals do not overlap.</p>\n";
+  for (const Table& table : AdviceTables(advice)) out += HtmlTable(table);
+  return out;
+}
+
 }  // namespace
 
 std::string RunsReportTitle(const std::vector<RunWithResults>& runs) {
@@ -104,6 +118,7 @@ std::string RunsReportBody(const std::vector<RunWithResults>& runs) {
   out += ri::DistributionPlots(runs, names);
   if (runs.size() > 1) {
     absl::StrAppend(&out, "<h2>Against the baseline [0]</h2>\n", ri::RatioTable(runs, names));
+    out += AdviceSection(runs);
   }
   out += "<h2>Results</h2>\n";
   for (size_t i = 0; i < runs.size(); ++i) {

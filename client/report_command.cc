@@ -18,10 +18,12 @@ namespace {
 
 constexpr char kUsage[] = R"(usage: collbench report RUN... -o FILE.html
        collbench report --suite ID -o FILE.html
+       collbench report --sweep ID -o FILE.html
 One self-contained HTML page (inline SVG plots, no script, nothing fetched):
 latency and bus bandwidth against size, latency distributions, ratios
-against the first run, the per-rank view and the environment fields that
-differ; for a suite run, its tables with agreement marked and skipped cells
+against the first run, the advisor's fastest configuration per size range,
+the per-rank view and the environment fields that differ (for a sweep, its
+runs: one per algorithm); for a suite run, its tables with agreement marked and skipped cells
 named. The coordinator serves the same pages at /ui/.
 )";
 
@@ -33,6 +35,13 @@ absl::Status Errno(const std::string& what, const std::string& path) {
 absl::Status CannotCreate(const std::string& path) {
   return absl::InvalidArgumentError(
       absl::StrCat("-o: cannot create ", path, ": ", std::strerror(errno)));
+}
+
+absl::StatusOr<std::string> RenderSweep(CoordinatorClient& client, const std::string& id) {
+  absl::FPrintF(stderr, "fetching the runs of sweep %s\n", id);
+  absl::StatusOr<std::vector<RunWithResults>> runs = FetchLabelled(client, "sweep", id);
+  if (!runs.ok()) return runs.status();
+  return RunsReport(*runs);
 }
 
 absl::StatusOr<std::string> RenderRuns(CoordinatorClient& client,
@@ -88,10 +97,11 @@ absl::Status WriteFileAtomically(const std::string& path, const std::string& con
 }
 
 int ReportCommand(CoordinatorClient& client, const std::vector<std::string>& args) {
-  std::string output, suite;
+  std::string output, suite, sweep;
   FlagParser flags;
   flags.String("output", &output, "the HTML file to write (also -o)");
   flags.String("suite", &suite, "a stored suite run's id (as `suite show` takes it)");
+  flags.String("sweep", &sweep, "a stored sweep's id (as `advise --sweep` takes it)");
   std::vector<std::string> spelled = args;
   for (std::string& arg : spelled) {
     if (arg == "-o") arg = "--output";
@@ -102,18 +112,22 @@ int ReportCommand(CoordinatorClient& client, const std::vector<std::string>& arg
     return kExitOk;
   }
   const std::vector<std::string>& runs = flags.rest();
-  if (runs.empty() && suite.empty()) {
+  const int sources = (runs.empty() ? 0 : 1) + (suite.empty() ? 0 : 1) + (sweep.empty() ? 0 : 1);
+  if (sources == 0) {
     std::fputs(kUsage, stderr);
-    return Report(absl::InvalidArgumentError("report: name at least one run, or --suite ID"));
+    return Report(
+        absl::InvalidArgumentError("report: name at least one run, or --suite ID, or --sweep ID"));
   }
-  if (!runs.empty() && !suite.empty()) {
-    return Report(absl::InvalidArgumentError("report: name runs or --suite ID, not both"));
+  if (sources > 1) {
+    return Report(
+        absl::InvalidArgumentError("report: name runs, --suite ID or --sweep ID, only one of them"));
   }
   if (output.empty()) {
     return Report(absl::InvalidArgumentError("report: -o FILE.html is required"));
   }
-  absl::StatusOr<std::string> page = suite.empty() ? RenderRuns(client, runs)
-                                                   : RenderSuite(client, suite);
+  absl::StatusOr<std::string> page = !suite.empty()   ? RenderSuite(client, suite)
+                                     : !sweep.empty() ? RenderSweep(client, sweep)
+                                                      : RenderRuns(client, runs);
   if (!page.ok()) return Report(page.status());
   if (absl::Status s = WriteFileAtomically(output, *page); !s.ok()) return Report(s);
   absl::FPrintF(stderr, "wrote %s (%d KiB)\n", output, (page->size() + 1023) / 1024);

@@ -130,6 +130,15 @@ TEST(ReportTest, RatioTableComparesWithTheBaseline) {
   EXPECT_THAT(html, HasSubstr("class=\"num slower\""));
 }
 
+TEST(ReportTest, ComparableRunsGetTheAdvisorsRanges) {
+  const std::string page = RunsReport({MakeRun("a", v1::OPENMPI, 2), MakeRun("b", v1::MPICH, 3)});
+  EXPECT_THAT(page, HasSubstr("Advice: the fastest configuration per size range"));
+  EXPECT_THAT(page, HasSubstr("allreduce on 2 ranks: the fastest of 2 configurations"));
+  // Different operations: nothing to hold against each other.
+  EXPECT_THAT(RunsReport({MakeRun("a", v1::OPENMPI, 2), MakeRun("b", v1::MPICH, 3, "bcast")}),
+              Not(HasSubstr("Advice:")));
+}
+
 TEST(ReportTest, RunsOfDifferentSynchronizationAreFlagged) {
   RunWithResults a = MakeRun("a", v1::OPENMPI, 2);
   RunWithResults b = MakeRun("b", v1::OPENMPI, 3);
