@@ -12,6 +12,7 @@
 #include <sstream>
 
 #include "absl/status/status.h"
+#include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
@@ -193,7 +194,15 @@ Advice Advise(const std::vector<RunWithResults>& runs) {
     group.runs = members;
     group.mpi = Common(members, MpiOf);
     group.backend = Common(members, BackendOf);
+    // Named by how they ran; runs alike in that (a suite's cells of two
+    // parts) are named by their labels too rather than by their ids.
     group.configs = DistinctConfigNames(Runs(members), LabelFields::kLeftOut);
+    if (std::set<std::string>(group.configs.begin(), group.configs.end()).size() <
+            group.configs.size() ||
+        std::any_of(group.configs.begin(), group.configs.end(),
+                    [](const std::string& name) { return absl::StrContains(name, " (runs/"); })) {
+      group.configs = DistinctConfigNames(Runs(members), LabelFields::kIncluded);
+    }
     group.contests = Contests(group);
     group.ranges = MergeRanges(group.contests);
     advice.groups.push_back(std::move(group));

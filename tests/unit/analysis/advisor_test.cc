@@ -164,6 +164,15 @@ TEST(AdviseTest, LeavesOutFailedWrongAndLoneRunsAndSaysWhy) {
   EXPECT_THAT(advice.notes[2], HasSubstr("runs/lone: the only allreduce run on 3 ranks"));
 }
 
+TEST(AdviseTest, RunsAlikeInHowTheyRanAreNamedByTheirLabels) {
+  std::vector<RunWithResults> runs = {OpenMpiRun("runs/a", "", {{8, 1}}),
+                                      OpenMpiRun("runs/b", "", {{8, 2}})};
+  (*runs[0].run.mutable_spec()->mutable_labels())["suite-cell"] = "p:env=host";
+  (*runs[1].run.mutable_spec()->mutable_labels())["suite-cell"] = "p:env=container";
+  EXPECT_THAT(Advise(runs).groups[0].configs,
+              ElementsAre("suite-cell=p:env=host", "suite-cell=p:env=container"));
+}
+
 TEST(OpenMpiRulesTest, WrittenFromTheWinnersAndParsedBack) {
   std::vector<RunWithResults> runs = {
       OpenMpiRun("runs/d", "", {{8, 2}, {1024, 9}, {65536, 50}, {1 << 20, 400}}),
