@@ -197,8 +197,7 @@ Advice Advise(const std::vector<RunWithResults>& runs) {
     // Named by how they ran; runs alike in that (a suite's cells of two
     // parts) are named by their labels too rather than by their ids.
     group.configs = DistinctConfigNames(Runs(members), LabelFields::kLeftOut);
-    if (std::set<std::string>(group.configs.begin(), group.configs.end()).size() <
-            group.configs.size() ||
+    if (VaryingConfigFields(Runs(members), LabelFields::kLeftOut).empty() ||
         std::any_of(group.configs.begin(), group.configs.end(),
                     [](const std::string& name) { return absl::StrContains(name, " (runs/"); })) {
       group.configs = DistinctConfigNames(Runs(members), LabelFields::kIncluded);
