@@ -331,6 +331,33 @@ TEST_F(RunManagerTest, InvalidSpecIsRejectedAndNothingIsQueued) {
   EXPECT_TRUE(manager_->ListRuns(0, "", v1::RUN_STATE_UNSPECIFIED)->runs.empty());
 }
 
+// Worker labels (collbench-worker --label) travel in the inventory: listed,
+// kept across a restart (the store), and refused at registration when a
+// key or value breaks the rule the worker's flag checks.
+TEST_F(RunManagerTest, WorkerLabelsAreListedKeptAndCheckedAtRegistration) {
+  v1::Register hello;
+  hello.set_worker_id("a");
+  hello.set_slots(2);
+  hello.mutable_inventory()->set_host_id("host-a");
+  (*hello.mutable_inventory()->mutable_labels())["link"] = "tbf-1gbit";
+  (*hello.mutable_inventory()->mutable_labels())["hosts"] = "netns";
+  ASSERT_TRUE(manager_->OnRegister(hello, now_).ok());
+  auto labels_of = [&] { return manager_->GetWorker("workers/a")->inventory().labels(); };
+  EXPECT_EQ(labels_of().at("link"), "tbf-1gbit");
+  EXPECT_EQ(labels_of().at("hosts"), "netns");
+  Restart();
+  ASSERT_TRUE(manager_->GetWorker("workers/a").ok());
+  EXPECT_EQ(labels_of().at("link"), "tbf-1gbit");
+
+  hello.set_worker_id("b");
+  (*hello.mutable_inventory()->mutable_labels())["Link"] = "x y";
+  auto refused = manager_->OnRegister(hello, now_);
+  ASSERT_EQ(refused.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(std::string(refused.status().message()),
+              HasSubstr("register.inventory.labels: label key 'Link' must start with"));
+  EXPECT_FALSE(manager_->GetWorker("workers/b").ok());
+}
+
 TEST_F(RunManagerTest, RequestIdMakesCreateIdempotent) {
   Register("a", "host-a");
   const v1::Run one = Create(Spec(2), "req-1");
