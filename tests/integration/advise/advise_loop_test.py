@@ -2,7 +2,8 @@
 """The advisor closes the loop: `collbench sweep` runs every Open MPI
 allreduce algorithm (and the library's own choice) on a few ranks, writes a
 coll_tuned dynamic rules file, and a run with that file loaded must be, in
-each size range, within 5% of the winner the sweep measured.
+each size range, within 5% of the winner the sweep measured (latency as
+the median iteration, geometric mean over the range's sizes).
 
 The winners are worked out here from the runs' own results (not read off
 the advisor), and the rules file is read here too: each range must name the
@@ -65,10 +66,10 @@ class Local:
                                           done.stdout[-3000:], done.stderr[-3000:]))
         return done
 
-    def means(self, run):
-        """bytes -> mean seconds of a stored run."""
+    def results(self, run):
+        """bytes -> (mean, median) seconds of a stored run."""
         shown = self("show", run, "--output", "csv")
-        return {int(row["bytes"]): float(row["avg_s"])
+        return {int(row["bytes"]): (float(row["avg_s"]), float(row["p50_s"]))
                 for row in csv.DictReader(io.StringIO(shown.stdout))}
 
     def run(self, flags, env):
@@ -76,7 +77,7 @@ class Local:
         for key, value in env.items():
             args += ["--env", "%s=%s" % (key, value)]
         done = self(*args)
-        return {int(row["bytes"]): float(row["avg_s"])
+        return {int(row["bytes"]): float(row["p50_s"])
                 for row in csv.DictReader(io.StringIO(done.stdout))}
 
 
@@ -143,11 +144,14 @@ def main():
             fail("the sweep printed no advice table")
 
         # The winners, from the runs' own numbers.
-        measured = {name: local.means(run) for name, run in runs}
+        # The advisor ranks by the mean; latencies are then compared by the
+        # median iteration, which the outliers other processes cause on a
+        # shared machine do not move.
+        measured = {name: local.results(run) for name, run in runs}
         winner = {}
         for nbytes in sizes:
-            name = min(measured, key=lambda n: measured[n].get(nbytes, math.inf))
-            winner[nbytes] = (name, measured[name][nbytes])
+            name = min(measured, key=lambda n: measured[n].get(nbytes, (math.inf,))[0])
+            winner[nbytes] = (name, measured[name][nbytes][1])
 
         rules_path = os.path.join(rules_dir, "openmpi-rules.conf")
         rules = read_rules(rules_path).get((2, args.ranks))
@@ -177,7 +181,8 @@ def main():
             logs = [math.log(numerator[b] / denominator[b]) for b in members]
             return math.exp(sum(logs) / len(logs))
 
-        print("\n%-16s %-20s %12s %12s %8s" % ("range", "winner", "sweep_us", "rules_us", "ratio"))
+        print("\nmedian latency (p50) per range, geometric mean over its sizes:")
+        print("%-16s %-20s %12s %12s %8s" % ("range", "winner", "sweep_us", "rules_us", "ratio"))
         failures = []
         for name, members in ranges:
             sweep_means = {b: winner[b][1] for b in members}
