@@ -132,7 +132,11 @@ void Judge(const SuiteTable& t, const std::vector<std::string>& columns,
       applies &= col != t.rows.end() && (*row)[col - t.rows.begin()] == value;
     }
     if (!applies) continue;
-    paper.push_back(check.paper);
+    // Two claims may quote the same figure of the paper (one per row pair
+    // held against it): it is printed once.
+    if (std::find(paper.begin(), paper.end(), check.paper) == paper.end()) {
+      paper.push_back(check.paper);
+    }
     auto col = std::find(columns.begin(), columns.end(), check.column);
     double v = NAN;
     if (col != columns.end()) {

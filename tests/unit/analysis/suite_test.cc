@@ -279,6 +279,16 @@ TEST_F(SuiteRenderTest, PivotHasTheValuesTheRatioAndTheVerdict) {
                                      "no (single/multi > 1)"));
 }
 
+// Two checks quoting the same paper figure: the figure once, each verdict.
+TEST_F(SuiteRenderTest, APaperFigureTwoChecksQuoteIsPrintedOnce) {
+  SuiteCheck second = suite_.parts[0].tables[0].checks[0];
+  second.relation = "<";
+  suite_.parts[0].tables[0].checks.push_back(second);
+  const Table t = Find(RenderSuite(suite_, cells_, outcome_), "T1");
+  EXPECT_THAT(t.rows[0], ElementsAre("openmpi", "400", "800", "-", "2.000", "4.01",
+                                     "yes (single/multi > 1); no (single/multi < 1)"));
+}
+
 TEST_F(SuiteRenderTest, SkippedCellsAreNamedWithTheirReason) {
   const Table& t = Find(tables_, "T1");
   bool found = false;
