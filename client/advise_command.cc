@@ -35,7 +35,7 @@ One run per collective algorithm the library offers for OPERATION (Open MPI's
 coll_tuned_<op>_algorithm values, MPICH's MPIR_CVAR_<OP>_INTRA_ALGORITHM),
 plus one with the library's own choice, all with the same run flags; then
 the advice over them (see collbench advise). --mpi picks the library.
-  --algorithms L     only these algorithms (names as `--algorithms help` lists)
+  --algorithms L     only these algorithms (an unknown name lists the library's)
   --write-rules DIR  write the tuning files (see collbench advise --help)
 )";
 
