@@ -1,16 +1,12 @@
 #include "client/report_command.h"
 
-#include <fcntl.h>
-#include <unistd.h>
-
-#include <cerrno>
 #include <cstdio>
-#include <cstring>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "analysis/report.h"
 #include "analysis/suite.h"
+#include "common/atomic_file.h"
 #include "common/flag_parser.h"
 
 namespace collbench {
@@ -26,16 +22,6 @@ the per-rank view and the environment fields that differ (for a sweep, its
 runs: one per algorithm); for a suite run, its tables with agreement marked and skipped cells
 named. The coordinator serves the same pages at /ui/.
 )";
-
-absl::Status Errno(const std::string& what, const std::string& path) {
-  return absl::UnavailableError(absl::StrCat(what, " ", path, ": ", std::strerror(errno)));
-}
-
-// A file that cannot be created is bad input (a missing folder, a typo).
-absl::Status CannotCreate(const std::string& path) {
-  return absl::InvalidArgumentError(
-      absl::StrCat("-o: cannot create ", path, ": ", std::strerror(errno)));
-}
 
 absl::StatusOr<std::string> RenderSweep(CoordinatorClient& client, const std::string& id) {
   absl::FPrintF(stderr, "fetching the runs of sweep %s\n", id);
@@ -66,35 +52,6 @@ absl::StatusOr<std::string> RenderSuite(CoordinatorClient& client, const std::st
 }
 
 }  // namespace
-
-absl::Status WriteFileAtomically(const std::string& path, const std::string& contents) {
-  const std::string temp = absl::StrCat(path, ".tmp.", getpid());
-  const int fd = open(temp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-  if (fd < 0) return CannotCreate(path);
-  size_t written = 0;
-  while (written < contents.size()) {
-    const ssize_t n = write(fd, contents.data() + written, contents.size() - written);
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) {
-      const absl::Status error = Errno("cannot write", temp);
-      close(fd);
-      unlink(temp.c_str());
-      return error;
-    }
-    written += static_cast<size_t>(n);
-  }
-  if (fsync(fd) != 0 || close(fd) != 0) {
-    const absl::Status error = Errno("cannot write", temp);
-    unlink(temp.c_str());
-    return error;
-  }
-  if (rename(temp.c_str(), path.c_str()) != 0) {
-    const absl::Status error = Errno("cannot rename the report to", path);
-    unlink(temp.c_str());
-    return error;
-  }
-  return absl::OkStatus();
-}
 
 int ReportCommand(CoordinatorClient& client, const std::vector<std::string>& args) {
   std::string output, suite, sweep;
@@ -129,7 +86,12 @@ int ReportCommand(CoordinatorClient& client, const std::vector<std::string>& arg
                                      : !sweep.empty() ? RenderSweep(client, sweep)
                                                       : RenderRuns(client, runs);
   if (!page.ok()) return Report(page.status());
-  if (absl::Status s = WriteFileAtomically(output, *page); !s.ok()) return Report(s);
+  if (absl::Status s = WriteFileAtomically(output, *page); !s.ok()) {
+    // A file that cannot be created is bad input of -o (a missing folder).
+    return Report(absl::IsInvalidArgument(s)
+                      ? absl::InvalidArgumentError(absl::StrCat("-o: ", s.message()))
+                      : s);
+  }
   absl::FPrintF(stderr, "wrote %s (%d KiB)\n", output, (page->size() + 1023) / 1024);
   return kExitOk;
 }

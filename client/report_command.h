@@ -8,16 +8,11 @@
 #include <string>
 #include <vector>
 
-#include "absl/status/status.h"
 #include "client/coordinator_client.h"
 
 namespace collbench {
 
 int ReportCommand(CoordinatorClient& client, const std::vector<std::string>& args);
-
-// Writes `contents` to `path` through a temporary file in the same folder
-// and a rename. On failure nothing is left behind and `path` is unchanged.
-absl::Status WriteFileAtomically(const std::string& path, const std::string& contents);
 
 }  // namespace collbench
 
