@@ -5,11 +5,8 @@
 #include <algorithm>
 #include <cerrno>
 #include <cmath>
-#include <cstdio>
 #include <cstring>
-#include <fstream>
 #include <set>
-#include <sstream>
 
 #include "absl/status/status.h"
 #include "absl/strings/match.h"
@@ -20,6 +17,7 @@
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
 #include "analysis/algorithms.h"
+#include "common/atomic_file.h"
 #include "common/units.h"
 
 namespace collbench {
@@ -27,10 +25,6 @@ namespace {
 
 std::string Percent(double fraction) {
   return std::isnan(fraction) ? "-" : absl::StrFormat("%.1f", fraction * 100);
-}
-
-std::string Span(uint64_t from, uint64_t to) {
-  return from == to ? FormatBytes(from) : absl::StrCat(FormatBytes(from), "-", FormatBytes(to));
 }
 
 std::string Micros(double seconds) { return absl::StrFormat("%.3g", seconds * 1e6); }
@@ -110,7 +104,7 @@ bool AlgorithmOnly(const AdviceGroup& group) {
 
 std::string RangeComment(const AdviceGroup& group, const SizeRange& r) {
   std::string comment =
-      absl::StrCat("measured ", Span(r.from, r.to), " on ", group.ranks, " ranks: ", r.winner);
+      absl::StrCat("measured ", SpanText(r), " on ", group.ranks, " ranks: ", r.winner);
   if (!std::isnan(r.margin_min)) {
     absl::StrAppend(&comment, ", ", Percent(r.margin_min), "-", Percent(r.margin_max),
                     "% ahead, significant at ", r.significant_sizes, "/", r.sizes, " sizes");
@@ -134,22 +128,13 @@ std::string UsualWinner(const AdviceGroup& group, std::string* comment) {
   return best;
 }
 
-absl::Status WriteFile(const std::string& path, const std::string& text) {
-  const std::string temp = path + ".tmp";
-  {
-    std::ofstream out(temp, std::ios::trunc);
-    out << text;
-    out.close();
-    if (!out) return absl::InternalError(absl::StrCat("cannot write ", temp));
-  }
-  if (std::rename(temp.c_str(), path.c_str()) != 0) {
-    std::remove(temp.c_str());
-    return absl::InternalError(absl::StrCat("cannot write ", path, ": ", std::strerror(errno)));
-  }
-  return absl::OkStatus();
-}
-
 }  // namespace
+
+std::string SpanText(const SizeRange& range) {
+  return range.from == range.to
+             ? FormatBytes(range.from)
+             : absl::StrCat(FormatBytes(range.from), "-", FormatBytes(range.to));
+}
 
 std::vector<SizeRange> MergeRanges(const std::vector<SizeContest>& contests) {
   std::vector<SizeRange> ranges;
@@ -234,10 +219,10 @@ std::vector<Table> AdviceTables(const Advice& advice) {
           : r.significant_sizes == r.sizes   ? "yes"
           : r.significant_sizes == 0         ? "no"
                                              : absl::StrCat(r.significant_sizes, "/", r.sizes, " sizes");
-      t.rows.push_back({Span(r.from, r.to), r.winner,
+      const std::string runner_up = UsualRunnerUp(g.contests, r);
+      t.rows.push_back({SpanText(r), r.winner,
                         low == high ? Micros(low) : absl::StrCat(Micros(low), "-", Micros(high)),
-                        UsualRunnerUp(g.contests, r).empty() ? "-" : UsualRunnerUp(g.contests, r),
-                        margin, significant});
+                        runner_up.empty() ? "-" : runner_up, margin, significant});
     }
     for (size_t i = 1; i < g.ranges.size(); ++i) {
       t.notes.push_back(absl::StrCat("switch point: ", g.ranges[i - 1].winner, " -> ",
@@ -266,13 +251,11 @@ OpenMpiRules OpenMpiRulesFrom(const Advice& advice) {
   for (const AdviceGroup& g : advice.groups) {
     const int id = OpenMpiCollectiveId(g.operation);
     if (id < 0 || g.mpi != "openmpi" || g.backend != "mpi" || !AlgorithmOnly(g)) continue;
-    const std::vector<std::string>& names = OpenMpiAlgorithms(g.operation);
     std::vector<OpenMpiMessageRule> messages;
     for (const SizeRange& r : g.ranges) {
       const RunWithResults* run = RunNamed(g, r.winner);
       const std::string algorithm = run == nullptr ? "" : ForcedAlgorithm(run->run.spec());
-      auto it = std::find(names.begin(), names.end(), algorithm);
-      const int number = it == names.end() ? 0 : static_cast<int>(it - names.begin()) + 1;
+      const int number = OpenMpiAlgorithmNumber(g.operation, algorithm);
       if (!messages.empty() && messages.back().algorithm == number) continue;
       messages.push_back({messages.empty() ? 0 : r.from, number, 0, 0});
     }
@@ -320,7 +303,7 @@ std::string FormatOpenMpiRules(const OpenMpiRules& rules, const Advice& advice) 
         std::string why;
         if (group != nullptr) {
           for (const SizeRange& r : group->ranges) {
-            if (r.from >= m.min_bytes || (m.min_bytes == 0 && &r == &group->ranges[0])) {
+            if (r.from >= m.min_bytes) {  // the range the rule starts with
               why = RangeComment(*group, r);
               break;
             }
@@ -512,7 +495,7 @@ absl::StatusOr<std::vector<std::string>> WriteTuningFiles(const Advice& advice,
   std::vector<std::string> written;
   for (const auto& [name, text] : files) {
     const std::string path = absl::StrCat(dir, "/", name);
-    if (absl::Status s = WriteFile(path, text); !s.ok()) return s;
+    if (absl::Status s = WriteFileAtomically(path, text); !s.ok()) return s;
     written.push_back(path);
   }
   return written;

@@ -43,6 +43,9 @@ struct SizeRange {
   int significant_sizes = 0;
 };
 
+// "8-64K", or "1M" for a range of one size.
+std::string SpanText(const SizeRange& range);
+
 // `contests` in increasing size; a range ends where the winner changes.
 std::vector<SizeRange> MergeRanges(const std::vector<SizeContest>& contests);
 

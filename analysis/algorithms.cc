@@ -1,5 +1,6 @@
 #include "analysis/algorithms.h"
 
+#include <algorithm>
 #include <map>
 
 #include "absl/strings/ascii.h"
@@ -75,6 +76,12 @@ const std::vector<std::string>& OpenMpiAlgorithms(const std::string& operation) 
   return Lookup(OpenMpiLists(), operation);
 }
 
+int OpenMpiAlgorithmNumber(const std::string& operation, const std::string& algorithm) {
+  const std::vector<std::string>& names = OpenMpiAlgorithms(operation);
+  auto it = std::find(names.begin(), names.end(), algorithm);
+  return it == names.end() ? 0 : static_cast<int>(it - names.begin()) + 1;
+}
+
 int OpenMpiCollectiveId(const std::string& operation) {
   static const std::map<std::string, int>* const ids = new std::map<std::string, int>{
       {"allgather", 0}, {"allreduce", 2}, {"alltoall", 3},       {"bcast", 7},
@@ -108,12 +115,9 @@ std::string ForcedAlgorithm(const v1::RunSpec& spec) {
     auto dynamic = env.find(kDynamicRules);
     if (it != env.end() && dynamic != env.end() && Truthy(dynamic->second)) {
       int number = 0;
-      const std::vector<std::string>& names = OpenMpiAlgorithms(op);
-      if (absl::SimpleAtoi(it->second, &number) && number >= 1 &&
-          number <= static_cast<int>(names.size())) {
-        return names[number - 1];
-      }
       if (!absl::SimpleAtoi(it->second, &number)) return it->second;  // a name
+      const std::vector<std::string>& names = OpenMpiAlgorithms(op);
+      if (number >= 1 && number <= static_cast<int>(names.size())) return names[number - 1];
     }
   }
   std::string nccl;

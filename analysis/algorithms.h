@@ -20,6 +20,10 @@ namespace collbench {
 // no choice for it.
 const std::vector<std::string>& OpenMpiAlgorithms(const std::string& operation);
 
+// The number Open MPI gives `algorithm` for `operation` (from 1), 0 when
+// it has no algorithm of that name (0 is also its "ignore": its own choice).
+int OpenMpiAlgorithmNumber(const std::string& operation, const std::string& algorithm);
+
 // Open MPI's collective id in a dynamic rules file (its COLLTYPE), -1 when
 // the operation has none.
 int OpenMpiCollectiveId(const std::string& operation);

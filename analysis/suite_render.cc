@@ -234,14 +234,12 @@ Table WinnerTable(const SuiteTable& t, const std::vector<Point>& points) {
   std::set<std::string> winners;
   for (const SizeRange& r : ranges) {
     winners.insert(r.winner);
-    const std::string span = r.from == r.to ? FormatBytes(r.from)
-                                            : absl::StrCat(FormatBytes(r.from), "-", FormatBytes(r.to));
     const std::string margin = std::isnan(r.margin_min) ? "-"
                                : r.margin_min == r.margin_max
                                    ? absl::StrFormat("%.0f", r.margin_min * 100)
                                    : absl::StrFormat("%.0f-%.0f", r.margin_min * 100,
                                                      r.margin_max * 100);
-    table.rows.push_back({span, r.winner, margin});
+    table.rows.push_back({SpanText(r), r.winner, margin});
   }
   for (size_t i = 1; i < ranges.size(); ++i) {
     table.notes.push_back(absl::StrCat("switch point: ", ranges[i - 1].winner, " -> ",

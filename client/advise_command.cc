@@ -67,11 +67,9 @@ std::map<std::string, std::string> AlgorithmEnv(const v1::RunSpec& spec,
   if (algorithm.empty()) return {};
   const std::string& op = spec.operation();
   if (spec.mpi() == v1::MPICH) return {{MpichAlgorithmVariable(op), algorithm}};
-  const std::vector<std::string>& names = OpenMpiAlgorithms(op);
-  const int number = static_cast<int>(std::find(names.begin(), names.end(), algorithm) -
-                                      names.begin()) + 1;
   return {{"OMPI_MCA_coll_tuned_use_dynamic_rules", "1"},
-          {absl::StrCat("OMPI_MCA_", OpenMpiAlgorithmParameter(op)), absl::StrCat(number)}};
+          {absl::StrCat("OMPI_MCA_", OpenMpiAlgorithmParameter(op)),
+           absl::StrCat(OpenMpiAlgorithmNumber(op, algorithm))}};
 }
 
 }  // namespace

@@ -113,6 +113,12 @@ def algorithm_for(rules, nbytes):
     return chosen
 
 
+def range_ratio(numerator, denominator, members):
+    """The geometric mean over a range's sizes of numerator/denominator."""
+    logs = [math.log(numerator[b] / denominator[b]) for b in members]
+    return math.exp(sum(logs) / len(logs))
+
+
 def paired_ratios(local, flags, members, env_b, env_a):
     """Geometric-mean ratios b/a over `members`, one per round, a and b run
     back to back with the first of the two alternating (a drift within a
@@ -125,8 +131,7 @@ def paired_ratios(local, flags, members, env_b, env_a):
         else:
             b = local.run(flags, env_b)
             a = local.run(flags, env_a)
-        logs = [math.log(b[n] / a[n]) for n in members]
-        ratios.append(math.exp(sum(logs) / len(logs)))
+        ratios.append(range_ratio(b, a, members))
     return ratios
 
 
@@ -226,10 +231,6 @@ def main():
         rules_env = {"OMPI_MCA_coll_tuned_use_dynamic_rules": "1",
                      "OMPI_MCA_coll_tuned_dynamic_rules_filename": rules_path}
         rerun = local.run(flags[:], rules_env)
-
-        def range_ratio(numerator, denominator, members):
-            logs = [math.log(numerator[b] / denominator[b]) for b in members]
-            return math.exp(sum(logs) / len(logs))
 
         print("\nmedian latency (p50) per range, geometric mean over its sizes:")
         print("%-16s %-20s %12s %12s %8s" % ("range", "winner", "sweep_us", "rules_us", "ratio"))

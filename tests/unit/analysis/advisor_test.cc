@@ -53,11 +53,9 @@ RunWithResults OpenMpiRun(const std::string& name, const std::string& algorithm,
   s->set_ranks(ranks);
   s->set_mpi(v1::OPENMPI);
   if (!algorithm.empty()) {
-    const std::vector<std::string>& names = OpenMpiAlgorithms("allreduce");
-    const int number = static_cast<int>(std::find(names.begin(), names.end(), algorithm) -
-                                        names.begin()) + 1;
     (*s->mutable_env())["OMPI_MCA_coll_tuned_use_dynamic_rules"] = "1";
-    (*s->mutable_env())["OMPI_MCA_coll_tuned_allreduce_algorithm"] = absl::StrCat(number);
+    (*s->mutable_env())["OMPI_MCA_coll_tuned_allreduce_algorithm"] =
+        absl::StrCat(OpenMpiAlgorithmNumber("allreduce", algorithm));
   }
   (*s->mutable_labels())["sweep"] = "sweep-1";
   for (const auto& [bytes, us] : points) r.results.push_back(Result(bytes, us, spread));
@@ -77,6 +75,8 @@ TEST(AlgorithmsTest, ForcedAlgorithmReadsTheLibrariesVariables) {
   EXPECT_EQ(ForcedAlgorithm(mpich), "binomial");
   EXPECT_EQ(MpichAlgorithmVariable("reduce_scatter"),
             "MPIR_CVAR_REDUCE_SCATTER_BLOCK_INTRA_ALGORITHM");
+  EXPECT_EQ(OpenMpiAlgorithmNumber("allreduce", "ring"), 4);
+  EXPECT_EQ(OpenMpiAlgorithmNumber("allreduce", "no-such"), 0);
   EXPECT_EQ(OpenMpiCollectiveId("allreduce"), 2);
   EXPECT_EQ(OpenMpiCollectiveId("bcast"), 7);
   EXPECT_EQ(OpenMpiCollectiveId("latency"), -1);
