@@ -55,6 +55,11 @@ import sys
 # one count per size leaves some cells far shorter than others.
 DEFAULT_ITERS = {8: 400000, 1024: 200000, 65536: 10000, 1 << 20: 500, 16 << 20: 30}
 SUFFIXES = {"K": 1 << 10, "M": 1 << 20, "G": 1 << 30}
+# Cells from this size up are memory-bound: on a shared VM their times swing
+# by 10-20% from one 0.3 s measurement to the next (21 rounds at 16 MiB gave
+# paired ratios with an interquartile range of 0.82-1.14), so they run for
+# --large-seconds, long enough to average over the swings.
+LARGE_BYTES = 4 << 20
 
 
 def parse_bytes(text):
@@ -197,8 +202,10 @@ def calibrate(args, libs, modes, ops, sizes, reference):
                     # The untimed barrier of sync barrier costs about as much
                     # as a small call: count it in the wall time.
                     per_call_s = avg_s * (2 if sync == "barrier" else 1)
+                    seconds = (args.large_seconds if size_bytes >= LARGE_BYTES
+                               else args.seconds)
                     counts[(lib, sync, op, size_bytes)] = max(
-                        30, min(4000000, int(args.seconds / max(per_call_s, 1e-9))))
+                        30, min(4000000, int(seconds / max(per_call_s, 1e-9))))
     return counts
 
 
@@ -283,6 +290,9 @@ def main():
     parser.add_argument("--seconds", type=float, default=0.3,
                         help="about how long each measurement lasts: a calibration "
                              "pass sets every cell's iteration count from it")
+    parser.add_argument("--large-seconds", type=float, default=1.5,
+                        help="the same for sizes of 4 MiB and more, whose "
+                             "memory-bound times swing most on a shared machine")
     parser.add_argument("--iters", type=int,
                         help="iterations for every cell instead of calibrating (a "
                              "small count only checks that everything runs)")
@@ -307,8 +317,8 @@ def main():
         sys.exit("unknown clock in --clocks %r (wtime, loop)" % args.clocks)
     bias_minimal, bias_collbench = timer_bias_s(args)
     counts = calibrate(args, libs, modes, ops, sizes, reference)
-    print("calibrated %d cells to about %.2f s per measurement" % (len(counts), args.seconds),
-          file=sys.stderr, flush=True)
+    print("calibrated %d cells to about %.2f s per measurement (%.2f s from 4 MiB)" % (
+        len(counts), args.seconds, args.large_seconds), file=sys.stderr, flush=True)
     results = measure_all(args, libs, modes, ops, sizes, clocks, reference, counts)
 
     if args.raw:

@@ -389,6 +389,9 @@ TEST(RecordsMalformedTest, BadHistograms) {
   ExpectInvalid(with_histogram({{"counts", counts}}));  // no sub_buckets
   ExpectInvalid(with_histogram({{"sub_buckets", 32}, {"counts", counts}}));
   ExpectInvalid(with_histogram({{"sub_buckets", "64"}, {"counts", counts}}));
+  ExpectInvalid(with_histogram({{"sub_buckets", 64.5}, {"counts", counts}}));
+  ExpectInvalid(with_histogram({{"sub_buckets", 1e300}, {"counts", counts}}));
+  ExpectInvalid(with_histogram({{"sub_buckets", nullptr}, {"counts", counts}}));
   ExpectInvalid(with_histogram({{"sub_buckets", 64}}));  // no counts
   ExpectInvalid(with_histogram({{"sub_buckets", 64}, {"counts", 5}}));
   ExpectInvalid(with_histogram({{"sub_buckets", 64}, {"counts", {1, 2, 3}}}));
