@@ -69,9 +69,9 @@ Json HistogramToJson(const Histogram& h) {
 }
 
 absl::StatusOr<Histogram> HistogramFromJson(const Json& j) {
-  // Read through GetInt: nlohmann's value<int>() casts 1e300 to int, which
+  // Read through GetIntOr: nlohmann's value<int>() casts 1e300 to int, which
   // is undefined behaviour (the records fuzzer found it).
-  if (!j.contains("sub_buckets") || GetInt(j, "sub_buckets") != Histogram::kSubBuckets) {
+  if (GetIntOr(j, "sub_buckets", 0) != Histogram::kSubBuckets) {
     return absl::InvalidArgumentError(
         absl::StrCat("histogram.sub_buckets must be ", Histogram::kSubBuckets));
   }
