@@ -291,8 +291,9 @@ def main():
                         help="about how long each measurement lasts: a calibration "
                              "pass sets every cell's iteration count from it")
     parser.add_argument("--large-seconds", type=float, default=1.5,
-                        help="the same for sizes of 4 MiB and more, whose "
-                             "memory-bound times swing most on a shared machine")
+                        help="the same for sizes of %d MiB and more, whose "
+                             "memory-bound times swing most on a shared machine"
+                             % (LARGE_BYTES >> 20))
     parser.add_argument("--iters", type=int,
                         help="iterations for every cell instead of calibrating (a "
                              "small count only checks that everything runs)")
@@ -317,8 +318,9 @@ def main():
         sys.exit("unknown clock in --clocks %r (wtime, loop)" % args.clocks)
     bias_minimal, bias_collbench = timer_bias_s(args)
     counts = calibrate(args, libs, modes, ops, sizes, reference)
-    print("calibrated %d cells to about %.2f s per measurement (%.2f s from 4 MiB)" % (
-        len(counts), args.seconds, args.large_seconds), file=sys.stderr, flush=True)
+    print("calibrated %d cells to about %.2f s per measurement (%.2f s from %d MiB)" % (
+        len(counts), args.seconds, args.large_seconds, LARGE_BYTES >> 20),
+          file=sys.stderr, flush=True)
     results = measure_all(args, libs, modes, ops, sizes, clocks, reference, counts)
 
     if args.raw:
