@@ -7,6 +7,7 @@
 #include <cmath>
 #include <cstring>
 #include <set>
+#include <utility>
 
 #include "absl/status/status.h"
 #include "absl/strings/match.h"
@@ -136,6 +137,15 @@ std::string SpanText(const SizeRange& range) {
              : absl::StrCat(FormatBytes(range.from), "-", FormatBytes(range.to));
 }
 
+std::vector<std::string> SwitchPoints(const std::vector<SizeRange>& ranges) {
+  std::vector<std::string> lines;
+  for (size_t i = 1; i < ranges.size(); ++i) {
+    lines.push_back(absl::StrCat("switch point: ", ranges[i - 1].winner, " -> ", ranges[i].winner,
+                                 " at ", FormatBytes(ranges[i].from)));
+  }
+  return lines;
+}
+
 std::vector<SizeRange> MergeRanges(const std::vector<SizeContest>& contests) {
   std::vector<SizeRange> ranges;
   for (const SizeContest& c : contests) {
@@ -224,10 +234,7 @@ std::vector<Table> AdviceTables(const Advice& advice) {
                         low == high ? Micros(low) : absl::StrCat(Micros(low), "-", Micros(high)),
                         runner_up.empty() ? "-" : runner_up, margin, significant});
     }
-    for (size_t i = 1; i < g.ranges.size(); ++i) {
-      t.notes.push_back(absl::StrCat("switch point: ", g.ranges[i - 1].winner, " -> ",
-                                     g.ranges[i].winner, " at ", FormatBytes(g.ranges[i].from)));
-    }
+    for (std::string& line : SwitchPoints(g.ranges)) t.notes.push_back(std::move(line));
     std::vector<std::string> named;
     for (size_t i = 0; i < g.configs.size(); ++i) {
       named.push_back(absl::StrCat(g.configs[i], " = ", g.runs[i]->run.name()));

@@ -46,6 +46,10 @@ struct SizeRange {
 // "8-64K", or "1M" for a range of one size.
 std::string SpanText(const SizeRange& range);
 
+// "switch point: A -> B at 1M", one line per change of winner between
+// adjacent ranges.
+std::vector<std::string> SwitchPoints(const std::vector<SizeRange>& ranges);
+
 // `contests` in increasing size; a range ends where the winner changes.
 std::vector<SizeRange> MergeRanges(const std::vector<SizeContest>& contests);
 

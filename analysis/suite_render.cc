@@ -5,6 +5,7 @@
 #include <cmath>
 #include <map>
 #include <set>
+#include <utility>
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
@@ -241,10 +242,7 @@ Table WinnerTable(const SuiteTable& t, const std::vector<Point>& points) {
                                                      r.margin_max * 100);
     table.rows.push_back({SpanText(r), r.winner, margin});
   }
-  for (size_t i = 1; i < ranges.size(); ++i) {
-    table.notes.push_back(absl::StrCat("switch point: ", ranges[i - 1].winner, " -> ",
-                                       ranges[i].winner, " at ", FormatBytes(ranges[i].from)));
-  }
+  for (std::string& line : SwitchPoints(ranges)) table.notes.push_back(std::move(line));
   for (const SuiteCheck& check : t.checks) {
     if (check.column != "winners") continue;
     const double n = static_cast<double>(winners.size());
