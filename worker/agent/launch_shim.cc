@@ -109,11 +109,7 @@ v1::ExecRequest BuildRequest(const ShimEnvironment& env, std::string command) {
   v1::ExecRequest request;
   request.set_run(env.run);
   request.set_token(env.token);
-  request.set_command(std::move(command));
-  auto& forwarded = *request.mutable_env();
-  forwarded[kRunEnv] = env.run;
-  forwarded[kRunTokenEnv] = env.token;
-  forwarded[kHostMapEnv] = FormatHostMap(env.host_map);
+  request.add_argv(std::move(command));  // transitional: one word until argv parsing lands
   return request;
 }
 

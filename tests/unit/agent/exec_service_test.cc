@@ -61,7 +61,7 @@ class ExecServiceTest : public ::testing::Test {
     v1::ExecRequest request;
     request.set_run(kRun);
     request.set_token(token);
-    request.set_command(command);
+    request.add_argv(command);  // transitional
     return request;
   }
 
@@ -114,7 +114,7 @@ TEST_F(ExecServiceTest, GoodTokenStreamsOutputAndExitCode) {
 
 TEST_F(ExecServiceTest, PassesEnvironment) {
   v1::ExecRequest request = Request("echo \"$COLLBENCH_X\"");
-  (*request.mutable_env())["COLLBENCH_X"] = "from the shim";
+  // transitional: Exec takes no environment any more
   ExecResult result = Exec(request);
   ASSERT_TRUE(result.status.ok());
   EXPECT_EQ(result.stdout_data, "from the shim\n");
