@@ -2,11 +2,14 @@
 
 #include "google/protobuf/util/time_util.h"
 
+#include <algorithm>
 #include <charconv>
 #include <cmath>
 #include <set>
 #include <utility>
 
+#include "absl/strings/ascii.h"
+#include "absl/strings/escaping.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/string_view.h"
@@ -284,6 +287,36 @@ absl::StatusOr<SizeRecord> SizeRecordFromResult(const v1::SizeResult& in) {
   r.slowest_rank = in.slowest_rank();
   r.slowest_vs_median = in.slowest_vs_median();
   return r;
+}
+
+namespace {
+
+constexpr size_t kMaxArgWordChars = 64;
+
+bool IsArgWord(absl::string_view word) {
+  auto ok = [](char ch) {
+    return absl::ascii_isalnum(ch) || ch == '_' || ch == '.' || ch == '+' || ch == '-';
+  };
+  return word.size() <= kMaxArgWordChars && absl::ascii_isalnum(word[0]) &&
+         std::all_of(word.begin(), word.end(), ok);
+}
+
+}  // namespace
+
+absl::Status CheckEngineArgWords(const v1::RunSpec& spec) {
+  const std::pair<const char*, const std::string*> fields[] = {
+      {"operation", &spec.operation()}, {"backend", &spec.backend()},
+      {"dtype", &spec.dtype()},         {"redop", &spec.redop()},
+      {"memory", &spec.memory()},       {"scenario", &spec.scenario()},
+      {"strategy", &spec.strategy()},   {"model", &spec.model()}};
+  for (const auto& [name, value] : fields) {
+    if (value->empty() || IsArgWord(*value)) continue;
+    return absl::InvalidArgumentError(absl::StrCat(
+        "spec.", name, ": '", absl::CHexEscape(value->substr(0, kMaxArgWordChars)),
+        "' is not one word of letters, digits and _.+- (starting with a letter or digit, at most ",
+        kMaxArgWordChars, " characters)"));
+  }
+  return absl::OkStatus();
 }
 
 std::vector<std::string> EngineArgs(const v1::RunSpec& spec) {

@@ -44,6 +44,14 @@ absl::StatusOr<SizeRecord> SizeRecordFromResult(const v1::SizeResult& result);
 // the arguments.
 std::vector<std::string> EngineArgs(const v1::RunSpec& spec);
 
+// Every string field EngineArgs puts on collbench-rank's command line
+// (operation, backend, dtype, redop, memory, scenario, strategy, model) is
+// empty or one word of [A-Za-z0-9][A-Za-z0-9_.+-]* (at most 64
+// characters): no value can start a new flag, carry a space or a path.
+// InvalidArgument naming the field ("spec.memory: ..."). ValidateRunSpec
+// checks this first; the launcher checks it again before it starts mpirun.
+absl::Status CheckEngineArgWords(const v1::RunSpec& spec);
+
 // "barrier", "none", or "" for ITERATION_SYNC_UNSPECIFIED; and back
 // (anything else is UNSPECIFIED).
 std::string IterationSyncText(v1::IterationSync sync);

@@ -14,6 +14,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/string_view.h"
+#include "api/convert.h"
 #include "api/validation_checks.h"
 #include "common/units.h"
 #include "worker/engine/collectives/operation.h"
@@ -370,8 +371,11 @@ absl::Status CheckSync(const Context& c) {
 
 using Check = absl::Status (*)(const Context&);
 
+absl::Status CheckArgWords(const Context& c) { return CheckEngineArgWords(c.spec); }
+
 // In order: a check may rely on those before it having passed.
 constexpr Check kChecks[] = {
+    CheckArgWords,
     CheckOperation,
     CheckBackendAndMpi,
     CheckDataTypeAndRedop,

@@ -7,7 +7,7 @@
 // message starts with the path of the offending field, e.g.
 //   "spec.ranks: must be at least 1"
 //   "spec.sizes_bytes[2]: 0 is not a size"
-//   "spec.env: key 'LD_PRELOAD' is not allowed (allowed prefixes: ...)"
+//   "spec.env.LD_PRELOAD: names a program, library, plugin, file or ..."
 // Only the first problem found is reported; checks run in field order.
 //
 // Thread-safe: no state beyond immutable, lazily built operation and

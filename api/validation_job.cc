@@ -14,19 +14,19 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "absl/strings/strip.h"
 #include "absl/strings/string_view.h"
 #include "api/ipc_sharing.h"
+#include "api/tuning_env.h"
 #include "api/validation_checks.h"
 #include "common/units.h"
 
 namespace collbench::validation_internal {
 namespace {
 
-constexpr size_t kMaxEnvValueChars = 4096;
 constexpr int kMaxLabels = 64;
 constexpr size_t kMaxLabelKeyChars = 63;
 constexpr size_t kMaxLabelValueChars = 256;
-constexpr const char* kEnvPrefixes[] = {"NCCL_", "UCX_", "OMPI_MCA_", "MPIR_CVAR_"};
 
 bool IsEnvName(absl::string_view key) {
   return std::all_of(key.begin(), key.end(),
@@ -207,26 +207,16 @@ absl::Status CheckEnv(const Context& c) {
   // Sorted, so the first bad key reported does not depend on map order.
   const std::map<std::string, std::string> env(c.spec.env().begin(), c.spec.env().end());
   for (const auto& [key, value] : env) {
-    const bool allowed = std::any_of(
-        std::begin(kEnvPrefixes), std::end(kEnvPrefixes), [&key = key](absl::string_view prefix) {
-          return key.size() > prefix.size() && absl::StartsWith(key, prefix);
-        });
-    if (!allowed) {
-      return FieldError("spec.env", "key '", absl::CHexEscape(key),
-                        "' is not allowed (allowed "
-                        "prefixes: ",
-                        absl::StrJoin(kEnvPrefixes, ", "), ")");
+    // The key is escaped: the path must stay one printable line.
+    const std::string path = absl::StrCat("spec.env.", absl::CHexEscape(key));
+    if (!IsEnvName(key) || key.empty()) {
+      return FieldError(path, "not a variable name ([A-Za-z0-9_])");
     }
-    if (!IsEnvName(key)) {
-      return FieldError("spec.env", "key '", absl::CHexEscape(key),
-                        "' is not a variable name ([A-Za-z0-9_])");
-    }
-    if (value.find_first_of(std::string("\0\n\r", 3)) != std::string::npos) {
-      return FieldError("spec.env", "value of ", key, " contains a NUL or line break");
-    }
-    if (value.size() > kMaxEnvValueChars) {
-      return FieldError("spec.env", "value of ", key, " is longer than ", kMaxEnvValueChars,
-                        " characters");
+    if (absl::Status s = CheckTuningParam(key, value); !s.ok()) {
+      // The tuning table's message starts with the key; the path names it.
+      absl::string_view message = s.message();
+      absl::ConsumePrefix(&message, absl::StrCat(key, ": "));
+      return FieldError(path, message);
     }
   }
   return absl::OkStatus();

@@ -5,7 +5,6 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
-#include "absl/strings/str_join.h"
 
 namespace collbench {
 namespace {
@@ -65,9 +64,9 @@ bool ExecManager::KillAll(absl::Duration wait) {
   return mu_.AwaitWithTimeout(absl::Condition(&none_left), wait);
 }
 
-absl::StatusOr<std::unique_ptr<ExecHandle>> ExecManager::Start(
-    absl::string_view run, absl::string_view token, std::string command,
-    std::map<std::string, std::string> env) {
+absl::StatusOr<std::unique_ptr<ExecHandle>> ExecManager::Start(absl::string_view run,
+                                                               absl::string_view token,
+                                                               std::vector<std::string> argv) {
   absl::MutexLock lock(&mu_);
   if (shutting_down_) return absl::UnavailableError("the worker is shutting down");
   // The coordinator sends a run's token to its peers just before the
@@ -84,11 +83,12 @@ absl::StatusOr<std::unique_ptr<ExecHandle>> ExecManager::Start(
                      "\": this worker holds no matching token for it (not assigned, finished, or "
                      "a wrong token)"));
   }
-  if (command.empty()) return absl::InvalidArgumentError("command: empty");
+  absl::StatusOr<std::vector<std::string>> daemon = CheckDaemonArgv(argv, options_.daemons);
+  if (!daemon.ok()) return daemon.status();
   ProcessOptions process_options;
-  process_options.command = std::move(command);
-  process_options.env = std::move(env);
-  for (const auto& [key, value] : options_.default_env) process_options.env.emplace(key, value);
+  process_options.argv = *std::move(daemon);
+  process_options.env = options_.base_env;
+  for (const auto& [key, value] : options_.default_env) process_options.env[key] = value;
   absl::StatusOr<std::unique_ptr<Process>> process = runner_->Start(process_options);
   if (!process.ok()) return process.status();
   std::unique_ptr<ExecHandle> handle(new ExecHandle(this, std::string(run), *std::move(process)));
@@ -275,9 +275,9 @@ void ExecReactor::Unref() {
 
 grpc::ServerWriteReactor<v1::ExecOutput>* ExecService::Exec(grpc::CallbackServerContext* context,
                                                             const v1::ExecRequest* request) {
-  // Transitional: the argv check replaces this join (security work in progress).
   absl::StatusOr<std::unique_ptr<ExecHandle>> handle = manager_->Start(
-      request->run(), request->token(), absl::StrJoin(request->argv(), " "), {});
+      request->run(), request->token(),
+      std::vector<std::string>(request->argv().begin(), request->argv().end()));
   if (!handle.ok()) return new ExecReactor(handle.status());
   return new ExecReactor(*std::move(handle));
 }

@@ -19,6 +19,7 @@
 #include <memory>
 #include <set>
 #include <string>
+#include <vector>
 
 #include "absl/base/thread_annotations.h"
 #include "absl/status/statusor.h"
@@ -26,6 +27,7 @@
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
 #include "collbench/v1/agent.grpc.pb.h"
+#include "worker/agent/daemon_command.h"
 #include "worker/agent/process.h"
 
 namespace collbench {
@@ -65,8 +67,14 @@ struct ExecManagerOptions {
   // sends it to peers just before the launcher starts, on another stream,
   // so a launcher's Exec can arrive first.
   absl::Duration token_wait = absl::Seconds(5);
-  // Environment every command gets unless its request sets the key (e.g.
-  // where this worker's Open MPI ranks put their shared-memory segments).
+  // The daemons this worker runs (daemon_command.h); a request only names
+  // one of them.
+  DaemonPaths daemons;
+  // The environment every daemon starts from: the worker's allowed
+  // variables (clean_env.h, AllowedOwnEnvironment()). Requests carry none.
+  std::map<std::string, std::string> base_env;
+  // Added to base_env for every daemon (e.g. where this worker's Open MPI
+  // ranks put their shared-memory segments).
   std::map<std::string, std::string> default_env;
 };
 
@@ -90,12 +98,13 @@ class ExecManager {
   // whether they all were.
   bool KillAll(absl::Duration wait = absl::Seconds(10));
 
-  // Starts `command` (sh -c) with `env` for `run`. PermissionDenied naming
-  // the run when the run is not allowed or the token does not match; the
-  // token itself never appears in an error.
+  // Starts the MPI daemon `argv` names for `run` (CheckDaemonArgv: the
+  // installed daemon, verbatim arguments; no shell) with base_env plus
+  // default_env. PermissionDenied naming the run when the run is not
+  // allowed or the token does not match (the token itself never appears in
+  // an error); InvalidArgument naming the word when argv is not a daemon's.
   absl::StatusOr<std::unique_ptr<ExecHandle>> Start(absl::string_view run, absl::string_view token,
-                                                    std::string command,
-                                                    std::map<std::string, std::string> env);
+                                                    std::vector<std::string> argv);
 
   // Commands running now (all runs, or one).
   int running() const;

@@ -3,12 +3,15 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include <fstream>
+#include <cerrno>
+#include <cstring>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "api/convert.h"
+#include "api/tuning_env.h"
 #include "common/host_port.h"
+#include "worker/agent/launch_shim.h"
 
 namespace collbench {
 namespace {
@@ -77,35 +80,19 @@ std::map<std::string, std::string> SharedIpcEnv(const v1::Assignment& assignment
 
 }  // namespace
 
-absl::Status WriteShimScript(const std::string& path, const std::string& self) {
-  std::ofstream out(path, std::ios::trunc);
-  out << "#!/bin/sh\nexec " << ShellJoin({self}) << " launch-shim \"$@\"\n";
-  out.close();
-  if (!out || chmod(path.c_str(), 0755) != 0) {
-    return absl::InternalError(absl::StrCat("cannot write the launch script ", path));
+absl::Status MakeShimLink(const std::string& link, const std::string& self) {
+  unlink(link.c_str());
+  if (symlink(self.c_str(), link.c_str()) != 0) {
+    return absl::InternalError(absl::StrCat("cannot link the launch shim ", link, " to ", self,
+                                            ": ", std::strerror(errno)));
   }
   return absl::OkStatus();
 }
 
-std::string ShellJoin(const std::vector<std::string>& argv) {
-  std::vector<std::string> words;
-  for (const std::string& arg : argv) {
-    std::string quoted = "'";
-    for (char c : arg) {
-      if (c == '\'') {
-        quoted += "'\\''";
-      } else {
-        quoted += c;
-      }
-    }
-    words.push_back(quoted + "'");
-  }
-  return absl::StrJoin(words, " ");
-}
-
 absl::StatusOr<LaunchCommand> BuildLaunchCommand(const v1::Assignment& assignment,
                                                  const std::string& self_worker,
-                                                 const LaunchPaths& paths) {
+                                                 const LaunchPaths& paths,
+                                                 const LaunchEnvironment& environment) {
   if (assignment.peers_size() == 0) {
     return absl::InvalidArgumentError(
         absl::StrCat("assignment for ", assignment.run(), " names no workers"));
@@ -117,7 +104,18 @@ absl::StatusOr<LaunchCommand> BuildLaunchCommand(const v1::Assignment& assignmen
   }
   const v1::RunSpec& spec = assignment.spec();
   const bool mpich = spec.mpi() == v1::MPICH;
+  // Validation checked these when the run was created; a launcher checks
+  // again what it is about to put on a command line or in an environment.
+  if (absl::Status s = CheckEngineArgWords(spec); !s.ok()) return s;
+  for (const auto& [key, value] : spec.env()) {
+    if (absl::Status s = CheckTuningParam(key, value); !s.ok()) {
+      return absl::InvalidArgumentError(absl::StrCat("spec.env.", s.message()));
+    }
+  }
   LaunchCommand command;
+  command.env = environment.base;
+  // Put on mpiexec's command line for MPICH (-genv): the run's settings.
+  std::map<std::string, std::string> run_env;
   std::vector<std::string> hosts, hostmap;
   int ranks = 0;
   for (int i = 0; i < assignment.peers_size(); ++i) {
@@ -131,43 +129,40 @@ absl::StatusOr<LaunchCommand> BuildLaunchCommand(const v1::Assignment& assignmen
     if (i > 0) hostmap.push_back(absl::StrCat(alias, "=", peer.agent_address()));
     ranks += peer.slots();
   }
-  command.env["COLLBENCH_RUN"] = assignment.run();
-  command.env["COLLBENCH_RUN_TOKEN"] = assignment.token();
-  command.env["COLLBENCH_HOSTMAP"] = absl::StrJoin(hostmap, ",");
-  for (const auto& [key, value] : spec.env()) command.env[key] = value;
+  command.env[kRunEnv] = assignment.run();
+  command.env[kRunTokenFileEnv] = environment.token_file;
+  command.env[kHostMapEnv] = absl::StrJoin(hostmap, ",");
+  for (const auto& [key, value] : spec.env()) run_env[key] = value;
   if (geteuid() == 0) {  // containers often run as root; Open MPI refuses unless told
-    command.env["OMPI_ALLOW_RUN_AS_ROOT"] = "1";
-    command.env["OMPI_ALLOW_RUN_AS_ROOT_CONFIRM"] = "1";
+    run_env["OMPI_ALLOW_RUN_AS_ROOT"] = "1";
+    run_env["OMPI_ALLOW_RUN_AS_ROOT_CONFIRM"] = "1";
   }
   std::vector<std::string>& argv = command.argv;
   if (mpich) {
     argv = {paths.mpich_mpiexec, "-n", absl::StrCat(ranks), "-hosts", absl::StrJoin(hosts, ","),
-            "-launcher", "ssh", "-launcher-exec", paths.mpich_shim_script};
+            "-launcher", "ssh", "-launcher-exec", paths.mpich_shim_link};
     // The proxies on peers call mpiexec back at this host, by default its
     // host name, which need not resolve there; the address this worker
     // advertises to its peers reaches it by definition.
     const std::string self_host = HostOf(assignment.peers(0).agent_address());
     if (!self_host.empty()) argv.insert(argv.end(), {"-localhost", self_host});
-    MpichTransport(spec.transport(), &command.env);
-    for (const auto& [key, value] : SharedIpcEnv(assignment)) command.env[key] = value;
+    MpichTransport(spec.transport(), &run_env);
+    for (const auto& [key, value] : SharedIpcEnv(assignment)) run_env[key] = value;
     // UCX takes devices by name only (a CIDR is left out), and picks the
     // loopback or any other network otherwise. The run's own
     // UCX_NET_DEVICES wins.
     if (!paths.mpi_interface.empty() && paths.mpi_interface.find('/') == std::string::npos &&
         !spec.env().contains("UCX_NET_DEVICES")) {
-      command.env["UCX_NET_DEVICES"] = paths.mpi_interface;
+      run_env["UCX_NET_DEVICES"] = paths.mpi_interface;
     }
-    for (const auto& [key, value] : command.env) {
-      if (key.rfind("COLLBENCH_", 0) == 0) continue;
-      argv.insert(argv.end(), {"-genv", key, value});
-    }
+    for (const auto& [key, value] : run_env) argv.insert(argv.end(), {"-genv", key, value});
     argv.push_back(paths.rank_mpich);
   } else {
     // mpirun starts every daemon itself (no tree spawn), and the daemons
     // stay in the Exec call's process group (leave_session_attached) so
     // ending the call ends them. Several daemons on one machine need the
     // PMIx hash store instead of the shared-memory one.
-    command.env["PMIX_MCA_gds"] = "hash";
+    run_env["PMIX_MCA_gds"] = "hash";
     // Each daemon would also write its hwloc topology into a shared-memory
     // mapping placed in the largest hole of its address space; with several
     // daemons starting on one machine, about one start in eight crashed
@@ -186,6 +181,7 @@ absl::StatusOr<LaunchCommand> BuildLaunchCommand(const v1::Assignment& assignmen
     argv.push_back(paths.rank_openmpi);
   }
   for (std::string& arg : EngineArgs(spec)) argv.push_back(std::move(arg));
+  for (const auto& [key, value] : run_env) command.env[key] = value;
   return command;
 }
 

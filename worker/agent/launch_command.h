@@ -1,8 +1,13 @@
 // Builds the command the launcher worker runs for an assignment (DESIGN §3,
 // Launch): `mpirun` (Open MPI) or `mpiexec` (MPICH hydra) with this worker's
 // binary as the remote-shell agent, one host entry per worker in rank
-// order, the transport mapped to MCA / UCX settings, the run's allow-listed
-// environment, and collbench-rank with the engine flags.
+// order, the transport mapped to MCA / UCX settings, the run's tuning
+// parameters, and collbench-rank with the engine flags. The result is an
+// argv (no shell) and the complete environment of mpirun / mpiexec (which
+// their local ranks inherit): the worker's allowed variables
+// (clean_env.h), the transport settings, spec.env (checked again against
+// api/tuning_env.h), COLLBENCH_RUN, COLLBENCH_HOSTMAP and the path of the
+// run's token file. The token itself is never in it.
 //
 // With MPICH, SHM between workers that share IPC (assignment.shared_ipc)
 // goes through UCX's shared-memory transports, since hydra treats each
@@ -30,8 +35,10 @@ struct LaunchPaths {
   std::string rank_openmpi;    // collbench-rank
   std::string rank_mpich;      // collbench-rank-mpich
   // MPICH runs its launcher as one word, so the shim is reached through a
-  // script that does `exec <self> launch-shim "$@"` (WriteShimScript).
-  std::string mpich_shim_script;
+  // symbolic link to `self` named collbench-launch-shim (kShimLinkName in
+  // launch_shim.h), which collbench-worker's main() recognises. No script,
+  // no shell. Per run (the launcher makes it in the run's directory).
+  std::string mpich_shim_link;
   // Not a path: the network MPI's own TCP traffic between hosts uses, an
   // interface name ("eth0") or a CIDR ("10.0.0.0/16"); empty: MPI's choice.
   // Open MPI gets it as oob_tcp_if_include and btl_tcp_if_include (on a
@@ -44,23 +51,30 @@ struct LaunchPaths {
   std::string mpi_interface;
 };
 
-// Writes the MPICH wrapper script for `self` at `path` (mode 0755).
-absl::Status WriteShimScript(const std::string& path, const std::string& self);
-
-// argv as one `sh -c` command line, each word single-quoted.
-std::string ShellJoin(const std::vector<std::string>& argv);
+// Makes `link` a symbolic link to `self` (replacing what was there).
+absl::Status MakeShimLink(const std::string& link, const std::string& self);
 
 struct LaunchCommand {
   std::vector<std::string> argv;
-  // Added to the launcher's environment (the shim reads COLLBENCH_* from it).
+  // The complete environment of mpirun / mpiexec (the shim reads
+  // COLLBENCH_RUN, COLLBENCH_HOSTMAP and COLLBENCH_RUN_TOKEN_FILE from it).
   std::map<std::string, std::string> env;
 };
 
+// What the run's environment starts from and where its token lies.
+struct LaunchEnvironment {
+  std::map<std::string, std::string> base;  // AllowedOwnEnvironment() of the worker
+  std::string token_file;                   // the run's token, mode 0600
+};
+
 // `self_worker` is this worker's name ("workers/{id}"), which must be the
-// first peer (rank 0's host). InvalidArgument if the assignment is malformed.
+// first peer (rank 0's host). InvalidArgument if the assignment is
+// malformed, a spec.env entry is not an allowed tuning parameter
+// ("spec.env.KEY: ..."), or an engine field is not one word.
 absl::StatusOr<LaunchCommand> BuildLaunchCommand(const v1::Assignment& assignment,
                                                  const std::string& self_worker,
-                                                 const LaunchPaths& paths);
+                                                 const LaunchPaths& paths,
+                                                 const LaunchEnvironment& environment);
 
 }  // namespace collbench
 

@@ -9,6 +9,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <fstream>
 #include <thread>
 #include <utility>
 
@@ -20,6 +21,7 @@
 #include "collbench/v1/agent.grpc.pb.h"
 #include "grpcpp/create_channel.h"
 #include "grpcpp/security/credentials.h"
+#include "worker/agent/shell_words.h"
 
 namespace collbench {
 namespace {
@@ -105,12 +107,33 @@ class SignalWatcher {
   std::thread thread_;  // last: starts after the flags exist
 };
 
-v1::ExecRequest BuildRequest(const ShimEnvironment& env, std::string command) {
+v1::ExecRequest BuildRequest(const ShimEnvironment& env, std::vector<std::string> argv) {
   v1::ExecRequest request;
   request.set_run(env.run);
   request.set_token(env.token);
-  request.add_argv(std::move(command));  // transitional: one word until argv parsing lands
+  for (std::string& word : argv) request.add_argv(std::move(word));
   return request;
+}
+
+constexpr size_t kMaxTokenFileBytes = 4096;
+
+absl::StatusOr<std::string> ReadTokenFile(const char* path) {
+  std::ifstream file(path, std::ios::binary);
+  if (!file) {
+    return absl::FailedPreconditionError(
+        absl::StrCat(kRunTokenFileEnv, ": cannot read ", path));
+  }
+  std::string token(kMaxTokenFileBytes + 1, '\0');
+  file.read(token.data(), token.size());
+  token.resize(file.gcount());
+  if (token.size() > kMaxTokenFileBytes) {
+    return absl::FailedPreconditionError(absl::StrCat(kRunTokenFileEnv, ": ", path, " is too long"));
+  }
+  while (!token.empty() && (token.back() == '\n' || token.back() == '\r')) token.pop_back();
+  if (token.empty()) {
+    return absl::FailedPreconditionError(absl::StrCat(kRunTokenFileEnv, ": ", path, " is empty"));
+  }
+  return token;
 }
 
 // Runs the call; returns the remote exit code or the shim's failure code.
@@ -162,8 +185,11 @@ int RunShimImpl(const std::vector<std::string>& args, const ShimEnvironment& env
                              absl::FormatDuration(options.connect_timeout)));
   }
   std::unique_ptr<v1::Agent::Stub> stub = v1::Agent::NewStub(channel);
+  absl::StatusOr<std::vector<std::string>> argv = SplitShellWords(parsed->command);
+  if (!argv.ok()) return Fail(absl::StrCat(where, ": ", argv.status().message()));
+  if (argv->empty()) return Fail(absl::StrCat(where, ": empty remote command"));
   grpc::ClientContext context;
-  const v1::ExecRequest request = BuildRequest(env, std::move(parsed->command));
+  const v1::ExecRequest request = BuildRequest(env, *std::move(argv));
   if (!watch_signals) return Relay(stub.get(), &context, request, where, nullptr);
   SignalWatcher watcher(&context);
   return Relay(stub.get(), &context, request, where, &watcher);
@@ -218,9 +244,9 @@ std::string FormatHostMap(const std::map<std::string, std::string>& host_map) {
 absl::StatusOr<ShimEnvironment> ReadShimEnvironment() {
   ShimEnvironment env;
   const char* run = std::getenv(kRunEnv);
-  const char* token = std::getenv(kRunTokenEnv);
+  const char* token_file = std::getenv(kRunTokenFileEnv);
   const char* host_map = std::getenv(kHostMapEnv);
-  for (auto [name, value] : {std::pair{kRunEnv, run}, std::pair{kRunTokenEnv, token},
+  for (auto [name, value] : {std::pair{kRunEnv, run}, std::pair{kRunTokenFileEnv, token_file},
                              std::pair{kHostMapEnv, host_map}}) {
     if (value == nullptr || *value == '\0') {
       return absl::FailedPreconditionError(
@@ -228,7 +254,9 @@ absl::StatusOr<ShimEnvironment> ReadShimEnvironment() {
     }
   }
   env.run = run;
-  env.token = token;
+  absl::StatusOr<std::string> token = ReadTokenFile(token_file);
+  if (!token.ok()) return token.status();
+  env.token = *std::move(token);
   absl::StatusOr<std::map<std::string, std::string>> parsed = ParseHostMap(host_map);
   if (!parsed.ok()) {
     return absl::FailedPreconditionError(
@@ -256,6 +284,20 @@ int RunLaunchShim(int argc, char** argv) {
   const int exit_code = RunShimImpl(args, *env, ShimOptions{}, /*watch_signals=*/true);
   pthread_sigmask(SIG_SETMASK, &previous, nullptr);
   return exit_code;
+}
+
+int LaunchShimMain(int argc, char** argv) {
+  if (argc >= 2 && std::strcmp(argv[1], "launch-shim") == 0) {
+    return RunLaunchShim(argc - 1, argv + 1);
+  }
+  if (argc >= 1) {
+    const absl::string_view self = argv[0];
+    const size_t slash = self.rfind('/');
+    if (self.substr(slash == absl::string_view::npos ? 0 : slash + 1) == kShimLinkName) {
+      return RunLaunchShim(argc, argv);
+    }
+  }
+  return -1;
 }
 
 }  // namespace collbench

@@ -4,8 +4,10 @@
 //   <agent> [ssh options] HOST COMMAND [ARGS...]
 //
 // It maps HOST (an alias the launcher chose for a peer worker) to that
-// worker's Agent address, calls Exec there with the run's token, relays the
-// remote stdout/stderr to its own, and exits with the remote exit code, or
+// worker's Agent address, takes the remote command apart into an argv the
+// way the remote shell would (shell_words.h: quoting is undone, anything
+// that would need a shell is refused), calls Exec there with that argv and
+// the run's token, relays the remote stdout/stderr to its own, and exits with the remote exit code, or
 // 255 with one line on stderr when the agent cannot be reached or refuses
 // (as ssh does). SIGTERM, SIGINT or SIGHUP cancel the call; the remote side
 // then kills the command's process group. If the shim is SIGKILLed the
@@ -15,12 +17,13 @@
 // agent /dev/null).
 //
 // Environment, set by the launcher for mpirun (which passes it on to the
-// agent) and forwarded with each Exec so that a remote orted doing tree
-// spawn can use the shim too:
-//   COLLBENCH_RUN        the run's name, "runs/{id}"
-//   COLLBENCH_RUN_TOKEN  the run's token
-//   COLLBENCH_HOSTMAP    "alias1=host:port,alias2=host:port": alias → Agent
-//                        address ("[::1]:port" for IPv6)
+// agent); nothing of it is forwarded with Exec:
+//   COLLBENCH_RUN             the run's name, "runs/{id}"
+//   COLLBENCH_RUN_TOKEN_FILE  a file (mode 0600, in the run's private
+//                             directory) holding the run's token: the token
+//                             itself is in no environment and no argv
+//   COLLBENCH_HOSTMAP         "alias1=host:port,alias2=host:port": alias →
+//                             Agent address ("[::1]:port" for IPv6)
 //
 // What mpirun and mpiexec pass, and the flags the launcher needs (observed
 // with Open MPI 4.1.4 and MPICH 4.0.2 hydra on Debian bookworm; the tests in
@@ -68,8 +71,9 @@
 //   (orted stops its ranks) and then SIGKILLs the whole tree.
 //
 // MPICH hydra: `mpiexec -launcher ssh -launcher-exec PATH ...`. PATH is
-//   exec'd as one word (a space in it is not split), so the launcher writes
-//   a wrapper script `exec <worker> launch-shim "$@"` and passes its path.
+//   exec'd as one word (a space in it is not split), so the launcher passes
+//   a symbolic link to the worker binary named collbench-launch-shim
+//   (kShimLinkName): the binary runs the shim when called by that name.
 //   Each proxy launch is `PATH -x ALIAS "/usr/bin/hydra_pmi_proxy"
 //   --control-port HOST:PORT ... --proxy-id N`. The proxies connect back to
 //   HOST, by default the launcher's hostname, which must then resolve on
@@ -99,13 +103,16 @@
 namespace collbench {
 
 inline constexpr char kRunEnv[] = "COLLBENCH_RUN";
-inline constexpr char kRunTokenEnv[] = "COLLBENCH_RUN_TOKEN";
+inline constexpr char kRunTokenFileEnv[] = "COLLBENCH_RUN_TOKEN_FILE";
 inline constexpr char kHostMapEnv[] = "COLLBENCH_HOSTMAP";
+// A binary called by this name (argv[0]'s basename) is the launch shim.
+inline constexpr char kShimLinkName[] = "collbench-launch-shim";
 
 // An ssh command line taken apart.
 struct ShimCommand {
   std::string host;     // the alias, without any "user@"
   std::string command;  // the remaining words joined with single spaces
+                        // (what ssh hands the remote shell)
 };
 
 // Parses ssh-style arguments (without argv[0]) as OpenSSH does: options
@@ -130,7 +137,8 @@ struct ShimEnvironment {
   std::map<std::string, std::string> host_map;
 };
 
-// Reads COLLBENCH_RUN, COLLBENCH_RUN_TOKEN, COLLBENCH_HOSTMAP.
+// Reads COLLBENCH_RUN, COLLBENCH_HOSTMAP and the token from the file
+// COLLBENCH_RUN_TOKEN_FILE names (one line, at most 4 KiB).
 // FailedPrecondition naming the variable that is missing or malformed.
 absl::StatusOr<ShimEnvironment> ReadShimEnvironment();
 
@@ -141,9 +149,10 @@ struct ShimOptions {
   std::shared_ptr<grpc::ChannelCredentials> credentials;
 };
 
-// Runs one remote command: ParseShimArgs(args), Exec on the agent of the
-// host alias, relays output to fds 1 and 2. Returns the remote exit code,
-// 255 when the command could not be run remotely (bad arguments, unknown
+// Runs one remote command: ParseShimArgs(args), SplitShellWords of the
+// command, Exec of that argv on the agent of the host alias, relays output
+// to fds 1 and 2. Returns the remote exit code, 255 when the command could
+// not be run remotely (bad arguments, a word that needs a shell, unknown
 // alias, agent unreachable or refusing), with one line on stderr.
 int RunShim(const std::vector<std::string>& args, const ShimEnvironment& env,
             const ShimOptions& options);
@@ -154,6 +163,12 @@ int RunShim(const std::vector<std::string>& args, const ShimEnvironment& env,
 // above, blocks SIGTERM/SIGINT/SIGHUP and cancels the call when one
 // arrives (then returns 128 + that signal). Returns the process exit code.
 int RunLaunchShim(int argc, char** argv);
+
+// For main(): runs the shim when this process was called as one, either as
+// `BINARY launch-shim ARGS...` (Open MPI's plm_rsh_agent) or through a link
+// named kShimLinkName (MPICH's -launcher-exec), and returns its exit code;
+// -1 when it was not.
+int LaunchShimMain(int argc, char** argv);
 
 }  // namespace collbench
 

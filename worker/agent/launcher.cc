@@ -1,6 +1,12 @@
 #include "worker/agent/launcher.h"
 
+#include <fcntl.h>
+#include <stdlib.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
 #include <deque>
+#include <filesystem>
 #include <optional>
 
 #include "absl/strings/str_cat.h"
@@ -8,6 +14,8 @@
 #include "absl/strings/str_split.h"
 #include "api/convert.h"
 #include "common/records.h"
+#include "worker/agent/launch_shim.h"
+#include "worker/agent/line_buffer.h"
 #include "worker/engine/options.h"
 
 namespace collbench {
@@ -15,7 +23,10 @@ namespace collbench {
 struct Launcher::RunState {
   v1::Assignment assignment;
   std::unique_ptr<Process> process;
-  std::string stdout_buffer, stderr_buffer;
+  std::string run_dir;  // private: token file, shim link; removed at the end
+  LineBuffer stdout_lines, stderr_lines;
+  bool cut_logged = false;
+  std::string spool_error;  // a result the spool refused
   std::deque<std::string> last_stderr;  // for the failure message
   std::string engine_error;             // from an "error" record
   std::string cancel_reason;            // set by Cancel()
@@ -36,16 +47,29 @@ int CountSizes(const v1::RunSpec& spec) {
   return options.ok() ? static_cast<int>(SweepSizes(*options).size()) : 0;
 }
 
-// Splits complete lines off `buffer` (keeping a partial last line).
-std::vector<std::string> TakeLines(std::string& buffer, const std::string& data) {
-  buffer += data;
-  std::vector<std::string> lines;
-  size_t start = 0;
-  for (size_t nl; (nl = buffer.find('\n', start)) != std::string::npos; start = nl + 1) {
-    lines.push_back(buffer.substr(start, nl - start));
+// A private directory for the run under `work_dir`, holding the token file.
+absl::StatusOr<std::string> MakeRunDir(const std::string& work_dir, const std::string& token) {
+  std::string dir = absl::StrCat(work_dir, "/run-XXXXXX");
+  if (mkdtemp(dir.data()) == nullptr) {
+    return absl::InternalError(absl::StrCat("cannot make a run directory under ", work_dir));
   }
-  buffer.erase(0, start);
-  return lines;
+  chmod(dir.c_str(), 0700);
+  const std::string file = dir + "/token";
+  const int fd = open(file.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+  bool ok = fd >= 0 && write(fd, token.data(), token.size()) == static_cast<ssize_t>(token.size());
+  if (fd >= 0) ok = close(fd) == 0 && ok;
+  if (!ok) {
+    std::error_code ignored;
+    std::filesystem::remove_all(dir, ignored);
+    return absl::InternalError(absl::StrCat("cannot write the run's token file in ", dir));
+  }
+  return dir;
+}
+
+void RemoveRunDir(const std::string& dir) {
+  if (dir.empty()) return;
+  std::error_code ignored;
+  std::filesystem::remove_all(dir, ignored);
 }
 
 }  // namespace
@@ -73,21 +97,31 @@ absl::Status Launcher::Start(const v1::Assignment& assignment) {
     return absl::AlreadyExistsError(absl::StrCat(assignment.run(), " is already running here"));
   }
   LaunchPaths paths = options_.paths;
+  absl::StatusOr<std::string> run_dir = MakeRunDir(options_.work_dir, assignment.token());
+  if (!run_dir.ok()) return run_dir.status();
+  auto cleanup_on_error = [&](absl::Status status) {
+    RemoveRunDir(*run_dir);
+    return status;
+  };
   if (assignment.spec().mpi() == v1::MPICH) {
-    paths.mpich_shim_script = absl::StrCat(options_.work_dir, "/launch-shim.sh");
-    if (absl::Status s = WriteShimScript(paths.mpich_shim_script, paths.self); !s.ok()) return s;
+    paths.mpich_shim_link = absl::StrCat(*run_dir, "/", kShimLinkName);
+    if (absl::Status s = MakeShimLink(paths.mpich_shim_link, paths.self); !s.ok()) {
+      return cleanup_on_error(s);
+    }
   }
+  const LaunchEnvironment environment{options_.base_env, absl::StrCat(*run_dir, "/token")};
   absl::StatusOr<LaunchCommand> command =
-      BuildLaunchCommand(assignment, options_.self_worker, paths);
-  if (!command.ok()) return command.status();
+      BuildLaunchCommand(assignment, options_.self_worker, paths, environment);
+  if (!command.ok()) return cleanup_on_error(command.status());
   auto state = std::make_shared<RunState>();
   state->assignment = assignment;
+  state->run_dir = *run_dir;
   state->sizes_total = CountSizes(assignment.spec());
   ProcessOptions process_options;
-  process_options.command = ShellJoin(command->argv);
-  process_options.env = command->env;
+  process_options.argv = std::move(command->argv);
+  process_options.env = std::move(command->env);
   absl::StatusOr<std::unique_ptr<Process>> process = runner_->Start(process_options);
-  if (!process.ok()) return process.status();
+  if (!process.ok()) return cleanup_on_error(process.status());
   state->process = *std::move(process);
   runs_[assignment.run()] = state;
   threads_.emplace_back([this, state] { Drive(state); });
@@ -143,8 +177,16 @@ void Launcher::HandleLine(RunState& state, const std::string& line) {
     sink_->Send(message);
     state.started = true;
   } else if (const auto* size = std::get_if<SizeRecord>(&*record)) {
+    absl::StatusOr<v1::RunResult> result = spool_->AddResult(run, SizeResultFromRecord(*size));
+    if (!result.ok()) {  // the coordinator is not acknowledging: stop the run
+      if (state.spool_error.empty()) {
+        state.spool_error = std::string(result.status().message());
+        state.process->Kill(options_.kill_grace);
+      }
+      return;
+    }
     v1::WorkerMessage message;
-    *message.mutable_result() = spool_->AddResult(run, SizeResultFromRecord(*size));
+    *message.mutable_result() = *std::move(result);
     sink_->Send(message);
   } else if (const auto* error = std::get_if<ErrorRecord>(&*record)) {
     state.engine_error = error->message;
@@ -171,6 +213,32 @@ void Launcher::EndIfStuckInFinalize(RunState& state) {
   state.process->Kill(options_.kill_grace);
 }
 
+void Launcher::Log(RunState& state, const std::string& stream, const std::string& text) {
+  v1::WorkerMessage message;
+  message.mutable_log()->set_run(state.assignment.run());
+  message.mutable_log()->mutable_line()->set_stream(stream);
+  message.mutable_log()->mutable_line()->set_text(text);
+  sink_->Send(message);
+}
+
+void Launcher::HandleOutput(RunState& state, const ProcessEvent& event) {
+  if (event.kind == ProcessEvent::Kind::kStdout) {
+    for (const std::string& line : state.stdout_lines.Add(event.data)) HandleLine(state, line);
+  } else {
+    for (const std::string& line : state.stderr_lines.Add(event.data)) {
+      state.last_stderr.push_back(line);
+      if (state.last_stderr.size() > kStderrLinesKept) state.last_stderr.pop_front();
+      Log(state, "stderr", line);
+    }
+  }
+  if (!state.cut_logged && state.stdout_lines.cut_lines() + state.stderr_lines.cut_lines() > 0) {
+    state.cut_logged = true;
+    Log(state, "stderr",
+        absl::StrCat("collbench-worker: an output line longer than ",
+                     LineBuffer::kDefaultMaxLineBytes, " bytes was cut (later cuts are not logged)"));
+  }
+}
+
 void Launcher::Drive(std::shared_ptr<RunState> state) {
   RunState& s = *state;
   const std::string run = s.assignment.run();
@@ -183,18 +251,9 @@ void Launcher::Drive(std::shared_ptr<RunState> state) {
       break;
     }
     EndIfStuckInFinalize(s);
-    if (event->kind == ProcessEvent::Kind::kStdout) {
-      for (const std::string& line : TakeLines(s.stdout_buffer, event->data)) HandleLine(s, line);
-    } else if (event->kind == ProcessEvent::Kind::kStderr) {
-      for (const std::string& line : TakeLines(s.stderr_buffer, event->data)) {
-        s.last_stderr.push_back(line);
-        if (s.last_stderr.size() > kStderrLinesKept) s.last_stderr.pop_front();
-        v1::WorkerMessage message;
-        message.mutable_log()->set_run(run);
-        message.mutable_log()->mutable_line()->set_stream("stderr");
-        message.mutable_log()->mutable_line()->set_text(line);
-        sink_->Send(message);
-      }
+    if (event->kind == ProcessEvent::Kind::kStdout ||
+        event->kind == ProcessEvent::Kind::kStderr) {
+      HandleOutput(s, *event);
     } else if (event->kind == ProcessEvent::Kind::kExit) {
       exit_code = event->exit_code;
       break;
@@ -205,7 +264,10 @@ void Launcher::Drive(std::shared_ptr<RunState> state) {
     absl::MutexLock lock(&mu_);
     cancel_reason = s.cancel_reason;
   }
-  if (!cancel_reason.empty()) {
+  RemoveRunDir(s.run_dir);
+  if (!s.spool_error.empty()) {
+    Report(s, v1::FAILED, s.spool_error);
+  } else if (!cancel_reason.empty()) {
     Report(s, v1::CANCELLED, cancel_reason);
   } else if (exit_code == 0 || (s.finalize_killed && s.end->status == "ok")) {
     Report(s, v1::SUCCEEDED, "");

@@ -10,6 +10,12 @@
 // plain MPI program too): the launcher ends its processes and the run
 // counts as the end record says, with a log line saying what happened.
 //
+// Each run gets a private directory (mode 0700) under work_dir holding its
+// token file (0600; the shim reads it, the token is in no environment or
+// argv) and, for MPICH, the shim link; it is removed when the run ends.
+// Output lines are bounded (LineBuffer, 1 MiB; a cut is logged once per
+// run) and so is the spool (a refused result fails the run, named).
+//
 // Thread safety: all methods may be called from any thread. Each run has a
 // thread of its own that owns its process.
 #ifndef COLLBENCH_WORKER_AGENT_LAUNCHER_H_
@@ -44,7 +50,9 @@ class ReportSink {
 struct LauncherOptions {
   LaunchPaths paths;
   std::string self_worker;  // "workers/{id}"
-  std::string work_dir;     // for per-run files (the MPICH launch script)
+  std::string work_dir;     // for per-run directories (token file, MPICH shim link)
+  // The environment mpirun / mpiexec start from (AllowedOwnEnvironment()).
+  std::map<std::string, std::string> base_env;
   absl::Duration kill_grace = absl::Seconds(3);
   // From the engine's end record to the launcher's exit, at most.
   absl::Duration finalize_grace = absl::Seconds(20);
@@ -68,6 +76,8 @@ class Launcher {
   void Report(RunState& state, v1::RunState run_state, const std::string& error);
   void HandleLine(RunState& state, const std::string& line);
   void EndIfStuckInFinalize(RunState& state);
+  void HandleOutput(RunState& state, const ProcessEvent& event);
+  void Log(RunState& state, const std::string& stream, const std::string& text);
 
   ProcessRunner* const runner_;
   ResultSpool* const spool_;

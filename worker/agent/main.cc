@@ -12,6 +12,7 @@
 #include <cerrno>
 #include <csignal>
 #include <cstdio>
+#include <atomic>
 #include <map>
 #include <thread>
 #include <utility>
@@ -26,6 +27,9 @@
 #include "common/tls_channel.h"
 #include "common/host_port.h"
 #include "common/worker_labels.h"
+#include "absl/time/clock.h"
+#include "worker/agent/clean_env.h"
+#include "worker/agent/daemon_command.h"
 #include "worker/agent/exec_service.h"
 #include "worker/agent/inventory.h"
 #include "worker/agent/launch_shim.h"
@@ -138,15 +142,50 @@ class SegmentDir {
   std::string path_;  // empty when it could not be made
 };
 
+// Collects adopted orphans (ReapAdoptedOrphans) twice a second while it lives.
+class OrphanReaper {
+ public:
+  OrphanReaper() : thread_([this] { Loop(); }) {}
+  ~OrphanReaper() {
+    stop_ = true;
+    thread_.join();
+  }
+
+ private:
+  void Loop() {
+    while (!stop_) {
+      ReapAdoptedOrphans();
+      absl::SleepFor(absl::Milliseconds(500));
+    }
+  }
+  std::atomic<bool> stop_{false};
+  std::thread thread_;  // last: starts after stop_ exists
+};
+
 int Serve(const Flags& flags) {
   absl::StatusOr<ChannelSetup> channel = MakeChannelSetup(flags.tls);
   if (!channel.ok()) {
     absl::FPrintF(stderr, "collbench-worker: %s\n", channel.status().message());
     return 2;
   }
+  // Orphans of what runs start come back to this process (containment, see
+  // process.h); a thread collects them once they are killed.
+  if (!EnableChildSubreaper()) {
+    absl::FPrintF(stderr, "collbench-worker: cannot become a child subreaper; orphans of runs "
+                          "are still swept by their containment id\n");
+  }
+  const OrphanReaper reaper;
   std::unique_ptr<ProcessRunner> runner = NewPosixProcessRunner();
   const SegmentDir segment_dir;
+  const std::string self = SelfPath();
+  const std::string openmpi_mpirun = FromPath("mpirun.openmpi");
+  const std::string mpich_mpiexec = FromPath("mpiexec.mpich");
+  // What children start from: an allow-list of this process' environment,
+  // taken once (clean_env.h).
+  const std::map<std::string, std::string> base_env = AllowedOwnEnvironment();
   ExecManagerOptions exec_options;
+  exec_options.daemons = ResolveDaemonPaths(openmpi_mpirun, mpich_mpiexec);
+  exec_options.base_env = base_env;
   if (!segment_dir.path().empty()) {
     exec_options.default_env["OMPI_MCA_btl_vader_backing_directory"] = segment_dir.path();
   }
@@ -185,16 +224,16 @@ int Serve(const Flags& flags) {
   ResultSpool spool;
   WorkerAgent agent(options, &exec, &spool);
   LauncherOptions launcher_options;
-  const std::string self = SelfPath();
   const std::string bin_dir = self.substr(0, self.rfind('/'));
-  launcher_options.paths = {self, FromPath("mpirun.openmpi"), FromPath("mpiexec.mpich"),
+  launcher_options.paths = {self, openmpi_mpirun, mpich_mpiexec,
                             bin_dir + "/collbench-rank", bin_dir + "/collbench-rank-mpich", "",
                             flags.mpi_interface};
+  launcher_options.base_env = base_env;
   launcher_options.self_worker = absl::StrCat("workers/", options.worker_id);
   launcher_options.work_dir =
       flags.work_dir.empty() ? absl::StrCat("/tmp/collbench-worker-", options.worker_id)
                              : flags.work_dir;
-  mkdir(launcher_options.work_dir.c_str(), 0755);
+  mkdir(launcher_options.work_dir.c_str(), 0700);
   Launcher launcher(runner.get(), &spool, &agent, launcher_options);
   agent.SetLauncher(&launcher);
 
@@ -221,8 +260,8 @@ int Serve(const Flags& flags) {
 }  // namespace collbench
 
 int main(int argc, char** argv) {
-  if (argc >= 2 && std::string(argv[1]) == "launch-shim") {
-    return collbench::RunLaunchShim(argc - 1, argv + 1);
+  if (const int shim_exit = collbench::LaunchShimMain(argc, argv); shim_exit >= 0) {
+    return shim_exit;
   }
   // Stop signals are taken by one thread in Serve(); block them everywhere.
   sigset_t signals;

@@ -5,10 +5,12 @@
 #include <poll.h>
 #include <signal.h>
 #include <spawn.h>
+#include <sys/prctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
@@ -17,10 +19,11 @@
 #include <sstream>
 #include <utility>
 
+#include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
-
-extern char** environ;
+#include "absl/strings/str_join.h"
+#include "absl/time/clock.h"
 
 namespace collbench {
 namespace {
@@ -37,10 +40,12 @@ absl::Status ErrnoStatus(absl::string_view call, int error) {
   return absl::InternalError(absl::StrCat(call, ": ", std::strerror(error)));
 }
 
-// ppid and pgid of every process in /proc, keyed by pid.
+// What /proc/PID/stat says about a process.
 struct ProcEntry {
   pid_t ppid = 0;
   pid_t pgid = 0;
+  pid_t sid = 0;
+  char state = 0;
 };
 
 std::map<pid_t, ProcEntry> ScanProcesses() {
@@ -53,52 +58,115 @@ std::map<pid_t, ProcEntry> ScanProcesses() {
     std::ifstream file(absl::StrCat("/proc/", pid, "/stat"));
     std::string line;
     if (!std::getline(file, line)) continue;
-    // "pid (comm) state ppid pgrp ...": comm may hold spaces and ')'.
+    // "pid (comm) state ppid pgrp session ...": comm may hold spaces and ')'.
     const size_t close = line.rfind(')');
     if (close == std::string::npos) continue;
     std::istringstream rest(line.substr(close + 1));
-    char state = 0;
     ProcEntry proc;
-    if (rest >> state >> proc.ppid >> proc.pgid) table[pid] = proc;
+    if (rest >> proc.state >> proc.ppid >> proc.pgid >> proc.sid) table[pid] = proc;
   }
   closedir(dir);
   return table;
 }
 
-// Every process in group `pgid` plus all descendants of those processes.
-std::set<pid_t> GroupTree(pid_t pgid) {
-  const std::map<pid_t, ProcEntry> table = ScanProcesses();
+// Whether process `pid`'s environment holds the entry `wanted` ("K=V").
+bool EnvironHas(pid_t pid, const std::string& wanted) {
+  constexpr size_t kMaxEnvironBytes = 1 << 20;
+  std::ifstream file(absl::StrCat("/proc/", pid, "/environ"), std::ios::binary);
+  std::string environ_data;
+  char buffer[16384];
+  while (file.read(buffer, sizeof buffer) || file.gcount() > 0) {
+    environ_data.append(buffer, file.gcount());
+    if (environ_data.size() > kMaxEnvironBytes) break;
+  }
+  size_t at = 0;
+  while (at < environ_data.size()) {
+    size_t end = environ_data.find('\0', at);
+    if (end == std::string::npos) end = environ_data.size();
+    if (absl::string_view(environ_data).substr(at, end - at) == wanted) return true;
+    at = end + 1;
+  }
+  return false;
+}
+
+// Adds `roots` and all their descendants to `tree`.
+void AddDescendants(const std::multimap<pid_t, pid_t>& children, std::vector<pid_t> roots,
+                    std::set<pid_t>* tree) {
+  while (!roots.empty()) {
+    const pid_t pid = roots.back();
+    roots.pop_back();
+    if (!tree->insert(pid).second) continue;
+    auto [begin, end] = children.equal_range(pid);
+    for (auto it = begin; it != end; ++it) roots.push_back(it->second);
+  }
+}
+
+// Everything a process started (see process.h, Containment): the members
+// of group `pgid`, the processes carrying `marker` ("K=V") in their
+// environment, the sessions any of those opened, and all descendants.
+std::set<pid_t> ContainedTree(pid_t pgid, const std::string& marker,
+                              const std::map<pid_t, ProcEntry>& table) {
+  const pid_t self = getpid();
+  const pid_t own_sid = getsid(0);
   std::multimap<pid_t, pid_t> children;
-  std::vector<pid_t> pending;
+  std::vector<pid_t> roots;
   for (const auto& [pid, proc] : table) {
     children.emplace(proc.ppid, pid);
-    if (proc.pgid == pgid) pending.push_back(pid);
+    if (pid == self) continue;
+    if (proc.pgid == pgid || (proc.state != 'Z' && EnvironHas(pid, marker))) roots.push_back(pid);
   }
   std::set<pid_t> tree;
-  while (!pending.empty()) {
-    const pid_t pid = pending.back();
-    pending.pop_back();
-    if (!tree.insert(pid).second) continue;
-    auto [begin, end] = children.equal_range(pid);
-    for (auto it = begin; it != end; ++it) pending.push_back(it->second);
+  AddDescendants(children, std::move(roots), &tree);
+  std::set<pid_t> sessions;
+  for (pid_t pid : tree) {
+    auto it = table.find(pid);
+    if (it != table.end() && it->second.sid > 1 && it->second.sid != own_sid) {
+      sessions.insert(it->second.sid);
+    }
   }
+  std::vector<pid_t> session_members;
+  for (const auto& [pid, proc] : table) {
+    if (pid != self && sessions.count(proc.sid) > 0) session_members.push_back(pid);
+  }
+  AddDescendants(children, std::move(session_members), &tree);
+  tree.erase(self);
   return tree;
 }
 
-std::vector<std::string> MergedEnvironment(const std::map<std::string, std::string>& extra) {
-  std::vector<std::string> env;
-  for (char** entry = environ; entry != nullptr && *entry != nullptr; ++entry) {
-    const char* eq = std::strchr(*entry, '=');
-    if (eq != nullptr && extra.count(std::string(*entry, eq - *entry)) > 0) continue;
-    env.emplace_back(*entry);
+std::vector<std::string> EnvironmentEntries(const std::map<std::string, std::string>& env,
+                                            const std::string& containment_id) {
+  std::vector<std::string> entries;
+  for (const auto& [key, value] : env) {
+    if (key != kContainmentEnv) entries.push_back(absl::StrCat(key, "=", value));
   }
-  for (const auto& [key, value] : extra) env.push_back(absl::StrCat(key, "=", value));
-  return env;
+  entries.push_back(absl::StrCat(kContainmentEnv, "=", containment_id));
+  return entries;
+}
+
+// The leaders of live PosixProcesses: their exit status is theirs to
+// collect, so ReapAdoptedOrphans() leaves them alone. A process is added
+// under the lock before anyone can see it exit and removed as it is reaped.
+struct LeaderRegistry {
+  absl::Mutex mu;
+  std::set<pid_t> pids ABSL_GUARDED_BY(mu);
+};
+
+LeaderRegistry& Leaders() {
+  static auto* registry = new LeaderRegistry();
+  return *registry;
+}
+
+std::string NextContainmentId() {
+  static std::atomic<uint64_t> counter{0};
+  return absl::StrCat(getpid(), "-", ++counter);
 }
 
 class PosixProcess final : public Process {
  public:
-  PosixProcess(pid_t pid, int out_fd, int err_fd) : pid_(pid), fds_{out_fd, err_fd} {}
+  PosixProcess(pid_t pid, int out_fd, int err_fd, std::string containment_id)
+      : pid_(pid),
+        marker_(absl::StrCat(kContainmentEnv, "=", containment_id)),
+        fds_{out_fd, err_fd} {}
   PosixProcess(const PosixProcess&) = delete;
   PosixProcess& operator=(const PosixProcess&) = delete;
   ~PosixProcess() override;
@@ -109,8 +177,11 @@ class PosixProcess final : public Process {
   void Kill(absl::Duration grace) override;
 
  private:
-  // Signals the group and everything below it, unless already reaped.
-  void SignalTreeLocked(int sig) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // SIGKILLs the process' whole tree (process.h, Containment) until nothing
+  // of it is left alive, unless already reaped.
+  void SweepLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Waits for the leader and forgets it as a leader.
+  void ReapLeaderLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void EscalateIfDue();
   void CheckLeader();
   void Reap();
@@ -119,6 +190,7 @@ class PosixProcess final : public Process {
   bool ReadChunk(int index, ProcessEvent* event);
 
   const pid_t pid_;
+  const std::string marker_;  // "COLLBENCH_CONTAINMENT=<id>"
   int fds_[2];  // stdout, stderr; -1 once closed. Owner thread only.
 
   // Owner thread only.
@@ -144,22 +216,43 @@ PosixProcess::~PosixProcess() {
   }
   if (!done_) {  // Next() failed: make sure of the reap anyway.
     absl::MutexLock lock(&mu_);
-    SignalTreeLocked(SIGKILL);
-    if (!reaped_) waitpid(pid_, nullptr, 0);
-    reaped_ = true;
+    SweepLocked();
+    ReapLeaderLocked();
   }
   for (int fd : fds_) {
     if (fd >= 0) close(fd);
   }
 }
 
-void PosixProcess::SignalTreeLocked(int sig) {
+void PosixProcess::SweepLocked() {
   if (reaped_) return;
-  const pid_t self = getpid();
-  for (pid_t pid : GroupTree(pid_)) {
-    if (pid > 1 && pid != self) kill(pid, sig);
+  // A process may fork while the tree is being killed: sweep until a scan
+  // finds nothing alive (a few rounds at most in practice).
+  constexpr int kMaxRounds = 20;
+  for (int round = 0; round < kMaxRounds; ++round) {
+    const std::map<pid_t, ProcEntry> table = ScanProcesses();
+    bool any_alive = false;
+    for (pid_t pid : ContainedTree(pid_, marker_, table)) {
+      auto it = table.find(pid);
+      if (pid <= 1 || it == table.end() || it->second.state == 'Z') continue;
+      any_alive = true;
+      kill(pid, SIGKILL);
+    }
+    kill(-pid_, SIGKILL);
+    ReapAdoptedOrphans();
+    if (!any_alive) return;
+    absl::SleepFor(absl::Milliseconds(5));
   }
-  kill(-pid_, sig);
+}
+
+void PosixProcess::ReapLeaderLocked() {
+  if (reaped_) return;
+  LeaderRegistry& leaders = Leaders();
+  absl::MutexLock lock(&leaders.mu);
+  while (waitpid(pid_, nullptr, 0) < 0 && errno == EINTR) {
+  }
+  leaders.pids.erase(pid_);
+  reaped_ = true;
 }
 
 void PosixProcess::Kill(absl::Duration grace) {
@@ -168,7 +261,7 @@ void PosixProcess::Kill(absl::Duration grace) {
   if (deadline < kill_deadline_) kill_deadline_ = deadline;
   if (!term_sent_ && !reaped_) {
     term_sent_ = true;
-    kill(-pid_, SIGTERM);
+    kill(-pid_, SIGTERM);  // the daemons stop their ranks; the sweep follows
   }
 }
 
@@ -176,7 +269,7 @@ void PosixProcess::EscalateIfDue() {
   absl::MutexLock lock(&mu_);
   if (hard_killed_ || absl::Now() < kill_deadline_) return;
   hard_killed_ = true;
-  SignalTreeLocked(SIGKILL);
+  SweepLocked();
 }
 
 void PosixProcess::CheckLeader() {
@@ -189,14 +282,12 @@ void PosixProcess::CheckLeader() {
   exit_code_ = info.si_code == CLD_EXITED ? info.si_status : 128 + info.si_status;
   drain_deadline_ = absl::Now() + kDrainAfterExit;
   absl::MutexLock lock(&mu_);
-  SignalTreeLocked(SIGKILL);  // nothing of the command outlives its leader
+  SweepLocked();  // nothing the process started outlives it
 }
 
 void PosixProcess::Reap() {
   absl::MutexLock lock(&mu_);
-  while (waitpid(pid_, nullptr, 0) < 0 && errno == EINTR) {
-  }
-  reaped_ = true;
+  ReapLeaderLocked();
   done_ = true;
 }
 
@@ -284,6 +375,11 @@ absl::Status InitSpawnAttributes(posix_spawnattr_t* attr) {
 }
 
 absl::StatusOr<std::unique_ptr<Process>> PosixProcessRunner::Start(const ProcessOptions& options) {
+  if (options.argv.empty() || options.argv[0].empty() || options.argv[0][0] != '/') {
+    return absl::InvalidArgumentError(
+        absl::StrCat("process argv[0] must be an absolute program path, not '",
+                     options.argv.empty() ? "" : options.argv[0], "'"));
+  }
   int out[2];
   int err[2];
   if (pipe2(out, O_CLOEXEC) != 0) return ErrnoStatus("pipe2", errno);
@@ -304,17 +400,27 @@ absl::StatusOr<std::unique_ptr<Process>> PosixProcessRunner::Start(const Process
   posix_spawnattr_init(&attr);
   absl::Status status = InitSpawnAttributes(&attr);
 
-  std::vector<std::string> env = MergedEnvironment(options.env);
+  const std::string containment_id = NextContainmentId();
+  std::vector<std::string> env = EnvironmentEntries(options.env, containment_id);
   std::vector<char*> envp;
   for (std::string& entry : env) envp.push_back(entry.data());
   envp.push_back(nullptr);
-  std::string sh = "sh", dash_c = "-c", command = options.command;
-  char* argv[] = {sh.data(), dash_c.data(), command.data(), nullptr};
+  std::vector<std::string> args = options.argv;
+  std::vector<char*> argv;
+  for (std::string& arg : args) argv.push_back(arg.data());
+  argv.push_back(nullptr);
 
   pid_t pid = -1;
   if (status.ok()) {
-    const int rc = posix_spawn(&pid, "/bin/sh", &actions, &attr, argv, envp.data());
-    if (rc != 0) status = ErrnoStatus("posix_spawn /bin/sh", rc);
+    // Registered as a leader before ReapAdoptedOrphans() can see it exit.
+    LeaderRegistry& leaders = Leaders();
+    absl::MutexLock lock(&leaders.mu);
+    const int rc = posix_spawn(&pid, args[0].c_str(), &actions, &attr, argv.data(), envp.data());
+    if (rc != 0) {
+      status = ErrnoStatus(absl::StrCat("posix_spawn ", args[0]), rc);
+    } else {
+      leaders.pids.insert(pid);
+    }
   }
   posix_spawn_file_actions_destroy(&actions);
   posix_spawnattr_destroy(&attr);
@@ -325,13 +431,36 @@ absl::StatusOr<std::unique_ptr<Process>> PosixProcessRunner::Start(const Process
     close(err[0]);
     return status;
   }
-  return std::unique_ptr<Process>(new PosixProcess(pid, out[0], err[0]));
+  return std::unique_ptr<Process>(new PosixProcess(pid, out[0], err[0], containment_id));
 }
 
 }  // namespace
 
 std::unique_ptr<ProcessRunner> NewPosixProcessRunner() {
   return std::make_unique<PosixProcessRunner>();
+}
+
+bool EnableChildSubreaper() { return prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) == 0; }
+
+int ReapAdoptedOrphans() {
+  LeaderRegistry& leaders = Leaders();
+  absl::MutexLock lock(&leaders.mu);
+  const pid_t self = getpid();
+  int reaped = 0;
+  for (const auto& [pid, proc] : ScanProcesses()) {
+    if (proc.ppid != self || proc.state != 'Z' || leaders.pids.count(pid) > 0) continue;
+    if (waitpid(pid, nullptr, WNOHANG) == pid) ++reaped;
+  }
+  return reaped;
+}
+
+std::vector<pid_t> FindContained(const std::string& containment_id) {
+  const std::string marker = absl::StrCat(kContainmentEnv, "=", containment_id);
+  std::vector<pid_t> found;
+  for (const auto& [pid, proc] : ScanProcesses()) {
+    if (pid != getpid() && proc.state != 'Z' && EnvironHas(pid, marker)) found.push_back(pid);
+  }
+  return found;
 }
 
 absl::StatusOr<ProcessResult> CollectOutput(Process* process, absl::Duration timeout) {
@@ -421,9 +550,9 @@ class FakeProcess final : public Process {
 
 }  // namespace
 
-void FakeProcessRunner::SetScript(std::string command, Script script) {
+void FakeProcessRunner::SetScript(std::string joined_argv, Script script) {
   absl::MutexLock lock(&state_->mu);
-  state_->scripts[std::move(command)] = std::move(script);
+  state_->scripts[std::move(joined_argv)] = std::move(script);
 }
 
 void FakeProcessRunner::SetStartError(absl::Status status) {
@@ -436,7 +565,7 @@ absl::StatusOr<std::unique_ptr<Process>> FakeProcessRunner::Start(const ProcessO
   if (!state_->start_error.ok()) return state_->start_error;
   state_->started.push_back(options);
   Script script;
-  auto it = state_->scripts.find(options.command);
+  auto it = state_->scripts.find(absl::StrJoin(options.argv, " "));
   if (it != state_->scripts.end()) script = it->second;
   return std::unique_ptr<Process>(new FakeProcess(state_->next_pid++, std::move(script), state_));
 }

@@ -1,30 +1,36 @@
-// Child processes for the worker agent: the Exec RPC runs the MPI daemon
-// command (orted, hydra_pmi_proxy) through a ProcessRunner, and tests of the
-// classes above it use FakeProcessRunner instead.
+// Child processes for the worker agent: the launcher's mpirun / mpiexec and
+// the MPI daemons Exec starts (orted, hydra_pmi_proxy) go through a
+// ProcessRunner, and tests of the classes above it use FakeProcessRunner.
 //
-// A process is `sh -c COMMAND`, started in its own process group so the
-// whole tree it spawns can be signalled at once. Its stdout and stderr are
-// pipes read incrementally through Process::Next(); stdin is /dev/null unless
-// asked otherwise.
+// No shell: a process is its argv, argv[0] an absolute path, started with
+// posix_spawn in its own process group and with exactly the environment
+// given (nothing of the agent's own environment is added; see
+// clean_env.h). Its stdout and stderr are pipes read incrementally through
+// Process::Next(); stdin is /dev/null unless asked otherwise.
+//
+// Containment: everything a process starts is found and ended with it.
+// Each process gets a containment id, passed to it as the environment
+// variable COLLBENCH_CONTAINMENT (kContainmentEnv), which its descendants
+// inherit. Its tree is: the members of its process group, every process
+// whose /proc/PID/environ carries its id, every process in a session one
+// of those started (setsid), and all their descendants (/proc ppid links).
+// So a double-forked, setsid'd child that was re-parented away is still
+// found (unless it also cleared its environment; a worker that is a child
+// subreaper, EnableChildSubreaper(), adopts such orphans and
+// ReapAdoptedOrphans() collects them once killed).
 //
 // No zombies, no orphans. The group leader is observed with waitid(WNOWAIT)
-// and reaped only after the group has been killed: while the leader is an
+// and reaped only after its tree has been killed: while the leader is an
 // unreaped zombie its pid, and so the group id, cannot be reused, so a
 // signal sent to the group never reaches an unrelated process. When the
-// leader exits, every process still in its group (and their descendants) is
-// SIGKILLed before the leader is reaped. A process that leaves the group
-// (the MPI daemons put each rank in a group of its own) is found by walking
-// the process tree from the group's members (/proc ppid links) and is killed
-// with them. Kill() sends SIGTERM to the group first so that orted / the
-// hydra proxy can stop their ranks in order, then SIGKILLs the tree after
-// the grace period. The destructor of a Process that is still running kills
-// it the same way and reaps it, so dropping a Process never leaks one.
-// What cannot be caught: a process that both leaves the group and whose
-// parent has already exited (it was re-parented to init). The launcher must
-// therefore keep daemons attached (Open MPI: no --daemonize, see
-// launch_shim.h). Killed grandchildren are re-parented to init, which reaps
-// them; a worker that runs as PID 1 in a container needs an init
-// (`docker run --init`, tini) for that.
+// leader exits, its whole tree is SIGKILLed (swept until nothing is left)
+// before the leader is reaped. Kill() sends SIGTERM to the group first so
+// that orted / the hydra proxy can stop their ranks in order, then SIGKILLs
+// the tree after the grace period. The destructor of a Process that is
+// still running kills it the same way and reaps it, so dropping a Process
+// never leaks one. Orphans adopted by a subreaper worker are not Process
+// leaders; ReapAdoptedOrphans() waits only for those (never for a live
+// leader, whose exit status belongs to its Process).
 #ifndef COLLBENCH_WORKER_AGENT_PROCESS_H_
 #define COLLBENCH_WORKER_AGENT_PROCESS_H_
 
@@ -43,10 +49,13 @@
 
 namespace collbench {
 
+// The variable naming a process' containment id (see above).
+inline constexpr char kContainmentEnv[] = "COLLBENCH_CONTAINMENT";
+
 struct ProcessOptions {
-  // Run as `sh -c command`.
-  std::string command;
-  // Added to (or replacing entries of) the agent's own environment.
+  // argv[0] is the program's absolute path; no PATH search, no shell.
+  std::vector<std::string> argv;
+  // The child's complete environment. The runner adds kContainmentEnv.
   std::map<std::string, std::string> env;
   // When false (the default) the child's stdin is /dev/null.
   bool inherit_stdin = false;
@@ -96,10 +105,25 @@ class ProcessRunner {
   virtual absl::StatusOr<std::unique_ptr<Process>> Start(const ProcessOptions& options) = 0;
 };
 
-// The real runner: posix_spawn of /bin/sh with POSIX_SPAWN_SETPGROUP, default
-// signal dispositions and an empty signal mask in the child (the agent
-// ignores SIGPIPE; its children must not inherit that).
+// The real runner: posix_spawn of argv[0] with POSIX_SPAWN_SETPGROUP,
+// default signal dispositions and an empty signal mask in the child (the
+// agent ignores SIGPIPE; its children must not inherit that).
+// InvalidArgument when argv is empty or argv[0] is not an absolute path.
 std::unique_ptr<ProcessRunner> NewPosixProcessRunner();
+
+// Makes this process a child subreaper (prctl PR_SET_CHILD_SUBREAPER):
+// orphans of its descendants are re-parented to it instead of init. Returns
+// whether the kernel agreed.
+bool EnableChildSubreaper();
+
+// Waits for every zombie child of this process that is not the leader of a
+// live Process (adopted orphans). Thread-safe; the worker calls it
+// periodically and every sweep calls it. Returns how many were reaped.
+int ReapAdoptedOrphans();
+
+// Every live process whose environment carries `containment_id` as
+// kContainmentEnv (for tests and diagnostics).
+std::vector<pid_t> FindContained(const std::string& containment_id);
 
 // Everything a process wrote, and how it ended.
 struct ProcessResult {
@@ -114,8 +138,8 @@ struct ProcessResult {
 absl::StatusOr<ProcessResult> CollectOutput(Process* process, absl::Duration timeout);
 
 // For tests of the classes that run processes (ExecManager, the launcher).
-// A process' script is chosen by exact command text; a command without a
-// script prints nothing and exits 0. A script with `wait_for_kill` emits its
+// A process' script is chosen by its argv joined with single spaces; a
+// process without a script prints nothing and exits 0. A script with `wait_for_kill` emits its
 // output and then runs until Kill(), ending with 128+SIGTERM.
 // Thread safety: all methods may be called from any thread.
 class FakeProcessRunner : public ProcessRunner {
@@ -127,7 +151,7 @@ class FakeProcessRunner : public ProcessRunner {
     bool wait_for_kill = false;
   };
 
-  void SetScript(std::string command, Script script);
+  void SetScript(std::string joined_argv, Script script);
   // Makes the next Start() calls fail with `status` (OK to succeed again).
   void SetStartError(absl::Status status);
 

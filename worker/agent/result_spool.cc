@@ -1,14 +1,23 @@
 #include "worker/agent/result_spool.h"
 
+#include <iterator>
+
+#include "absl/strings/str_cat.h"
 #include "api/convert.h"
 
 namespace collbench {
 
-v1::RunResult ResultSpool::AddResult(const std::string& run, v1::SizeResult result) {
+absl::StatusOr<v1::RunResult> ResultSpool::AddResult(const std::string& run,
+                                                     v1::SizeResult result) {
   absl::MutexLock lock(&mu_);
+  if (unacked_ >= max_unacked_) {
+    return absl::ResourceExhaustedError(absl::StrCat(
+        "result spool full: ", unacked_, " results not yet acknowledged by the coordinator"));
+  }
   RunEntry& entry = runs_[run];
   result.set_sequence(entry.next_sequence++);
   entry.unacked[result.sequence()] = result;
+  ++unacked_;
   v1::RunResult message;
   message.set_run(run);
   *message.mutable_result() = std::move(result);
@@ -31,12 +40,17 @@ void ResultSpool::Ack(const std::string& run, int64_t sequence) {
   RunEntry& entry = it->second;
   if (sequence <= entry.acked_through) return;
   entry.acked_through = sequence;
-  entry.unacked.erase(entry.unacked.begin(), entry.unacked.upper_bound(sequence));
+  auto end = entry.unacked.upper_bound(sequence);
+  unacked_ -= std::distance(entry.unacked.begin(), end);
+  entry.unacked.erase(entry.unacked.begin(), end);
 }
 
 void ResultSpool::Release(const std::string& run) {
   absl::MutexLock lock(&mu_);
-  runs_.erase(run);
+  auto it = runs_.find(run);
+  if (it == runs_.end()) return;
+  unacked_ -= it->second.unacked.size();
+  runs_.erase(it);
 }
 
 std::vector<v1::WorkerMessage> ResultSpool::Pending() const {

@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "absl/base/thread_annotations.h"
+#include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
 #include "collbench/v1/gateway.pb.h"
 
@@ -22,8 +23,15 @@ namespace collbench {
 
 class ResultSpool {
  public:
+  // Unacknowledged results kept at most (all runs together).
+  static constexpr size_t kDefaultMaxUnacked = 100000;
+
+  explicit ResultSpool(size_t max_unacked = kDefaultMaxUnacked) : max_unacked_(max_unacked) {}
+
   // Adds the next result of `run`, numbering it; returns the message to send.
-  v1::RunResult AddResult(const std::string& run, v1::SizeResult result);
+  // ResourceExhausted ("result spool full: ...") when max_unacked results
+  // are still unacknowledged; the result is not kept.
+  absl::StatusOr<v1::RunResult> AddResult(const std::string& run, v1::SizeResult result);
   // Records the run's newest status (replacing the previous one) with the
   // number of results produced so far.
   v1::RunStatus SetStatus(const std::string& run, v1::RunStatus status);
@@ -47,8 +55,10 @@ class ResultSpool {
     std::map<int64_t, v1::SizeResult> unacked;
     std::optional<v1::RunStatus> status;
   };
+  const size_t max_unacked_;
   mutable absl::Mutex mu_;
   std::map<std::string, RunEntry> runs_ ABSL_GUARDED_BY(mu_);
+  size_t unacked_ ABSL_GUARDED_BY(mu_) = 0;
 };
 
 
