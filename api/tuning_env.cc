@@ -322,6 +322,8 @@ absl::string_view TuningGrammarText(TuningGrammar grammar) {
   return "";
 }
 
+bool IsTuningParam(absl::string_view key) { return TableByName().contains(key); }
+
 bool NamesProgramOrFile(absl::string_view key) {
   const std::string lower = absl::AsciiStrToLower(key);
   if (absl::StartsWith(lower, "ld_") || absl::StrContains(lower, "param_files")) return true;

@@ -47,6 +47,9 @@ const std::vector<TuningParam>& TuningParams();
 // A short description of a grammar, for messages and the documentation.
 absl::string_view TuningGrammarText(TuningGrammar grammar);
 
+// Whether `key` is in the table (whatever its value).
+bool IsTuningParam(absl::string_view key);
+
 // Whether `key` names something MPI, UCX or NCCL would load, run, read or
 // write (see above). Checked before the table.
 bool NamesProgramOrFile(absl::string_view key);

@@ -75,10 +75,13 @@ absl::Status CheckOrtedArgs(const std::vector<std::string>& argv) {
     if (i + 2 >= argv.size()) return BadWord(i, word, "-mca needs a KEY and a VALUE");
     const std::string& key = argv[i + 1];
     const std::string& value = argv[i + 2];
+    const std::string env_key = absl::StrCat("OMPI_MCA_", key);
     if (key == "plm_rsh_agent") {
       if (!IsShimAgent(value)) return BadWord(i + 2, value, "plm_rsh_agent must be the launch shim");
-    } else if (!OrtedKeys().contains(key)) {
-      if (absl::Status s = CheckTuningParam(absl::StrCat("OMPI_MCA_", key), value); !s.ok()) {
+    } else if (IsTuningParam(env_key) || !OrtedKeys().contains(key)) {
+      // A tuning parameter (also one mpirun passes, such as btl) holds to
+      // its grammar; anything else mpirun does not pass is refused.
+      if (absl::Status s = CheckTuningParam(env_key, value); !s.ok()) {
         return BadWord(i + 1, key, absl::StrCat("not an MCA parameter mpirun passes to orted: ",
                                                 s.message()));
       }

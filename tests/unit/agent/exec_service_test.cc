@@ -1,12 +1,18 @@
 #include "worker/agent/exec_service.h"
 
 #include <signal.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <fstream>
+#include <vector>
 
 #include <memory>
 #include <string>
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "absl/time/clock.h"
 #include "grpcpp/create_channel.h"
 #include "grpcpp/server.h"
 #include "grpcpp/server_builder.h"
@@ -22,6 +28,16 @@ using ::collbench::testing::GroupGone;
 constexpr char kRun[] = "runs/r1";
 constexpr char kToken[] = "s3cret-token-value";
 
+ExecManagerOptions TestOptions() {
+  ExecManagerOptions options;
+  options.kill_grace = absl::Seconds(1);
+  options.token_wait = absl::Milliseconds(50);
+  options.daemons.orted = ::collbench::testing::FakeOrtedPath();
+  options.base_env = {{"PATH", "/usr/bin:/bin"}, {"COLLBENCH_TEST_BASE", "b"}};
+  options.default_env = {{"COLLBENCH_TEST_DEFAULT", "d"}};
+  return options;
+}
+
 // What one Exec call returned.
 struct ExecResult {
   std::string stdout_data;
@@ -36,8 +52,7 @@ class ExecServiceTest : public ::testing::Test {
  protected:
   void SetUp() override {
     runner_ = NewPosixProcessRunner();
-    manager_ = std::make_unique<ExecManager>(runner_.get(),
-                                             ExecManagerOptions{.kill_grace = absl::Seconds(1), .token_wait = absl::Milliseconds(50)});
+    manager_ = std::make_unique<ExecManager>(runner_.get(), TestOptions());
     service_ = std::make_unique<ExecService>(manager_.get());
     grpc::ServerBuilder builder;
     int port = 0;
@@ -57,11 +72,17 @@ class ExecServiceTest : public ::testing::Test {
     server_->Wait();
   }
 
-  static v1::ExecRequest Request(const std::string& command, const std::string& token = kToken) {
+  // The fake daemon running `script` (see FakeOrted).
+  static v1::ExecRequest Request(const std::string& script, const std::string& token = kToken) {
+    return ArgvRequest({" orted", "-mca", "ess", script}, token);
+  }
+
+  static v1::ExecRequest ArgvRequest(const std::vector<std::string>& argv,
+                                     const std::string& token = kToken) {
     v1::ExecRequest request;
     request.set_run(kRun);
     request.set_token(token);
-    request.add_argv(command);  // transitional
+    for (const std::string& word : argv) request.add_argv(word);
     return request;
   }
 
@@ -112,12 +133,48 @@ TEST_F(ExecServiceTest, GoodTokenStreamsOutputAndExitCode) {
   EXPECT_EQ(manager_->running(), 0);
 }
 
-TEST_F(ExecServiceTest, PassesEnvironment) {
-  v1::ExecRequest request = Request("echo \"$COLLBENCH_X\"");
-  // transitional: Exec takes no environment any more
-  ExecResult result = Exec(request);
-  ASSERT_TRUE(result.status.ok());
-  EXPECT_EQ(result.stdout_data, "from the shim\n");
+TEST_F(ExecServiceTest, DaemonGetsTheWorkersAllowedEnvironmentOnly) {
+  setenv("COLLBENCH_TEST_WORKER_SECRET", "never-in-a-child", 1);
+  ExecResult result = Exec(Request("env"));
+  unsetenv("COLLBENCH_TEST_WORKER_SECRET");
+  ASSERT_TRUE(result.status.ok()) << result.status.error_message();
+  EXPECT_NE(result.stdout_data.find("COLLBENCH_TEST_BASE=b\n"), std::string::npos);
+  EXPECT_NE(result.stdout_data.find("COLLBENCH_TEST_DEFAULT=d\n"), std::string::npos);
+  EXPECT_NE(result.stdout_data.find(std::string(kContainmentEnv) + "="), std::string::npos);
+  EXPECT_EQ(result.stdout_data.find("never-in-a-child"), std::string::npos);
+  EXPECT_EQ(result.stdout_data.find(kToken), std::string::npos);
+}
+
+TEST_F(ExecServiceTest, RunsTheInstalledDaemonNotTheRequestedPath) {
+  ExecResult result = Exec(ArgvRequest({"/tmp/evil/orted", "-mca", "ess", "echo $0"}));
+  ASSERT_TRUE(result.status.ok()) << result.status.error_message();
+  EXPECT_EQ(result.stdout_data, "/bin/sh\n");  // the fake orted's exec, not /tmp/evil
+}
+
+TEST_F(ExecServiceTest, NonDaemonArgvIsRefusedAndNothingRuns) {
+  const std::string proof = absl::StrCat(::testing::TempDir(), "/collbench-exec-proof-", getpid());
+  unlink(proof.c_str());
+  for (const std::vector<std::string>& argv : std::vector<std::vector<std::string>>{
+           {"/bin/sh", "-c", "touch " + proof},
+           {"sh", "-c", "touch " + proof},
+           {"orted", "-mca", "orte_fork_agent", "/usr/bin/touch " + proof},
+           {"orted", "-mca", "ess", "env", "-mca", "mca_base_param_files", proof},
+           {"orted", "--exec", "/usr/bin/touch", proof},
+           {"hydra_pmi_proxy", "--control-port", "x:1"},  // not installed here
+           {}}) {
+    ExecResult result = Exec(ArgvRequest(argv));
+    EXPECT_EQ(result.status.error_code(), grpc::StatusCode::INVALID_ARGUMENT)
+        << (argv.empty() ? "(empty)" : argv[0]) << ": " << result.status.error_message();
+    EXPECT_EQ(result.status.error_message().find(kToken), std::string::npos);
+  }
+  absl::SleepFor(absl::Milliseconds(200));
+  EXPECT_NE(access(proof.c_str(), F_OK), 0) << "a refused Exec ran something";
+  EXPECT_EQ(manager_->running(), 0);
+}
+
+TEST_F(ExecServiceTest, TokenIsCheckedBeforeTheArgv) {
+  ExecResult result = Exec(ArgvRequest({"/bin/sh", "-c", "true"}, "wrong"));
+  EXPECT_EQ(result.status.error_code(), grpc::StatusCode::PERMISSION_DENIED);
 }
 
 TEST_F(ExecServiceTest, LargeOutputArrivesWhole) {
@@ -192,17 +249,20 @@ TEST(ExecManagerTest, RevokeKillsOnlyThatRunsCommands) {
   FakeProcessRunner runner;
   FakeProcessRunner::Script daemon;
   daemon.wait_for_kill = true;
-  runner.SetScript("daemon", daemon);
-  ExecManager manager(&runner);
+  runner.SetScript("/opt/mpi/orted", daemon);
+  ExecManagerOptions options;
+  options.daemons.orted = "/opt/mpi/orted";
+  options.base_env = {{"K", "V"}};
+  ExecManager manager(&runner, options);
   manager.Allow("runs/a", "ta");
   manager.Allow("runs/b", "tb");
-  auto a = manager.Start("runs/a", "ta", "daemon", {});
-  auto b = manager.Start("runs/b", "tb", "daemon", {{"K", "V"}});
+  auto a = manager.Start("runs/a", "ta", {"orted"});
+  auto b = manager.Start("runs/b", "tb", {"orted"});
   ASSERT_TRUE(a.ok() && b.ok());
   EXPECT_EQ(manager.running(), 2);
   manager.Revoke("runs/a");
   EXPECT_EQ(runner.kill_count(), 1);
-  EXPECT_EQ(manager.Start("runs/a", "ta", "daemon", {}).status().code(),
+  EXPECT_EQ(manager.Start("runs/a", "ta", {"orted"}).status().code(),
             absl::StatusCode::kPermissionDenied);
   EXPECT_EQ(runner.started()[1].env.at("K"), "V");
   a->reset();
@@ -214,13 +274,15 @@ TEST(ExecManagerTest, RevokeKillsOnlyThatRunsCommands) {
 
 TEST(ExecManagerTest, AllowReplacesTheToken) {
   FakeProcessRunner runner;
-  ExecManager manager(&runner);
+  ExecManagerOptions options;
+  options.daemons.hydra_pmi_proxy = "/opt/mpi/hydra_pmi_proxy";
+  ExecManager manager(&runner, options);
   manager.Allow("runs/a", "old");
   manager.Allow("runs/a", "new");
-  EXPECT_EQ(manager.Start("runs/a", "old", "true", {}).status().code(),
+  EXPECT_EQ(manager.Start("runs/a", "old", {"hydra_pmi_proxy"}).status().code(),
             absl::StatusCode::kPermissionDenied);
-  EXPECT_TRUE(manager.Start("runs/a", "new", "true", {}).ok());
-  EXPECT_EQ(manager.Start("runs/a", "new", "", {}).status().code(),
+  EXPECT_TRUE(manager.Start("runs/a", "new", {"hydra_pmi_proxy"}).ok());
+  EXPECT_EQ(manager.Start("runs/a", "new", {}).status().code(),
             absl::StatusCode::kInvalidArgument);
 }
 

@@ -23,6 +23,10 @@
 #include "grpcpp/server_builder.h"
 #include "gtest/gtest.h"
 #include "tests/unit/agent/test_util.h"
+#include "absl/strings/str_join.h"
+#include "absl/time/clock.h"
+#include "worker/agent/clean_env.h"
+#include "worker/agent/daemon_command.h"
 #include "worker/agent/exec_service.h"
 #include "worker/agent/launch_shim.h"
 
@@ -73,7 +77,7 @@ class RecordingRunner final : public ProcessRunner {
     ProcessOptions own = options;
     {
       absl::MutexLock lock(&mu_);
-      commands_.push_back(options.command);
+      commands_.push_back(absl::StrJoin(options.argv, " "));
       const std::string tmp = absl::StrCat(root_, "/", commands_.size());
       std::filesystem::create_directories(tmp);
       own.env["OMPI_MCA_orte_tmpdir_base"] = tmp;
@@ -95,7 +99,10 @@ class RecordingRunner final : public ProcessRunner {
 class LaunchE2eTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    manager_ = std::make_unique<ExecManager>(&recorder_);
+    ExecManagerOptions options;
+    options.daemons = ResolveDaemonPaths(COLLBENCH_TEST_MPIRUN, COLLBENCH_TEST_MPIEXEC_MPICH);
+    options.base_env = AllowedOwnEnvironment();
+    manager_ = std::make_unique<ExecManager>(&recorder_, options);
     service_ = std::make_unique<ExecService>(manager_.get());
     grpc::ServerBuilder builder;
     int port = 0;
@@ -105,9 +112,16 @@ class LaunchE2eTest : public ::testing::Test {
     ASSERT_NE(server_, nullptr);
     manager_->Allow(kRun, kToken);
     const std::string address = absl::StrCat("127.0.0.1:", port);
-    env_ = {{kRunEnv, kRun},
-            {kRunTokenEnv, kToken},
-            {kHostMapEnv, FormatHostMap({{"alias1", address}, {"alias2", address}})}};
+    dir_ = absl::StrCat(::testing::TempDir(), "/collbench-e2e-run-", getpid());
+    std::filesystem::create_directories(dir_);
+    chmod(dir_.c_str(), 0700);
+    token_file_ = dir_ + "/token";
+    std::ofstream(token_file_) << kToken;
+    chmod(token_file_.c_str(), 0600);
+    env_ = AllowedOwnEnvironment();
+    env_[kRunEnv] = kRun;
+    env_[kRunTokenFileEnv] = token_file_;
+    env_[kHostMapEnv] = FormatHostMap({{"alias1", address}, {"alias2", address}});
     self_ = SelfExe();
   }
 
@@ -116,21 +130,21 @@ class LaunchE2eTest : public ::testing::Test {
     EXPECT_TRUE(manager_->KillAll(absl::Seconds(15)));
     server_->Shutdown(absl::ToChronoTime(absl::Now() + absl::Seconds(5)));
     server_->Wait();
-    if (!wrapper_.empty()) unlink(wrapper_.c_str());
+    std::filesystem::remove_all(dir_);
   }
 
   // Starts the launcher command with the shim's environment.
-  void StartLauncher(const std::string& command) {
+  void StartLauncher(const std::vector<std::string>& argv) {
     ProcessOptions options;
-    options.command = command;
+    options.argv = argv;
     options.env = env_;
     absl::StatusOr<std::unique_ptr<Process>> process = launcher_runner_->Start(options);
     ASSERT_TRUE(process.ok()) << process.status();
     launcher_ = *std::move(process);
   }
 
-  ProcessResult RunLauncher(const std::string& command) {
-    StartLauncher(command);
+  ProcessResult RunLauncher(const std::vector<std::string>& argv) {
+    StartLauncher(argv);
     absl::StatusOr<ProcessResult> result = CollectOutput(launcher_.get(), absl::Seconds(90));
     EXPECT_TRUE(result.ok()) << result.status();
     return result.ok() ? *result : ProcessResult{};
@@ -146,25 +160,27 @@ class LaunchE2eTest : public ::testing::Test {
   }
 
   // mpirun (Open MPI) with the shim as its remote-shell agent.
-  std::string OpenMpiCommand(const std::string& program) const {
-    return absl::StrCat(COLLBENCH_TEST_MPIRUN, " --allow-run-as-root --mca plm_rsh_agent '", self_,
-                        " launch-shim' --mca plm_rsh_no_tree_spawn 1"
-                        " --mca orte_leave_session_attached 1 --mca rtc_hwloc_vmhole none"
-                        " -H alias1:1,alias2:1 -np 2 ",
-                        program);
+  std::vector<std::string> OpenMpiCommand(std::vector<std::string> program) const {
+    std::vector<std::string> argv = {
+        COLLBENCH_TEST_MPIRUN, "--allow-run-as-root", "--mca", "plm_rsh_agent",
+        self_ + " launch-shim", "--mca", "plm_rsh_no_tree_spawn", "1", "--mca",
+        "orte_leave_session_attached", "1", "--mca", "rtc_hwloc_vmhole", "none", "-H",
+        "alias1:1,alias2:1", "-np", "2"};
+    argv.insert(argv.end(), program.begin(), program.end());
+    return argv;
   }
 
   // mpiexec (MPICH hydra) with the shim as its launcher. hydra execs
-  // -launcher-exec as one word, so "<binary> launch-shim" goes into a
-  // wrapper script; -localhost is the address the proxies call back.
-  std::string HydraCommand(const std::string& program) {
-    if (wrapper_.empty()) {
-      wrapper_ = absl::StrCat(::testing::TempDir(), "/collbench-shim-", getpid(), ".sh");
-      std::ofstream(wrapper_) << "#!/bin/sh\nexec '" << self_ << "' launch-shim \"$@\"\n";
-      chmod(wrapper_.c_str(), 0755);
-    }
-    return absl::StrCat(COLLBENCH_TEST_MPIEXEC_MPICH, " -launcher ssh -launcher-exec ", wrapper_,
-                        " -localhost 127.0.0.1 -hosts alias1:1,alias2:1 -n 2 ", program);
+  // -launcher-exec as one word, so it gets a link to this binary named
+  // collbench-launch-shim; -localhost is the address the proxies call back.
+  std::vector<std::string> HydraCommand(std::vector<std::string> program) {
+    const std::string link = dir_ + "/" + kShimLinkName;
+    if (access(link.c_str(), F_OK) != 0) symlink(self_.c_str(), link.c_str());
+    std::vector<std::string> argv = {COLLBENCH_TEST_MPIEXEC_MPICH, "-launcher", "ssh",
+                                     "-launcher-exec", link, "-localhost", "127.0.0.1",
+                                     "-hosts", "alias1:1,alias2:1", "-n", "2"};
+    argv.insert(argv.end(), program.begin(), program.end());
+    return argv;
   }
 
   int DaemonLaunches(absl::string_view daemon) const {
@@ -181,14 +197,15 @@ class LaunchE2eTest : public ::testing::Test {
   std::unique_ptr<grpc::Server> server_;
   std::map<std::string, std::string> env_;
   std::string self_;
-  std::string wrapper_;
+  std::string dir_;         // the run's private directory
+  std::string token_file_;
   std::unique_ptr<ProcessRunner> launcher_runner_ = NewPosixProcessRunner();
   std::unique_ptr<Process> launcher_;
 };
 
 TEST_F(LaunchE2eTest, OpenMpiStartsOrtedThroughTheShim) {
   if (!IsExecutable(COLLBENCH_TEST_MPIRUN)) GTEST_SKIP() << "no Open MPI mpirun";
-  ProcessResult result = RunLauncher(OpenMpiCommand("sh -c 'echo rank=$OMPI_COMM_WORLD_RANK'"));
+  ProcessResult result = RunLauncher(OpenMpiCommand({"/bin/sh", "-c", "echo rank=$OMPI_COMM_WORLD_RANK"}));
   EXPECT_EQ(result.exit_code, 0) << result.stdout_data << result.stderr_data;
   EXPECT_THAT(result.stdout_data, HasSubstr("rank=0"));
   EXPECT_THAT(result.stdout_data, HasSubstr("rank=1"));
@@ -202,7 +219,8 @@ TEST_F(LaunchE2eTest, OpenMpiRunsCollbenchRankAcrossTwoAliases) {
   const std::string rank = self_.substr(0, self_.rfind('/')) + "/collbench-rank";
   if (!IsExecutable(rank)) GTEST_SKIP() << "collbench-rank not built next to " << self_;
   ProcessResult result = RunLauncher(
-      OpenMpiCommand(rank + " allreduce --sizes 8,1K -n 5 -w 1 --check --format jsonl"));
+      OpenMpiCommand({rank, "allreduce", "--sizes", "8,1K", "-n", "5", "-w", "1", "--check",
+                      "--format", "jsonl"}));
   EXPECT_EQ(result.exit_code, 0) << result.stdout_data << result.stderr_data;
   EXPECT_THAT(result.stdout_data, HasSubstr("\"kind\":\"size\""));
   EXPECT_EQ(DaemonLaunches("orted"), 2);
@@ -211,7 +229,7 @@ TEST_F(LaunchE2eTest, OpenMpiRunsCollbenchRankAcrossTwoAliases) {
 TEST_F(LaunchE2eTest, RevokeTearsTheWholeRunDown) {
   if (!IsExecutable(COLLBENCH_TEST_MPIRUN)) GTEST_SKIP() << "no Open MPI mpirun";
   const std::string marker = absl::StrCat("1234", getpid(), ".5");
-  StartLauncher(OpenMpiCommand("sleep " + marker));
+  StartLauncher(OpenMpiCommand({"/bin/sleep", marker}));
   ASSERT_TRUE(Eventually([&] { return CountSleeps(marker) == 2; }, absl::Seconds(30)))
       << LauncherOutputAfterKill();
   manager_->Revoke(kRun);  // what the coordinator's cancel does on a peer
@@ -224,7 +242,7 @@ TEST_F(LaunchE2eTest, RevokeTearsTheWholeRunDown) {
 
 TEST_F(LaunchE2eTest, MpichHydraStartsProxiesThroughTheShim) {
   if (!IsExecutable(COLLBENCH_TEST_MPIEXEC_MPICH)) GTEST_SKIP() << "no MPICH mpiexec";
-  ProcessResult result = RunLauncher(HydraCommand("sh -c 'echo rank=$PMI_RANK'"));
+  ProcessResult result = RunLauncher(HydraCommand({"/bin/sh", "-c", "echo rank=$PMI_RANK"}));
   EXPECT_EQ(result.exit_code, 0) << result.stdout_data << result.stderr_data;
   EXPECT_THAT(result.stdout_data, HasSubstr("rank=0"));
   EXPECT_THAT(result.stdout_data, HasSubstr("rank=1"));
@@ -237,7 +255,8 @@ TEST_F(LaunchE2eTest, MpichRunsCollbenchRankMpichAcrossTwoAliases) {
   const std::string rank = self_.substr(0, self_.rfind('/')) + "/collbench-rank-mpich";
   if (!IsExecutable(rank)) GTEST_SKIP() << "collbench-rank-mpich not built next to " << self_;
   ProcessResult result =
-      RunLauncher(HydraCommand(rank + " allreduce --sizes 8,1K -n 5 -w 1 --check --format jsonl"));
+      RunLauncher(HydraCommand({rank, "allreduce", "--sizes", "8,1K", "-n", "5", "-w", "1",
+                                "--check", "--format", "jsonl"}));
   EXPECT_EQ(result.exit_code, 0) << result.stdout_data << result.stderr_data;
   EXPECT_THAT(result.stdout_data, HasSubstr("\"kind\":\"size\""));
 }
@@ -245,7 +264,7 @@ TEST_F(LaunchE2eTest, MpichRunsCollbenchRankMpichAcrossTwoAliases) {
 TEST_F(LaunchE2eTest, RevokeTearsHydraRunDown) {
   if (!IsExecutable(COLLBENCH_TEST_MPIEXEC_MPICH)) GTEST_SKIP() << "no MPICH mpiexec";
   const std::string marker = absl::StrCat("1235", getpid(), ".5");
-  StartLauncher(HydraCommand("sleep " + marker));
+  StartLauncher(HydraCommand({"/bin/sleep", marker}));
   ASSERT_TRUE(Eventually([&] { return CountSleeps(marker) == 2; }, absl::Seconds(30)))
       << LauncherOutputAfterKill();
   manager_->Revoke(kRun);
@@ -254,6 +273,48 @@ TEST_F(LaunchE2eTest, RevokeTearsHydraRunDown) {
   EXPECT_NE(result->exit_code, 0);
   EXPECT_TRUE(Eventually([this] { return manager_->running() == 0; }));
   EXPECT_TRUE(Eventually([&] { return CountSleeps(marker) == 0; }));
+}
+
+// Every process of the run (mpirun, shims, daemons, ranks): the token is
+// in none's environment or command line.
+TEST_F(LaunchE2eTest, TokenIsInNoEnvironmentOrCommandLineOfTheRun) {
+  if (!IsExecutable(COLLBENCH_TEST_MPIRUN)) GTEST_SKIP() << "no Open MPI mpirun";
+  const std::string marker = absl::StrCat("1236", getpid(), ".5");
+  StartLauncher(OpenMpiCommand({"/bin/sleep", marker}));
+  ASSERT_TRUE(Eventually([&] { return CountSleeps(marker) == 2; }, absl::Seconds(30)))
+      << LauncherOutputAfterKill();
+  int scanned = 0;
+  DIR* dir = opendir("/proc");
+  while (dirent* entry = dir != nullptr ? readdir(dir) : nullptr) {
+    const int pid = std::atoi(entry->d_name);
+    if (pid <= 0 || pid == getpid()) continue;
+    for (const char* file : {"environ", "cmdline"}) {
+      std::ifstream in(absl::StrCat("/proc/", pid, "/", file), std::ios::binary);
+      const std::string data((std::istreambuf_iterator<char>(in)), {});
+      EXPECT_EQ(data.find(kToken), std::string::npos) << "pid " << pid << " " << file;
+      scanned += data.empty() ? 0 : 1;
+    }
+  }
+  if (dir != nullptr) closedir(dir);
+  EXPECT_GT(scanned, 8);  // mpirun, 2 shims, 2 orted, 2 ranks at least
+  launcher_->Kill(absl::Seconds(1));
+  ASSERT_TRUE(CollectOutput(launcher_.get(), absl::Seconds(60)).ok());
+}
+
+// A "rank" that leaves a setsid'd child behind, which would write a proof
+// file after 3 seconds: nothing of it outlives the run.
+TEST_F(LaunchE2eTest, SetsidChildOfARankDoesNotOutliveTheRun) {
+  if (!IsExecutable(COLLBENCH_TEST_MPIRUN)) GTEST_SKIP() << "no Open MPI mpirun";
+  const std::string proof = dir_ + "/proof-$OMPI_COMM_WORLD_RANK";
+  ProcessResult result = RunLauncher(OpenMpiCommand(
+      {"/bin/sh", "-c",
+       "setsid /bin/sh -c 'sleep 3; touch " + proof + "' </dev/null >/dev/null 2>&1 & echo left"}));
+  EXPECT_EQ(result.exit_code, 0) << result.stdout_data << result.stderr_data;
+  EXPECT_THAT(result.stdout_data, HasSubstr("left"));
+  EXPECT_TRUE(Eventually([this] { return manager_->running() == 0; }));
+  absl::SleepFor(absl::Seconds(4));
+  EXPECT_NE(access((dir_ + "/proof-0").c_str(), F_OK), 0) << "a rank's setsid'd child survived";
+  EXPECT_NE(access((dir_ + "/proof-1").c_str(), F_OK), 0) << "a rank's setsid'd child survived";
 }
 
 }  // namespace

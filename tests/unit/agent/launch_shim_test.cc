@@ -1,6 +1,10 @@
 #include "worker/agent/launch_shim.h"
 
 #include <stdlib.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <fstream>
 
 #include <algorithm>
 #include <memory>
@@ -12,6 +16,8 @@
 #include "grpcpp/server.h"
 #include "grpcpp/server_builder.h"
 #include "gtest/gtest.h"
+#include "absl/time/clock.h"
+#include "tests/unit/agent/test_util.h"
 #include "worker/agent/exec_service.h"
 
 namespace collbench {
@@ -133,9 +139,19 @@ TEST(HostMapTest, RejectsMalformedEntries) {
   }
 }
 
+// A token file as the launcher writes it; removed by the caller.
+std::string WriteTokenFile(const std::string& token) {
+  const std::string path =
+      absl::StrCat(::testing::TempDir(), "/collbench-token-", getpid(), "-", token.size());
+  std::ofstream(path) << token;
+  chmod(path.c_str(), 0600);
+  return path;
+}
+
 TEST(ShimEnvironmentTest, NamesTheMissingVariable) {
+  const std::string token_file = WriteTokenFile("t0k");
   setenv(kRunEnv, "runs/x", 1);
-  setenv(kRunTokenEnv, "t", 1);
+  setenv(kRunTokenFileEnv, token_file.c_str(), 1);
   unsetenv(kHostMapEnv);
   absl::StatusOr<ShimEnvironment> env = ReadShimEnvironment();
   EXPECT_EQ(env.status().code(), absl::StatusCode::kFailedPrecondition);
@@ -144,8 +160,14 @@ TEST(ShimEnvironmentTest, NamesTheMissingVariable) {
   env = ReadShimEnvironment();
   ASSERT_TRUE(env.ok());
   EXPECT_EQ(env->run, "runs/x");
+  EXPECT_EQ(env->token, "t0k");
   EXPECT_EQ(env->host_map.at("a"), "127.0.0.1:1");
-  for (const char* name : {kRunEnv, kRunTokenEnv, kHostMapEnv}) unsetenv(name);
+  unlink(token_file.c_str());
+  env = ReadShimEnvironment();  // the file is gone
+  EXPECT_EQ(env.status().code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_THAT(env.status().message(), HasSubstr(kRunTokenFileEnv));
+  EXPECT_THAT(env.status().message(), ::testing::Not(HasSubstr("t0k")));
+  for (const char* name : {kRunEnv, kRunTokenFileEnv, kHostMapEnv}) unsetenv(name);
 }
 
 // The shim against a real in-process Agent.
@@ -153,7 +175,10 @@ class LaunchShimTest : public ::testing::Test {
  protected:
   void SetUp() override {
     runner_ = NewPosixProcessRunner();
-    manager_ = std::make_unique<ExecManager>(runner_.get());
+    ExecManagerOptions options;
+    options.daemons.orted = ::collbench::testing::FakeOrtedPath();
+    options.base_env = {{"PATH", "/usr/bin:/bin"}};
+    manager_ = std::make_unique<ExecManager>(runner_.get(), options);
     service_ = std::make_unique<ExecService>(manager_.get());
     grpc::ServerBuilder builder;
     int port = 0;
@@ -195,10 +220,11 @@ class LaunchShimTest : public ::testing::Test {
 };
 
 TEST_F(LaunchShimTest, RunLaunchShimRelaysOutputFromTheEnvironment) {
+  const std::string token_file = WriteTokenFile(env_.token);
   setenv(kRunEnv, env_.run.c_str(), 1);
-  setenv(kRunTokenEnv, env_.token.c_str(), 1);
+  setenv(kRunTokenFileEnv, token_file.c_str(), 1);
   setenv(kHostMapEnv, FormatHostMap(env_.host_map).c_str(), 1);
-  std::vector<std::string> words = {"shim", "alias1", "echo", "hello"};
+  std::vector<std::string> words = {"shim", "alias1", "orted", "-mca", "ess", "'echo hello'"};
   std::vector<char*> argv;
   for (std::string& word : words) argv.push_back(word.data());
   argv.push_back(nullptr);
@@ -206,26 +232,50 @@ TEST_F(LaunchShimTest, RunLaunchShimRelaysOutputFromTheEnvironment) {
   const int rc = RunLaunchShim(static_cast<int>(words.size()), argv.data());
   EXPECT_EQ(::testing::internal::GetCapturedStdout(), "hello\n");
   EXPECT_EQ(rc, 0);
-  for (const char* name : {kRunEnv, kRunTokenEnv, kHostMapEnv}) unsetenv(name);
+  for (const char* name : {kRunEnv, kRunTokenFileEnv, kHostMapEnv}) unsetenv(name);
+  unlink(token_file.c_str());
 }
 
-TEST_F(LaunchShimTest, RelaysStderrAndExitCodeAndForwardsItsEnvironment) {
-  EXPECT_EQ(
-      Shim({"-x", "alias1", "echo", "$COLLBENCH_RUN;", "echo", "oops", ">&2;", "exit", "7"}, env_),
-      7);
-  EXPECT_EQ(stdout_, "runs/s\n");
+TEST_F(LaunchShimTest, RelaysStderrAndExitCode) {
+  EXPECT_EQ(Shim({"-x", "alias1", " orted", "-mca", "ess", "\"echo out; echo oops >&2; exit 7\""},
+                 env_),
+            7);
+  EXPECT_EQ(stdout_, "out\n");
   EXPECT_EQ(stderr_, "oops\n");
 }
 
+// What a shell would have interpreted is refused by the shim, naming the
+// word, and nothing runs on the peer.
+TEST_F(LaunchShimTest, ShellMetacharactersAreRefusedNotRun) {
+  const std::string proof = absl::StrCat(::testing::TempDir(), "/collbench-shim-proof-", getpid());
+  unlink(proof.c_str());
+  const std::vector<std::vector<std::string>> attacks = {
+      {"alias1", "orted", "-mca", "ess", "env;touch", proof},
+      {"alias1", "orted", "-mca", "ess", "$(touch", proof + ")"},
+      {"alias1", "orted", "-mca", "ess", "\"`touch " + proof + "`\""},
+      {"alias1", "orted", "-mca", "ess", "\"$(touch " + proof + ")\""},
+      {"alias1", "orted", "-mca", "ess", "env", "|", "touch", proof},
+      {"alias1", "orted", "-mca", "ess", "env", ">", proof},
+      {"alias1", "orted", "&&", "touch", proof},
+  };
+  for (const std::vector<std::string>& args : attacks) {
+    EXPECT_EQ(Shim(args, env_), 255) << args[4];
+    EXPECT_THAT(stderr_, HasSubstr("would need a shell")) << stderr_;
+  }
+  absl::SleepFor(absl::Milliseconds(200));
+  EXPECT_NE(access(proof.c_str(), F_OK), 0);
+  EXPECT_EQ(manager_->running(), 0);
+}
+
 TEST_F(LaunchShimTest, UnknownAliasIs255) {
-  EXPECT_EQ(Shim({"nohost", "true"}, env_), 255);
+  EXPECT_EQ(Shim({"nohost", "orted"}, env_), 255);
   EXPECT_THAT(stderr_, HasSubstr("unknown host alias \"nohost\""));
 }
 
 TEST_F(LaunchShimTest, UnreachableAgentIs255NamingAliasAndAddress) {
   ShimEnvironment env = env_;
   env.host_map["alias2"] = "127.0.0.1:1";
-  EXPECT_EQ(Shim({"alias2", "true"}, env), 255);
+  EXPECT_EQ(Shim({"alias2", "orted"}, env), 255);
   EXPECT_THAT(stderr_, HasSubstr("alias2"));
   EXPECT_THAT(stderr_, HasSubstr("127.0.0.1:1"));
   EXPECT_EQ(std::count(stderr_.begin(), stderr_.end(), '\n'), 1);
@@ -234,7 +284,7 @@ TEST_F(LaunchShimTest, UnreachableAgentIs255NamingAliasAndAddress) {
 TEST_F(LaunchShimTest, RefusedTokenIs255) {
   ShimEnvironment env = env_;
   env.token = "bad-token-xyz";
-  EXPECT_EQ(Shim({"alias1", "echo", "never"}, env), 255);
+  EXPECT_EQ(Shim({"alias1", "orted", "-mca", "ess", "'echo never'"}, env), 255);
   EXPECT_THAT(stderr_, HasSubstr("runs/s"));
   EXPECT_THAT(stderr_, ::testing::Not(HasSubstr("bad-token-xyz")));
   EXPECT_TRUE(stdout_.empty());

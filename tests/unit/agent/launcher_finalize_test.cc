@@ -2,6 +2,8 @@
 // written its end record, the MPI launcher does not exit. A runner that
 // ignores the launch command and runs a shell writing the engine's records
 // and then sleeping stands in for such a job.
+#include <unistd.h>
+
 #include <memory>
 #include <string>
 #include <vector>
@@ -13,6 +15,7 @@
 #include "common/records.h"
 #include "tests/unit/agent/test_util.h"
 #include "worker/agent/launcher.h"
+#include "worker/agent/line_buffer.h"
 
 namespace collbench {
 namespace {
@@ -20,18 +23,32 @@ namespace {
 using ::collbench::testing::Eventually;
 using ::testing::HasSubstr;
 
+// Runs `sh -c script` with the launcher's environment (plus a PATH), and
+// remembers what the launcher asked for.
 class ScriptRunner final : public ProcessRunner {
  public:
   explicit ScriptRunner(std::string script) : script_(std::move(script)) {}
-  absl::StatusOr<std::unique_ptr<Process>> Start(const ProcessOptions&) override {
+  absl::StatusOr<std::unique_ptr<Process>> Start(const ProcessOptions& options) override {
+    {
+      absl::MutexLock lock(&mu_);
+      asked_ = options;
+    }
     ProcessOptions own;
-    own.command = script_;
+    own.argv = {"/bin/sh", "-c", script_};
+    own.env = options.env;
+    own.env["PATH"] = "/usr/bin:/bin";
     return real_->Start(own);
+  }
+  ProcessOptions asked() const {
+    absl::MutexLock lock(&mu_);
+    return asked_;
   }
 
  private:
   const std::string script_;
   std::unique_ptr<ProcessRunner> real_ = NewPosixProcessRunner();
+  mutable absl::Mutex mu_;
+  ProcessOptions asked_ ABSL_GUARDED_BY(mu_);
 };
 
 class RecordingSink final : public ReportSink {
@@ -110,8 +127,11 @@ class LauncherFinalizeTest : public ::testing::Test {
     const absl::Time start = absl::Now();
     EXPECT_TRUE(launcher.Start(assignment_).ok());
     EXPECT_TRUE(Eventually([&] { return launcher.Active().empty(); }, absl::Seconds(30)));
+    asked_ = runner.asked();
     return absl::Now() - start;
   }
+
+  ProcessOptions asked_;
 
   v1::Assignment assignment_;
   LauncherOptions options_;
@@ -139,6 +159,41 @@ TEST_F(LauncherFinalizeTest, ASlowJobWithoutAnEndRecordIsLeftToFinish) {
   Run(Job({}, /*sleep_s=*/4, /*code=*/0));
   EXPECT_EQ(sink_.State(), v1::SUCCEEDED) << sink_.Error();
   EXPECT_THAT(sink_.Logs(), ::testing::Not(HasSubstr("MPI_Finalize")));
+}
+
+// The token reaches the shim through a private file, never an environment
+// or an argv, and the run's directory goes with the run.
+TEST_F(LauncherFinalizeTest, TokenFileIsPrivateAndRemovedWithTheRun) {
+  assignment_.set_token("tok-3f9a-never-in-env");
+  Run("stat -c '%a' \"$COLLBENCH_RUN_TOKEN_FILE\" \"$(dirname \"$COLLBENCH_RUN_TOKEN_FILE\")\" >&2;"
+      " grep -c never-in-env \"$COLLBENCH_RUN_TOKEN_FILE\" >&2");
+  EXPECT_EQ(sink_.State(), v1::SUCCEEDED) << sink_.Error();
+  EXPECT_THAT(sink_.Logs(), HasSubstr("600\n700\n1\n"));
+  ASSERT_TRUE(asked_.env.count("COLLBENCH_RUN_TOKEN_FILE"));
+  const std::string file = asked_.env.at("COLLBENCH_RUN_TOKEN_FILE");
+  EXPECT_NE(access(file.c_str(), F_OK), 0);
+  EXPECT_NE(access(file.substr(0, file.rfind('/')).c_str(), F_OK), 0);
+  for (const auto& [key, value] : asked_.env) {
+    EXPECT_THAT(value, ::testing::Not(HasSubstr("never-in-env"))) << key;
+  }
+  for (const std::string& arg : asked_.argv) {
+    EXPECT_THAT(arg, ::testing::Not(HasSubstr("never-in-env")));
+  }
+}
+
+// A line beyond the bound is cut, the run goes on, and the cut is logged once.
+TEST_F(LauncherFinalizeTest, OverlongOutputLinesAreCutAndLoggedOnce) {
+  Run("head -c 3000000 /dev/zero | tr '\\0' x >&2; echo >&2; "
+      "head -c 3000000 /dev/zero | tr '\\0' y >&2; echo >&2; echo short >&2");
+  EXPECT_EQ(sink_.State(), v1::SUCCEEDED) << sink_.Error();
+  const std::string logs = sink_.Logs();
+  EXPECT_THAT(logs, HasSubstr("short\n"));
+  EXPECT_THAT(logs, HasSubstr(std::string(LineBuffer::kDefaultMaxLineBytes, 'x') + "\n"));
+  EXPECT_THAT(logs, ::testing::Not(HasSubstr(
+                        std::string(LineBuffer::kDefaultMaxLineBytes + 1, 'x'))));
+  size_t cuts = 0;
+  for (size_t at = 0; (at = logs.find("was cut", at)) != std::string::npos; ++at) ++cuts;
+  EXPECT_EQ(cuts, 1u);
 }
 
 }  // namespace

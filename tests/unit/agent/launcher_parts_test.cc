@@ -1,5 +1,7 @@
 // The launcher's pure parts: the result spool (at-least-once delivery) and
 // the mpirun / mpiexec command an assignment becomes.
+#include <unistd.h>
+
 #include <algorithm>
 #include <string>
 #include <vector>
@@ -25,9 +27,9 @@ v1::SizeResult Bytes(uint64_t bytes) {
 
 TEST(ResultSpoolTest, NumbersResultsAndKeepsThemUntilAcked) {
   ResultSpool spool;
-  EXPECT_EQ(spool.AddResult("runs/a", Bytes(8)).result().sequence(), 0);
-  EXPECT_EQ(spool.AddResult("runs/a", Bytes(16)).result().sequence(), 1);
-  EXPECT_EQ(spool.AddResult("runs/a", Bytes(32)).result().sequence(), 2);
+  EXPECT_EQ(spool.AddResult("runs/a", Bytes(8))->result().sequence(), 0);
+  EXPECT_EQ(spool.AddResult("runs/a", Bytes(16))->result().sequence(), 1);
+  EXPECT_EQ(spool.AddResult("runs/a", Bytes(32))->result().sequence(), 2);
   EXPECT_EQ(spool.UnackedCount(), 3u);
   spool.Ack("runs/a", 1);
   EXPECT_EQ(spool.UnackedCount(), 1u);
@@ -37,8 +39,8 @@ TEST(ResultSpoolTest, NumbersResultsAndKeepsThemUntilAcked) {
 
 TEST(ResultSpoolTest, PendingResendsUnackedResultsThenTheLatestStatus) {
   ResultSpool spool;
-  spool.AddResult("runs/a", Bytes(8));
-  spool.AddResult("runs/a", Bytes(16));
+  (void)spool.AddResult("runs/a", Bytes(8));
+  (void)spool.AddResult("runs/a", Bytes(16));
   spool.Ack("runs/a", 0);
   v1::RunStatus status;
   status.set_state(v1::SUCCEEDED);
@@ -56,7 +58,7 @@ TEST(ResultSpoolTest, ActiveRunsAreThoseNotFinishedOrNotFullyAcked) {
   spool.SetStatus("runs/running", running);
   v1::RunStatus done;
   done.set_state(v1::SUCCEEDED);
-  spool.AddResult("runs/unacked", Bytes(8));
+  (void)spool.AddResult("runs/unacked", Bytes(8));
   spool.SetStatus("runs/unacked", done);
   spool.SetStatus("runs/done", done);
   EXPECT_THAT(spool.ActiveRuns(), ElementsAre("runs/running", "runs/unacked"));
@@ -68,8 +70,10 @@ class LaunchCommandTest : public ::testing::Test {
  protected:
   LaunchCommandTest() {
     paths_ = {"/opt/cb/collbench-worker", "/usr/bin/mpirun.openmpi", "/usr/bin/mpiexec.mpich",
-              "/opt/cb/collbench-rank",   "/opt/cb/collbench-rank-mpich", "/tmp/shim.sh",
-              ""};
+              "/opt/cb/collbench-rank",   "/opt/cb/collbench-rank-mpich",
+              "/run/dir/collbench-launch-shim", ""};
+    environment_.base = {{"PATH", "/usr/bin:/bin"}, {"HOME", "/home/w"}};
+    environment_.token_file = "/run/dir/token";
     assignment_.set_run("runs/r1");
     assignment_.set_token("secret");
     assignment_.mutable_spec()->set_operation("allreduce");
@@ -90,11 +94,12 @@ class LaunchCommandTest : public ::testing::Test {
     return out;
   }
   LaunchPaths paths_;
+  LaunchEnvironment environment_;
   v1::Assignment assignment_;
 };
 
 TEST_F(LaunchCommandTest, OpenMpiUsesTheShimAndHostsInRankOrder) {
-  auto command = BuildLaunchCommand(assignment_, "workers/a", paths_);
+  auto command = BuildLaunchCommand(assignment_, "workers/a", paths_, environment_);
   ASSERT_TRUE(command.ok()) << command.status();
   const std::string line = Joined(command->argv);
   EXPECT_EQ(command->argv[0], "/usr/bin/mpirun.openmpi");
@@ -106,36 +111,36 @@ TEST_F(LaunchCommandTest, OpenMpiUsesTheShimAndHostsInRankOrder) {
   EXPECT_THAT(line, HasSubstr("/opt/cb/collbench-rank allreduce"));
   EXPECT_THAT(line, HasSubstr("--format jsonl"));
   EXPECT_EQ(command->env.at("COLLBENCH_RUN"), "runs/r1");
-  EXPECT_EQ(command->env.at("COLLBENCH_RUN_TOKEN"), "secret");
+  EXPECT_EQ(command->env.at("COLLBENCH_RUN_TOKEN_FILE"), "/run/dir/token");
   EXPECT_EQ(command->env.at("COLLBENCH_HOSTMAP"), "w1=127.0.0.1:7002");
 }
 
 TEST_F(LaunchCommandTest, TransportsMapToMcaOrUcx) {
   assignment_.mutable_spec()->set_transport(v1::TCP);
-  auto openmpi = BuildLaunchCommand(assignment_, "workers/a", paths_);
+  auto openmpi = BuildLaunchCommand(assignment_, "workers/a", paths_, environment_);
   EXPECT_THAT(Joined(openmpi->argv), HasSubstr("--mca btl self,tcp"));
   assignment_.mutable_spec()->set_mpi(v1::MPICH);
-  auto mpich = BuildLaunchCommand(assignment_, "workers/a", paths_);
+  auto mpich = BuildLaunchCommand(assignment_, "workers/a", paths_, environment_);
   EXPECT_EQ(mpich->argv[0], "/usr/bin/mpiexec.mpich");
-  EXPECT_THAT(Joined(mpich->argv), HasSubstr("-launcher ssh -launcher-exec /tmp/shim.sh"));
+  EXPECT_THAT(Joined(mpich->argv), HasSubstr("-launcher ssh -launcher-exec /run/dir/collbench-launch-shim"));
   EXPECT_THAT(Joined(mpich->argv), HasSubstr("-genv UCX_TLS self,tcp"));
   EXPECT_THAT(Joined(mpich->argv), HasSubstr("/opt/cb/collbench-rank-mpich allreduce"));
 }
 
 TEST_F(LaunchCommandTest, AllowedEnvironmentReachesEveryRank) {
   (*assignment_.mutable_spec()->mutable_env())["NCCL_DEBUG"] = "INFO";
-  auto command = BuildLaunchCommand(assignment_, "workers/a", paths_);
+  auto command = BuildLaunchCommand(assignment_, "workers/a", paths_, environment_);
   EXPECT_EQ(command->env.at("NCCL_DEBUG"), "INFO");
   EXPECT_THAT(Joined(command->argv), HasSubstr("-x NCCL_DEBUG"));
 }
 
 TEST_F(LaunchCommandTest, MpiInterfaceRestrictsOpenMpiAndMpichCallsBackTheLauncher) {
   paths_.mpi_interface = "198.18.0.0/24";
-  auto openmpi = BuildLaunchCommand(assignment_, "workers/a", paths_);
+  auto openmpi = BuildLaunchCommand(assignment_, "workers/a", paths_, environment_);
   EXPECT_THAT(Joined(openmpi->argv), HasSubstr("--mca oob_tcp_if_include 198.18.0.0/24"));
   EXPECT_THAT(Joined(openmpi->argv), HasSubstr("--mca btl_tcp_if_include 198.18.0.0/24"));
   assignment_.mutable_spec()->set_mpi(v1::MPICH);
-  auto mpich = BuildLaunchCommand(assignment_, "workers/a", paths_);
+  auto mpich = BuildLaunchCommand(assignment_, "workers/a", paths_, environment_);
   EXPECT_THAT(Joined(mpich->argv), HasSubstr("-localhost 127.0.0.1"));
 }
 
@@ -144,24 +149,89 @@ TEST_F(LaunchCommandTest, MpichShmAcrossWorkersSharingIpcGoesThroughUcxSharedMem
   assignment_.mutable_spec()->set_mpi(v1::MPICH);
   assignment_.set_shared_ipc(true);
   assignment_.set_single_copy_mechanism("cma");
-  auto command = BuildLaunchCommand(assignment_, "workers/a", paths_);
+  auto command = BuildLaunchCommand(assignment_, "workers/a", paths_, environment_);
   EXPECT_THAT(Joined(command->argv), HasSubstr("-genv UCX_TLS self,sm "));
   EXPECT_THAT(Joined(command->argv), Not(HasSubstr("MPIR_CVAR_NOLOCAL")));
 }
 
 TEST_F(LaunchCommandTest, ShmWithoutSharedIpcKeepsVader) {
   assignment_.mutable_spec()->set_transport(v1::SHM);
-  auto openmpi = BuildLaunchCommand(assignment_, "workers/a", paths_);
+  auto openmpi = BuildLaunchCommand(assignment_, "workers/a", paths_, environment_);
   EXPECT_THAT(Joined(openmpi->argv), HasSubstr("--mca pml ob1 --mca btl self,vader"));
 }
 
 TEST_F(LaunchCommandTest, RefusesAnAssignmentForAnotherLauncher) {
-  auto command = BuildLaunchCommand(assignment_, "workers/b", paths_);
+  auto command = BuildLaunchCommand(assignment_, "workers/b", paths_, environment_);
   EXPECT_EQ(command.status().code(), absl::StatusCode::kInvalidArgument);
 }
 
-TEST(ShellJoinTest, QuotesEveryWord) {
-  EXPECT_EQ(ShellJoin({"a b", "it's", "$HOME"}), "'a b' 'it'\\''s' '$HOME'");
+// The token is in no argv and no environment of mpirun (and so of no rank):
+// only the path of its file is.
+TEST_F(LaunchCommandTest, TokenIsInNoArgvAndNoEnvironment) {
+  for (v1::MpiImplementation mpi : {v1::OPENMPI, v1::MPICH}) {
+    assignment_.mutable_spec()->set_mpi(mpi);
+    auto command = BuildLaunchCommand(assignment_, "workers/a", paths_, environment_);
+    ASSERT_TRUE(command.ok()) << command.status();
+    for (const std::string& arg : command->argv) EXPECT_THAT(arg, Not(HasSubstr("secret")));
+    for (const auto& [key, value] : command->env) {
+      EXPECT_THAT(value, Not(HasSubstr("secret"))) << key;
+    }
+    EXPECT_EQ(command->env.count("COLLBENCH_RUN_TOKEN"), 0u);
+  }
+}
+
+// mpirun's environment is the worker's allowed base plus what the run
+// needs, nothing else.
+TEST_F(LaunchCommandTest, EnvironmentIsTheBasePlusTheRunsSettings) {
+  (*assignment_.mutable_spec()->mutable_env())["OMPI_MCA_coll_tuned_use_dynamic_rules"] = "1";
+  auto command = BuildLaunchCommand(assignment_, "workers/a", paths_, environment_);
+  ASSERT_TRUE(command.ok()) << command.status();
+  std::vector<std::string> keys;
+  for (const auto& [key, value] : command->env) keys.push_back(key);
+  std::vector<std::string> expected = {"COLLBENCH_HOSTMAP", "COLLBENCH_RUN",
+                                       "COLLBENCH_RUN_TOKEN_FILE", "HOME",
+                                       "OMPI_MCA_coll_tuned_use_dynamic_rules", "PATH",
+                                       "PMIX_MCA_gds"};
+  if (geteuid() == 0) {
+    expected.push_back("OMPI_ALLOW_RUN_AS_ROOT");
+    expected.push_back("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM");
+  }
+  std::sort(expected.begin(), expected.end());
+  EXPECT_EQ(keys, expected);
+}
+
+// Defense in depth: the launcher refuses what validation would have.
+TEST_F(LaunchCommandTest, RefusesHostileTuningParametersAndArgWords) {
+  for (const auto& [key, value] : std::vector<std::pair<std::string, std::string>>{
+           {"OMPI_MCA_orte_fork_agent", "/bin/sh"},
+           {"NCCL_NET_PLUGIN", "/tmp/x.so"},
+           {"LD_PRELOAD", "/tmp/x.so"},
+           {"OMPI_MCA_btl", "tcp;touch /tmp/p"},
+           {"UCX_UNKNOWN_THING", "1"}}) {
+    v1::Assignment hostile = assignment_;
+    (*hostile.mutable_spec()->mutable_env())[key] = value;
+    auto command = BuildLaunchCommand(hostile, "workers/a", paths_, environment_);
+    EXPECT_EQ(command.status().code(), absl::StatusCode::kInvalidArgument) << key;
+    EXPECT_THAT(command.status().message(), HasSubstr("spec.env." + key));
+  }
+  v1::Assignment hostile = assignment_;
+  hostile.mutable_spec()->set_memory("--debug-corrupt-rank");
+  auto command = BuildLaunchCommand(hostile, "workers/a", paths_, environment_);
+  EXPECT_EQ(command.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(command.status().message(), HasSubstr("spec.memory"));
+}
+
+TEST(ResultSpoolTest, RefusesBeyondItsBoundNamingIt) {
+  ResultSpool spool(/*max_unacked=*/2);
+  ASSERT_TRUE(spool.AddResult("runs/a", Bytes(8)).ok());
+  ASSERT_TRUE(spool.AddResult("runs/b", Bytes(8)).ok());
+  absl::StatusOr<v1::RunResult> refused = spool.AddResult("runs/a", Bytes(16));
+  EXPECT_EQ(refused.status().code(), absl::StatusCode::kResourceExhausted);
+  EXPECT_THAT(refused.status().message(), HasSubstr("result spool full"));
+  spool.Ack("runs/a", 0);
+  EXPECT_TRUE(spool.AddResult("runs/a", Bytes(16)).ok());
+  spool.Release("runs/b");
+  EXPECT_TRUE(spool.AddResult("runs/c", Bytes(8)).ok());
 }
 
 }  // namespace

@@ -4,9 +4,14 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <cstring>
+#include <fstream>
 #include <string>
+#include <vector>
 
 #include "absl/strings/numbers.h"
+#include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
@@ -19,11 +24,13 @@ using ::collbench::testing::Eventually;
 using ::collbench::testing::GroupGone;
 using ::collbench::testing::ProcessGone;
 
-std::unique_ptr<Process> StartOrDie(const std::string& command,
+// The runner runs no shell: these tests ask for one to write short scripts.
+std::unique_ptr<Process> StartOrDie(const std::string& script,
                                     std::map<std::string, std::string> env = {}) {
   std::unique_ptr<ProcessRunner> runner = NewPosixProcessRunner();
   ProcessOptions options;
-  options.command = command;
+  options.argv = {"/bin/sh", "-c", script};
+  env.emplace("PATH", "/usr/sbin:/usr/bin:/sbin:/bin");
   options.env = std::move(env);
   absl::StatusOr<std::unique_ptr<Process>> process = runner->Start(options);
   EXPECT_TRUE(process.ok()) << process.status();
@@ -81,6 +88,47 @@ TEST(PosixProcessTest, ExtraEnvironmentAndDevNullStdin) {
   absl::StatusOr<ProcessResult> result = CollectOutput(process.get(), absl::Seconds(10));
   ASSERT_TRUE(result.ok()) << result.status();
   EXPECT_EQ(result->stdout_data, "a bdone\n");  // cat saw EOF at once
+}
+
+TEST(PosixProcessTest, RunsTheProgramWithItsArgvAndNoShell) {
+  const std::string proof = ::testing::TempDir() + "/collbench-noshell-" + std::to_string(getpid());
+  std::unique_ptr<ProcessRunner> runner = NewPosixProcessRunner();
+  ProcessOptions options;
+  options.argv = {"/bin/echo", "$(touch " + proof + ")", "a;b", "`id`"};
+  absl::StatusOr<std::unique_ptr<Process>> process = runner->Start(options);
+  ASSERT_TRUE(process.ok()) << process.status();
+  absl::StatusOr<ProcessResult> result = CollectOutput(process->get(), absl::Seconds(10));
+  ASSERT_TRUE(result.ok());
+  EXPECT_EQ(result->stdout_data, "$(touch " + proof + ") a;b `id`\n");
+  EXPECT_NE(access(proof.c_str(), F_OK), 0);
+}
+
+TEST(PosixProcessTest, RefusesARelativeProgram) {
+  std::unique_ptr<ProcessRunner> runner = NewPosixProcessRunner();
+  ProcessOptions options;
+  options.argv = {"sh", "-c", "true"};
+  EXPECT_EQ(runner->Start(options).status().code(), absl::StatusCode::kInvalidArgument);
+  options.argv = {};
+  EXPECT_EQ(runner->Start(options).status().code(), absl::StatusCode::kInvalidArgument);
+}
+
+TEST(PosixProcessTest, EnvironmentIsExactlyTheGivenOnePlusTheContainmentId) {
+  setenv("COLLBENCH_TEST_WORKER_SECRET", "s3cret", 1);
+  std::unique_ptr<ProcessRunner> runner = NewPosixProcessRunner();
+  ProcessOptions options;
+  options.argv = {"/usr/bin/env"};
+  options.env = {{"A", "1"}, {"B", "two words"}};
+  absl::StatusOr<std::unique_ptr<Process>> process = runner->Start(options);
+  ASSERT_TRUE(process.ok()) << process.status();
+  absl::StatusOr<ProcessResult> result = CollectOutput(process->get(), absl::Seconds(10));
+  unsetenv("COLLBENCH_TEST_WORKER_SECRET");
+  ASSERT_TRUE(result.ok());
+  std::vector<std::string> lines = absl::StrSplit(result->stdout_data, '\n', absl::SkipEmpty());
+  std::sort(lines.begin(), lines.end());
+  ASSERT_EQ(lines.size(), 3u) << result->stdout_data;
+  EXPECT_EQ(lines[0], "A=1");
+  EXPECT_EQ(lines[1], "B=two words");
+  EXPECT_THAT(lines[2], ::testing::StartsWith(std::string(kContainmentEnv) + "="));
 }
 
 TEST(PosixProcessTest, SignalDispositionsAreReset) {
@@ -166,6 +214,54 @@ TEST(PosixProcessTest, LeftoversDieWithTheLeader) {
   EXPECT_TRUE(Eventually([background] { return ProcessGone(background); }));
 }
 
+// A double-forked, setsid'd child whose parent has exited: neither in the
+// group nor below the leader, found by its containment id. It would write
+// `proof` after two seconds.
+TEST(PosixProcessTest, SetsidGrandchildOfAnExitedParentIsSwept) {
+  EnableChildSubreaper();
+  const std::string proof =
+      ::testing::TempDir() + "/collbench-escape-" + std::to_string(getpid());
+  unlink(proof.c_str());
+  auto process = StartOrDie("sh -c 'setsid sh -c \"sleep 2; touch " + proof +
+                            "\" </dev/null >/dev/null 2>&1 & echo $!'; sleep 0.3");
+  const pid_t escaped = ReadPid(process.get());
+  ASSERT_GT(escaped, 0);
+  absl::StatusOr<ProcessResult> result = CollectOutput(process.get(), absl::Seconds(10));
+  ASSERT_TRUE(result.ok()) << result.status();
+  EXPECT_TRUE(Eventually([escaped] { return ProcessGone(escaped); }));
+  absl::SleepFor(absl::Seconds(3));
+  EXPECT_NE(access(proof.c_str(), F_OK), 0) << "the setsid'd grandchild survived";
+  // Killed orphans came back to this (subreaper) process; none is left a zombie.
+  ReapAdoptedOrphans();
+  EXPECT_EQ(kill(escaped, 0), -1);
+}
+
+TEST(PosixProcessTest, FindContainedSeesEveryDescendant) {
+  auto process = StartOrDie("sleep 100 & sleep 100 & echo ready; wait");
+  ASSERT_EQ(ReadLine(process.get()), "ready");
+  std::ifstream environ_file("/proc/" + std::to_string(process->pid()) + "/environ");
+  std::string environ_data((std::istreambuf_iterator<char>(environ_file)), {});
+  const size_t at = environ_data.find(std::string(kContainmentEnv) + "=");
+  ASSERT_NE(at, std::string::npos);
+  const std::string id =
+      environ_data.substr(at + std::strlen(kContainmentEnv) + 1).c_str();  // up to the NUL
+  EXPECT_EQ(FindContained(id).size(), 3u);  // sh and two sleeps
+  process->Kill(absl::Milliseconds(100));
+  ASSERT_TRUE(CollectOutput(process.get(), absl::Seconds(10)).ok());
+  EXPECT_TRUE(Eventually([&id] { return FindContained(id).empty(); }));
+}
+
+TEST(PosixProcessTest, ReapAdoptedOrphansLeavesLeadersAlone) {
+  EnableChildSubreaper();
+  auto leader = StartOrDie("exit 7");
+  // The leader exits at once; a reaper pass must not take its status.
+  absl::SleepFor(absl::Milliseconds(200));
+  ReapAdoptedOrphans();
+  absl::StatusOr<ProcessResult> result = CollectOutput(leader.get(), absl::Seconds(10));
+  ASSERT_TRUE(result.ok()) << result.status();
+  EXPECT_EQ(result->exit_code, 7);
+}
+
 TEST(PosixProcessTest, DestructorKillsAndReaps) {
   auto process = StartOrDie("sleep 100");
   const pid_t pid = process->pid();
@@ -175,9 +271,9 @@ TEST(PosixProcessTest, DestructorKillsAndReaps) {
   EXPECT_TRUE(ProcessGone(pid));
 }
 
-ProcessOptions Command(std::string command) {
+ProcessOptions Command(std::string program) {
   ProcessOptions options;
-  options.command = std::move(command);
+  options.argv = {std::move(program)};
   return options;
 }
 
@@ -208,7 +304,7 @@ TEST(FakeProcessRunnerTest, PlaysScriptsAndCountsKills) {
   EXPECT_EQ(result->exit_code, 128 + SIGTERM);
   EXPECT_EQ(runner.kill_count(), 1);
   ASSERT_EQ(runner.started().size(), 2u);
-  EXPECT_EQ(runner.started()[1].command, "daemon");
+  EXPECT_EQ(runner.started()[1].argv, std::vector<std::string>{"daemon"});
 
   runner.SetStartError(absl::ResourceExhaustedError("no more"));
   EXPECT_EQ(runner.Start(Command("x")).status().code(), absl::StatusCode::kResourceExhausted);

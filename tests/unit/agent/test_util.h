@@ -4,6 +4,7 @@
 
 #include <dirent.h>
 #include <signal.h>
+#include <sys/stat.h>
 #include <sys/types.h>
 #include <unistd.h>
 
@@ -13,6 +14,7 @@
 #include <string>
 
 #include "absl/time/clock.h"
+#include "gtest/gtest.h"
 #include "absl/time/time.h"
 
 namespace collbench::testing {
@@ -41,6 +43,23 @@ inline bool GroupGone(pid_t pgid) {
   }
   closedir(dir);
   return !live_member;
+}
+
+// A stand-in for orted, for tests that drive real processes through Exec's
+// daemon check (ExecManagerOptions.daemons.orted = FakeOrtedPath()): it
+// runs the value of its first `-mca ess VALUE` pair as a shell script. The
+// real orted does nothing of the kind; Exec itself runs no shell.
+inline std::string FakeOrtedPath() {
+  static const std::string path = [] {
+    const std::string dir =
+        ::testing::TempDir() + "/collbench-fake-daemons-" + std::to_string(getpid());
+    mkdir(dir.c_str(), 0700);
+    const std::string file = dir + "/orted";
+    std::ofstream(file) << "#!/bin/sh\nexec /bin/sh -c \"$3\"\n";
+    chmod(file.c_str(), 0700);
+    return file;
+  }();
+  return path;
 }
 
 // Polls `condition` until it holds or `timeout` passes.
