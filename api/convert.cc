@@ -295,7 +295,8 @@ constexpr size_t kMaxArgWordChars = 64;
 
 bool IsArgWord(absl::string_view word) {
   auto ok = [](char ch) {
-    return absl::ascii_isalnum(ch) || ch == '_' || ch == '.' || ch == '+' || ch == '-';
+    return absl::ascii_isalnum(ch) || ch == '_' || ch == '.' || ch == '+' || ch == '-' ||
+           ch == ':';
   };
   return word.size() <= kMaxArgWordChars && absl::ascii_isalnum(word[0]) &&
          std::all_of(word.begin(), word.end(), ok);
@@ -313,7 +314,7 @@ absl::Status CheckEngineArgWords(const v1::RunSpec& spec) {
     if (value->empty() || IsArgWord(*value)) continue;
     return absl::InvalidArgumentError(absl::StrCat(
         "spec.", name, ": '", absl::CHexEscape(value->substr(0, kMaxArgWordChars)),
-        "' is not one word of letters, digits and _.+- (starting with a letter or digit, at most ",
+        "' is not one word of letters, digits and _.+-: (starting with a letter or digit, at most ",
         kMaxArgWordChars, " characters)"));
   }
   return absl::OkStatus();

@@ -46,7 +46,7 @@ std::vector<std::string> EngineArgs(const v1::RunSpec& spec);
 
 // Every string field EngineArgs puts on collbench-rank's command line
 // (operation, backend, dtype, redop, memory, scenario, strategy, model) is
-// empty or one word of [A-Za-z0-9][A-Za-z0-9_.+-]* (at most 64
+// empty or one word of [A-Za-z0-9][A-Za-z0-9_.+:-]* (at most 64
 // characters): no value can start a new flag, carry a space or a path.
 // InvalidArgument naming the field ("spec.memory: ..."). ValidateRunSpec
 // checks this first; the launcher checks it again before it starts mpirun.

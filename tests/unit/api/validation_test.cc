@@ -286,13 +286,15 @@ std::vector<BadSpec> BadSpecs() {
        "spec.transport"},
       // Environment, timeout, labels.
       {"EnvKeyOutsideTheAllowList", [](S s, L) { (*s->mutable_env())["LD_PRELOAD"] = "/tmp/x.so"; },
-       "spec.env"},
-      {"EnvBarePrefix", [](S s, L) { (*s->mutable_env())["NCCL_"] = "1"; }, "spec.env"},
-      {"EnvKeyWithEquals", [](S s, L) { (*s->mutable_env())["UCX_TLS=x"] = "1"; }, "spec.env"},
+       "spec.env.LD_PRELOAD"},
+      {"EnvBarePrefix", [](S s, L) { (*s->mutable_env())["NCCL_"] = "1"; }, "spec.env.NCCL_"},
+      {"EnvKeyWithEquals", [](S s, L) { (*s->mutable_env())["UCX_TLS=x"] = "1"; },
+       "spec.env.UCX_TLS=x"},
       {"EnvValueWithNewline", [](S s, L) { (*s->mutable_env())["NCCL_DEBUG"] = "INFO\nrm -rf /"; },
-       "spec.env"},
+       "spec.env.NCCL_DEBUG"},
       {"EnvValueWithNul",
-       [](S s, L) { (*s->mutable_env())["OMPI_MCA_btl"] = std::string("tcp\0x", 5); }, "spec.env"},
+       [](S s, L) { (*s->mutable_env())["OMPI_MCA_btl"] = std::string("tcp\0x", 5); },
+       "spec.env.OMPI_MCA_btl"},
       {"NegativeTimeout", [](S s, L) { *s->mutable_timeout() = Seconds(-1); }, "spec.timeout"},
       {"TimeoutOverADay", [](S s, L) { *s->mutable_timeout() = Seconds(48 * 3600); },
        "spec.timeout"},
@@ -365,8 +367,18 @@ TEST(ValidationMessageTest, SaysWhatIsWrong) {
   spec = Allreduce();
   (*spec.mutable_env())["LD_PRELOAD"] = "x";
   EXPECT_EQ(ValidateRunSpec(spec, limits).message(),
-            "spec.env: key 'LD_PRELOAD' is not allowed (allowed prefixes: NCCL_, UCX_, "
-            "OMPI_MCA_, MPIR_CVAR_)");
+            "spec.env.LD_PRELOAD: names a program, library, plugin, file or directory; such "
+            "parameters are refused (docs/tuning-parameters.md)");
+
+  spec = Allreduce();
+  (*spec.mutable_env())["NCCL_ALGO"] = "Ring;touch /tmp/p";
+  EXPECT_EQ(ValidateRunSpec(spec, limits).message(),
+            "spec.env.NCCL_ALGO: value 'Ring;touch /tmp/p' is not a comma list of identifiers, "
+            "optionally ^-prefixed");
+
+  spec = Allreduce();
+  spec.set_memory("--debug-corrupt-rank");
+  EXPECT_TRUE(absl::StartsWith(ValidateRunSpec(spec, limits).message(), "spec.memory: "));
 
   spec = Allreduce();
   spec.set_max_bytes(256 * kMiB);
@@ -440,6 +452,7 @@ TEST(ValidSpecTest, LatencyWithExplicitPlacementAndSurroundings) {
   spec.set_mpi(v1::MPICH);
   (*spec.mutable_env())["UCX_TLS"] = "tcp";
   (*spec.mutable_env())["MPIR_CVAR_CH4_NETMOD"] = "ofi";
+  (*spec.mutable_env())["MPIR_CVAR_ALLREDUCE_INTRA_ALGORITHM"] = "recursive_doubling";
   (*spec.mutable_labels())["team"] = "infra";
   (*spec.mutable_labels())["run-kind_2"] = "";
   *spec.mutable_timeout() = Seconds(3600);
