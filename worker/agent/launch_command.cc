@@ -168,7 +168,11 @@ absl::StatusOr<LaunchCommand> BuildLaunchCommand(const v1::Assignment& assignmen
     // daemons starting on one machine, about one start in eight crashed
     // there (SIGSEGV in hwloc_shmem_topology_write). Ranks then read the
     // topology themselves, which costs start-up time only.
-    argv = {paths.openmpi_mpirun, "-np", absl::StrCat(ranks), "--host", absl::StrJoin(hosts, ","),
+    // --noprefix: started by its absolute path, mpirun would otherwise put
+    // `PATH=<prefix>/bin:$PATH ; export PATH ; ...` in front of orted, a
+    // command line only a shell can run (the shim refuses it).
+    argv = {paths.openmpi_mpirun, "--noprefix", "-np", absl::StrCat(ranks), "--host",
+            absl::StrJoin(hosts, ","),
             "--mca", "plm_rsh_agent", absl::StrCat(paths.self, " launch-shim"),
             "--mca", "plm_rsh_no_tree_spawn", "1", "--mca", "orte_leave_session_attached", "1",
             "--mca", "rtc_hwloc_vmhole", "none", "--bind-to", "none"};

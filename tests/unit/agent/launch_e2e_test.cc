@@ -162,7 +162,7 @@ class LaunchE2eTest : public ::testing::Test {
   // mpirun (Open MPI) with the shim as its remote-shell agent.
   std::vector<std::string> OpenMpiCommand(std::vector<std::string> program) const {
     std::vector<std::string> argv = {
-        COLLBENCH_TEST_MPIRUN, "--allow-run-as-root", "--mca", "plm_rsh_agent",
+        COLLBENCH_TEST_MPIRUN, "--noprefix", "--allow-run-as-root", "--mca", "plm_rsh_agent",
         self_ + " launch-shim", "--mca", "plm_rsh_no_tree_spawn", "1", "--mca",
         "orte_leave_session_attached", "1", "--mca", "rtc_hwloc_vmhole", "none", "-H",
         "alias1:1,alias2:1", "-np", "2"};
@@ -229,7 +229,7 @@ TEST_F(LaunchE2eTest, OpenMpiRunsCollbenchRankAcrossTwoAliases) {
 TEST_F(LaunchE2eTest, RevokeTearsTheWholeRunDown) {
   if (!IsExecutable(COLLBENCH_TEST_MPIRUN)) GTEST_SKIP() << "no Open MPI mpirun";
   const std::string marker = absl::StrCat("1234", getpid(), ".5");
-  StartLauncher(OpenMpiCommand({"/bin/sleep", marker}));
+  StartLauncher(OpenMpiCommand({"sleep", marker}));
   ASSERT_TRUE(Eventually([&] { return CountSleeps(marker) == 2; }, absl::Seconds(30)))
       << LauncherOutputAfterKill();
   manager_->Revoke(kRun);  // what the coordinator's cancel does on a peer
@@ -264,7 +264,7 @@ TEST_F(LaunchE2eTest, MpichRunsCollbenchRankMpichAcrossTwoAliases) {
 TEST_F(LaunchE2eTest, RevokeTearsHydraRunDown) {
   if (!IsExecutable(COLLBENCH_TEST_MPIEXEC_MPICH)) GTEST_SKIP() << "no MPICH mpiexec";
   const std::string marker = absl::StrCat("1235", getpid(), ".5");
-  StartLauncher(HydraCommand({"/bin/sleep", marker}));
+  StartLauncher(HydraCommand({"sleep", marker}));
   ASSERT_TRUE(Eventually([&] { return CountSleeps(marker) == 2; }, absl::Seconds(30)))
       << LauncherOutputAfterKill();
   manager_->Revoke(kRun);
@@ -280,7 +280,7 @@ TEST_F(LaunchE2eTest, RevokeTearsHydraRunDown) {
 TEST_F(LaunchE2eTest, TokenIsInNoEnvironmentOrCommandLineOfTheRun) {
   if (!IsExecutable(COLLBENCH_TEST_MPIRUN)) GTEST_SKIP() << "no Open MPI mpirun";
   const std::string marker = absl::StrCat("1236", getpid(), ".5");
-  StartLauncher(OpenMpiCommand({"/bin/sleep", marker}));
+  StartLauncher(OpenMpiCommand({"sleep", marker}));
   ASSERT_TRUE(Eventually([&] { return CountSleeps(marker) == 2; }, absl::Seconds(30)))
       << LauncherOutputAfterKill();
   int scanned = 0;
