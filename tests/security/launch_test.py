@@ -1,0 +1,325 @@
+#!/usr/bin/env python3
+"""Security tests of the launch path (DESIGN §5): a real coordinator, two
+collbench-worker processes and the CLI on 127.0.0.1 per case.
+
+    launch_test.py --bin-dir build/bin --case hostile_env [--case ...]
+    launch_test.py --list
+
+Each attack asserts that its effect did not happen (a proof file under the
+case's temporary folder is never created, no token is found), not merely
+that an error came back:
+  hostile_env          spec.env keys and values of every hostile kind are
+                       refused naming the key, no run is created, no proof
+  exec_non_daemon      with a live run's real token, a direct Exec of a
+                       non-daemon argv is refused and runs nothing
+  tokens_in_processes  during a run, neither the run token nor the worker's
+                       join token is in any /proc/PID/environ or cmdline of
+                       the run's processes, nor in logs or the run's output
+  setsid_rank          a rank binary that leaves a setsid'd child behind:
+                       nothing of it outlives the run
+  tuning_takes_effect  allowed tuning parameters still reach the ranks: an
+                       Open MPI coll_tuned algorithm with a tiny segment
+                       size slows bcast down by a large factor; an MPICH
+                       algorithm cvar changes the run's outcome
+"""
+
+import glob
+import os
+import shutil
+import stat
+import sys
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.dont_write_bytecode = True  # nothing written into the source tree
+sys.path.insert(0, os.path.join(HERE, "..", "integration", "service"))
+import service_test as svc  # noqa: E402  (the shared cluster helpers)
+from service_test import Failure, expect, poll  # noqa: E402
+
+JOIN_TOKEN = "join-7f3e9a0c-never-in-a-child"
+
+
+def proof_files(c):
+    return sorted(glob.glob(os.path.join(c.dir, "proof*")))
+
+
+def expect_no_proof(c, what):
+    found = proof_files(c)
+    expect(not found, "%s: the attack's proof file was created: %s" % (what, found))
+
+
+def hostile_env(proof):
+    """(KEY, VALUE) attacks of every kind; each would create `proof` if it
+    reached a shell, a fork agent, a loader or a parameter file."""
+    sh = "/bin/sh -c 'touch %s'" % proof
+    return [
+        ("OMPI_MCA_orte_fork_agent", sh),                          # a program in front of ranks
+        ("OMPI_MCA_plm_rsh_agent", sh),                            # a program for daemons
+        ("OMPI_MCA_foo", "$(touch %s)" % proof),                   # unknown name, shell value
+        ("OMPI_MCA_btl", "tcp$(touch %s)" % proof),                # known name, shell value
+        ("OMPI_MCA_coll_tuned_allreduce_algorithm", "`touch %s`" % proof),
+        ("OMPI_MCA_mca_base_param_files", proof + ".conf"),        # a parameter file
+        ("OMPI_MCA_coll_tuned_dynamic_rules_filename", proof + ".rules"),
+        ("NCCL_NET_PLUGIN", "/tmp/x.so"),                          # a plugin library
+        ("NCCL_TUNER_PLUGIN", proof + ".so"),
+        ("NCCL_TOPO_FILE", proof + ".xml"),                        # a file
+        ("NCCL_ALGO", "Ring;touch %s" % proof),                   # metacharacters in a value
+        ("LD_PRELOAD", proof + ".so"),                             # the loader
+        ("UCX_MODULE_DIR", os.path.dirname(proof)),                # a directory
+        ("MPIR_CVAR_ALLREDUCE_INTRA_ALGORITHM", "ring|touch %s" % proof),
+        ("MPIR_CVAR_$(touch %s)" % proof, "1"),                    # metacharacters in a name
+    ]
+
+
+def case_hostile_env(c):
+    c.start_coordinator()
+    c.start_workers(2, slots=1)
+    proof = os.path.join(c.dir, "proof-env")
+    for key, value in hostile_env(proof):
+        for mpi in ("openmpi", "mpich"):
+            done = c.cli("run", "allreduce", "--ranks", 2, "--placement", "spread", "--mpi", mpi,
+                         "--sizes", "8", "-n", 2, "--env", "%s=%s" % (key, value),
+                         "--wait", expect_code=None, timeout=60)
+            expect(done.returncode == 2,
+                   "%s=%s (%s): exit %d, expected 2 (refused)\n%s%s" % (
+                       key, value, mpi, done.returncode, done.stdout, done.stderr))
+            expect("spec.env." in done.stderr and key.split("$")[0] in done.stderr,
+                   "%s: the refusal does not name spec.env.KEY: %r" % (key, done.stderr))
+    expect(not c.list_runs(), "a hostile run was created: %s" % c.list_runs())
+    time.sleep(1)
+    expect_no_proof(c, "hostile spec.env")
+    # The same workers still run an allowed run.
+    done = c.cli("run", "allreduce", "--ranks", 2, "--placement", "spread", "--sizes", "8,1K",
+                 "-n", 5, "--check", "--env", "OMPI_MCA_coll_tuned_use_dynamic_rules=1",
+                 "--wait", "--output", "jsonl", timeout=90)
+    svc.check_results(svc.parse_jsonl(done.stdout), [8, 1024], "allowed run")
+
+
+def agent_addresses(c):
+    """{worker name: Agent address} from the workers' start-up lines."""
+    out = {}
+    for name, proc in c.workers.items():
+        with open(proc.log_path, errors="replace") as f:
+            for line in f:
+                if ": agent on " in line:
+                    out[name] = line.split(": agent on ", 1)[1].split(",", 1)[0].strip()
+    return out
+
+
+def live_token_file(c):
+    """The token file of the run in progress (in its launcher's work dir)."""
+    def find():
+        files = glob.glob(os.path.join(c.dir, "*", "run-*", "token"))
+        return files[0] if files else None
+    return poll("the run's token file", find, 30, 0.1)
+
+
+def start_long_run(c):
+    return c.create_run("allreduce", "--ranks", 2, "--placement", "spread", "--sizes", "1M",
+                        "-n", 4000, "-w", 2, "--transport", "tcp")
+
+
+def case_exec_non_daemon(c):
+    c.start_coordinator()
+    names = c.start_workers(2, slots=1)
+    run = start_long_run(c)
+    token_file = live_token_file(c)
+    launcher = token_file.split(os.sep)[-3]
+    peer = [n for n in names if n != launcher][0]
+    address = agent_addresses(c)[peer]
+    probe = os.path.join(c.bin_dir, "exec_probe")
+    proof = os.path.join(c.dir, "proof-exec")
+    attacks = [
+        ["/bin/sh", "-c", "touch " + proof],
+        ["sh", "-c", "touch " + proof],
+        ["/usr/bin/touch", proof],
+        ["orted", "-mca", "orte_fork_agent", "/usr/bin/touch " + proof],
+        ["orted", "-mca", "mca_base_param_files", proof],
+        ["hydra_pmi_proxy", "--launcher-exec", "/usr/bin/touch", "--proxy-id", "1"],
+        ["orted; touch " + proof],
+    ]
+    for argv in attacks:
+        done = svc.subprocess.run([probe, address, run, token_file] + argv, capture_output=True,
+                                  text=True, timeout=60)
+        # Status 3 (INVALID_ARGUMENT): the token was accepted and the argv refused.
+        expect(done.returncode == 0 and "status: 3 " in done.stderr,
+               "Exec %s with the run's token: exit %d, %s" % (argv, done.returncode,
+                                                             done.stderr.strip()[-500:]))
+    # The real daemon with a shell-looking argument runs verbatim: no shell
+    # sees it (orted fails on its own), and no proof appears.
+    svc.subprocess.run([probe, address, run, token_file, "orted", "-mca", "ess",
+                        "$(touch %s)" % proof], capture_output=True, text=True, timeout=60)
+    time.sleep(1)
+    expect_no_proof(c, "direct Exec")
+    c.cli("cancel", run)
+    c.wait_state(run, ("cancelled", "failed", "succeeded"), 60)
+    svc.expect_no_run_processes(c, 15)
+
+
+def scan_for(pids, secrets):
+    """[(pid, file, secret)] for every secret found in the environ or cmdline."""
+    found = []
+    for pid in pids:
+        for name in ("environ", "cmdline"):
+            try:
+                with open("/proc/%d/%s" % (pid, name), "rb") as f:
+                    data = f.read()
+            except OSError:
+                continue
+            for secret in secrets:
+                if secret.encode() in data:
+                    found.append((pid, name, secret))
+    return found
+
+
+def case_tokens_in_processes(c):
+    c.start_coordinator()
+    # The join token sits in each worker's own environment (as an operator's
+    # COLLBENCH_JOIN_TOKEN would); none of it may reach what runs start.
+    for name in ("w1", "w2"):
+        c.start_worker(name, 1, env={"COLLBENCH_JOIN_TOKEN": JOIN_TOKEN})
+    c.wait_workers_ready(["w1", "w2"])
+    for mpi in ("openmpi", "mpich"):
+        run = c.create_run("allreduce", "--ranks", 2, "--placement", "spread", "--sizes", "1M",
+                           "-n", 4000, "-w", 2, "--transport", "tcp", "--mpi", mpi)
+        token_file = live_token_file(c)
+        with open(token_file) as f:
+            run_token = f.read().strip()
+        expect(len(run_token) >= 16, "run token too short to search for: %r" % run_token)
+        mode = stat.S_IMODE(os.stat(token_file).st_mode)
+        expect(mode == 0o600, "token file mode %o" % mode)
+        expect(stat.S_IMODE(os.stat(os.path.dirname(token_file)).st_mode) == 0o700,
+               "run directory not private")
+        poll("the run's ranks", lambda: svc.ranks_running(c, 2), 30, 0.1)
+        pids = [p.pid for p in svc.run_processes(c)]
+        expect(len(pids) >= 4, "too few run processes to scan: %d" % len(pids))
+        found = scan_for(pids, [run_token, JOIN_TOKEN])
+        expect(not found, "%s: tokens found in the run's processes: %s" % (mpi, [
+            (pid, name, "run token" if s == run_token else "join token") for pid, name, s in found]))
+        c.cli("cancel", run)
+        c.wait_state(run, ("cancelled", "failed", "succeeded"), 60)
+        svc.expect_no_run_processes(c, 15)
+        expect(not os.path.exists(token_file), "the token file outlived the run")
+        shown = c.cli("show", run).stdout + c.cli("show", run, "--output", "jsonl").stdout
+        expect(run_token not in shown, "the run token is in `collbench show`")
+        for proc in c.popens:
+            with open(proc.log_path, errors="replace") as f:
+                expect(run_token not in f.read(), "the run token is in %s" % proc.log_path)
+
+
+class SetsidRankCluster(svc.Cluster):
+    """Workers whose collbench-rank leaves a setsid'd child that would write
+    a proof file 4 seconds later, then runs the real engine."""
+
+    def __init__(self, bin_dir, case):
+        super().__init__(bin_dir, case)
+        self.fake_bin = os.path.join(self.dir, "bin")
+        os.makedirs(self.fake_bin)
+        # The worker finds collbench-rank beside its own (real) path.
+        shutil.copy2(os.path.join(bin_dir, "collbench-worker"), self.fake_bin)
+        for rank in ("collbench-rank", "collbench-rank-mpich"):
+            real = os.path.join(bin_dir, rank)
+            if not os.access(real, os.X_OK):
+                continue
+            script = os.path.join(self.fake_bin, rank)
+            with open(script, "w") as f:
+                f.write("#!/bin/sh\n"
+                        "setsid /bin/sh -c 'sleep 4; touch %s/proof-setsid-$$' "
+                        "</dev/null >/dev/null 2>&1 &\n"
+                        "exec %s \"$@\"\n" % (self.dir, real))
+            os.chmod(script, 0o755)
+
+    def binary(self, name):
+        if name == "collbench-worker":
+            return os.path.join(self.fake_bin, name)
+        return super().binary(name)
+
+
+def case_setsid_rank(c):
+    c.start_coordinator()
+    c.start_workers(2, slots=1)
+    for mpi in ("openmpi", "mpich"):
+        if mpi == "mpich" and not os.access(os.path.join(c.bin_dir, "collbench-rank-mpich"),
+                                            os.X_OK):
+            continue
+        done = c.cli("run", "allreduce", "--ranks", 2, "--placement", "spread", "--mpi", mpi,
+                     "--sizes", "8,1K", "-n", 5, "--check", "--wait", "--output", "jsonl",
+                     timeout=90)
+        svc.check_results(svc.parse_jsonl(done.stdout), [8, 1024], "%s run" % mpi)
+        svc.expect_no_run_processes(c, 10)
+    time.sleep(5)
+    expect_no_proof(c, "a rank's setsid'd child")
+
+
+def p50(results, nbytes, what):
+    for r in results:
+        if int(r["bytes"]) == nbytes:
+            return float(r["p50_s"])
+    raise Failure("%s has no result for %d bytes" % (what, nbytes))
+
+
+def timed_run(c, env, mpi="openmpi", op="bcast", nbytes=4 << 20):
+    """(the CLI's result, the run's size results)."""
+    args = [op, "--ranks", 2, "--placement", "spread", "--mpi", mpi, "--transport", "tcp",
+            "--sizes", nbytes, "-n", 3, "-w", 1, "--wait", "--output", "jsonl"]
+    for key, value in env.items():
+        args += ["--env", "%s=%s" % (key, value)]
+    done = c.cli("run", *args, timeout=240, expect_code=None)
+    results = svc.parse_jsonl(done.stdout) if done.returncode == 0 else []
+    return done, results
+
+
+def case_tuning_takes_effect(c):
+    c.start_coordinator()
+    c.start_workers(2, slots=1)
+    # Open MPI: bcast's pipeline algorithm (3) with 64-byte segments sends a
+    # 4 MiB message as 65536 messages; the default sends a few.
+    base, base_results = timed_run(c, {})
+    expect(base.returncode == 0, "baseline run failed: %s %s" % (base.stdout, base.stderr))
+    slow, slow_results = timed_run(c, {"OMPI_MCA_coll_tuned_use_dynamic_rules": "1",
+                                   "OMPI_MCA_coll_tuned_bcast_algorithm": "3",
+                                   "OMPI_MCA_coll_tuned_bcast_algorithm_segmentsize": "64"})
+    expect(slow.returncode == 0, "tuned run failed: %s %s" % (slow.stdout, slow.stderr))
+    fast_s = p50(base_results, 4 << 20, "baseline")
+    slow_s = p50(slow_results, 4 << 20, "tuned")
+    expect(slow_s > 5 * fast_s,
+           "coll_tuned bcast algorithm 3 / 64 B segments: p50 %.4fs vs default %.4fs; "
+           "the parameters did not take effect" % (slow_s, fast_s))
+    svc.log("open mpi bcast 4M p50: default %.4fs, pipeline/64B %.4fs" % (fast_s, slow_s))
+    # MPICH: an algorithm name MPICH does not know fails the run at MPI_Init,
+    # a known one runs: the cvar reaches the ranks.
+    if not os.access(os.path.join(c.bin_dir, "collbench-rank-mpich"), os.X_OK):
+        return
+    good, _ = timed_run(c, {"MPIR_CVAR_ALLREDUCE_INTRA_ALGORITHM": "recursive_doubling"},
+                        mpi="mpich", op="allreduce", nbytes=1024)
+    expect(good.returncode == 0, "MPICH recursive_doubling run failed: %s %s" % (
+        good.stdout, good.stderr))
+    bad, _ = timed_run(c, {"MPIR_CVAR_ALLREDUCE_INTRA_ALGORITHM": "no_such_algorithm"},
+                       mpi="mpich", op="allreduce", nbytes=1024)
+    expect(bad.returncode != 0, "MPICH ran with an unknown allreduce algorithm: the cvar "
+                                "did not reach the ranks")
+
+
+CASES = {
+    "hostile_env": case_hostile_env,
+    "exec_non_daemon": case_exec_non_daemon,
+    "tokens_in_processes": case_tokens_in_processes,
+    "setsid_rank": case_setsid_rank,
+    "tuning_takes_effect": case_tuning_takes_effect,
+}
+
+
+def make_cluster(bin_dir, case):
+    if case == "setsid_rank":
+        return SetsidRankCluster(bin_dir, case)
+    return svc.Cluster(bin_dir, case)
+
+
+def main():
+    return svc.case_main(__doc__, CASES, make_cluster=make_cluster, prog="launch_test",
+                         binaries=("collbench", "collbench-coordinator", "collbench-worker",
+                                   "collbench-rank", "exec_probe"))
+
+
+if __name__ == "__main__":
+    sys.exit(main())
