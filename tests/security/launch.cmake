@@ -40,3 +40,16 @@ foreach(i RANGE 0 ${last} 2)
     RUN_SERIAL TRUE
     ENVIRONMENT "OMPI_ALLOW_RUN_AS_ROOT=1;OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1")
 endforeach()
+
+# Under COLLBENCH_SANITIZE the agent's launch-path unit tests (Exec with a
+# real server, the shim, the daemon check, the quote parser, processes and
+# containment) also run under ASan + UBSan (label `sanitize`, scripts/test-fuzz).
+if(COLLBENCH_SANITIZE AND TARGET sanitize_unit_tests)
+  add_dependencies(sanitize_unit_tests agent_test)
+  add_test(NAME sanitize.agent_launch
+    COMMAND agent_test
+            --gtest_filter=ExecService*:ExecManager*:LaunchShim*:ParseShimArgs*:SplitShellWords*:CheckDaemonArgv*:CleanEnv*:LineBuffer*:LaunchCommand*:PosixProcess*:ResultSpool*)
+  set_tests_properties(sanitize.agent_launch PROPERTIES
+    LABELS sanitize TIMEOUT 600
+    ENVIRONMENT "ASAN_OPTIONS=halt_on_error=1:detect_leaks=1;UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1")
+endif()
