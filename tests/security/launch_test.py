@@ -77,6 +77,7 @@ def case_hostile_env(c):
     proof = os.path.join(c.dir, "proof-env")
     for key, value in hostile_env(proof):
         for mpi in ("openmpi", "mpich"):
+            time.sleep(0.15)  # below the coordinator's create rate limit
             done = c.cli("run", "allreduce", "--ranks", 2, "--placement", "spread", "--mpi", mpi,
                          "--sizes", "8", "-n", 2, "--env", "%s=%s" % (key, value),
                          "--wait", expect_code=None, timeout=60)
@@ -208,8 +209,10 @@ def case_tokens_in_processes(c):
 
 
 class SetsidRankCluster(svc.Cluster):
-    """Workers whose collbench-rank leaves a setsid'd child that would write
-    a proof file 4 seconds later, then runs the real engine."""
+    """Workers whose collbench-rank leaves a setsid'd child behind, then runs
+    the real engine. The child waits for the file `run-ended` (made once the
+    run is over) and then writes a proof file: it does so only if it
+    survived the run."""
 
     def __init__(self, bin_dir, case):
         super().__init__(bin_dir, case)
@@ -224,9 +227,9 @@ class SetsidRankCluster(svc.Cluster):
             script = os.path.join(self.fake_bin, rank)
             with open(script, "w") as f:
                 f.write("#!/bin/sh\n"
-                        "setsid /bin/sh -c 'sleep 4; touch %s/proof-setsid-$$' "
-                        "</dev/null >/dev/null 2>&1 &\n"
-                        "exec %s \"$@\"\n" % (self.dir, real))
+                        "setsid /bin/sh -c 'while [ ! -e %s/run-ended ]; do sleep 0.2; done; "
+                        "touch %s/proof-setsid-$$' </dev/null >/dev/null 2>&1 &\n"
+                        "exec %s \"$@\"\n" % (self.dir, self.dir, real))
             os.chmod(script, 0o755)
 
     def binary(self, name):
@@ -247,7 +250,8 @@ def case_setsid_rank(c):
                      timeout=90)
         svc.check_results(svc.parse_jsonl(done.stdout), [8, 1024], "%s run" % mpi)
         svc.expect_no_run_processes(c, 10)
-    time.sleep(5)
+    open(os.path.join(c.dir, "run-ended"), "w").close()
+    time.sleep(2)
     expect_no_proof(c, "a rank's setsid'd child")
 
 
