@@ -201,8 +201,10 @@ def case_tokens_in_processes(c):
         c.wait_state(run, ("cancelled", "failed", "succeeded"), 60)
         svc.expect_no_run_processes(c, 15)
         expect(not os.path.exists(token_file), "the token file outlived the run")
-        shown = c.cli("show", run).stdout + c.cli("show", run, "--output", "jsonl").stdout
-        expect(run_token not in shown, "the run token is in `collbench show`")
+        shown = (c.cli("show", run).stdout + c.cli("show", run, "--output", "jsonl").stdout +
+                 c.cli("watch", run, expect_code=None, timeout=30).stdout)
+        expect(run_token not in shown and JOIN_TOKEN not in shown,
+               "a token is in `collbench show` or the watch stream")
         for proc in c.popens:
             with open(proc.log_path, errors="replace") as f:
                 expect(run_token not in f.read(), "the run token is in %s" % proc.log_path)
