@@ -142,7 +142,8 @@ class SegmentDir {
   std::string path_;  // empty when it could not be made
 };
 
-// Collects adopted orphans (ReapAdoptedOrphans) twice a second while it lives.
+// Ends and collects adopted orphans (EndStrayOrphans, ReapAdoptedOrphans)
+// twice a second while it lives.
 class OrphanReaper {
  public:
   OrphanReaper() : thread_([this] { Loop(); }) {}
@@ -154,6 +155,7 @@ class OrphanReaper {
  private:
   void Loop() {
     while (!stop_) {
+      EndStrayOrphans();
       ReapAdoptedOrphans();
       absl::SleepFor(absl::Milliseconds(500));
     }

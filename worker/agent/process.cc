@@ -23,6 +23,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "absl/strings/str_split.h"
 #include "absl/time/clock.h"
 
 namespace collbench {
@@ -69,8 +70,8 @@ std::map<pid_t, ProcEntry> ScanProcesses() {
   return table;
 }
 
-// Whether process `pid`'s environment holds the entry `wanted` ("K=V").
-bool EnvironHas(pid_t pid, const std::string& wanted) {
+// The entries of process `pid`'s initial environment (empty when unreadable).
+std::vector<std::string> EnvironOf(pid_t pid) {
   constexpr size_t kMaxEnvironBytes = 1 << 20;
   std::ifstream file(absl::StrCat("/proc/", pid, "/environ"), std::ios::binary);
   std::string environ_data;
@@ -79,14 +80,24 @@ bool EnvironHas(pid_t pid, const std::string& wanted) {
     environ_data.append(buffer, file.gcount());
     if (environ_data.size() > kMaxEnvironBytes) break;
   }
-  size_t at = 0;
-  while (at < environ_data.size()) {
-    size_t end = environ_data.find('\0', at);
-    if (end == std::string::npos) end = environ_data.size();
-    if (absl::string_view(environ_data).substr(at, end - at) == wanted) return true;
-    at = end + 1;
+  return absl::StrSplit(environ_data, '\0', absl::SkipEmpty());
+}
+
+// Whether process `pid`'s environment holds the entry `wanted` ("K=V").
+bool EnvironHas(pid_t pid, const std::string& wanted) {
+  for (const std::string& entry : EnvironOf(pid)) {
+    if (entry == wanted) return true;
   }
   return false;
+}
+
+// The containment id in process `pid`'s environment, or "" when none.
+std::string ContainmentIdOf(pid_t pid) {
+  const std::string prefix = absl::StrCat(kContainmentEnv, "=");
+  for (const std::string& entry : EnvironOf(pid)) {
+    if (absl::StartsWith(entry, prefix)) return entry.substr(prefix.size());
+  }
+  return "";
 }
 
 // Adds `roots` and all their descendants to `tree`.
@@ -148,7 +159,7 @@ std::vector<std::string> EnvironmentEntries(const std::map<std::string, std::str
 // under the lock before anyone can see it exit and removed as it is reaped.
 struct LeaderRegistry {
   absl::Mutex mu;
-  std::set<pid_t> pids ABSL_GUARDED_BY(mu);
+  std::map<pid_t, std::string> pids ABSL_GUARDED_BY(mu);  // leader -> containment id
 };
 
 LeaderRegistry& Leaders() {
@@ -419,7 +430,7 @@ absl::StatusOr<std::unique_ptr<Process>> PosixProcessRunner::Start(const Process
     if (rc != 0) {
       status = ErrnoStatus(absl::StrCat("posix_spawn ", args[0]), rc);
     } else {
-      leaders.pids.insert(pid);
+      leaders.pids.emplace(pid, containment_id);
     }
   }
   posix_spawn_file_actions_destroy(&actions);
@@ -452,6 +463,23 @@ int ReapAdoptedOrphans() {
     if (waitpid(pid, nullptr, WNOHANG) == pid) ++reaped;
   }
   return reaped;
+}
+
+int EndStrayOrphans() {
+  LeaderRegistry& leaders = Leaders();
+  absl::MutexLock lock(&leaders.mu);
+  const pid_t self = getpid();
+  std::set<std::string> live_ids;
+  for (const auto& [pid, id] : leaders.pids) live_ids.insert(id);
+  int ended = 0;
+  for (const auto& [pid, proc] : ScanProcesses()) {
+    if (proc.ppid != self || proc.state == 'Z' || leaders.pids.count(pid) > 0) continue;
+    const std::string id = ContainmentIdOf(pid);
+    if (!id.empty() && live_ids.count(id) > 0) continue;  // its Process sweeps it
+    if (id.empty() && !leaders.pids.empty()) continue;    // unattributable while runs live
+    if (kill(pid, SIGKILL) == 0) ++ended;
+  }
+  return ended;
 }
 
 std::vector<pid_t> FindContained(const std::string& containment_id) {

@@ -15,9 +15,10 @@
 // whose /proc/PID/environ carries its id, every process in a session one
 // of those started (setsid), and all their descendants (/proc ppid links).
 // So a double-forked, setsid'd child that was re-parented away is still
-// found (unless it also cleared its environment; a worker that is a child
-// subreaper, EnableChildSubreaper(), adopts such orphans and
-// ReapAdoptedOrphans() collects them once killed).
+// found. One that also cleared its environment is adopted by a worker that
+// is a child subreaper (EnableChildSubreaper()) and ended by
+// EndStrayOrphans() once no run is live; ReapAdoptedOrphans() collects the
+// killed orphans.
 //
 // No zombies, no orphans. The group leader is observed with waitid(WNOWAIT)
 // and reaped only after its tree has been killed: while the leader is an
@@ -120,6 +121,13 @@ bool EnableChildSubreaper();
 // live Process (adopted orphans). Thread-safe; the worker calls it
 // periodically and every sweep calls it. Returns how many were reaped.
 int ReapAdoptedOrphans();
+
+// SIGKILLs the live orphans this (subreaper) process adopted that no live
+// Process can own: those whose containment id names no live Process, and,
+// once no Process is live at all, those with no readable id (a descendant
+// that cleared its environment). Thread-safe; the worker calls it with
+// ReapAdoptedOrphans(). Returns how many were signalled.
+int EndStrayOrphans();
 
 // Every live process whose environment carries `containment_id` as
 // kContainmentEnv (for tests and diagnostics).

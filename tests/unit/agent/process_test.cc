@@ -236,6 +236,29 @@ TEST(PosixProcessTest, SetsidGrandchildOfAnExitedParentIsSwept) {
   EXPECT_EQ(kill(escaped, 0), -1);
 }
 
+// The same with a cleared environment: no containment id to find it by.
+// The subreaper adopts it and ends it once no Process is live.
+TEST(PosixProcessTest, StrayOrphanWithoutAnIdIsEndedOnceNoProcessIsLive) {
+  ASSERT_TRUE(EnableChildSubreaper());
+  auto process = StartOrDie("setsid /usr/bin/env -i /bin/sleep 60 </dev/null >/dev/null 2>&1 & "
+                            "echo $!; sleep 0.3");
+  const pid_t stray = ReadPid(process.get());
+  ASSERT_GT(stray, 0);
+  ASSERT_TRUE(CollectOutput(process.get(), absl::Seconds(10)).ok());
+  process.reset();
+  ASSERT_TRUE(Eventually([stray] {
+    std::ifstream stat("/proc/" + std::to_string(stray) + "/stat");
+    std::string line;
+    return std::getline(stat, line) &&
+           line.substr(line.rfind(')') + 2).find(" " + std::to_string(getpid()) + " ") == 1;
+  })) << "the orphan was not adopted by this process";
+  EXPECT_GE(EndStrayOrphans(), 1);
+  EXPECT_TRUE(Eventually([stray] {
+    ReapAdoptedOrphans();
+    return kill(stray, 0) != 0;
+  }));
+}
+
 TEST(PosixProcessTest, FindContainedSeesEveryDescendant) {
   auto process = StartOrDie("sleep 100 & sleep 100 & echo ready; wait");
   ASSERT_EQ(ReadLine(process.get()), "ready");
