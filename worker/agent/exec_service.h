@@ -1,5 +1,7 @@
-// The Agent service (DESIGN §3 Launch, §5 Security): runs MPI daemon
-// commands for a peer's launch shim, only for runs whose token the
+// The Agent service (DESIGN §3 Launch, §5 Security): runs the MPI daemon a
+// peer's launch shim asks for (only the installed orted / hydra_pmi_proxy,
+// arguments verbatim, no shell: daemon_command.h), with this worker's
+// allowed environment (clean_env.h), only for runs whose token the
 // coordinator gave this worker.
 //
 // ExecManager is the plain class (token table, running commands) that tests

@@ -33,10 +33,13 @@
 //   value is split on spaces, so extra words are fine). Each daemon launch
 //   is `<agent> ALIAS " orted" -mca ess "env" ... -mca orte_hnp_uri
 //   "...;tcp://IP:PORT" ...`: the words carry shell quoting meant for the
-//   remote shell (hence ssh's join-with-spaces and `sh -c`), the first one
-//   starts with a space. `-x` is added only when the agent's basename is
-//   "ssh". The agent's stdin is /dev/null. Recommended flags:
-//     --mca plm_rsh_agent "<worker> launch-shim"
+//   remote shell (which ssh would hand them to); the shim undoes it with
+//   SplitShellWords. The first word starts with a space. `-x` is added only
+//   when the agent's basename is "ssh". The agent's stdin is /dev/null.
+//   Started by its absolute path, mpirun puts `PATH=<prefix>/bin:$PATH ;
+//   export PATH ; ...` in front of orted, which only a shell could run:
+//   --noprefix leaves that out. Recommended flags:
+//     --noprefix --mca plm_rsh_agent "<worker> launch-shim"
 //     --mca plm_rsh_no_tree_spawn 1 --mca orte_leave_session_attached 1
 //     -H <launcher hostname>:N,w1:N,w2:N   (or a hostfile with slots=N)
 //     --allow-run-as-root                  (containers running as root)
