@@ -59,6 +59,7 @@ const std::vector<RestRoute>& RestRoutes() {
       {"GET", "/ui/suites/{id}", kRead, "Browser: a stored suite run's report", {}, h::UiSuite},
       {"GET", "/ui/login", kPublic, "Browser: the token form", {"next"}, h::UiLoginForm},
       {"POST", "/ui/login", kPublic, "Browser: sign in with a read token", {}, h::UiLogin},
+      {"POST", "/ui/logout", kPublic, "Browser: sign out (ends the session)", {}, h::UiLogout},
   };
   return *routes;
 }
