@@ -12,6 +12,7 @@
 #include <cerrno>
 #include <csignal>
 #include <cstdio>
+#include <fstream>
 #include <map>
 #include <thread>
 #include <utility>
@@ -238,6 +239,20 @@ int main(int argc, char** argv) {
   parser.String("name", &flags.name, "worker name (default: host name)");
   parser.Int("slots", &flags.slots, "ranks this worker may host (default: CPUs)");
   parser.String("join-token", &flags.join_token, "token the coordinator requires");
+  // Transitional: the join token from a file (the identity work replaces
+  // this flag handling and removes --join-token).
+  parser.Custom(
+      "join-token-file", "FILE",
+      [&flags](absl::string_view path) -> absl::Status {
+        std::ifstream in{std::string(path)};
+        std::string line;
+        if (!in || !std::getline(in, line) || absl::StripAsciiWhitespace(line).empty()) {
+          return absl::InvalidArgumentError(absl::StrCat("--join-token-file: cannot read '", path, "'"));
+        }
+        flags.join_token = std::string(absl::StripAsciiWhitespace(line));
+        return absl::OkStatus();
+      },
+      "a file whose first line is the token the coordinator requires");
   parser.String("work-dir", &flags.work_dir, "folder for per-run files");
   parser.String("mpi-interface", &flags.mpi_interface,
                 "network for MPI's TCP traffic between hosts when this worker launches a run:"
