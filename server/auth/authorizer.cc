@@ -177,12 +177,12 @@ std::string Authorizer::CallerOf(absl::string_view authorization, absl::string_v
 absl::Status CheckPrivateFile(const std::string& path) {
   struct stat info;
   if (stat(path.c_str(), &info) != 0) return absl::OkStatus();
-  if ((info.st_mode & (S_IRGRP | S_IROTH)) == 0) return absl::OkStatus();
+  if ((info.st_mode & S_IROTH) == 0) return absl::OkStatus();
   char mode[8];
   std::snprintf(mode, sizeof mode, "%04o", static_cast<unsigned>(info.st_mode & 07777));
   return absl::FailedPreconditionError(absl::StrCat(
-      path, " holds secrets but has mode ", mode, ": other users may read it (chmod 600 ",
-      path, ")"));
+      path, " holds secrets but has mode ", mode, ": every user may read it (chmod 600 ",
+      path, ", or 640 for a group)"));
 }
 
 absl::StatusOr<std::string> ReadTokenFile(absl::string_view flag, const std::string& path) {

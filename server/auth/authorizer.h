@@ -89,10 +89,11 @@ class Authorizer {
   std::vector<Entry> entries_;  // in the tokens' sorted order (CallerOf)
 };
 
-// Whether a secret file (tokens, a join token) may be read by users other
-// than its owner: FailedPrecondition naming the file and its mode when
-// group or others may read it, OK otherwise (and for a file that cannot be
-// stat'ed; reading it reports that). Callers warn with the message.
+// Whether a secret file (tokens, a join token) may be read by every user:
+// FailedPrecondition naming the file and its mode when others may read it,
+// OK otherwise (a group, such as a pod's fsGroup on a Kubernetes Secret
+// volume, may; a file that cannot be stat'ed is OK here, reading it
+// reports that). Callers warn with the message.
 absl::Status CheckPrivateFile(const std::string& path);
 
 // Reads a one-token file (--join-token-file, --token-file): the first
