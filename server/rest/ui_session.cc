@@ -88,7 +88,10 @@ std::map<std::string, std::string> UiSecurityHeaders(const std::string& nonce) {
                     "; style-src 'unsafe-inline'; img-src data:; connect-src 'self'; "
                     "form-action 'self'; base-uri 'none'; frame-ancestors 'none'")},
       {"X-Content-Type-Options", "nosniff"},
-      {"Referrer-Policy", "no-referrer"},
+      // Not no-referrer: under it a browser sends `Origin: null` with the
+      // pages' own form POSTs, which the request guard refuses. same-origin
+      // still sends nothing to other sites.
+      {"Referrer-Policy", "same-origin"},
       {"Cache-Control", "no-store"},
   };
 }

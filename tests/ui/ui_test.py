@@ -193,7 +193,7 @@ def check_headers_and_cookie(c, rid):
     expect("default-src 'none'" in csp and "connect-src 'self'" in csp,
            "the /ui/ page's Content-Security-Policy is %r" % csp)
     expect(headers.get("x-content-type-options") == "nosniff", "no nosniff")
-    expect(headers.get("referrer-policy") == "no-referrer", "no Referrer-Policy")
+    expect(headers.get("referrer-policy") == "same-origin", "no Referrer-Policy same-origin")
     # The cookie opens /ui/ pages only, never the API; the token itself as
     # a cookie opens nothing.
     cookie = "collbench_session=" + curl_sign_in(c, READ)

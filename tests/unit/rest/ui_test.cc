@@ -171,7 +171,7 @@ TEST_F(UiTest, PagesCarryTheSecurityHeaders) {
     EXPECT_THAT(csp, HasSubstr("script-src 'none'"));  // an ended run's page has no script
     EXPECT_THAT(csp, HasSubstr("connect-src 'self'"));
     EXPECT_EQ(page->get_header_value("X-Content-Type-Options"), "nosniff");
-    EXPECT_EQ(page->get_header_value("Referrer-Policy"), "no-referrer");
+    EXPECT_EQ(page->get_header_value("Referrer-Policy"), "same-origin");
     EXPECT_THAT(page->body, Not(HasSubstr("<script")));
   }
   EXPECT_THAT(Get("/ui/runs/" + id)->body, HasSubstr("data-series="));
