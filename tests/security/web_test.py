@@ -31,6 +31,9 @@ Cases:
                 never the token; it opens /ui/ until POST /ui/logout, after
                 which the same cookie opens nothing; a cross-origin logout is
                 refused; logins beyond the throttle get 429 with Retry-After.
+  cli_token     the CLI takes its token from --token-file or COLLBENCH_TOKEN
+                (and still --token); a token file every user may read is
+                warned about; without a token it is refused.
   local_user    (root only: a second local user, uid 65534, via setpriv) a
                 root-owned `collbench local` running a long run: the other
                 user cannot list, create (a run whose Open MPI fork agent
@@ -338,6 +341,44 @@ def case_ui_session(bin_dir, workdir):
         c.stop()
 
 
+def case_cli_token(bin_dir, workdir):
+    tokens = private_file(os.path.join(workdir, "tokens"),
+                          "".join("%s %s\n" % kv for kv in TOKENS.items()))
+    c = Coordinator(bin_dir, workdir, "--tokens", tokens).wait_serving()
+    try:
+        match = re.search(r"serving gRPC on port (\d+)", c.output())
+        expect(match, "no gRPC port in the coordinator's log: %s" % c.output())
+        address = "127.0.0.1:" + match.group(1)
+        cli = [os.path.join(bin_dir, "collbench"), "--coordinator", address]
+        env = {k: v for k, v in os.environ.items() if k != "COLLBENCH_TOKEN"}
+
+        def cli_run(*args, extra_env=None):
+            return subprocess.run(cli + list(args) + ["runs"], capture_output=True, text=True,
+                                  timeout=60, env=dict(env, **(extra_env or {})))
+        denied = cli_run()
+        expect(denied.returncode != 0 and "token" in denied.stderr.lower(),
+               "the CLI without a token: exit %d %s" % (denied.returncode, denied.stderr))
+        read_file = private_file(os.path.join(workdir, "read-token"), TOKENS["read"] + "\n")
+        done = cli_run("--token-file", read_file)
+        expect(done.returncode == 0 and "warning" not in done.stderr.lower(),
+               "--token-file: exit %d %s" % (done.returncode, done.stderr))
+        done = cli_run(extra_env={"COLLBENCH_TOKEN": TOKENS["read"]})
+        expect(done.returncode == 0, "COLLBENCH_TOKEN: exit %d %s" % (done.returncode,
+                                                                     done.stderr))
+        done = cli_run("--token", TOKENS["read"])
+        expect(done.returncode == 0, "--token: exit %d %s" % (done.returncode, done.stderr))
+        os.chmod(read_file, 0o644)
+        done = cli_run("--token-file", read_file)
+        expect(done.returncode == 0 and "warning" in done.stderr.lower()
+               and read_file in done.stderr,
+               "a world-readable --token-file was not warned about: %s" % done.stderr)
+        done = cli_run("--token-file", os.path.join(workdir, "missing"))
+        expect(done.returncode == 2 and "--token-file" in done.stderr,
+               "a missing --token-file: exit %d %s" % (done.returncode, done.stderr))
+    finally:
+        c.stop()
+
+
 def as_nobody(argv, **kwargs):
     return subprocess.run(["setpriv", "--reuid", "65534", "--regid", "65534", "--clear-groups",
                            "--"] + argv, capture_output=True, text=True, **kwargs)
@@ -485,6 +526,7 @@ CASES = {
     "foreign_host": case_foreign_host,
     "fail_closed": case_fail_closed,
     "ui_session": case_ui_session,
+    "cli_token": case_cli_token,
     "local_user": case_local_user,
 }
 
