@@ -30,7 +30,8 @@
 namespace collbench {
 namespace {
 
-constexpr char kUsage[] = R"(usage: collbench [--coordinator HOST:PORT] [--token-file FILE | --token T]
+constexpr char kUsage[] =
+    R"(usage: collbench [--coordinator HOST:PORT] [--token-file FILE | --token T]
                  [--tls-ca FILE [--tls-server-name NAME]] COMMAND
   The bearer token: --token-file FILE (its first line), or the COLLBENCH_TOKEN
   environment variable; --token T also works but shows the token to every

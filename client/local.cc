@@ -123,8 +123,8 @@ class LocalCluster {
     join_token_file_ = dir_ + "/join-token";
     options->tokens_file = dir_ + "/tokens";
     absl::Status written = WritePrivateFile(
-        options->tokens_file, absl::StrCat("operator ", *operator_token, "\nworker ", *join_token,
-                                           "\n"));
+        options->tokens_file,
+        absl::StrCat("operator ", *operator_token, "\nworker ", *join_token, "\n"));
     if (!written.ok()) return written;
     return WritePrivateFile(join_token_file_, *join_token + "\n");
   }
@@ -134,10 +134,19 @@ class LocalCluster {
     const std::string log = absl::StrCat(dir_, "/", name, ".log");
     const std::string work = absl::StrCat(dir_, "/", name);
     // Everything stays on loopback, MPI's own TCP traffic included.
-    std::vector<std::string> args = {binary,         "--coordinator",   address_, "--listen",
-                                     "127.0.0.1:0",  "--name",          name,     "--work-dir",
-                                     work,           "--mpi-interface", "127.0.0.0/8",
-                                     "--join-token-file", join_token_file_};
+    std::vector<std::string> args = {binary,
+                                     "--coordinator",
+                                     address_,
+                                     "--listen",
+                                     "127.0.0.1:0",
+                                     "--name",
+                                     name,
+                                     "--work-dir",
+                                     work,
+                                     "--mpi-interface",
+                                     "127.0.0.0/8",
+                                     "--join-token-file",
+                                     join_token_file_};
     if (slots > 0) args.insert(args.end(), {"--slots", absl::StrCat(slots)});
     const pid_t pid = fork();
     if (pid < 0) return absl::InternalError("fork failed");

@@ -26,7 +26,7 @@ namespace collbench {
 
 struct Coordinator::Parts {
   Authorizer authorizer;
-  bool insecure_no_auth = false;  // open on purpose: exported in /metrics
+  bool insecure_no_auth = false;                       // open on purpose: exported in /metrics
   std::atomic<HttpServer*> http_for_metrics{nullptr};  // set once `http` serves
   std::unique_ptr<WatcherLimits> watchers;  // outlives both listeners
   std::shared_ptr<CoordinatorMetrics> metrics;
@@ -83,18 +83,21 @@ std::string SecurityMetrics(bool insecure_no_auth, const HttpServer* http) {
       "# HELP collbench_insecure_no_auth 1 when the coordinator serves beyond loopback without "
       "API tokens (--insecure-no-auth)\n"
       "# TYPE collbench_insecure_no_auth gauge\n"
-      "collbench_insecure_no_auth ", insecure_no_auth ? 1 : 0, "\n");
+      "collbench_insecure_no_auth ",
+      insecure_no_auth ? 1 : 0, "\n");
   if (http != nullptr) {
     absl::StrAppend(
         &text,
         "# HELP collbench_ui_login_refusals_total /ui/login attempts refused by the per-client "
         "throttle (HTTP 429)\n"
         "# TYPE collbench_ui_login_refusals_total counter\n"
-        "collbench_ui_login_refusals_total ", http->login_refusals(), "\n",
+        "collbench_ui_login_refusals_total ",
+        http->login_refusals(), "\n",
         "# HELP collbench_http_request_refusals_total HTTP requests refused before routing: a "
         "body not sent as JSON (415), a foreign Origin (403), a foreign Host on loopback (421)\n"
         "# TYPE collbench_http_request_refusals_total counter\n"
-        "collbench_http_request_refusals_total ", http->guard_refusals(), "\n");
+        "collbench_http_request_refusals_total ",
+        http->guard_refusals(), "\n");
   }
   return text;
 }
@@ -118,9 +121,9 @@ absl::StatusOr<std::unique_ptr<Coordinator>> Coordinator::Start(const Coordinato
   c->parts_ = std::make_unique<Parts>();
   Parts& p = *c->parts_;
   ASSIGN_OR_RETURN(p.authorizer, LoadTokens(options));
-  RETURN_IF_ERROR(CheckListenPolicy({{"--grpc-listen", options.grpc_listen},
-                                     {"--http-listen", options.http_listen}},
-                                    p.authorizer, options.insecure_no_auth));
+  RETURN_IF_ERROR(CheckListenPolicy(
+      {{"--grpc-listen", options.grpc_listen}, {"--http-listen", options.http_listen}},
+      p.authorizer, options.insecure_no_auth));
   p.insecure_no_auth = options.insecure_no_auth && !p.authorizer.Protects(Role::kRead);
   if (options.store == ":memory:") {
     p.store = NewMemoryStore();

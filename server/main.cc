@@ -9,9 +9,9 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "common/flag_parser.h"
+#include "common/units.h"
 #include "server/auth/authorizer.h"
 #include "server/auth/secret_env.h"
-#include "common/units.h"
 #include "server/coordinator.h"
 
 namespace {
@@ -171,7 +171,8 @@ int main(int argc, char** argv) {
   if (!coordinator.ok()) {
     absl::FPrintF(stderr, "collbench-coordinator: %s\n", coordinator.status().message());
     const absl::StatusCode code = coordinator.status().code();
-    return code == absl::StatusCode::kInvalidArgument || code == absl::StatusCode::kFailedPrecondition
+    return code == absl::StatusCode::kInvalidArgument ||
+                   code == absl::StatusCode::kFailedPrecondition
                ? 2
                : 1;
   }

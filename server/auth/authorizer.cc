@@ -4,9 +4,9 @@
 #include <openssl/sha.h>
 #include <sys/stat.h>
 
+#include <cstdio>
 #include <fstream>
 #include <sstream>
-#include <cstdio>
 #include <utility>
 #include <vector>
 
@@ -143,9 +143,8 @@ absl::Status Authorizer::CheckToken(absl::string_view token, Role needed) const 
   if (index < 0) return absl::UnauthenticatedError("unknown token");
   const Role have = entries_[index].role;
   if (!Allows(have, needed)) {
-    return absl::PermissionDeniedError(absl::StrCat("a ", RoleName(have),
-                                                    " token may not do this; it needs the ",
-                                                    RoleName(needed), " role"));
+    return absl::PermissionDeniedError(absl::StrCat(
+        "a ", RoleName(have), " token may not do this; it needs the ", RoleName(needed), " role"));
   }
   return absl::OkStatus();
 }
@@ -180,9 +179,9 @@ absl::Status CheckPrivateFile(const std::string& path) {
   if ((info.st_mode & S_IROTH) == 0) return absl::OkStatus();
   char mode[8];
   std::snprintf(mode, sizeof mode, "%04o", static_cast<unsigned>(info.st_mode & 07777));
-  return absl::FailedPreconditionError(absl::StrCat(
-      path, " holds secrets but has mode ", mode, ": every user may read it (chmod 600 ",
-      path, ", or 640 for a group)"));
+  return absl::FailedPreconditionError(absl::StrCat(path, " holds secrets but has mode ", mode,
+                                                    ": every user may read it (chmod 600 ", path,
+                                                    ", or 640 for a group)"));
 }
 
 absl::StatusOr<std::string> ReadTokenFile(absl::string_view flag, const std::string& path) {

@@ -6,11 +6,10 @@
 // Request flow: the pre-routing hook notes the start time, refuses what the
 // request guard refuses (server/rest/request_guard.h: body types, foreign
 // Origins, foreign Host names on loopback; a refused body is not read and
-// its connection is closed) and serves every request without a body itself; requests with a body arrive through a
-// content-reader handler that enforces max_body_bytes while reading (also
-// for chunked or compressed bodies, which httplib does not limit). Both end
-// in Serve(): route match, token check, query names, handler, reply. The
-// logger reports each finished request to on_request.
+// its connection is closed) and serves every request without a body itself; requests with a body
+// arrive through a content-reader handler that enforces max_body_bytes while reading (also for
+// chunked or compressed bodies, which httplib does not limit). Both end in Serve(): route match,
+// token check, query names, handler, reply. The logger reports each finished request to on_request.
 //
 // Event streams: httplib serves a request on one of its threads and offers
 // no way to keep a connection past the handler without that thread. So an
@@ -30,10 +29,9 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
-#include <cstdlib>
-
 #include <algorithm>
 #include <atomic>
+#include <cstdlib>
 #include <optional>
 #include <thread>
 #include <utility>
@@ -43,9 +41,9 @@
 #include "absl/time/clock.h"
 #include "api/status_mapping.h"
 #include "common/host_port.h"
+#include "server/auth/listen_policy.h"
 #include "server/core/admission.h"
 #include "server/rest/event_stream.h"
-#include "server/auth/listen_policy.h"
 #include "server/rest/request_guard.h"
 #include "server/rest/rest_json.h"
 #include "server/rest/routes.h"
@@ -201,7 +199,7 @@ class HttpServerImpl final : public HttpServer {
   const HttpServerOptions options_;
   const HttpServerDependencies deps_;
   RestContext context_;
-  mutable UiSessions sessions_;  // Find() drops an expired session
+  mutable UiSessions sessions_;       // Find() drops an expired session
   GuardedListener guarded_listener_;  // set by Listen()
   std::atomic<int64_t> guard_refusals_{0};
   EventStreams streams_;  // those served on request threads (TLS)
@@ -408,10 +406,10 @@ void HttpServerImpl::Serve(const httplib::Request& req, httplib::Response& res, 
   RestRequest request;
   request.id = match.id;
   request.body = std::move(body);
-  request.caller = deps_.authorizer != nullptr
-                       ? deps_.authorizer->CallerOf(req.get_header_value("Authorization"),
-                                                    req.remote_addr)
-                       : Authorizer().CallerOf("", req.remote_addr);
+  request.caller =
+      deps_.authorizer != nullptr
+          ? deps_.authorizer->CallerOf(req.get_header_value("Authorization"), req.remote_addr)
+          : Authorizer().CallerOf("", req.remote_addr);
   if (IsUiPath(match.route->path)) {
     request.session = UiSessionFromCookies(req.get_header_value("Cookie"));
   }
@@ -474,11 +472,12 @@ bool HttpServerImpl::HandOver(const httplib::Request& req, RestReply& reply,
 }
 
 absl::Status HttpServerImpl::AuthorizeSession(const httplib::Request& req, Role needed) const {
-  absl::StatusOr<Role> role = sessions_.Find(
-      UiSessionFromCookies(req.get_header_value("Cookie")), absl::Now());
+  absl::StatusOr<Role> role =
+      sessions_.Find(UiSessionFromCookies(req.get_header_value("Cookie")), absl::Now());
   if (!role.ok()) return role.status();
   if (needed == Role::kOperator && *role != Role::kOperator) {
-    return absl::PermissionDeniedError("this page needs a session signed in with an operator token");
+    return absl::PermissionDeniedError(
+        "this page needs a session signed in with an operator token");
   }
   return absl::OkStatus();
 }

@@ -38,8 +38,8 @@ Authority ParseAuthority(absl::string_view text) {
   }
   if (host.empty()) return out;
   for (char c : host) {
-    if (!absl::ascii_isalnum(static_cast<unsigned char>(c)) && c != '.' && c != '-' &&
-        c != ':' && c != '_') {
+    if (!absl::ascii_isalnum(static_cast<unsigned char>(c)) && c != '.' && c != '-' && c != ':' &&
+        c != '_') {
       return out;
     }
   }
@@ -63,10 +63,10 @@ std::optional<GuardRefusal> CheckBody(const GuardedRequest& request) {
   const std::string type = request.content_type ? MediaType(*request.content_type) : "";
   if (type == kJson || (ui && type == kForm)) return std::nullopt;
   return GuardRefusal{
-      415, absl::StrCat("Content-Type: ",
-                        type.empty() ? "a request body without a type" : "'" + type + "'",
-                        " is not accepted; send the body as ", kJson,
-                        ui ? absl::StrCat(" (or ", kForm, " from this server's forms)") : "")};
+      415, absl::StrCat(
+               "Content-Type: ", type.empty() ? "a request body without a type" : "'" + type + "'",
+               " is not accepted; send the body as ", kJson,
+               ui ? absl::StrCat(" (or ", kForm, " from this server's forms)") : "")};
 }
 
 std::optional<GuardRefusal> CheckHost(const GuardedRequest& request,
@@ -87,8 +87,7 @@ std::optional<GuardRefusal> CheckOrigin(const GuardedRequest& request,
   const int default_port = listener.tls ? 443 : 80;
   absl::string_view origin = *request.origin;
   bool same = false;
-  if (absl::ConsumePrefix(&origin, scheme) && absl::ConsumePrefix(&origin, "://") &&
-      request.host) {
+  if (absl::ConsumePrefix(&origin, scheme) && absl::ConsumePrefix(&origin, "://") && request.host) {
     const Authority from = ParseAuthority(origin);
     const Authority own = ParseAuthority(*request.host);
     same = from.valid && own.valid && from.host == own.host &&
@@ -96,8 +95,8 @@ std::optional<GuardRefusal> CheckOrigin(const GuardedRequest& request,
   }
   if (same) return std::nullopt;
   return GuardRefusal{
-      403, absl::StrCat("Origin: '", *request.origin, "' is not this server's own (",
-                        scheme, "://", request.host ? *request.host : "?",
+      403, absl::StrCat("Origin: '", *request.origin, "' is not this server's own (", scheme, "://",
+                        request.host ? *request.host : "?",
                         "): a state-changing request from another site's page is refused")};
 }
 

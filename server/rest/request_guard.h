@@ -30,12 +30,12 @@ namespace collbench {
 // What the guard needs of one request. A header that is absent is
 // std::nullopt; one that is present but empty is "".
 struct GuardedRequest {
-  absl::string_view method;  // "GET", "POST", ...
-  absl::string_view path;    // without the query
+  absl::string_view method;                       // "GET", "POST", ...
+  absl::string_view path;                         // without the query
   std::optional<absl::string_view> host;          // the Host header
   std::optional<absl::string_view> origin;        // the Origin header
   std::optional<absl::string_view> content_type;  // the Content-Type header
-  bool has_body = false;  // a Content-Length over 0, or a Transfer-Encoding
+  bool has_body = false;                          // a Content-Length over 0, or a Transfer-Encoding
 };
 
 // What the guard needs of the listener that took the request.

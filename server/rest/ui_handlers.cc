@@ -243,9 +243,11 @@ RestReply UiLogin(const RestContext& context, const RestRequest& request) {
   const absl::Time now = absl::Now();
   if (const absl::Duration wait = context.sessions->AdmitLogin(request.caller, now);
       wait > absl::ZeroDuration()) {
-    const int64_t retry_s = std::max<int64_t>(1, absl::ToInt64Seconds(absl::Ceil(wait, absl::Seconds(1))));
+    const int64_t retry_s =
+        std::max<int64_t>(1, absl::ToInt64Seconds(absl::Ceil(wait, absl::Seconds(1))));
     RestReply refused = UiLoginReply(
-        429, next, absl::StrCat("too many sign-in attempts from here; try again in ", retry_s, " s"));
+        429, next,
+        absl::StrCat("too many sign-in attempts from here; try again in ", retry_s, " s"));
     refused.headers["Retry-After"] = absl::StrCat(retry_s);
     return refused;
   }
@@ -255,8 +257,8 @@ RestReply UiLogin(const RestContext& context, const RestRequest& request) {
   absl::StatusOr<Role> role = context.authorizer->RoleOf(token);
   if (!role.ok()) return UiLoginReply(401, next, "that token does not give read access");
   const std::string session = context.sessions->Create(*role, now);
-  reply.headers["Set-Cookie"] = UiSessionCookie(
-      session, context.tls, absl::ToInt64Seconds(context.sessions->lifetime()));
+  reply.headers["Set-Cookie"] =
+      UiSessionCookie(session, context.tls, absl::ToInt64Seconds(context.sessions->lifetime()));
   reply.body = "signed in\n";
   return reply;
 }

@@ -40,10 +40,9 @@ std::string UiSessions::Create(Role role, absl::Time now) {
   absl::MutexLock lock(&mu_);
   DropExpired(now);
   while (!sessions_.empty() && sessions_.size() >= std::max<size_t>(1, options_.max_sessions)) {
-    auto oldest = std::min_element(sessions_.begin(), sessions_.end(),
-                                   [](const auto& a, const auto& b) {
-                                     return a.second.expires < b.second.expires;
-                                   });
+    auto oldest = std::min_element(
+        sessions_.begin(), sessions_.end(),
+        [](const auto& a, const auto& b) { return a.second.expires < b.second.expires; });
     sessions_.erase(oldest);
   }
   sessions_[Digest(id)] = Session{role, now + options_.lifetime};

@@ -31,8 +31,8 @@ namespace collbench {
 struct UiSessionOptions {
   absl::Duration lifetime = absl::Hours(12);
   size_t max_sessions = 10'000;
-  int login_burst = 10;           // attempts a client may make at once
-  double login_per_minute = 6;    // then this many a minute
+  int login_burst = 10;         // attempts a client may make at once
+  double login_per_minute = 6;  // then this many a minute
 };
 
 class UiSessions {

@@ -1,10 +1,10 @@
 // collbench-worker: serves the Agent (Exec) service, registers with the
 // coordinator and launches runs. `collbench-worker launch-shim ...` is the
 // remote-shell agent mpirun / mpiexec call (launch_shim.h).
+#include <dirent.h>
 #include <grpcpp/ext/proto_server_reflection_plugin.h>
 #include <grpcpp/grpcpp.h>
 #include <grpcpp/health_check_service_interface.h>
-#include <dirent.h>
 #include <limits.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -19,13 +19,13 @@
 
 #include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
-#include "absl/strings/strip.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_split.h"
+#include "absl/strings/strip.h"
 #include "common/flag_parser.h"
-#include "common/tls_channel.h"
 #include "common/host_port.h"
+#include "common/tls_channel.h"
 #include "common/worker_labels.h"
 #include "worker/agent/exec_service.h"
 #include "worker/agent/inventory.h"
@@ -247,7 +247,8 @@ int main(int argc, char** argv) {
         std::ifstream in{std::string(path)};
         std::string line;
         if (!in || !std::getline(in, line) || absl::StripAsciiWhitespace(line).empty()) {
-          return absl::InvalidArgumentError(absl::StrCat("--join-token-file: cannot read '", path, "'"));
+          return absl::InvalidArgumentError(
+              absl::StrCat("--join-token-file: cannot read '", path, "'"));
         }
         flags.join_token = std::string(absl::StripAsciiWhitespace(line));
         return absl::OkStatus();

@@ -126,8 +126,8 @@ TEST(Authorizer, OnlyTheExactTokenMatches) {
   std::string with_nul = secret;
   with_nul.push_back('\0');
   for (const std::string& guess :
-       {secret.substr(0, secret.size() - 1), secret + "0", last_changed, std::string("O") +
-        secret.substr(1), with_nul, std::string(), std::string(1000, 'o')}) {
+       {secret.substr(0, secret.size() - 1), secret + "0", last_changed,
+        std::string("O") + secret.substr(1), with_nul, std::string(), std::string(1000, 'o')}) {
     EXPECT_EQ(auth.CheckToken(guess, Role::kRead).code(), absl::StatusCode::kUnauthenticated)
         << guess;
   }

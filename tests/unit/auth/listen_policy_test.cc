@@ -34,9 +34,9 @@ TEST(ListenPolicy, BeyondLoopbackWithoutTokensIsRefusedNamingTheListener) {
     EXPECT_NE(refused.message().find("--insecure-no-auth"), absl::string_view::npos) << refused;
   }
   // The HTTP listener counts as much as the gRPC one.
-  const absl::Status http = CheckListenPolicy(
-      {{"--grpc-listen", "127.0.0.1:50051"}, {"--http-listen", "0.0.0.0:8080"}}, Authorizer(),
-      false);
+  const absl::Status http =
+      CheckListenPolicy({{"--grpc-listen", "127.0.0.1:50051"}, {"--http-listen", "0.0.0.0:8080"}},
+                        Authorizer(), false);
   EXPECT_EQ(http.code(), absl::StatusCode::kFailedPrecondition);
   EXPECT_NE(http.message().find("--http-listen 0.0.0.0:8080"), absl::string_view::npos) << http;
   // Only a worker token: the API is still open.
@@ -55,16 +55,15 @@ TEST(ListenPolicy, ApiTokensNeedAWorkerCredential) {
     EXPECT_NE(refused.message().find("worker TOKEN"), absl::string_view::npos) << refused;
     EXPECT_NE(refused.message().find("--join-token-file"), absl::string_view::npos) << refused;
   }
-  EXPECT_TRUE(
-      CheckListenPolicy(Grpc("0.0.0.0:50051"), Tokens("read r\nworker w\n"), false).ok());
+  EXPECT_TRUE(CheckListenPolicy(Grpc("0.0.0.0:50051"), Tokens("read r\nworker w\n"), false).ok());
   Authorizer with_join = Tokens("operator o\n");
   with_join.Add(Role::kWorker, "w");
   EXPECT_TRUE(CheckListenPolicy(Grpc("0.0.0.0:50051"), with_join, false).ok());
 }
 
 TEST(ListenPolicy, LoopbackHosts) {
-  for (const char* host : {"localhost", "LocalHost", "127.0.0.1", "127.255.255.254", "::1",
-                           "[::1]", "::ffff:127.0.0.1"}) {
+  for (const char* host : {"localhost", "LocalHost", "127.0.0.1", "127.255.255.254", "::1", "[::1]",
+                           "::ffff:127.0.0.1"}) {
     EXPECT_TRUE(IsLoopbackHost(host)) << host;
   }
   for (const char* host : {"", "0.0.0.0", "::", "128.0.0.1", "127.1", "localhost.evil.example",

@@ -31,8 +31,7 @@ class HttpGuardTest : public RestHttpTest {
 TEST_F(HttpGuardTest, CrossOriginTextPlainCreateIsRefusedAndCreatesNothing) {
   Start();
   // What a form or fetch(no-cors) on another site sends: a "simple" request.
-  httplib::Result simple =
-      Send("text/plain", {{"Origin", "http://evil.example"}}, CreateBody());
+  httplib::Result simple = Send("text/plain", {{"Origin", "http://evil.example"}}, CreateBody());
   ASSERT_TRUE(simple);
   EXPECT_EQ(simple->status, 403);
   EXPECT_THAT(Json(simple)["message"].get<std::string>(), HasSubstr("evil.example"));
@@ -53,8 +52,7 @@ TEST_F(HttpGuardTest, CrossOriginTextPlainCreateIsRefusedAndCreatesNothing) {
 
 TEST_F(HttpGuardTest, AForeignHostOnLoopbackIsRefused) {
   Start();
-  httplib::Result rebound = Send("application/json", {{"Host", "evil.example:8080"}},
-                                 CreateBody());
+  httplib::Result rebound = Send("application/json", {{"Host", "evil.example:8080"}}, CreateBody());
   ASSERT_TRUE(rebound);
   EXPECT_EQ(rebound->status, 421);
   EXPECT_THAT(Json(rebound)["message"].get<std::string>(), HasSubstr("evil.example:8080"));

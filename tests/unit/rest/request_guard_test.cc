@@ -42,14 +42,14 @@ const Case kCases[] = {
      "multipart/form-data; boundary=x", true, true, false, 415, "multipart/form-data"},
     {"body without a type", "POST", "/v1/runs", "127.0.0.1:8080", kNone, kNone, true, true, false,
      415, "without a type"},
-    {"body with an empty type", "POST", "/v1/runs", "127.0.0.1:8080", kNone, "", true, true,
-     false, 415, "without a type"},
-    {"no body, any type", "POST", "/v1/runs/x:cancel", "127.0.0.1:8080", kNone, "text/plain",
-     false, true, false, 0, ""},
+    {"body with an empty type", "POST", "/v1/runs", "127.0.0.1:8080", kNone, "", true, true, false,
+     415, "without a type"},
+    {"no body, any type", "POST", "/v1/runs/x:cancel", "127.0.0.1:8080", kNone, "text/plain", false,
+     true, false, 0, ""},
     {"login form", "POST", "/ui/login", "127.0.0.1:8080", "http://127.0.0.1:8080",
      "application/x-www-form-urlencoded", true, true, false, 0, ""},
-    {"login as text/plain", "POST", "/ui/login", "127.0.0.1:8080", kNone, "text/plain", true,
-     true, false, 415, "text/plain"},
+    {"login as text/plain", "POST", "/ui/login", "127.0.0.1:8080", kNone, "text/plain", true, true,
+     false, 415, "text/plain"},
     // Origins of state-changing requests.
     {"foreign origin text/plain", "POST", "/v1/runs", "127.0.0.1:8080", "http://evil.example",
      "text/plain", true, true, false, 403, "evil.example"},
@@ -61,13 +61,13 @@ const Case kCases[] = {
      "http://127.0.0.1:3000", "application/json", true, true, false, 403, "127.0.0.1:3000"},
     {"another scheme is another origin", "POST", "/v1/runs", "127.0.0.1:8080",
      "https://127.0.0.1:8080", "application/json", true, true, false, 403, "https"},
-    {"localhost page to 127.0.0.1", "POST", "/v1/runs", "127.0.0.1:8080",
-     "http://localhost:8080", "application/json", true, true, false, 403, "localhost"},
+    {"localhost page to 127.0.0.1", "POST", "/v1/runs", "127.0.0.1:8080", "http://localhost:8080",
+     "application/json", true, true, false, 403, "localhost"},
     {"own origin", "POST", "/v1/runs", "127.0.0.1:8080", "http://127.0.0.1:8080",
      "application/json", true, true, false, 0, ""},
     {"own origin, host case", "DELETE", "/v1/runs/x", "LOCALHOST:8080", "http://localhost:8080",
      kNone, false, true, false, 0, ""},
-    {"own origin over tls, default port", "POST", "/v1/runs", "collbench.example", 
+    {"own origin over tls, default port", "POST", "/v1/runs", "collbench.example",
      "https://collbench.example", "application/json", true, false, true, 0, ""},
     {"own origin, explicit default port", "POST", "/v1/runs", "collbench.example:443",
      "https://collbench.example", "application/json", true, false, true, 0, ""},
@@ -75,15 +75,15 @@ const Case kCases[] = {
      "application/json", true, true, false, 403, "127.0.0.1:8080/x"},
     {"origin without a host header", "POST", "/v1/runs", kNone, "http://127.0.0.1:8080",
      "application/json", true, false, false, 403, "127.0.0.1:8080"},
-    {"foreign origin on a read", "GET", "/v1/runs", "127.0.0.1:8080", "http://evil.example",
-     kNone, false, true, false, 0, ""},
-    {"foreign origin drain", "POST", "/v1/workers/a:drain", "10.0.0.5:8080",
-     "http://evil.example", kNone, false, false, false, 403, "evil.example"},
+    {"foreign origin on a read", "GET", "/v1/runs", "127.0.0.1:8080", "http://evil.example", kNone,
+     false, true, false, 0, ""},
+    {"foreign origin drain", "POST", "/v1/workers/a:drain", "10.0.0.5:8080", "http://evil.example",
+     kNone, false, false, false, 403, "evil.example"},
     {"foreign origin logout", "POST", "/ui/logout", "127.0.0.1:8080", "http://evil.example",
      "application/x-www-form-urlencoded", true, true, false, 403, "evil.example"},
     // Host names on a loopback listener (DNS rebinding).
-    {"rebound name, read", "GET", "/v1/runs", "evil.example:8080", kNone, kNone, false, true,
-     false, 421, "evil.example:8080"},
+    {"rebound name, read", "GET", "/v1/runs", "evil.example:8080", kNone, kNone, false, true, false,
+     421, "evil.example:8080"},
     {"rebound name, same-origin create", "POST", "/v1/runs", "evil.example:8080",
      "http://evil.example:8080", "application/json", true, true, false, 421, "evil.example"},
     {"rebound name, metrics", "GET", "/metrics", "evil.example", kNone, kNone, false, true, false,
@@ -92,18 +92,18 @@ const Case kCases[] = {
     {"host 127.1.2.3", "GET", "/v1/runs", "127.1.2.3:9", kNone, kNone, false, true, false, 0, ""},
     {"host [::1]", "GET", "/v1/runs", "[::1]:8080", kNone, kNone, false, true, false, 0, ""},
     {"host localhost", "GET", "/ui/", "localhost", kNone, kNone, false, true, false, 0, ""},
-    {"host 127.0.0.1.evil", "GET", "/v1/runs", "127.0.0.1.evil.example", kNone, kNone, false,
-     true, false, 421, "127.0.0.1.evil.example"},
+    {"host 127.0.0.1.evil", "GET", "/v1/runs", "127.0.0.1.evil.example", kNone, kNone, false, true,
+     false, 421, "127.0.0.1.evil.example"},
     {"host 0.0.0.0", "GET", "/v1/runs", "0.0.0.0:8080", kNone, kNone, false, true, false, 421,
      "0.0.0.0"},
-    {"host shorthand 127.1", "GET", "/v1/runs", "127.1:8080", kNone, kNone, false, true, false,
-     421, "127.1"},
-    {"host with userinfo", "GET", "/v1/runs", "x@127.0.0.1:8080", kNone, kNone, false, true,
-     false, 421, "x@127.0.0.1"},
-    {"no host header (HTTP/1.0 tool)", "GET", "/healthz", kNone, kNone, kNone, false, true,
-     false, 0, ""},
-    {"any host beyond loopback", "GET", "/v1/runs", "collbench.example:8080", kNone, kNone,
-     false, false, false, 0, ""},
+    {"host shorthand 127.1", "GET", "/v1/runs", "127.1:8080", kNone, kNone, false, true, false, 421,
+     "127.1"},
+    {"host with userinfo", "GET", "/v1/runs", "x@127.0.0.1:8080", kNone, kNone, false, true, false,
+     421, "x@127.0.0.1"},
+    {"no host header (HTTP/1.0 tool)", "GET", "/healthz", kNone, kNone, kNone, false, true, false,
+     0, ""},
+    {"any host beyond loopback", "GET", "/v1/runs", "collbench.example:8080", kNone, kNone, false,
+     false, false, 0, ""},
 };
 
 TEST(RequestGuardTest, Table) {
@@ -129,7 +129,8 @@ TEST(RequestGuardTest, Table) {
 }
 
 TEST(RequestGuardTest, StateChangingMethods) {
-  for (const char* method : {"POST", "PUT", "PATCH", "DELETE"}) EXPECT_TRUE(IsStateChanging(method));
+  for (const char* method : {"POST", "PUT", "PATCH", "DELETE"})
+    EXPECT_TRUE(IsStateChanging(method));
   for (const char* method : {"GET", "HEAD", "OPTIONS"}) EXPECT_FALSE(IsStateChanging(method));
 }
 

@@ -6,7 +6,6 @@
 
 #include "absl/strings/numbers.h"
 #include "absl/time/clock.h"
-
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "rest_http_fixture.h"
@@ -116,8 +115,8 @@ TEST_F(UiTest, LogoutEndsTheSession) {
   httplib::Result foreign = Logout(session, {{"Origin", "http://evil.example"}});
   EXPECT_EQ(foreign->status, 403);
   EXPECT_EQ(WithCookie("/ui/", session)->status, 200);
-  httplib::Result out = Logout(
-      session, {{"Origin", "http://127.0.0.1:" + std::to_string(server_->port())}});
+  httplib::Result out =
+      Logout(session, {{"Origin", "http://127.0.0.1:" + std::to_string(server_->port())}});
   ASSERT_TRUE(out);
   EXPECT_EQ(out->status, 303);
   EXPECT_EQ(out->get_header_value("Location"), "/ui/login");
