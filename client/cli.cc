@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include <cstdio>
+#include <cstdlib>
 
 #include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
@@ -23,12 +24,18 @@
 #include "common/flag_parser.h"
 #include "common/grpc_health.h"
 #include "common/units.h"
+#include "server/auth/authorizer.h"
+#include "server/auth/secret_env.h"
 
 namespace collbench {
 namespace {
 
-constexpr char kUsage[] = R"(usage: collbench [--coordinator HOST:PORT] [--token T]
+constexpr char kUsage[] =
+    R"(usage: collbench [--coordinator HOST:PORT] [--token-file FILE | --token T]
                  [--tls-ca FILE [--tls-server-name NAME]] COMMAND
+  The bearer token: --token-file FILE (its first line), or the COLLBENCH_TOKEN
+  environment variable; --token T also works but shows the token to every
+  local user (ps, /proc).
 commands:
   workers [--long]              the registered workers (--long: container facts
                                 and labels)
@@ -352,11 +359,37 @@ int RunCommand(const std::string& coordinator, const std::string& token,
   return kExitUsage;
 }
 
+namespace {
+
+// The bearer token: --token, else --token-file's first line, else the
+// COLLBENCH_TOKEN environment variable. The variable is removed either way,
+// so nothing this process starts (`local`'s workers) inherits it.
+absl::StatusOr<std::string> BearerToken(const std::string& flag_token,
+                                        const std::string& token_file) {
+  std::string from_env = TakeSecretFromEnv("COLLBENCH_TOKEN");
+  if (!flag_token.empty() && !token_file.empty()) {
+    return absl::InvalidArgumentError("--token and --token-file: give one of them");
+  }
+  if (!flag_token.empty()) return flag_token;
+  if (!token_file.empty()) {
+    if (absl::Status shared = CheckPrivateFile(token_file); !shared.ok()) {
+      absl::FPrintF(stderr, "collbench: warning: --token-file %s\n", shared.message());
+    }
+    return ReadTokenFile("token-file", token_file);
+  }
+  return from_env;
+}
+
+}  // namespace
+
 int RunCli(int argc, char** argv) {
-  std::string coordinator = "127.0.0.1:50051", token;
+  std::string coordinator = "127.0.0.1:50051", token, token_file;
   FlagParser flags;
   flags.String("coordinator", &coordinator, "coordinator gRPC address HOST:PORT");
-  flags.String("token", &token, "bearer token");
+  flags.String("token-file", &token_file,
+               "a file whose first line is the bearer token (also COLLBENCH_TOKEN)");
+  flags.String("token", &token,
+               "bearer token (visible to local users in the process list: prefer --token-file)");
   ClientTlsOptions tls;
   flags.String("tls-ca", &tls.ca_file, "PEM CA certificate(s): dial the coordinator over TLS");
   flags.String("tls-server-name", &tls.server_name,
@@ -369,10 +402,12 @@ int RunCli(int argc, char** argv) {
     return kExitOk;
   }
   if (!parsed.ok()) return Report(parsed);
+  absl::StatusOr<std::string> bearer = BearerToken(token, token_file);
+  if (!bearer.ok()) return Report(bearer.status());
   if (!flags.rest().empty() && flags.rest()[0] == "local") {
     return RunLocal(std::vector<std::string>(flags.rest().begin() + 1, flags.rest().end()));
   }
-  return RunCommand(coordinator, token, flags.rest(), tls);
+  return RunCommand(coordinator, *bearer, flags.rest(), tls);
 }
 
 }  // namespace collbench

@@ -1,7 +1,9 @@
 #include "client/local.h"
 
+#include <fcntl.h>
 #include <limits.h>
 #include <signal.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -11,6 +13,7 @@
 #include <fstream>
 #include <thread>
 
+#include "absl/strings/escaping.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/time/clock.h"
@@ -30,6 +33,28 @@ std::string SelfDir() {
   return self.substr(0, self.rfind('/'));
 }
 
+// A fresh random token: 256 bits from the kernel, as hex.
+absl::StatusOr<std::string> RandomToken() {
+  std::string bytes(32, '\0');
+  std::ifstream random("/dev/urandom", std::ios::binary);
+  if (!random.read(bytes.data(), bytes.size())) {
+    return absl::InternalError("cannot read /dev/urandom for a session token");
+  }
+  return absl::BytesToHexString(bytes);
+}
+
+// Writes `text` to a new file only its owner may read (0600, whatever the
+// umask); fails if the file exists.
+absl::Status WritePrivateFile(const std::string& path, const std::string& text) {
+  const int fd = open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0600);
+  if (fd < 0) return absl::InternalError(absl::StrCat("cannot create ", path));
+  fchmod(fd, 0600);
+  const bool written = write(fd, text.data(), text.size()) == static_cast<ssize_t>(text.size());
+  close(fd);
+  if (!written) return absl::InternalError(absl::StrCat("cannot write ", path));
+  return absl::OkStatus();
+}
+
 class LocalCluster {
  public:
   ~LocalCluster() { Stop(); }
@@ -40,8 +65,11 @@ class LocalCluster {
     char dir[] = "/tmp/collbench-local.XXXXXX";
     if (mkdtemp(dir) == nullptr) return absl::InternalError("cannot create a temporary folder");
     dir_ = dir;
+    chmod(dir, 0700);  // mkdtemp's mode; no other user may look inside
     CoordinatorOptions options;
     options.grpc_listen = "127.0.0.1:0";
+    absl::Status tokens = WriteSessionTokens(&options);
+    if (!tokens.ok()) return tokens;
     options.store = store.empty() ? ":memory:" : store;
     // One user on one machine: no per-caller create rate to share out.
     options.run_manager.create_rate = RateLimit{/*per_second=*/0, /*burst=*/1};
@@ -78,16 +106,47 @@ class LocalCluster {
   }
 
   const std::string& address() const { return address_; }
+  // The operator token of this session, for the command's own calls.
+  const std::string& token() const { return operator_token_; }
 
  private:
+  // Other users on this machine can reach 127.0.0.1 too: the coordinator
+  // takes only this session's random tokens. The operator token stays in
+  // this process; the workers read the join token from a 0600 file in the
+  // 0700 folder, never from argv or the environment.
+  absl::Status WriteSessionTokens(CoordinatorOptions* options) {
+    absl::StatusOr<std::string> operator_token = RandomToken();
+    absl::StatusOr<std::string> join_token = RandomToken();
+    if (!operator_token.ok()) return operator_token.status();
+    if (!join_token.ok()) return join_token.status();
+    operator_token_ = *operator_token;
+    join_token_file_ = dir_ + "/join-token";
+    options->tokens_file = dir_ + "/tokens";
+    absl::Status written = WritePrivateFile(
+        options->tokens_file,
+        absl::StrCat("operator ", *operator_token, "\nworker ", *join_token, "\n"));
+    if (!written.ok()) return written;
+    return WritePrivateFile(join_token_file_, *join_token + "\n");
+  }
+
   absl::Status Spawn(const std::string& name, int slots) {
     const std::string binary = SelfDir() + "/collbench-worker";
     const std::string log = absl::StrCat(dir_, "/", name, ".log");
     const std::string work = absl::StrCat(dir_, "/", name);
     // Everything stays on loopback, MPI's own TCP traffic included.
-    std::vector<std::string> args = {binary,         "--coordinator",   address_, "--listen",
-                                     "127.0.0.1:0",  "--name",          name,     "--work-dir",
-                                     work,           "--mpi-interface", "127.0.0.0/8"};
+    std::vector<std::string> args = {binary,
+                                     "--coordinator",
+                                     address_,
+                                     "--listen",
+                                     "127.0.0.1:0",
+                                     "--name",
+                                     name,
+                                     "--work-dir",
+                                     work,
+                                     "--mpi-interface",
+                                     "127.0.0.0/8",
+                                     "--join-token-file",
+                                     join_token_file_};
     if (slots > 0) args.insert(args.end(), {"--slots", absl::StrCat(slots)});
     const pid_t pid = fork();
     if (pid < 0) return absl::InternalError("fork failed");
@@ -132,6 +191,8 @@ class LocalCluster {
 
   std::string dir_;
   std::string address_;
+  std::string operator_token_;
+  std::string join_token_file_;
   std::unique_ptr<Coordinator> coordinator_;
   std::vector<pid_t> pids_;
 };
@@ -183,7 +244,7 @@ int RunLocal(const std::vector<std::string>& args) {
       std::find(command.begin(), command.end(), "--watch") == command.end()) {
     command.push_back("--wait");
   }
-  const int code = RunCommand(cluster.address(), "", command);
+  const int code = RunCommand(cluster.address(), cluster.token(), command);
   cluster.Stop();
   return code;
 }

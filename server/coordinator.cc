@@ -4,13 +4,16 @@
 #include <grpcpp/grpcpp.h>
 #include <grpcpp/health_check_service_interface.h>
 
+#include <atomic>
 #include <fstream>
 #include <sstream>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
 #include "absl/time/clock.h"
 #include "common/status_macros.h"
 #include "server/auth/authorizer.h"
+#include "server/auth/listen_policy.h"
 #include "server/core/watch_hub.h"
 #include "server/metrics/coordinator_metrics.h"
 #include "server/rest/http_server.h"
@@ -23,6 +26,8 @@ namespace collbench {
 
 struct Coordinator::Parts {
   Authorizer authorizer;
+  bool insecure_no_auth = false;                       // open on purpose: exported in /metrics
+  std::atomic<HttpServer*> http_for_metrics{nullptr};  // set once `http` serves
   std::unique_ptr<WatcherLimits> watchers;  // outlives both listeners
   std::shared_ptr<CoordinatorMetrics> metrics;
   std::unique_ptr<Store> store;
@@ -35,6 +40,9 @@ struct Coordinator::Parts {
 };
 
 namespace {
+
+// How often an open coordinator (--insecure-no-auth) says so again.
+constexpr absl::Duration kInsecureWarningInterval = absl::Minutes(10);
 
 absl::StatusOr<std::string> ReadFile(const std::string& path) {
   std::ifstream in(path);
@@ -68,6 +76,32 @@ absl::StatusOr<Authorizer> LoadTokens(const CoordinatorOptions& options) {
   return authorizer;
 }
 
+// The fail-closed state and the HTTP listener's refusals, in Prometheus text
+// after the metrics library's own families.
+std::string SecurityMetrics(bool insecure_no_auth, const HttpServer* http) {
+  std::string text = absl::StrCat(
+      "# HELP collbench_insecure_no_auth 1 when the coordinator serves beyond loopback without "
+      "API tokens (--insecure-no-auth)\n"
+      "# TYPE collbench_insecure_no_auth gauge\n"
+      "collbench_insecure_no_auth ",
+      insecure_no_auth ? 1 : 0, "\n");
+  if (http != nullptr) {
+    absl::StrAppend(
+        &text,
+        "# HELP collbench_ui_login_refusals_total /ui/login attempts refused by the per-client "
+        "throttle (HTTP 429)\n"
+        "# TYPE collbench_ui_login_refusals_total counter\n"
+        "collbench_ui_login_refusals_total ",
+        http->login_refusals(), "\n",
+        "# HELP collbench_http_request_refusals_total HTTP requests refused before routing: a "
+        "body not sent as JSON (415), a foreign Origin (403), a foreign Host on loopback (421)\n"
+        "# TYPE collbench_http_request_refusals_total counter\n"
+        "collbench_http_request_refusals_total ",
+        http->guard_refusals(), "\n");
+  }
+  return text;
+}
+
 std::shared_ptr<CoordinatorMetrics> NewMetrics(Store* store, RunManager* manager,
                                                const WatcherLimits* watchers) {
   MetricsSources sources;
@@ -87,6 +121,10 @@ absl::StatusOr<std::unique_ptr<Coordinator>> Coordinator::Start(const Coordinato
   c->parts_ = std::make_unique<Parts>();
   Parts& p = *c->parts_;
   ASSIGN_OR_RETURN(p.authorizer, LoadTokens(options));
+  RETURN_IF_ERROR(CheckListenPolicy(
+      {{"--grpc-listen", options.grpc_listen}, {"--http-listen", options.http_listen}},
+      p.authorizer, options.insecure_no_auth));
+  p.insecure_no_auth = options.insecure_no_auth && !p.authorizer.Protects(Role::kRead);
   if (options.store == ":memory:") {
     p.store = NewMemoryStore();
   } else {
@@ -109,8 +147,19 @@ absl::StatusOr<std::unique_ptr<Coordinator>> Coordinator::Start(const Coordinato
   RunManager* manager = c->manager_.get();
   absl::Notification* stop = &c->stop_;
   const absl::Duration interval = options.tick_interval;
-  c->ticker_ = std::thread([manager, stop, interval] {
-    while (!stop->WaitForNotificationWithTimeout(interval)) manager->Tick(absl::Now());
+  const bool insecure = p.insecure_no_auth;
+  c->ticker_ = std::thread([manager, stop, interval, insecure] {
+    absl::Time warned = absl::Now();
+    while (!stop->WaitForNotificationWithTimeout(interval)) {
+      const absl::Time now = absl::Now();
+      manager->Tick(now);
+      if (insecure && now - warned >= kInsecureWarningInterval) {
+        warned = now;
+        absl::FPrintF(stderr,
+                      "collbench-coordinator: WARNING: still serving without API tokens "
+                      "(--insecure-no-auth)\n");
+      }
+    }
   });
   return c;
 }
@@ -152,15 +201,22 @@ absl::Status Coordinator::StartHttp(const CoordinatorOptions& options) {
   deps.authorizer = &p.authorizer;
   deps.watchers = p.watchers.get();
   CoordinatorMetrics* metrics = p.metrics.get();
-  deps.metrics_text = [metrics] { return metrics->Scrape(); };
+  Parts* parts = &p;
+  deps.metrics_text = [metrics, parts] {
+    return metrics->Scrape() +
+           SecurityMetrics(parts->insecure_no_auth, parts->http_for_metrics.load());
+  };
   grpc::Server* server = p.server.get();
   deps.ready = [server] { return server != nullptr; };
   deps.on_request = [metrics](absl::string_view route, int status, absl::Duration latency) {
     metrics->RecordApiRequest("http", route, std::to_string(status), latency);
   };
   ASSIGN_OR_RETURN(p.http, HttpServer::Start(http, std::move(deps)));
+  p.http_for_metrics.store(p.http.get());
   return absl::OkStatus();
 }
+
+bool Coordinator::insecure_no_auth() const { return parts_->insecure_no_auth; }
 
 int Coordinator::http_port() const { return parts_->http ? parts_->http->port() : 0; }
 

@@ -24,7 +24,10 @@ struct CoordinatorOptions {
   std::string tls_cert;  // PEM files; both or neither; used by both listeners
   std::string tls_key;
   std::string tokens_file;  // bearer tokens (server/auth/authorizer.h); empty: none
-  std::string join_token;   // one more worker token (--join-token)
+  std::string join_token;   // one more worker token (--join-token-file's); empty: none
+  // Serve beyond loopback without API tokens (server/auth/listen_policy.h);
+  // logged at start and exported as collbench_insecure_no_auth 1.
+  bool insecure_no_auth = false;
   size_t max_body_bytes = 1 << 20;  // REST request bodies
   RunManagerOptions run_manager;
   WatcherLimitOptions watchers;  // WatchRun and REST event streams
@@ -34,6 +37,8 @@ struct CoordinatorOptions {
 class Coordinator {
  public:
   // Opens the store, recovers unfinished runs and starts serving.
+  // FailedPrecondition, before anything is opened, when the listeners and
+  // tokens break the fail-closed policy (server/auth/listen_policy.h).
   static absl::StatusOr<std::unique_ptr<Coordinator>> Start(const CoordinatorOptions& options);
   ~Coordinator();  // Shutdown()
 
@@ -41,6 +46,8 @@ class Coordinator {
   int grpc_port() const { return grpc_port_; }
   // The HTTP port, 0 when there is no HTTP listener.
   int http_port() const;
+  // Whether it serves without API tokens on purpose (--insecure-no-auth).
+  bool insecure_no_auth() const;
   RunManager* manager() { return manager_.get(); }
   // Blocks until Shutdown() is called from another thread.
   void Wait();

@@ -2,6 +2,7 @@
 // SIGINT or SIGTERM.
 #include <csignal>
 #include <cstdio>
+#include <cstdlib>
 #include <thread>
 
 #include "absl/strings/numbers.h"
@@ -9,13 +10,16 @@
 #include "absl/strings/str_format.h"
 #include "common/flag_parser.h"
 #include "common/units.h"
+#include "server/auth/authorizer.h"
+#include "server/auth/secret_env.h"
 #include "server/coordinator.h"
 
 namespace {
 
 constexpr char kUsage[] =
     "usage: collbench-coordinator [--grpc-listen HOST:PORT] [--http-listen HOST:PORT] "
-    "[--store FILE] [--tokens FILE] [--tls-cert F --tls-key F] [--join-token T] "
+    "[--store FILE] [--tokens FILE] [--tls-cert F --tls-key F] [--join-token-file F] "
+    "[--insecure-no-auth] "
     "[--max-queued-runs N] [--create-rate R] [--create-burst N] [--max-watchers N] "
     "[--max-watchers-per-client N] [--watcher-buffer N]\n";
 
@@ -34,6 +38,21 @@ void WholeNumberFlag(collbench::FlagParser& flags, const std::string& name, int 
       absl::StrCat(help, " (default ", *target, ")"));
 }
 
+// The worker join token: from --join-token-file, else from the
+// COLLBENCH_JOIN_TOKEN environment variable, which is removed either way so
+// that nothing this process starts inherits it.
+absl::StatusOr<std::string> JoinToken(const std::string& file) {
+  std::string from_env = collbench::TakeSecretFromEnv("COLLBENCH_JOIN_TOKEN");
+  if (!file.empty()) {
+    if (absl::Status shared = collbench::CheckPrivateFile(file); !shared.ok()) {
+      absl::FPrintF(stderr, "collbench-coordinator: WARNING: --join-token-file %s\n",
+                    shared.message());
+    }
+    return collbench::ReadTokenFile("join-token-file", file);
+  }
+  return from_env;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -48,7 +67,22 @@ int main(int argc, char** argv) {
   flags.String("tls-key", &options.tls_key, "PEM private key for TLS");
   flags.String("tokens", &options.tokens_file,
                "bearer tokens, one 'ROLE TOKEN' per line (roles: read, operator, worker)");
-  flags.String("join-token", &options.join_token, "a token workers must present");
+  std::string join_token_file;
+  flags.String("join-token-file", &join_token_file,
+               "a file whose first line is one more token workers must present (also "
+               "COLLBENCH_JOIN_TOKEN, read once and removed from the environment)");
+  flags.Custom(
+      "join-token", "T",
+      [](absl::string_view) {
+        return absl::InvalidArgumentError(
+            "--join-token puts the token on the command line, where every local user sees it: "
+            "write it to a file (chmod 600) and give --join-token-file FILE, or set "
+            "COLLBENCH_JOIN_TOKEN");
+      },
+      "refused: use --join-token-file");
+  flags.Bool("insecure-no-auth", &options.insecure_no_auth,
+             "serve beyond loopback without API tokens: anyone who reaches a listener may "
+             "create runs (logged, and collbench_insecure_no_auth 1 in /metrics)");
   flags.Int("heartbeat-timeout", &heartbeat_timeout_s, "seconds of silence before a worker is lost");
   collbench::RunManagerOptions& admission = options.run_manager;
   flags.Custom(
@@ -114,6 +148,17 @@ int main(int argc, char** argv) {
     return 2;
   }
   options.run_manager.heartbeat_timeout = absl::Seconds(heartbeat_timeout_s);
+  absl::StatusOr<std::string> join_token = JoinToken(join_token_file);
+  if (!join_token.ok()) {
+    absl::FPrintF(stderr, "collbench-coordinator: %s\n", join_token.status().message());
+    return 2;
+  }
+  options.join_token = *std::move(join_token);
+  if (!options.tokens_file.empty()) {
+    if (absl::Status shared = collbench::CheckPrivateFile(options.tokens_file); !shared.ok()) {
+      absl::FPrintF(stderr, "collbench-coordinator: WARNING: --tokens %s\n", shared.message());
+    }
+  }
 
   // Block the stop signals here so the waiting thread below takes them.
   sigset_t signals;
@@ -125,7 +170,18 @@ int main(int argc, char** argv) {
   auto coordinator = collbench::Coordinator::Start(options);
   if (!coordinator.ok()) {
     absl::FPrintF(stderr, "collbench-coordinator: %s\n", coordinator.status().message());
-    return coordinator.status().code() == absl::StatusCode::kInvalidArgument ? 2 : 1;
+    const absl::StatusCode code = coordinator.status().code();
+    return code == absl::StatusCode::kInvalidArgument ||
+                   code == absl::StatusCode::kFailedPrecondition
+               ? 2
+               : 1;
+  }
+  if ((*coordinator)->insecure_no_auth()) {
+    absl::FPrintF(stderr,
+                  "collbench-coordinator: WARNING: --insecure-no-auth: serving without API "
+                  "tokens; anyone who can reach %s%s may create runs on every worker\n",
+                  options.grpc_listen,
+                  options.http_listen.empty() ? "" : " or " + options.http_listen);
   }
   absl::FPrintF(stderr, "collbench-coordinator: serving gRPC on port %d, store %s\n",
                 (*coordinator)->grpc_port(), options.store);

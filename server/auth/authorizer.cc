@@ -1,5 +1,10 @@
 #include "server/auth/authorizer.h"
 
+#include <openssl/crypto.h>
+#include <openssl/sha.h>
+#include <sys/stat.h>
+
+#include <cstdio>
 #include <fstream>
 #include <sstream>
 #include <utility>
@@ -12,6 +17,12 @@
 
 namespace collbench {
 namespace {
+
+std::array<uint8_t, 32> Sha256(absl::string_view text) {
+  std::array<uint8_t, 32> digest;
+  SHA256(reinterpret_cast<const unsigned char*>(text.data()), text.size(), digest.data());
+  return digest;
+}
 
 bool Allows(Role have, Role needed) {
   if (have == needed) return true;
@@ -57,7 +68,7 @@ absl::StatusOr<Authorizer> Authorizer::FromText(absl::string_view text) {
       return absl::InvalidArgumentError(absl::StrCat(
           "line ", line_number, ": unknown role '", fields[0], "' (read, operator or worker)"));
     }
-    if (authorizer.roles_.count(fields[1]) > 0) {
+    if (authorizer.Find(fields[1]) >= 0) {
       return absl::InvalidArgumentError(
           absl::StrCat("line ", line_number, ": the same token appears twice"));
     }
@@ -81,11 +92,33 @@ absl::StatusOr<Authorizer> Authorizer::FromFile(const std::string& path) {
   return parsed;
 }
 
-void Authorizer::Add(Role role, std::string token) { roles_[std::move(token)] = role; }
+void Authorizer::Add(Role role, std::string token) {
+  entries_.push_back({Sha256(token), role});
+  // The caller's copy of the token is its own to clear; this one goes now.
+  OPENSSL_cleanse(token.data(), token.size());
+}
+
+int Authorizer::Find(absl::string_view token) const {
+  const Digest digest = Sha256(token);
+  int found = -1;
+  for (size_t i = 0; i < entries_.size(); ++i) {
+    // Every entry is compared; the select below has no data-dependent branch
+    // on the digests' bytes.
+    const int same = CRYPTO_memcmp(digest.data(), entries_[i].digest.data(), digest.size()) == 0;
+    found = same && found < 0 ? static_cast<int>(i) : found;
+  }
+  return found;
+}
+
+absl::StatusOr<Role> Authorizer::RoleOf(absl::string_view token) const {
+  const int index = Find(token);
+  if (index < 0) return absl::NotFoundError("unknown token");
+  return entries_[index].role;
+}
 
 bool Authorizer::Protects(Role role) const {
-  for (const auto& [token, have] : roles_) {
-    if ((have == Role::kWorker) == (role == Role::kWorker)) return true;
+  for (const Entry& entry : entries_) {
+    if ((entry.role == Role::kWorker) == (role == Role::kWorker)) return true;
   }
   return false;
 }
@@ -106,12 +139,12 @@ absl::Status Authorizer::Check(absl::string_view authorization, Role needed) con
 absl::Status Authorizer::CheckToken(absl::string_view token, Role needed) const {
   if (!Protects(needed)) return absl::OkStatus();
   if (token.empty()) return absl::UnauthenticatedError("missing token");
-  auto it = roles_.find(token);
-  if (it == roles_.end()) return absl::UnauthenticatedError("unknown token");
-  if (!Allows(it->second, needed)) {
-    return absl::PermissionDeniedError(absl::StrCat("a ", RoleName(it->second),
-                                                    " token may not do this; it needs the ",
-                                                    RoleName(needed), " role"));
+  const int index = Find(token);
+  if (index < 0) return absl::UnauthenticatedError("unknown token");
+  const Role have = entries_[index].role;
+  if (!Allows(have, needed)) {
+    return absl::PermissionDeniedError(absl::StrCat(
+        "a ", RoleName(have), " token may not do this; it needs the ", RoleName(needed), " role"));
   }
   return absl::OkStatus();
 }
@@ -122,10 +155,9 @@ std::string Authorizer::CallerOf(absl::string_view authorization, absl::string_v
       absl::StartsWithIgnoreCase(authorization, kScheme)) {
     const absl::string_view token =
         absl::StripAsciiWhitespace(authorization.substr(kScheme.size()));
-    int index = 0;
-    for (const auto& [known, role] : roles_) {
-      if (known == token && role != Role::kWorker) return absl::StrCat("token ", index);
-      ++index;
+    const int index = Find(token);
+    if (index >= 0 && entries_[index].role != Role::kWorker) {
+      return absl::StrCat("token ", index);
     }
   }
   // gRPC peers are "ipv4:1.2.3.4:5678", "ipv6:[::1]:5678" or "unix:/path".
@@ -139,6 +171,32 @@ std::string Authorizer::CallerOf(absl::string_view authorization, absl::string_v
   }
   if (host.empty()) return "anonymous";
   return absl::StrCat("peer ", host);
+}
+
+absl::Status CheckPrivateFile(const std::string& path) {
+  struct stat info;
+  if (stat(path.c_str(), &info) != 0) return absl::OkStatus();
+  if ((info.st_mode & S_IROTH) == 0) return absl::OkStatus();
+  char mode[8];
+  std::snprintf(mode, sizeof mode, "%04o", static_cast<unsigned>(info.st_mode & 07777));
+  return absl::FailedPreconditionError(absl::StrCat(path, " holds secrets but has mode ", mode,
+                                                    ": every user may read it (chmod 600 ", path,
+                                                    ", or 640 for a group)"));
+}
+
+absl::StatusOr<std::string> ReadTokenFile(absl::string_view flag, const std::string& path) {
+  std::ifstream in(path);
+  std::string line;
+  if (!in || !std::getline(in, line)) {
+    return absl::InvalidArgumentError(absl::StrCat("--", flag, ": cannot read '", path, "'"));
+  }
+  std::string token(absl::StripAsciiWhitespace(line));
+  OPENSSL_cleanse(line.data(), line.size());
+  if (token.empty()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--", flag, " ", path, ": the first line holds no token"));
+  }
+  return token;
 }
 
 }  // namespace collbench

@@ -16,13 +16,21 @@
 // worker tokens. An Authorizer without tokens (collbench local, tests)
 // allows everything.
 //
+// Token checks take the same time whichever token (or none) matches: the
+// presented token's SHA-256 digest is compared with every known token's
+// digest (CRYPTO_memcmp), with no early exit and no ordered lookup, so the
+// time of a refusal tells nothing about how close a guess was. Only the
+// digests are kept.
+//
 // Thread safety: immutable after construction; Check() may be called from
 // any thread.
 #ifndef COLLBENCH_SERVER_AUTH_AUTHORIZER_H_
 #define COLLBENCH_SERVER_AUTH_AUTHORIZER_H_
 
-#include <map>
+#include <array>
+#include <cstdint>
 #include <string>
+#include <vector>
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
@@ -45,7 +53,7 @@ class Authorizer {
   // Reads and parses a token file.
   static absl::StatusOr<Authorizer> FromFile(const std::string& path);
 
-  // Adds one token (e.g. --join-token for the worker role).
+  // Adds one token (e.g. --join-token-file for the worker role).
   void Add(Role role, std::string token);
 
   // Whether calls that need `role` need a token at all.
@@ -60,6 +68,9 @@ class Authorizer {
   // The same for a bare token (e.g. the join token of a worker's Register).
   absl::Status CheckToken(absl::string_view token, Role needed) const;
 
+  // The role of a known token, or NotFound; constant time as CheckToken.
+  absl::StatusOr<Role> RoleOf(absl::string_view token) const;
+
   // Who makes a call, for per-caller limits: "token N" (the token's place
   // in the file's sorted order, never the token itself) for a known API
   // token, else "peer HOST" from `peer` (an IP address, or gRPC's
@@ -67,8 +78,28 @@ class Authorizer {
   std::string CallerOf(absl::string_view authorization, absl::string_view peer) const;
 
  private:
-  std::map<std::string, Role, std::less<>> roles_;  // token -> role
+  using Digest = std::array<uint8_t, 32>;
+  struct Entry {
+    Digest digest;  // SHA-256 of the token
+    Role role;
+  };
+  // The index in entries_ of the token, or -1; looks at every entry.
+  int Find(absl::string_view token) const;
+
+  std::vector<Entry> entries_;  // in the tokens' sorted order (CallerOf)
 };
+
+// Whether a secret file (tokens, a join token) may be read by every user:
+// FailedPrecondition naming the file and its mode when others may read it,
+// OK otherwise (a group, such as a pod's fsGroup on a Kubernetes Secret
+// volume, may; a file that cannot be stat'ed is OK here, reading it
+// reports that). Callers warn with the message.
+absl::Status CheckPrivateFile(const std::string& path);
+
+// Reads a one-token file (--join-token-file, --token-file): the first
+// line, surrounding white space removed. InvalidArgument naming `flag` and
+// the path when it cannot be read or is empty.
+absl::StatusOr<std::string> ReadTokenFile(absl::string_view flag, const std::string& path);
 
 }  // namespace collbench
 

@@ -20,12 +20,14 @@
 namespace collbench {
 
 class EventStream;
+class UiSessions;
 
 // One request. Query parameter names are in snake_case (the dispatcher
 // turns pageSize into page_size) and each appears at most once.
 struct RestRequest {
   std::string id;  // the {id} path segment, if any
   std::string caller;  // who asks, for per-caller limits (Authorizer::CallerOf)
+  std::string session;  // on /ui/ routes: the session id of the cookie, if any
   std::map<std::string, std::string> query;
   std::string body;
 };
@@ -51,6 +53,7 @@ struct RestContext {
   absl::Duration keepalive = absl::Seconds(15);  // event stream comments
   WatcherLimits* watchers = nullptr;             // may be null: no watcher limits
   const Authorizer* authorizer = nullptr;        // may be null: no tokens (the /ui/ login)
+  UiSessions* sessions = nullptr;                // the /ui/ sessions; null: no login
   bool tls = false;                              // served over TLS (the login cookie's Secure)
 };
 

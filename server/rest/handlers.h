@@ -36,6 +36,7 @@ RestReply UiCompare(const RestContext& context, const RestRequest& request);
 RestReply UiSuite(const RestContext& context, const RestRequest& request);
 RestReply UiLoginForm(const RestContext& context, const RestRequest& request);
 RestReply UiLogin(const RestContext& context, const RestRequest& request);
+RestReply UiLogout(const RestContext& context, const RestRequest& request);
 
 }  // namespace collbench::rest_handlers
 

@@ -3,12 +3,13 @@
 // and Brotli; its pkg-config module defines the matching CPPHTTPLIB_*
 // macros for this target only (server/rest/CMakeLists.txt).
 //
-// Request flow: the pre-routing hook notes the start time and serves every
-// request without a body itself; requests with a body arrive through a
-// content-reader handler that enforces max_body_bytes while reading (also
-// for chunked or compressed bodies, which httplib does not limit). Both end
-// in Serve(): route match, token check, query names, handler, reply. The
-// logger reports each finished request to on_request.
+// Request flow: the pre-routing hook notes the start time, refuses what the
+// request guard refuses (server/rest/request_guard.h: body types, foreign
+// Origins, foreign Host names on loopback; a refused body is not read and
+// its connection is closed) and serves every request without a body itself; requests with a body
+// arrive through a content-reader handler that enforces max_body_bytes while reading (also for
+// chunked or compressed bodies, which httplib does not limit). Both end in Serve(): route match,
+// token check, query names, handler, reply. The logger reports each finished request to on_request.
 //
 // Event streams: httplib serves a request on one of its threads and offers
 // no way to keep a connection past the handler without that thread. So an
@@ -28,9 +29,10 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
-#include <cstdlib>
-
 #include <algorithm>
+#include <atomic>
+#include <cstdlib>
+#include <optional>
 #include <thread>
 #include <utility>
 
@@ -39,13 +41,16 @@
 #include "absl/time/clock.h"
 #include "api/status_mapping.h"
 #include "common/host_port.h"
+#include "server/auth/listen_policy.h"
 #include "server/core/admission.h"
 #include "server/rest/event_stream.h"
+#include "server/rest/request_guard.h"
 #include "server/rest/rest_json.h"
 #include "server/rest/routes.h"
 #include "server/rest/sse_writer.h"
 #include "server/rest/ui_pages.h"
 #include "server/rest/ui_session.h"
+#include "server/rest/ui_sessions.h"
 
 namespace collbench {
 namespace {
@@ -72,6 +77,12 @@ bool HasBody(const httplib::Request& req) {
   if (req.has_header("Transfer-Encoding")) return true;
   const std::string length = req.get_header_value("Content-Length");
   return !length.empty() && length != "0";
+}
+
+std::optional<absl::string_view> Header(const httplib::Request& req, const char* name) {
+  if (!req.has_header(name)) return std::nullopt;
+  // httplib keeps headers in a multimap; the reference outlives the check.
+  return absl::string_view(req.headers.find(name)->second);
 }
 
 // The message of an error httplib itself answered (the body is empty then).
@@ -141,7 +152,7 @@ int FindConnection(const httplib::Request& req) {
 class HttpServerImpl final : public HttpServer {
  public:
   HttpServerImpl(const HttpServerOptions& options, HttpServerDependencies deps)
-      : options_(options), deps_(std::move(deps)) {
+      : options_(options), deps_(std::move(deps)), sessions_(options.ui_sessions) {
     context_.manager = deps_.manager;
     context_.hub = deps_.hub;
     context_.metrics_text = deps_.metrics_text;
@@ -150,14 +161,20 @@ class HttpServerImpl final : public HttpServer {
     context_.watchers = deps_.watchers;
     context_.authorizer = deps_.authorizer;
     context_.tls = !options_.tls_cert.empty();
+    context_.sessions = &sessions_;
+    guarded_listener_.tls = context_.tls;
   }
   ~HttpServerImpl() override { Shutdown(); }
 
   absl::Status Listen();
   int port() const override { return port_; }
   void Shutdown() override;
+  int64_t login_refusals() const override { return sessions_.login_refusals(); }
+  int64_t guard_refusals() const override { return guard_refusals_.load(); }
 
  private:
+  // Answers a request the guard refuses; false when it may be routed.
+  bool Refused(const httplib::Request& req, httplib::Response& res);
   absl::Status MakeServer();
   void Install();
   void ServeWithBody(const httplib::Request& req, httplib::Response& res,
@@ -165,9 +182,8 @@ class HttpServerImpl final : public HttpServer {
   void Serve(const httplib::Request& req, httplib::Response& res, std::string body);
   // The token check for a route; OK for public routes and without tokens.
   absl::Status Authorize(const httplib::Request& req, const RestRoute& route) const;
-  // The request's credentials as an Authorization header value: its own
-  // header, or on a /ui/ route the login cookie's token as a bearer.
-  std::string Credentials(const httplib::Request& req, const RestRoute& route) const;
+  // The /ui/ session's check: a route of `needed` with the cookie's session.
+  absl::Status AuthorizeSession(const httplib::Request& req, Role needed) const;
   absl::Status ParseQuery(const httplib::Request& req, const RestRoute& route,
                           RestRequest* request) const;
   void Write(RestReply reply, httplib::Response& res);
@@ -183,6 +199,9 @@ class HttpServerImpl final : public HttpServer {
   const HttpServerOptions options_;
   const HttpServerDependencies deps_;
   RestContext context_;
+  mutable UiSessions sessions_;       // Find() drops an expired session
+  GuardedListener guarded_listener_;  // set by Listen()
+  std::atomic<int64_t> guard_refusals_{0};
   EventStreams streams_;  // those served on request threads (TLS)
   std::unique_ptr<SseWriter> writer_;  // null with TLS
   std::unique_ptr<httplib::Server> server_;
@@ -228,6 +247,7 @@ void HttpServerImpl::Install() {
   });
   server_->set_pre_routing_handler([this](const httplib::Request& req, httplib::Response& res) {
     request_start = absl::Now();
+    if (Refused(req, res)) return httplib::Server::HandlerResponse::Handled;
     if (HasBody(req)) return httplib::Server::HandlerResponse::Unhandled;
     Serve(req, res, "");
     return httplib::Server::HandlerResponse::Handled;
@@ -269,6 +289,7 @@ absl::Status HttpServerImpl::Listen() {
   }
   const std::string host = address->host.empty() ? "0.0.0.0" : address->host;
   int port = address->port;
+  guarded_listener_.loopback = IsLoopbackHost(host);
   if (absl::Status made = MakeServer(); !made.ok()) return made;
   Install();
   if (port == 0) {
@@ -301,6 +322,26 @@ void HttpServerImpl::Shutdown() {
   streams_.CloseAll();
   if (writer_ != nullptr) writer_->Shutdown();
   if (listener_.joinable()) listener_.join();
+}
+
+bool HttpServerImpl::Refused(const httplib::Request& req, httplib::Response& res) {
+  GuardedRequest guarded;
+  guarded.method = req.method;
+  guarded.path = req.path;
+  guarded.host = Header(req, "Host");
+  guarded.origin = Header(req, "Origin");
+  guarded.content_type = Header(req, "Content-Type");
+  guarded.has_body = HasBody(req);
+  const std::optional<GuardRefusal> refusal = CheckRequest(guarded, guarded_listener_);
+  if (!refusal) return false;
+  guard_refusals_.fetch_add(1);
+  const absl::StatusCode code = refusal->http_status == 415 ? absl::StatusCode::kInvalidArgument
+                                                            : absl::StatusCode::kPermissionDenied;
+  res.status = refusal->http_status;
+  res.set_content(ErrorJson(absl::Status(code, refusal->message)), "application/json");
+  // The body, if any, is not read: the connection cannot serve another.
+  if (guarded.has_body) res.set_header("Connection", "close");
+  return true;
 }
 
 void HttpServerImpl::ServeWithBody(const httplib::Request& req, httplib::Response& res,
@@ -365,10 +406,13 @@ void HttpServerImpl::Serve(const httplib::Request& req, httplib::Response& res, 
   RestRequest request;
   request.id = match.id;
   request.body = std::move(body);
-  request.caller = deps_.authorizer != nullptr
-                       ? deps_.authorizer->CallerOf(Credentials(req, *match.route),
-                                                    req.remote_addr)
-                       : Authorizer().CallerOf("", req.remote_addr);
+  request.caller =
+      deps_.authorizer != nullptr
+          ? deps_.authorizer->CallerOf(req.get_header_value("Authorization"), req.remote_addr)
+          : Authorizer().CallerOf("", req.remote_addr);
+  if (IsUiPath(match.route->path)) {
+    request.session = UiSessionFromCookies(req.get_header_value("Cookie"));
+  }
   if (absl::Status parsed = ParseQuery(req, *match.route, &request); !parsed.ok()) {
     return Write(ErrorReply(parsed), res);
   }
@@ -427,18 +471,25 @@ bool HttpServerImpl::HandOver(const httplib::Request& req, RestReply& reply,
   return true;
 }
 
-std::string HttpServerImpl::Credentials(const httplib::Request& req,
-                                        const RestRoute& route) const {
-  std::string header = req.get_header_value("Authorization");
-  if (!header.empty() || !IsUiPath(route.path)) return header;
-  const std::string token = UiTokenFromCookies(req.get_header_value("Cookie"));
-  return token.empty() ? "" : absl::StrCat("Bearer ", token);
+absl::Status HttpServerImpl::AuthorizeSession(const httplib::Request& req, Role needed) const {
+  absl::StatusOr<Role> role =
+      sessions_.Find(UiSessionFromCookies(req.get_header_value("Cookie")), absl::Now());
+  if (!role.ok()) return role.status();
+  if (needed == Role::kOperator && *role != Role::kOperator) {
+    return absl::PermissionDeniedError(
+        "this page needs a session signed in with an operator token");
+  }
+  return absl::OkStatus();
 }
 
 absl::Status HttpServerImpl::Authorize(const httplib::Request& req, const RestRoute& route) const {
   if (route.access == Access::kPublic || deps_.authorizer == nullptr) return absl::OkStatus();
   const Role needed = route.access == Access::kOperator ? Role::kOperator : Role::kRead;
-  return deps_.authorizer->Check(Credentials(req, route), needed);
+  const std::string header = req.get_header_value("Authorization");
+  if (!header.empty() || !IsUiPath(route.path) || !deps_.authorizer->Protects(needed)) {
+    return deps_.authorizer->Check(header, needed);
+  }
+  return AuthorizeSession(req, needed);
 }
 
 absl::Status HttpServerImpl::ParseQuery(const httplib::Request& req, const RestRoute& route,

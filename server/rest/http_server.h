@@ -5,7 +5,10 @@
 // Errors: every failed request gets a JSON body {code, status, message,
 // details} (server/rest/rest_json.h) with the HTTP status HttpStatusFor()
 // gives its code; 405 for a known path with another method, 413 for a body
-// over max_body_bytes. Tokens: routes other than /healthz, /readyz and
+// over max_body_bytes. Before routing, the request guard
+// (server/rest/request_guard.h) refuses bodies not sent as JSON (415), a
+// state-changing request from a foreign Origin (403) and, on a loopback
+// listener, a Host that is not loopback (421). Tokens: routes other than /healthz, /readyz and
 // /metrics need a bearer token of the route's role (server/rest/routes.h);
 // missing or unknown gets 401, a read token on an operator route 403.
 //
@@ -26,6 +29,7 @@
 #include "server/core/run_manager.h"
 #include "server/core/watch_hub.h"
 #include "server/core/watcher_limits.h"
+#include "server/rest/ui_sessions.h"
 
 namespace collbench {
 
@@ -41,6 +45,8 @@ struct HttpServerOptions {
   int threads = 64;
   // An event stream sends a comment after this long without an event.
   absl::Duration event_keepalive = absl::Seconds(15);
+  // The /ui/ sessions' lifetime and cap, and the login throttle.
+  UiSessionOptions ui_sessions;
 };
 
 struct HttpServerDependencies {
@@ -74,6 +80,10 @@ class HttpServer {
   // connections are closed within about a second. Idempotent; the
   // destructor calls it.
   virtual void Shutdown() = 0;
+  // /ui/login attempts refused by the throttle (429), and requests the
+  // request guard refused (403, 415, 421), since Start().
+  virtual int64_t login_refusals() const = 0;
+  virtual int64_t guard_refusals() const = 0;
 };
 
 }  // namespace collbench

@@ -12,6 +12,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
+#include "absl/time/clock.h"
 #include "absl/time/time.h"
 #include "analysis/html.h"
 #include "analysis/report.h"
@@ -23,11 +24,15 @@
 #include "server/rest/rest_json.h"
 #include "server/rest/ui_pages.h"
 #include "server/rest/ui_session.h"
+#include "server/rest/ui_sessions.h"
 
 namespace collbench::rest_handlers {
 namespace {
 
-constexpr char kNav[] = "<a href=\"/ui/\">runs</a><a href=\"/ui/login\">token</a>";
+constexpr char kNav[] =
+    "<a href=\"/ui/\">runs</a><a href=\"/ui/login\">token</a>"
+    "<form class=\"logout\" method=\"post\" action=\"/ui/logout\">"
+    "<button type=\"submit\">sign out</button></form>";
 // The runs tables' head; RunRow() fills them.
 constexpr char kRunsTableHead[] =
     "<table class=\"data\"><thead><tr><th>run</th><th>state</th><th>operation</th>"
@@ -232,11 +237,43 @@ RestReply UiLogin(const RestContext& context, const RestRequest& request) {
     reply.body = "this coordinator needs no token\n";
     return reply;
   }
+  if (context.sessions == nullptr) {
+    return UiLoginReply(503, next, "signing in is not available on this server");
+  }
+  const absl::Time now = absl::Now();
+  if (const absl::Duration wait = context.sessions->AdmitLogin(request.caller, now);
+      wait > absl::ZeroDuration()) {
+    const int64_t retry_s =
+        std::max<int64_t>(1, absl::ToInt64Seconds(absl::Ceil(wait, absl::Seconds(1))));
+    RestReply refused = UiLoginReply(
+        429, next,
+        absl::StrCat("too many sign-in attempts from here; try again in ", retry_s, " s"));
+    refused.headers["Retry-After"] = absl::StrCat(retry_s);
+    return refused;
+  }
   if (absl::Status allowed = context.authorizer->CheckToken(token, Role::kRead); !allowed.ok()) {
     return UiLoginReply(401, next, "that token does not give read access");
   }
-  reply.headers["Set-Cookie"] = UiSessionCookie(token, context.tls);
+  absl::StatusOr<Role> role = context.authorizer->RoleOf(token);
+  if (!role.ok()) return UiLoginReply(401, next, "that token does not give read access");
+  const std::string session = context.sessions->Create(*role, now);
+  reply.headers["Set-Cookie"] =
+      UiSessionCookie(session, context.tls, absl::ToInt64Seconds(context.sessions->lifetime()));
   reply.body = "signed in\n";
+  return reply;
+}
+
+RestReply UiLogout(const RestContext& context, const RestRequest& request) {
+  if (context.sessions != nullptr && !request.session.empty()) {
+    context.sessions->Revoke(request.session);
+  }
+  RestReply reply;
+  reply.http_status = 303;
+  reply.content_type = "text/plain; charset=utf-8";
+  reply.headers = UiSecurityHeaders("");
+  reply.headers["Location"] = "/ui/login";
+  reply.headers["Set-Cookie"] = UiClearedCookie(context.tls);
+  reply.body = "signed out\n";
   return reply;
 }
 

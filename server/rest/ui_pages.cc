@@ -29,7 +29,8 @@ RestReply UiLoginReply(int http_status, const std::string& next, const std::stri
   absl::StrAppend(
       &body,
       "<p class=\"meta\">The pages under /ui/ need a token with read access, as the API does. "
-      "It is kept in an HttpOnly, SameSite=Strict cookie for these pages only.</p>\n"
+      "Signing in starts a session of at most 12 hours; its cookie (HttpOnly, SameSite=Strict, "
+      "for these pages only) holds a random session id, never the token.</p>\n"
       "<form class=\"login\" method=\"post\" action=\"/ui/login\">"
       "<input type=\"hidden\" name=\"next\" value=\"",
       HtmlEscape(next),

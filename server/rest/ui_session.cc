@@ -48,7 +48,7 @@ std::string Decode(absl::string_view text) {
 
 bool IsUiPath(absl::string_view path) { return absl::StartsWith(path, "/ui/"); }
 
-std::string UiTokenFromCookies(absl::string_view cookie_header) {
+std::string UiSessionFromCookies(absl::string_view cookie_header) {
   for (absl::string_view part : absl::StrSplit(cookie_header, ';')) {
     part = absl::StripAsciiWhitespace(part);
     if (absl::ConsumePrefix(&part, kUiCookieName) && absl::ConsumePrefix(&part, "=")) {
@@ -58,10 +58,12 @@ std::string UiTokenFromCookies(absl::string_view cookie_header) {
   return "";
 }
 
-std::string UiSessionCookie(absl::string_view token, bool secure) {
-  return absl::StrCat(kUiCookieName, "=", Encode(token), "; HttpOnly; SameSite=Strict; Path=/",
-                      secure ? "; Secure" : "");
+std::string UiSessionCookie(absl::string_view id, bool secure, int64_t max_age_s) {
+  return absl::StrCat(kUiCookieName, "=", Encode(id), "; HttpOnly; SameSite=Strict; Path=/",
+                      "; Max-Age=", max_age_s, secure ? "; Secure" : "");
 }
+
+std::string UiClearedCookie(bool secure) { return UiSessionCookie("", secure, 0); }
 
 std::string SafeUiTarget(absl::string_view next) {
   if (!IsUiPath(next) || absl::StrContains(next, "//") || absl::StrContains(next, "\\") ||
@@ -86,7 +88,10 @@ std::map<std::string, std::string> UiSecurityHeaders(const std::string& nonce) {
                     "; style-src 'unsafe-inline'; img-src data:; connect-src 'self'; "
                     "form-action 'self'; base-uri 'none'; frame-ancestors 'none'")},
       {"X-Content-Type-Options", "nosniff"},
-      {"Referrer-Policy", "no-referrer"},
+      // Not no-referrer: under it a browser sends `Origin: null` with the
+      // pages' own form POSTs, which the request guard refuses. same-origin
+      // still sends nothing to other sites.
+      {"Referrer-Policy", "same-origin"},
       {"Cache-Control", "no-store"},
   };
 }

@@ -1,10 +1,13 @@
-// How a browser holds a token for the /ui/ pages (DESIGN §5, §9). A
+// How a browser holds a session for the /ui/ pages (DESIGN §5, §9). A
 // browser cannot add an Authorization header to a page load or an
 // EventSource, so /ui/login (public) takes a token in a form and, when it
-// has read access, sets it as a cookie: HttpOnly (no script reads it),
-// SameSite=Strict (no other site's page sends it), Path=/, and Secure when
-// the coordinator serves TLS. The dispatcher accepts the cookie only on
-// /ui/ routes, which only read; the API keeps its bearer header.
+// has read access, starts a server-side session (server/rest/ui_sessions.h)
+// whose random id, never the token, goes into a cookie: HttpOnly (no script
+// reads it), SameSite=Strict (no other site's page sends it), Path=/,
+// Max-Age of the session's lifetime, and Secure when the coordinator serves
+// TLS. POST /ui/logout ends the session and clears the cookie. The
+// dispatcher accepts the cookie only on /ui/ routes, which only read; the
+// API keeps its bearer header.
 //
 // Also the headers every /ui/ answer carries: a Content-Security-Policy
 // that allows nothing from elsewhere and only the page's own nonce-bearing
@@ -14,6 +17,7 @@
 #ifndef COLLBENCH_SERVER_REST_UI_SESSION_H_
 #define COLLBENCH_SERVER_REST_UI_SESSION_H_
 
+#include <cstdint>
 #include <map>
 #include <string>
 
@@ -21,17 +25,20 @@
 
 namespace collbench {
 
-inline constexpr char kUiCookieName[] = "collbench_token";
+inline constexpr char kUiCookieName[] = "collbench_session";
 
 // Whether `path` (a route template or a request path) is a /ui/ page.
 bool IsUiPath(absl::string_view path);
 
-// The token in a request's Cookie header ("a=1; collbench_token=…"), or
-// "" when it carries none.
-std::string UiTokenFromCookies(absl::string_view cookie_header);
+// The session id in a request's Cookie header ("a=1; collbench_session=…"),
+// or "" when it carries none.
+std::string UiSessionFromCookies(absl::string_view cookie_header);
 
-// The Set-Cookie value that stores `token`.
-std::string UiSessionCookie(absl::string_view token, bool secure);
+// The Set-Cookie value that stores the session `id` for `max_age_s`.
+std::string UiSessionCookie(absl::string_view id, bool secure, int64_t max_age_s);
+
+// The Set-Cookie value that makes the browser drop the session cookie.
+std::string UiClearedCookie(bool secure);
 
 // `next` when it names a /ui/ page of this server, else "/ui/": a login
 // never redirects elsewhere.

@@ -14,7 +14,10 @@ Cases:
          request outside the page's own origin (for a file: none but the
          file); every plot has one series per configuration; /ui/ without a
          token shows the login form, and signing in sets an HttpOnly,
-         SameSite=Strict cookie that the pages accept and the API does not.
+         SameSite=Strict, expiring cookie holding a random session id (never
+         the token) that the pages accept and the API does not; the page's
+         sign-out form (same origin) ends the session, after which the old
+         cookie opens nothing.
   live   a run of 18 sizes opened on /ui/runs/{id} as soon as it is created:
          while it is RUNNING the page's point count grows without a reload
          (a partial curve is seen), and it ends with every size and the
@@ -135,10 +138,43 @@ def sign_in(c, page, token):
     expect(page.evaluate("location.pathname") == "/ui/",
            "signing in went to %s" % page.evaluate("location.href"))
     cookies = page.call("Network.getCookies", {"urls": [c.url("/ui/")]})["cookies"]
-    session = [k for k in cookies if k["name"] == "collbench_token"]
+    session = [k for k in cookies if k["name"] == "collbench_session"]
     expect(session and session[0]["httpOnly"] and session[0]["sameSite"] == "Strict"
-           and session[0]["path"] == "/",
-           "the login cookie is not HttpOnly, SameSite=Strict, Path=/: %s" % cookies)
+           and session[0]["path"] == "/" and not session[0]["session"]
+           and session[0]["expires"] <= time.time() + 12 * 3600 + 60,
+           "the login cookie is not HttpOnly, SameSite=Strict, Path=/, expiring within "
+           "12 h: %s" % cookies)
+    expect(re.fullmatch(r"[0-9a-f]{64}", session[0]["value"]) and token not in session[0]["value"],
+           "the login cookie does not hold a random session id: %s" % session[0]["value"])
+    return session[0]["value"]
+
+
+def sign_out(c, page, session):
+    """The page's sign-out form ends the session: the browser lands on the
+    login form and the old cookie, replayed, opens nothing."""
+    page.navigate(c.url("/ui/"))
+    submit(page, "document.querySelector('form.logout').submit(); true")
+    expect(page.evaluate("location.pathname") == "/ui/login",
+           "signing out went to %s" % page.evaluate("location.href"))
+    status = cookie_status(c, "GET", "/ui/", "collbench_session=" + session)
+    expect(status == "401", "the cookie of an ended session still opens /ui/: %s" % status)
+
+
+def cookie_status(c, method, path, cookie, *extra):
+    done = subprocess.run(["curl", "-s", "-o", "/dev/null", "-w", "%{http_code}", "-X",
+                           method, "-H", "Cookie: " + cookie, *extra, c.url(path)],
+                          capture_output=True, text=True, timeout=30)
+    return done.stdout
+
+
+def curl_sign_in(c, token):
+    """The session id /ui/login sets for `token` (a form POST, as a browser's)."""
+    done = subprocess.run(["curl", "-s", "-o", "/dev/null", "-D", "-", "--data",
+                           "token=%s&next=/ui/" % token, c.url("/ui/login")],
+                          capture_output=True, text=True, timeout=30)
+    match = re.search(r"^set-cookie: collbench_session=([0-9a-f]+);", done.stdout, re.M | re.I)
+    expect(match, "signing in with curl set no session cookie: %r" % done.stdout[-500:])
+    return match.group(1)
 
 
 def check_cli_errors(c, rid, out_dir):
@@ -157,17 +193,28 @@ def check_headers_and_cookie(c, rid):
     expect("default-src 'none'" in csp and "connect-src 'self'" in csp,
            "the /ui/ page's Content-Security-Policy is %r" % csp)
     expect(headers.get("x-content-type-options") == "nosniff", "no nosniff")
-    expect(headers.get("referrer-policy") == "no-referrer", "no Referrer-Policy")
-    # The cookie opens /ui/ pages only, never the API.
-    cookie = "collbench_token=" + READ
-    for method, path, want in (("GET", "/ui/runs/" + rid, 200), ("GET", "/v1/runs", 401),
-                               ("POST", "/v1/runs/%s:cancel" % rid, 401)):
-        done = subprocess.run(["curl", "-s", "-o", "/dev/null", "-w", "%{http_code}", "-X",
-                               method, "-H", "Cookie: " + cookie, c.url(path)],
-                              capture_output=True, text=True, timeout=30)
-        expect(done.stdout == str(want),
-               "%s %s with only the cookie answered %s, expected %d" % (method, path,
-                                                                        done.stdout, want))
+    expect(headers.get("referrer-policy") == "same-origin", "no Referrer-Policy same-origin")
+    # The cookie opens /ui/ pages only, never the API; the token itself as
+    # a cookie opens nothing.
+    cookie = "collbench_session=" + curl_sign_in(c, READ)
+    for method, path, want, sent in (("GET", "/ui/runs/" + rid, 200, cookie),
+                                     ("GET", "/v1/runs", 401, cookie),
+                                     ("POST", "/v1/runs/%s:cancel" % rid, 401, cookie),
+                                     ("GET", "/ui/runs/" + rid, 401, "collbench_session=" + READ),
+                                     ("GET", "/ui/runs/" + rid, 401, "collbench_token=" + READ)):
+        got = cookie_status(c, method, path, sent)
+        expect(got == str(want), "%s %s with only the cookie %s answered %s, expected %d" % (
+            method, path, sent.split("=")[0], got, want))
+    # Logging out from another site's page is refused; from this one it ends
+    # the session.
+    got = cookie_status(c, "POST", "/ui/logout", cookie, "-H", "Origin: http://evil.example")
+    expect(got == "403", "a cross-origin POST /ui/logout answered %s" % got)
+    expect(cookie_status(c, "GET", "/ui/runs/" + rid, cookie) == "200",
+           "a refused logout ended the session")
+    got = cookie_status(c, "POST", "/ui/logout", cookie, "-H", "Origin: " + c.url(""))
+    expect(got == "303", "POST /ui/logout answered %s" % got)
+    expect(cookie_status(c, "GET", "/ui/runs/" + rid, cookie) == "401",
+           "the cookie still opens /ui/ after logout")
     done = subprocess.run(["curl", "-s", "-o", "-", "-w", "\n%{http_code}", "--data",
                            "token=wrong&next=/ui/", c.url("/ui/login")],
                           capture_output=True, text=True, timeout=30)
@@ -210,7 +257,7 @@ def case_pages(c):
         page.navigate("file://" + suite_file)
         check_clean(page, suite_file, only="file://" + suite_file)
 
-        sign_in(c, page, READ)
+        session = sign_in(c, page, READ)
         origin = c.url("")
         check_clean(page, "/ui/ after signing in", origin)
         listed = page.evaluate("document.body.innerText")
@@ -243,6 +290,7 @@ def case_pages(c):
         expect(marks[1] > 0, "the suite page names no skipped cell")
         page.screenshot(os.path.join(out, "ui-suite.png"))
         page.screenshot(os.path.join(out, "ui-suite-full.png"), full_page=True)
+        sign_out(c, page, session)
     finally:
         browser.close()
 

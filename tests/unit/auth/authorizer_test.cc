@@ -1,6 +1,12 @@
 #include "server/auth/authorizer.h"
 
 #include <gtest/gtest.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <fstream>
+#include <string>
 
 namespace collbench {
 namespace {
@@ -71,9 +77,9 @@ TEST(Authorizer, ApiAndJoiningAreProtectedSeparately) {
 
 TEST(Authorizer, CallerIsTheTokensPlaceOrThePeerAddress) {
   Authorizer auth = Parse(kTokens);
-  // Tokens sort as o-1, r-1, w-1, w-2: never the token itself.
-  EXPECT_EQ(auth.CallerOf("Bearer o-1", "ipv4:10.0.0.7:5123"), "token 0");
-  EXPECT_EQ(auth.CallerOf("Bearer r-1", "ipv4:10.0.0.7:5123"), "token 1");
+  // The token's place in the file (r-1, o-1, w-1, w-2): never the token.
+  EXPECT_EQ(auth.CallerOf("Bearer r-1", "ipv4:10.0.0.7:5123"), "token 0");
+  EXPECT_EQ(auth.CallerOf("Bearer o-1", "ipv4:10.0.0.7:5123"), "token 1");
   // Unknown and worker tokens are no API identity: the address decides.
   EXPECT_EQ(auth.CallerOf("Bearer nope", "ipv4:10.0.0.7:5123"), "peer 10.0.0.7");
   EXPECT_EQ(auth.CallerOf("Bearer w-1", "ipv6:[::1]:5123"), "peer [::1]");
@@ -106,6 +112,67 @@ TEST(Authorizer, BadFilesNameTheLine) {
 TEST(Authorizer, FileErrors) {
   EXPECT_EQ(Authorizer::FromFile("/nonexistent/tokens").status().code(),
             absl::StatusCode::kInvalidArgument);
+}
+
+// Every token is compared whole: prefixes, extensions, a changed last byte,
+// other cases and embedded NULs of a known token are all unknown, whichever
+// token is first or last in the file.
+TEST(Authorizer, OnlyTheExactTokenMatches) {
+  const std::string secret = "o-5f0c9a11d2e34b7c8a9f";
+  Authorizer auth = Parse(("read r-first\noperator " + secret + "\nworker w-last\n").c_str());
+  EXPECT_TRUE(auth.CheckToken(secret, Role::kOperator).ok());
+  std::string last_changed = secret;
+  last_changed.back() = 'e';
+  std::string with_nul = secret;
+  with_nul.push_back('\0');
+  for (const std::string& guess :
+       {secret.substr(0, secret.size() - 1), secret + "0", last_changed,
+        std::string("O") + secret.substr(1), with_nul, std::string(), std::string(1000, 'o')}) {
+    EXPECT_EQ(auth.CheckToken(guess, Role::kRead).code(), absl::StatusCode::kUnauthenticated)
+        << guess;
+  }
+  EXPECT_EQ(*auth.RoleOf("w-last"), Role::kWorker);
+  EXPECT_EQ(*auth.RoleOf("r-first"), Role::kRead);
+  EXPECT_EQ(auth.RoleOf("r-firs").status().code(), absl::StatusCode::kNotFound);
+}
+
+class TokenFileTest : public ::testing::Test {
+ protected:
+  std::string Write(const std::string& text, mode_t mode) {
+    char path[] = "/tmp/collbench-auth-test.XXXXXX";
+    const int fd = mkstemp(path);
+    EXPECT_GE(fd, 0);
+    close(fd);
+    std::ofstream(path) << text;
+    chmod(path, mode);
+    paths_.push_back(path);
+    return path;
+  }
+  ~TokenFileTest() override {
+    for (const std::string& path : paths_) unlink(path.c_str());
+  }
+  std::vector<std::string> paths_;
+};
+
+TEST_F(TokenFileTest, SecretFilesReadableByOthersAreNamed) {
+  EXPECT_TRUE(CheckPrivateFile(Write("read r\n", 0600)).ok());
+  EXPECT_TRUE(CheckPrivateFile(Write("read r\n", 0400)).ok());
+  const std::string open = Write("read r\n", 0644);
+  const absl::Status warned = CheckPrivateFile(open);
+  EXPECT_EQ(warned.code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_NE(warned.message().find(open), absl::string_view::npos) << warned;
+  EXPECT_NE(warned.message().find("0644"), absl::string_view::npos) << warned;
+  EXPECT_FALSE(CheckPrivateFile(Write("read r\n", 0604)).ok());
+  // A group (a pod's fsGroup on a Secret volume) may read it.
+  EXPECT_TRUE(CheckPrivateFile(Write("read r\n", 0640)).ok());
+}
+
+TEST_F(TokenFileTest, OneTokenFilesGiveTheirFirstLine) {
+  EXPECT_EQ(*ReadTokenFile("join-token-file", Write("  w-123 \nignored\n", 0600)), "w-123");
+  const absl::StatusOr<std::string> empty = ReadTokenFile("token-file", Write("\n", 0600));
+  EXPECT_EQ(empty.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(empty.status().message().find("--token-file"), absl::string_view::npos);
+  EXPECT_FALSE(ReadTokenFile("token-file", "/nonexistent/token").ok());
 }
 
 }  // namespace

@@ -340,7 +340,7 @@ TEST_F(RestStreamTest, AClientThatStopsReadingIsEndedAsTooSlow) {
   address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
   ASSERT_EQ(connect(fd, reinterpret_cast<sockaddr*>(&address), sizeof(address)), 0);
   const std::string request = "GET " + WatchPath(run) +
-                              " HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer " + kRead +
+                              " HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer " + kRead +
                               "\r\n\r\n";
   ASSERT_EQ(send(fd, request.data(), request.size(), 0), static_cast<ssize_t>(request.size()));
   // Wait until the stream is open, then publish far more than any socket

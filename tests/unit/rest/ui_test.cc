@@ -1,8 +1,11 @@
-// The /ui/ pages over loopback: the login cookie opens them and nothing
-// else, every page carries the security headers, and a live run's page has
-// exactly one script, allowed by its own nonce.
+// The /ui/ pages over loopback: the session cookie opens them and nothing
+// else, it holds a random session id and never the token, logout ends the
+// session, logins are throttled, every page carries the security headers,
+// and a live run's page has exactly one script, allowed by its own nonce.
 #include <string>
 
+#include "absl/strings/numbers.h"
+#include "absl/time/clock.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "rest_http_fixture.h"
@@ -17,11 +20,24 @@ using ::testing::StartsWith;
 
 class UiTest : public RestHttpTest {
  protected:
-  httplib::Result WithCookie(const std::string& path, const std::string& token) {
-    return client_->Get(path.c_str(), {{"Cookie", "a=1; collbench_token=" + token}});
+  httplib::Result WithCookie(const std::string& path, const std::string& session) {
+    return client_->Get(path.c_str(), {{"Cookie", "a=1; collbench_session=" + session}});
   }
   httplib::Result Login(const std::string& form) {
     return client_->Post("/ui/login", form, "application/x-www-form-urlencoded");
+  }
+  // Signs in with `token`; the session id of the cookie set ("" if none).
+  std::string SignIn(const std::string& token) {
+    httplib::Result login = Login("token=" + token);
+    if (!login || login->status != 303) return "";
+    const std::string cookie = login->get_header_value("Set-Cookie");
+    const std::string prefix = "collbench_session=";
+    if (cookie.rfind(prefix, 0) != 0) return "";
+    return cookie.substr(prefix.size(), cookie.find(';') - prefix.size());
+  }
+  httplib::Result Logout(const std::string& session, httplib::Headers headers = {}) {
+    headers.emplace("Cookie", "collbench_session=" + session);
+    return client_->Post("/ui/logout", headers, "", "application/x-www-form-urlencoded");
   }
   // A run of two sizes, left RUNNING unless `finish`.
   std::string MakeRun(bool finish) {
@@ -54,8 +70,11 @@ TEST_F(UiTest, SigningInSetsAStrictHttpOnlyCookie) {
   ASSERT_TRUE(ok);
   EXPECT_EQ(ok->status, 303);
   EXPECT_EQ(ok->get_header_value("Location"), "/ui/compare?runs=a");
-  EXPECT_EQ(ok->get_header_value("Set-Cookie"),
-            "collbench_token=r-token; HttpOnly; SameSite=Strict; Path=/");
+  // A random session id, never the token; it lasts 12 hours at most.
+  const std::string cookie = ok->get_header_value("Set-Cookie");
+  EXPECT_THAT(cookie, testing::MatchesRegex("collbench_session=[0-9a-f]{64}; HttpOnly; "
+                                            "SameSite=Strict; Path=/; Max-Age=43200"));
+  EXPECT_THAT(cookie, Not(HasSubstr("r-token")));
   httplib::Result wrong = Login("token=nope&next=/ui/");
   EXPECT_EQ(wrong->status, 401);
   EXPECT_THAT(wrong->body, HasSubstr("does not give read access"));
@@ -70,15 +89,70 @@ TEST_F(UiTest, TheCookieOpensThePagesAndNotTheApi) {
   c_.Register("a");
   Start();
   const std::string id = MakeRun(/*finish=*/true);
-  EXPECT_EQ(WithCookie("/ui/", kRead)->status, 200);
-  EXPECT_EQ(WithCookie("/ui/runs/" + id, kRead)->status, 200);
-  EXPECT_EQ(WithCookie("/ui/runs/" + id + "/fragment", kRead)->status, 200);
+  const std::string session = SignIn(kRead);
+  ASSERT_FALSE(session.empty());
+  EXPECT_EQ(WithCookie("/ui/", session)->status, 200);
+  EXPECT_EQ(WithCookie("/ui/runs/" + id, session)->status, 200);
+  EXPECT_EQ(WithCookie("/ui/runs/" + id + "/fragment", session)->status, 200);
   EXPECT_EQ(WithCookie("/ui/", "wrong")->status, 401);
-  EXPECT_EQ(WithCookie("/v1/runs", kRead)->status, 401);
-  httplib::Result cancel = client_->Post(("/v1/runs/" + id + ":cancel").c_str(),
-                                         {{"Cookie", std::string("collbench_token=") + kOperator}},
-                                         "", "application/json");
+  EXPECT_EQ(WithCookie("/v1/runs", session)->status, 401);
+  // The token itself in the cookie opens nothing.
+  EXPECT_EQ(WithCookie("/ui/", kRead)->status, 401);
+  const std::string operator_session = SignIn(kOperator);
+  ASSERT_FALSE(operator_session.empty());
+  httplib::Result cancel =
+      client_->Post(("/v1/runs/" + id + ":cancel").c_str(),
+                    {{"Cookie", "collbench_session=" + operator_session}}, "", "application/json");
   EXPECT_EQ(cancel->status, 401);
+}
+
+TEST_F(UiTest, LogoutEndsTheSession) {
+  Start();
+  const std::string session = SignIn(kRead);
+  const std::string other = SignIn(kRead);
+  ASSERT_EQ(WithCookie("/ui/", session)->status, 200);
+  // From another site's page: refused, and the session lives on.
+  httplib::Result foreign = Logout(session, {{"Origin", "http://evil.example"}});
+  EXPECT_EQ(foreign->status, 403);
+  EXPECT_EQ(WithCookie("/ui/", session)->status, 200);
+  httplib::Result out =
+      Logout(session, {{"Origin", "http://127.0.0.1:" + std::to_string(server_->port())}});
+  ASSERT_TRUE(out);
+  EXPECT_EQ(out->status, 303);
+  EXPECT_EQ(out->get_header_value("Location"), "/ui/login");
+  EXPECT_THAT(out->get_header_value("Set-Cookie"), StartsWith("collbench_session=; "));
+  EXPECT_THAT(out->get_header_value("Set-Cookie"), HasSubstr("Max-Age=0"));
+  // The old cookie, replayed, opens nothing; another session is untouched.
+  EXPECT_EQ(WithCookie("/ui/", session)->status, 401);
+  EXPECT_EQ(WithCookie("/ui/", other)->status, 200);
+}
+
+TEST_F(UiTest, SessionsExpire) {
+  HttpServerOptions options;
+  options.ui_sessions.lifetime = absl::Seconds(1);
+  Start(options);
+  const std::string session = SignIn(kRead);
+  ASSERT_EQ(WithCookie("/ui/", session)->status, 200);
+  absl::SleepFor(absl::Milliseconds(1200));
+  EXPECT_EQ(WithCookie("/ui/", session)->status, 401);
+}
+
+TEST_F(UiTest, LoginsAreThrottledPerClient) {
+  HttpServerOptions options;
+  options.ui_sessions.login_burst = 3;
+  options.ui_sessions.login_per_minute = 1;
+  Start(options);
+  for (int i = 0; i < 3; ++i) EXPECT_EQ(Login("token=guess-" + std::to_string(i))->status, 401);
+  // Even the right token waits now: guessing costs time, not just a 401.
+  httplib::Result refused = Login("token=r-token");
+  ASSERT_TRUE(refused);
+  EXPECT_EQ(refused->status, 429);
+  EXPECT_EQ(refused->get_header_value("Set-Cookie"), "");
+  int retry_after_s = 0;
+  EXPECT_TRUE(absl::SimpleAtoi(refused->get_header_value("Retry-After"), &retry_after_s));
+  EXPECT_GE(retry_after_s, 1);
+  EXPECT_LE(retry_after_s, 60);
+  EXPECT_EQ(server_->login_refusals(), 1);
 }
 
 TEST_F(UiTest, PagesCarryTheSecurityHeaders) {
@@ -96,7 +170,7 @@ TEST_F(UiTest, PagesCarryTheSecurityHeaders) {
     EXPECT_THAT(csp, HasSubstr("script-src 'none'"));  // an ended run's page has no script
     EXPECT_THAT(csp, HasSubstr("connect-src 'self'"));
     EXPECT_EQ(page->get_header_value("X-Content-Type-Options"), "nosniff");
-    EXPECT_EQ(page->get_header_value("Referrer-Policy"), "no-referrer");
+    EXPECT_EQ(page->get_header_value("Referrer-Policy"), "same-origin");
     EXPECT_THAT(page->body, Not(HasSubstr("<script")));
   }
   EXPECT_THAT(Get("/ui/runs/" + id)->body, HasSubstr("data-series="));
@@ -134,8 +208,9 @@ TEST_F(UiTest, OverTlsTheCookieIsSecure) {
       tls_client_->Post("/ui/login", "token=r-token", "application/x-www-form-urlencoded");
   ASSERT_TRUE(login) << httplib::to_string(login.error());
   EXPECT_EQ(login->status, 303);
-  EXPECT_EQ(login->get_header_value("Set-Cookie"),
-            "collbench_token=r-token; HttpOnly; SameSite=Strict; Path=/; Secure");
+  EXPECT_THAT(login->get_header_value("Set-Cookie"),
+              testing::MatchesRegex("collbench_session=[0-9a-f]{64}; HttpOnly; SameSite=Strict; "
+                                    "Path=/; Max-Age=43200; Secure"));
 }
 
 TEST_F(UiTest, WithoutATokenFileThePagesAreOpen) {
@@ -148,11 +223,13 @@ TEST_F(UiTest, WithoutATokenFileThePagesAreOpen) {
 }
 
 TEST(UiSessionTest, CookiesAndTargets) {
-  EXPECT_EQ(UiTokenFromCookies("x=1; collbench_token=a%3Bb; y=2"), "a;b");
-  EXPECT_EQ(UiTokenFromCookies("collbench_token_other=1"), "");
-  EXPECT_EQ(UiSessionCookie("a;b c", /*secure=*/true),
-            "collbench_token=a%3bb%20c; HttpOnly; SameSite=Strict; Path=/; Secure");
-  EXPECT_EQ(UiTokenFromCookies("collbench_token=a%3bb%20c"), "a;b c");
+  EXPECT_EQ(UiSessionFromCookies("x=1; collbench_session=a%3Bb; y=2"), "a;b");
+  EXPECT_EQ(UiSessionFromCookies("collbench_session_other=1"), "");
+  EXPECT_EQ(UiSessionCookie("a;b c", /*secure=*/true, 60),
+            "collbench_session=a%3bb%20c; HttpOnly; SameSite=Strict; Path=/; Max-Age=60; Secure");
+  EXPECT_EQ(UiSessionFromCookies("collbench_session=a%3bb%20c"), "a;b c");
+  EXPECT_EQ(UiClearedCookie(false),
+            "collbench_session=; HttpOnly; SameSite=Strict; Path=/; Max-Age=0");
   EXPECT_EQ(SafeUiTarget("/ui/runs/x"), "/ui/runs/x");
   EXPECT_EQ(SafeUiTarget("//evil.example/ui/"), "/ui/");
   EXPECT_EQ(SafeUiTarget("/ui//evil"), "/ui/");
