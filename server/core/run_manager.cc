@@ -82,7 +82,8 @@ RunManager::RunManager(Store* store, scheduling::WorkerRegistry* registry, Watch
       hub_(hub),
       link_(link),
       options_(std::move(options)),
-      create_limiter_(options_.create_rate) {}
+      create_limiter_(options_.create_rate),
+      register_limiter_(options_.register_rate) {}
 
 ValidationLimits RunManager::LimitsNow() const {
   ValidationLimits limits = options_.limits;

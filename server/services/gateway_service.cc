@@ -2,6 +2,7 @@
 
 #include <deque>
 
+#include "absl/strings/str_format.h"
 #include "absl/time/clock.h"
 #include "api/status_mapping.h"
 
@@ -9,17 +10,40 @@ namespace collbench {
 
 // The part of a stream that outlives the reactor's callbacks: the outgoing
 // queue. The gateway holds it by worker name; the reactor owns the call.
+// The queue holds at most `max_queued` messages: a worker that does not
+// read (or cannot keep up) overflows it, the queue is dropped and the
+// stream marked to end (the reactor ends it on its next callback, outside
+// the caller's locks); the worker reconnects and re-syncs.
 class WorkerStream {
  public:
-  explicit WorkerStream(grpc::ServerBidiReactor<v1::WorkerMessage, v1::CoordinatorMessage>* r)
-      : reactor_(r) {}
+  WorkerStream(grpc::ServerBidiReactor<v1::WorkerMessage, v1::CoordinatorMessage>* r,
+               size_t max_queued)
+      : reactor_(r), max_queued_(max_queued) {}
 
-  bool Send(const v1::CoordinatorMessage& message) {
+  // False when the stream is closed or overflowed (the message is dropped).
+  // Returns true the first time it overflows in `*overflowed_now`.
+  bool Send(const v1::CoordinatorMessage& message, bool* overflowed_now) {
     absl::MutexLock lock(&mu_);
-    if (reactor_ == nullptr) return false;
+    if (reactor_ == nullptr || overflowed_) return false;
+    if (max_queued_ > 0 && queue_.size() >= max_queued_) {
+      overflowed_ = true;
+      *overflowed_now = true;
+      // The message being written (front) stays until its write completes.
+      if (writing_) {
+        queue_.erase(queue_.begin() + 1, queue_.end());
+      } else {
+        queue_.clear();
+      }
+      return false;
+    }
     queue_.push_back(message);
     if (!writing_) WriteNextLocked();
     return true;
+  }
+
+  bool overflowed() {
+    absl::MutexLock lock(&mu_);
+    return overflowed_;
   }
 
   // The previous write finished; start the next. False if the stream broke.
@@ -27,7 +51,7 @@ class WorkerStream {
     absl::MutexLock lock(&mu_);
     writing_ = false;
     if (!queue_.empty()) queue_.pop_front();
-    if (ok && reactor_ != nullptr && !queue_.empty()) WriteNextLocked();
+    if (ok && reactor_ != nullptr && !overflowed_ && !queue_.empty()) WriteNextLocked();
   }
 
   bool Idle() {
@@ -48,8 +72,10 @@ class WorkerStream {
 
   absl::Mutex mu_;
   grpc::ServerBidiReactor<v1::WorkerMessage, v1::CoordinatorMessage>* reactor_ ABSL_GUARDED_BY(mu_);
+  const size_t max_queued_;
   std::deque<v1::CoordinatorMessage> queue_ ABSL_GUARDED_BY(mu_);
   bool writing_ ABSL_GUARDED_BY(mu_) = false;
+  bool overflowed_ ABSL_GUARDED_BY(mu_) = false;
 };
 
 namespace {
@@ -57,14 +83,20 @@ namespace {
 class ConnectReactor final
     : public grpc::ServerBidiReactor<v1::WorkerMessage, v1::CoordinatorMessage> {
  public:
-  explicit ConnectReactor(GatewayService* gateway)
-      : gateway_(gateway), stream_(std::make_shared<WorkerStream>(this)) {
+  ConnectReactor(GatewayService* gateway, std::string peer)
+      : gateway_(gateway),
+        peer_(std::move(peer)),
+        stream_(std::make_shared<WorkerStream>(this, gateway->max_queued())) {
     StartRead(&incoming_);
   }
 
   void OnReadDone(bool ok) override {
     if (!ok) {
       End(grpc::Status::OK);
+      return;
+    }
+    if (stream_->overflowed()) {
+      EndOverflowed();
       return;
     }
     const absl::Status status = Handle(incoming_);
@@ -75,7 +107,10 @@ class ConnectReactor final
     StartRead(&incoming_);
   }
 
-  void OnWriteDone(bool ok) override { stream_->WriteDone(ok); }
+  void OnWriteDone(bool ok) override {
+    stream_->WriteDone(ok);
+    if (stream_->overflowed()) EndOverflowed();
+  }
 
   void OnCancel() override { End(grpc::Status::CANCELLED); }
 
@@ -90,7 +125,7 @@ class ConnectReactor final
         return absl::FailedPreconditionError("the first message on a stream must be register");
       }
       absl::StatusOr<RunManager::Registration> registration =
-          manager->OnRegister(message.register_(), now);
+          manager->OnRegister(message.register_(), now, peer_);
       if (!registration.ok()) return registration.status();
       worker_ = registration->reply.name();
       session_ = registration->session;
@@ -99,7 +134,8 @@ class ConnectReactor final
       *reply.mutable_registered() = registration->reply;
       // Registered must come first on the wire; anything the manager queued
       // during OnRegister (acks, cancels) was dropped, so the worker re-sends.
-      stream_->Send(reply);
+      bool overflowed = false;
+      stream_->Send(reply, &overflowed);
       return absl::OkStatus();
     }
     switch (message.message_case()) {
@@ -123,6 +159,12 @@ class ConnectReactor final
     return absl::OkStatus();
   }
 
+  void EndOverflowed() {
+    End(grpc::Status(grpc::StatusCode::RESOURCE_EXHAUSTED,
+                     "the coordinator's send queue to this worker overflowed (the worker does not "
+                     "read fast enough); reconnect"));
+  }
+
   void End(const grpc::Status& status) {
     {
       absl::MutexLock lock(&mu_);
@@ -138,6 +180,7 @@ class ConnectReactor final
   }
 
   GatewayService* const gateway_;
+  const std::string peer_;
   const std::shared_ptr<WorkerStream> stream_;
   v1::WorkerMessage incoming_;
   std::string worker_;
@@ -150,7 +193,7 @@ class ConnectReactor final
 
 grpc::ServerBidiReactor<v1::WorkerMessage, v1::CoordinatorMessage>* GatewayService::Connect(
     grpc::CallbackServerContext* context) {
-  return new ConnectReactor(this);
+  return new ConnectReactor(this, context->peer());
 }
 
 bool GatewayService::Send(const std::string& worker, const v1::CoordinatorMessage& message) {
@@ -161,7 +204,22 @@ bool GatewayService::Send(const std::string& worker, const v1::CoordinatorMessag
     if (it == streams_.end()) return false;
     stream = it->second;
   }
-  return stream->Send(message);
+  bool overflowed = false;
+  const bool sent = stream->Send(message, &overflowed);
+  if (overflowed) {
+    absl::MutexLock lock(&mu_);
+    ++send_queue_overflows_;
+    absl::FPrintF(stderr,
+                  "collbench-coordinator: send queue to %s overflowed (%d messages); ending its "
+                  "stream\n",
+                  worker, max_queued_);
+  }
+  return sent;
+}
+
+int64_t GatewayService::send_queue_overflows() const {
+  absl::MutexLock lock(&mu_);
+  return send_queue_overflows_;
 }
 
 void GatewayService::Attach(const std::string& worker, std::shared_ptr<WorkerStream> stream) {
