@@ -67,8 +67,8 @@ std::string SourceOf(absl::string_view peer) {
 absl::Status RunManager::Recover(absl::Time now) {
   ASSIGN_OR_RETURN(std::vector<v1::Run> runs, store_->ListUnfinishedRuns());
   ASSIGN_OR_RETURN(std::vector<v1::Worker> workers, store_->ListWorkers());
-  ASSIGN_OR_RETURN(std::map<std::string, std::string> secret_hashes,
-                   store_->ListWorkerSecretHashes());
+  using SecretHashes = std::map<std::string, std::string>;
+  ASSIGN_OR_RETURN(SecretHashes secret_hashes, store_->ListWorkerSecretHashes());
   absl::MutexLock lock(&mu_);
   secret_hashes_ = std::move(secret_hashes);
   // Workers known from before the restart are lost until they come back

@@ -134,6 +134,7 @@ absl::StatusOr<LaunchCommand> BuildLaunchCommand(const v1::Assignment& assignmen
   command.env["COLLBENCH_RUN"] = assignment.run();
   command.env["COLLBENCH_RUN_TOKEN"] = assignment.token();
   command.env["COLLBENCH_HOSTMAP"] = absl::StrJoin(hostmap, ",");
+  for (const auto& [key, value] : paths.shim_env) command.env[key] = value;
   for (const auto& [key, value] : spec.env()) command.env[key] = value;
   if (geteuid() == 0) {  // containers often run as root; Open MPI refuses unless told
     command.env["OMPI_ALLOW_RUN_AS_ROOT"] = "1";

@@ -37,7 +37,7 @@ class ExecServiceTest : public ::testing::Test {
   void SetUp() override {
     runner_ = NewPosixProcessRunner();
     manager_ = std::make_unique<ExecManager>(runner_.get(),
-                                             ExecManagerOptions{.kill_grace = absl::Seconds(1), .token_wait = absl::Milliseconds(50)});
+                                             ExecManagerOptions{.kill_grace = absl::Seconds(1)});
     service_ = std::make_unique<ExecService>(manager_.get());
     grpc::ServerBuilder builder;
     int port = 0;
@@ -135,11 +135,13 @@ TEST_F(ExecServiceTest, WrongTokenIsPermissionDeniedNamingTheRun) {
   EXPECT_EQ(result.status.error_message().find(kToken), std::string::npos);
   EXPECT_TRUE(result.stdout_data.empty());
 
+  // A run whose token has not come (yet) is refused at once as retryable.
   v1::ExecRequest other_run = Request("echo never");
   other_run.set_run("runs/unknown");
   result = Exec(other_run);
-  EXPECT_EQ(result.status.error_code(), grpc::StatusCode::PERMISSION_DENIED);
+  EXPECT_EQ(result.status.error_code(), grpc::StatusCode::UNAVAILABLE);
   EXPECT_NE(result.status.error_message().find("runs/unknown"), std::string::npos);
+  EXPECT_TRUE(result.stdout_data.empty());
 
   result = Exec(Request("echo never", ""));
   EXPECT_EQ(result.status.error_code(), grpc::StatusCode::PERMISSION_DENIED);
