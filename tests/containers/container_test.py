@@ -444,9 +444,17 @@ class Test:
         argv = [os.path.join(self.bin, "collbench-worker"), "--coordinator", self.coordinator,
                 "--name", HOST_WORKER, "--listen", f"{GATEWAY}:{HOST_WORKER_PORT}",
                 "--advertise", f"{GATEWAY}:{HOST_WORKER_PORT}", "--slots", "2",
-                "--join-token", self.tokens["worker"],
+                "--join-token-file", self.join_token_file(),
                 "--work-dir", os.path.join(self.workdir, "host-worker")]
         self.start_host_process("host worker", argv, "host-worker.log")
+
+    def join_token_file(self):
+        """The worker join token in a 0600 file (never on a command line)."""
+        path = os.path.join(self.workdir, "join-token")
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        with os.fdopen(fd, "w") as f:
+            f.write(self.tokens["worker"] + "\n")
+        return path
 
     def start_host_process(self, name, argv, log_name):
         out = open(os.path.join(self.workdir, log_name), "w")

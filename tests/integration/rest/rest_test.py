@@ -84,7 +84,8 @@ class RestCluster(svc.Cluster):
             argv = argv + ["--http-listen", "127.0.0.1:%d" % self.http_port,
                            "--tokens", self.tokens_file] + self.coordinator_args
         elif name == "collbench-worker":
-            argv = argv + ["--join-token", TOKENS["worker"]]
+            # Read once by the worker and removed from its environment.
+            env = {**(env or {}), "COLLBENCH_JOIN_TOKEN": TOKENS["worker"]}
         return super()._spawn(argv, log_name, env)
 
     def start_coordinator(self, heartbeat_timeout=6):
@@ -370,8 +371,8 @@ def case_grpc_auth(c):
     # A stranger's worker never joins.
     stranger = super(RestCluster, c)._spawn(
         [c.binary("collbench-worker"), "--coordinator", "127.0.0.1:%d" % c.port,
-         "--listen", "127.0.0.1:0", "--name", "stranger", "--slots", "1",
-         "--join-token", "not-a-token"], "stranger")
+         "--listen", "127.0.0.1:0", "--name", "stranger", "--slots", "1"], "stranger",
+        {"COLLBENCH_JOIN_TOKEN": "not-a-token"})
     poll("the stranger's refusal in its log",
          lambda: "not accepted" in c.tail(stranger, 20), 20, 0.2)
     names = [w["name"] for w in c.list_workers()]
