@@ -40,6 +40,10 @@ class LocalCluster {
     char dir[] = "/tmp/collbench-local.XXXXXX";
     if (mkdtemp(dir) == nullptr) return absl::InternalError("cannot create a temporary folder");
     dir_ = dir;
+    // Beside a kept store, the workers' secrets are kept too: a later
+    // `collbench local --store FILE` starts workers under the same names,
+    // which that store's coordinator admits only with their secrets.
+    state_root_ = store.empty() ? "" : store + ".worker-state";
     CoordinatorOptions options;
     options.grpc_listen = "127.0.0.1:0";
     options.store = store.empty() ? ":memory:" : store;
@@ -89,6 +93,7 @@ class LocalCluster {
                                      "127.0.0.1:0",  "--name",          name,     "--work-dir",
                                      work,           "--mpi-interface", "127.0.0.0/8"};
     if (slots > 0) args.insert(args.end(), {"--slots", absl::StrCat(slots)});
+    if (!state_root_.empty()) args.insert(args.end(), {"--state-dir", state_root_ + "/" + name});
     const pid_t pid = fork();
     if (pid < 0) return absl::InternalError("fork failed");
     if (pid == 0) {
@@ -131,6 +136,7 @@ class LocalCluster {
   }
 
   std::string dir_;
+  std::string state_root_;  // workers' --state-dir parent; empty: their work dirs
   std::string address_;
   std::unique_ptr<Coordinator> coordinator_;
   std::vector<pid_t> pids_;
