@@ -37,9 +37,10 @@
 // (max_workers) and per source address (register_rate); refusals are
 // ResourceExhausted and, like every registration, counted (WorkerCounts).
 // A worker that lost its secret joins anew once an operator forgets its
-// name: ForgetWorker(), refused while the worker is connected or holds a
-// run (with the coordinator stopped, deleting the name's row from the
-// store's worker_credentials table does the same).
+// name: ForgetWorker() (collbench-coordinator --forget-worker NAME applies
+// it at start), refused while the worker is connected or holds a run. A
+// name whose secret was stored but whose Registered reply never reached
+// the worker (the stream broke in between) needs the same.
 //
 // Worker messages: RunStatus, RunResult and RunLog are applied only when
 // they come from the run's launcher (the worker hosting rank 0, recorded as

@@ -4,7 +4,7 @@
 # tests/unit/agent/agent_identity_test.cc) also run under the sanitizers.
 add_executable(identity_attack_test identity_attack_test.cc)
 target_link_libraries(identity_attack_test PRIVATE
-  collbench::proto gRPC::grpc++ absl::strings absl::time absl::synchronization
+  collbench::proto gRPC::grpc++ absl::statusor absl::strings absl::time absl::synchronization
   GTest::gtest_main)
 target_compile_definitions(identity_attack_test PRIVATE
   COLLBENCH_COORDINATOR_BIN="$<TARGET_FILE:collbench-coordinator>"

@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <cctype>
 #include <filesystem>
 #include <fstream>
 #include <memory>
@@ -24,6 +25,7 @@
 #include <thread>
 #include <vector>
 
+#include "absl/status/statusor.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/synchronization/mutex.h"
@@ -114,8 +116,10 @@ class IdentityAttackTest : public ::testing::Test {
         [&] {
           const std::string log = coordinator_->log();
           const size_t at = log.find("serving gRPC on port ");
-          return at != std::string::npos &&
-                 absl::SimpleAtoi(log.substr(at + 21, log.find('\n', at) - at - 21), &port_);
+          if (at == std::string::npos) return false;
+          size_t end = at + 21;
+          while (end < log.size() && std::isdigit(static_cast<unsigned char>(log[end]))) ++end;
+          return absl::SimpleAtoi(log.substr(at + 21, end - at - 21), &port_);
         },
         absl::Seconds(20)))
         << coordinator_->log();
