@@ -17,7 +17,7 @@ set_tests_properties(security.identity PROPERTIES
 
 if(COLLBENCH_SANITIZE AND TARGET sanitize_unit_tests)
   # The attack test spawns the (sanitized) binaries; the unit tests run whole.
-  foreach(test agent_identity_test identity_attack_test)
+  foreach(test agent_identity_test gateway_queue_test identity_attack_test)
     add_dependencies(sanitize_unit_tests ${test})
     add_test(NAME sanitize.${test} COMMAND ${test})
     set_tests_properties(sanitize.${test} PROPERTIES
