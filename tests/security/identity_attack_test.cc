@@ -8,14 +8,20 @@
 //     worker alive and serving a normal run;
 //   * a registered worker injecting a log line, a result and a status into
 //     another worker's run changes neither the stored results, nor the
-//     run's state, nor what its watchers see.
+//     run's state, nor what its watchers see;
+//   * with --tls-cert/--tls-key/--tls-client-ca, a plaintext or
+//     certificate-less caller gets nothing from a worker's Agent, while a
+//     run across both workers (the launch shim dialling with the worker's
+//     certificate) succeeds.
 // The binaries come from the build (COLLBENCH_*_BIN); runs need Open MPI.
 #include <fcntl.h>
+#include <sys/stat.h>
 #include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <atomic>
+#include <cstdlib>
 #include <cctype>
 #include <filesystem>
 #include <fstream>
@@ -140,14 +146,17 @@ class IdentityAttackTest : public ::testing::Test {
     if (!HasFailure()) std::filesystem::remove_all(dir_);
   }
 
+  // Flags every worker gets on top of the common ones.
+  virtual std::vector<std::string> WorkerFlags() { return {}; }
+
   void StartWorker(const std::string& name) {
     std::filesystem::create_directories(dir_ + "/" + name);
-    workers_.push_back(std::make_unique<Child>(
-        std::vector<std::string>{COLLBENCH_WORKER_BIN, "--coordinator", coordinator_address_,
-                                 "--listen", "127.0.0.1:0", "--name", name, "--slots", "1",
-                                 "--work-dir", dir_ + "/" + name, "--join-token-file",
-                                 dir_ + "/join", "--mpi-interface", "127.0.0.0/8"},
-        dir_ + "/" + name + ".log"));
+    std::vector<std::string> argv = {COLLBENCH_WORKER_BIN, "--coordinator", coordinator_address_,
+                                     "--listen", "127.0.0.1:0", "--name", name, "--slots", "1",
+                                     "--work-dir", dir_ + "/" + name, "--join-token-file",
+                                     dir_ + "/join", "--mpi-interface", "127.0.0.0/8"};
+    for (const std::string& flag : WorkerFlags()) argv.push_back(flag);
+    workers_.push_back(std::make_unique<Child>(argv, dir_ + "/" + name + ".log"));
   }
 
   void Authorize(grpc::ClientContext* context) {
@@ -412,6 +421,70 @@ TEST_F(IdentityAttackTest, ForeignWorkerCannotInjectIntoAnotherWorkersRun) {
     EXPECT_FALSE(message.has_run_token());
   }
   EXPECT_NE(coordinator_->log().find("refused a message from workers/mallory"), std::string::npos);
+}
+
+// Workers whose Agent serves mutual TLS (one CA; a certificate for
+// 127.0.0.1 that both workers use).
+class AgentTlsAttackTest : public IdentityAttackTest {
+ protected:
+  void SetUp() override {
+    char pattern[] = "/tmp/collbench-identity-certs-XXXXXX";
+    ASSERT_NE(mkdtemp(pattern), nullptr);
+    certs_ = pattern;
+    const std::string in = absl::StrCat("cd '", certs_, "' && ");
+    const bool made =
+        std::system((in + "openssl req -x509 -newkey rsa:2048 -nodes -keyout ca.key -out ca.pem "
+                          "-days 2 -subj /CN=test-ca >/dev/null 2>&1")
+                        .c_str()) == 0 &&
+        std::system((in + "printf 'subjectAltName=IP:127.0.0.1\\n' > san.ext && "
+                          "openssl req -newkey rsa:2048 -nodes -keyout worker.key -out "
+                          "worker.csr -subj /CN=worker >/dev/null 2>&1 && openssl x509 -req -in "
+                          "worker.csr -CA ca.pem -CAkey ca.key -CAcreateserial -out worker.pem "
+                          "-days 2 -extfile san.ext >/dev/null 2>&1")
+                        .c_str()) == 0;
+    if (!made) GTEST_SKIP() << "openssl cannot make test certificates";
+    IdentityAttackTest::SetUp();
+  }
+  void TearDown() override {
+    IdentityAttackTest::TearDown();
+    std::filesystem::remove_all(certs_);
+  }
+  std::vector<std::string> WorkerFlags() override {
+    return {"--tls-cert", certs_ + "/worker.pem", "--tls-key", certs_ + "/worker.key",
+            "--tls-client-ca", certs_ + "/ca.pem"};
+  }
+
+  std::string certs_;
+};
+
+TEST_F(AgentTlsAttackTest, CallersWithoutACertificateGetNothingAndRunsGoOverMutualTls) {
+  const std::string agent = Worker("workers/w1")->agent_address();
+  std::string ca;
+  {
+    std::ifstream in(certs_ + "/ca.pem");
+    std::stringstream text;
+    text << in.rdbuf();
+    ca = text.str();
+  }
+  grpc::SslCredentialsOptions server_only;
+  server_only.pem_root_certs = ca;
+  for (const auto& credentials :
+       {grpc::InsecureChannelCredentials(), grpc::SslCredentials(server_only)}) {
+    auto stub = v1::Agent::NewStub(grpc::CreateChannel(agent, credentials));
+    grpc::ClientContext context;
+    context.set_deadline(absl::ToChronoTime(absl::Now() + absl::Seconds(5)));
+    v1::ExecRequest request;
+    request.set_run("runs/none");
+    request.add_argv("orted");
+    auto reader = stub->Exec(&context, request);
+    v1::ExecOutput output;
+    EXPECT_FALSE(reader->Read(&output));
+    const grpc::Status status = reader->Finish();
+    // Refused by the handshake, before the service could say anything.
+    EXPECT_EQ(status.error_code(), grpc::StatusCode::UNAVAILABLE) << status.error_message();
+  }
+  const v1::Run run = WaitFinal(CreateRun(TwoRankSpec()).name());
+  EXPECT_EQ(run.state(), v1::SUCCEEDED) << run.error() << "\n" << Logs();
 }
 
 }  // namespace
