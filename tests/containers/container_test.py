@@ -449,10 +449,9 @@ class Test:
         self.start_host_process("host worker", argv, "host-worker.log")
 
     def join_token_file(self):
-        """The worker join token in a 0600 file (never on a command line)."""
-        path = os.path.join(self.workdir, "join-token")
-        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-        with os.fdopen(fd, "w") as f:
+        """The worker token in a 0600 file of the test's folder."""
+        path = os.path.join(self.workdir, "host-worker-join-token")
+        with open(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600), "w") as f:
             f.write(self.tokens["worker"] + "\n")
         return path
 

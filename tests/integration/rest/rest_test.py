@@ -71,10 +71,19 @@ class RestCluster(svc.Cluster):
         self.http_port = None
         self.coordinator_args = []  # more flags for the coordinator
         self.tokens_file = os.path.join(self.dir, "tokens")
-        with open(self.tokens_file, "w") as f:
+        with open(os.open(self.tokens_file, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600),
+                  "w") as f:
             f.write("# role token\n")
             for role, token in TOKENS.items():
                 f.write("%s %s\n" % (role, token))
+        self.join_token_file = self.token_file("join-token", TOKENS["worker"])
+
+    def token_file(self, name, token):
+        """A 0600 file in the case's folder whose first line is `token`."""
+        path = os.path.join(self.dir, name)
+        with open(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600), "w") as f:
+            f.write(token + "\n")
+        return path
 
     def _spawn(self, argv, log_name, env=None):
         name = os.path.basename(argv[0])
@@ -84,8 +93,7 @@ class RestCluster(svc.Cluster):
             argv = argv + ["--http-listen", "127.0.0.1:%d" % self.http_port,
                            "--tokens", self.tokens_file] + self.coordinator_args
         elif name == "collbench-worker":
-            # Read once by the worker and removed from its environment.
-            env = {**(env or {}), "COLLBENCH_JOIN_TOKEN": TOKENS["worker"]}
+            argv = argv + ["--join-token-file", self.join_token_file]
         return super()._spawn(argv, log_name, env)
 
     def start_coordinator(self, heartbeat_timeout=6):
@@ -371,8 +379,8 @@ def case_grpc_auth(c):
     # A stranger's worker never joins.
     stranger = super(RestCluster, c)._spawn(
         [c.binary("collbench-worker"), "--coordinator", "127.0.0.1:%d" % c.port,
-         "--listen", "127.0.0.1:0", "--name", "stranger", "--slots", "1"], "stranger",
-        {"COLLBENCH_JOIN_TOKEN": "not-a-token"})
+         "--listen", "127.0.0.1:0", "--name", "stranger", "--slots", "1",
+         "--join-token-file", c.token_file("wrong-join-token", "not-a-token")], "stranger")
     poll("the stranger's refusal in its log",
          lambda: "not accepted" in c.tail(stranger, 20), 20, 0.2)
     names = [w["name"] for w in c.list_workers()]
