@@ -14,6 +14,7 @@
 #include "absl/strings/str_cat.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "api/result_bounds.h"
 #include "server/core/run_manager.h"
 #include "server/core/worker_credentials.h"
 
@@ -115,6 +116,27 @@ TEST(WorkerCredentialsTest, SecretsAreRandom256BitAndOnlyTheirHashMatches) {
   EXPECT_FALSE(WorkerSecretMatches(b, hash));
   EXPECT_FALSE(WorkerSecretMatches("", HashWorkerSecret("")));
   EXPECT_FALSE(WorkerSecretMatches(a, hash.substr(1)));
+}
+
+// The engine reports one result per size and (dtype, redop) combination:
+// the bound covers every combination `all` can ask for.
+TEST(ResultBoundsTest, BoundsAreNeverBelowWhatTheEngineCanReport) {
+  v1::RunSpec spec;
+  spec.set_operation("allreduce");
+  spec.set_ranks(2);
+  spec.add_sizes_bytes(8);
+  spec.add_sizes_bytes(1024);
+  ResultBounds one = BoundsOfSpec(spec);
+  EXPECT_GE(one.max_results, 2);
+  EXPECT_LT(one.max_results, 100);
+  EXPECT_EQ(one.sizes.count(8), 1u);
+  EXPECT_EQ(one.sizes.count(1024), 1u);
+  EXPECT_EQ(one.sizes.count(4096), 0u);
+  spec.set_dtype("all");
+  spec.set_redop("all");
+  ResultBounds all = BoundsOfSpec(spec);
+  EXPECT_GE(all.max_results, 2 * 7 * 4);  // sizes x dtypes x redops
+  EXPECT_GE(all.max_distinct_sizes, 2);
 }
 
 TEST_F(WorkerIdentityTest, FirstRegistrationIssuesASecretAndStoresOnlyItsHash) {
