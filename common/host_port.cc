@@ -42,6 +42,14 @@ bool IsIpv6Text(absl::string_view host) {
 
 }  // namespace
 
+std::string PeerAddress(absl::string_view grpc_peer) {
+  const size_t colon = grpc_peer.rfind(':');
+  if (colon == absl::string_view::npos || colon == grpc_peer.find(':')) {
+    return std::string(grpc_peer);
+  }
+  return std::string(grpc_peer.substr(0, colon));
+}
+
 absl::Status ValidateDialAddress(absl::string_view address) {
   absl::StatusOr<HostPort> parsed = ParseHostPort(address);
   if (!parsed.ok()) return parsed.status();

@@ -18,7 +18,7 @@ constexpr char kUsage[] =
     "[--store FILE] [--tokens FILE] [--tls-cert F --tls-key F] [--join-token T] "
     "[--max-queued-runs N] [--create-rate R] [--create-burst N] [--max-watchers N] "
     "[--max-watchers-per-client N] [--watcher-buffer N] [--max-workers N] [--register-rate R]\n"
-    "       [--forget-worker NAME]...\n";
+    "       [--max-unregistered-streams N] [--forget-worker NAME]...\n";
 
 // A flag taking a whole number of at least `min` into `target`.
 void WholeNumberFlag(collbench::FlagParser& flags, const std::string& name, int min, int* target,
@@ -105,6 +105,10 @@ int main(int argc, char** argv) {
   WholeNumberFlag(flags, "max-workers", 0, &admission.max_workers,
                   "worker names this coordinator knows (each holds its own secret) beyond which "
                   "a new name is refused (RESOURCE_EXHAUSTED); 0: no limit");
+  WholeNumberFlag(flags, "max-unregistered-streams", 0,
+                  &admission.max_unregistered_streams_per_source,
+                  "worker streams from one address that have not registered yet beyond which a "
+                  "new one is refused (RESOURCE_EXHAUSTED); 0: no limit");
   flags.Custom(
       "register-rate", "R",
       [&admission](absl::string_view v) {

@@ -338,6 +338,7 @@ class CoordinatorProcess {
                                      // new name from this one address.
                                      "--register-rate=off",
                                      "--max-workers=0",
+                                     "--max-unregistered-streams=0",
                                      // One client opens every watcher.
                                      "--max-watchers=0",
                                      "--max-watchers-per-client=0",

@@ -113,11 +113,15 @@ struct RunManagerOptions {
   // peer's IP) may register (per_second 0: no limit).
   int max_workers = 10000;
   RateLimit register_rate = {/*per_second=*/20, /*burst=*/200};
+  // Worker streams of one source address that have not registered yet,
+  // beyond which the gateway refuses a new one (0: no limit).
+  int max_unregistered_streams_per_source = 32;
 };
 
 // What workers sent that the manager counted, for metrics: registrations
 // by result ("new", "reconnected", "refused_join_token", "refused_secret",
-// "refused_invalid", "refused_max_workers", "refused_rate") and messages
+// "refused_invalid", "refused_max_workers", "refused_rate",
+// "refused_concurrent") and messages
 // refused by reason ("status_not_launcher", "result_not_launcher",
 // "log_not_launcher", "results_beyond_spec").
 struct WorkerCounts {
@@ -165,6 +169,7 @@ class RunManager {
   WorkerPage ListWorkers(size_t start, size_t count);
   absl::StatusOr<v1::Worker> GetWorker(absl::string_view name);
   absl::StatusOr<v1::Worker> DrainWorker(absl::string_view name);
+  const RunManagerOptions& options() const { return options_; }
   // Queued runs, for metrics.
   int queued_count();
   // CreateRun refusals so far, for metrics.
@@ -192,6 +197,9 @@ class RunManager {
   // NotFound when the name is unknown.
   absl::Status ForgetWorker(absl::string_view name);
   WorkerCounts worker_counts();
+  // Counts a registration refused before it reached OnRegister (the
+  // gateway's cap on streams not yet registered: "refused_concurrent").
+  void CountRegistration(absl::string_view result);
   void OnHeartbeat(const std::string& worker, uint64_t session, absl::Time now);
   void OnDisconnect(const std::string& worker, uint64_t session, absl::Time now);
   void OnRunStatus(const std::string& worker, const v1::RunStatus& status, absl::Time now);

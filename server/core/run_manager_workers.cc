@@ -53,15 +53,6 @@ absl::Status ValidateWorkerId(absl::string_view id) {
       " letters, digits, '.', '_' or '-', not starting with '.' or '-'"));
 }
 
-// The address part of a gRPC peer ("ipv4:10.0.0.5:41234" ->
-// "ipv4:10.0.0.5"): the registration rate is kept per source address.
-std::string SourceOf(absl::string_view peer) {
-  const size_t colon = peer.rfind(':');
-  const size_t first = peer.find(':');
-  if (colon == absl::string_view::npos || colon == first) return std::string(peer);
-  return std::string(peer.substr(0, colon));
-}
-
 }  // namespace
 
 absl::Status RunManager::Recover(absl::Time now) {
@@ -200,10 +191,10 @@ absl::Status RunManager::AdmitWorkerLocked(const std::string& name, const v1::Re
                       "register: this coordinator already knows ", secret_hashes_.size(),
                       " workers, its limit (--max-workers); ", name, " is not admitted")));
   }
-  if (const absl::Duration wait = register_limiter_.Acquire(SourceOf(peer), now);
+  if (const absl::Duration wait = register_limiter_.Acquire(PeerAddress(peer), now);
       wait > absl::ZeroDuration()) {
     return refuse("refused_rate", absl::ResourceExhaustedError(absl::StrCat(
-                                      "register: too many new worker names from ", SourceOf(peer),
+                                      "register: too many new worker names from ", PeerAddress(peer),
                                       " (--register-rate); retry in ",
                                       absl::FormatDuration(wait))));
   }
@@ -247,6 +238,11 @@ absl::Status RunManager::ForgetWorker(absl::string_view name) {
   unsaved_workers_.erase(full);
   absl::FPrintF(stderr, "collbench-coordinator: forgot %s; it may register anew\n", full);
   return absl::OkStatus();
+}
+
+void RunManager::CountRegistration(absl::string_view result) {
+  absl::MutexLock lock(&mu_);
+  ++worker_counts_.registrations[std::string(result)];
 }
 
 WorkerCounts RunManager::worker_counts() {

@@ -120,7 +120,9 @@ struct CoordinatorMetrics::Families {
                                        "refused_join_token, refused_secret (a known name "
                                        "without its secret), refused_invalid, "
                                        "refused_max_workers (--max-workers), refused_rate "
-                                       "(--register-rate), refused_store.")
+                                       "(--register-rate), refused_concurrent (too many "
+                                       "unregistered streams from one address), "
+                                       "refused_store.")
                                  .Register(*registry)),
         worker_messages_refused(prometheus::BuildCounter()
                                     .Name("collbench_worker_messages_refused_total")
@@ -176,7 +178,8 @@ CoordinatorMetrics::CoordinatorMetrics(absl::string_view version, MetricsSources
     families_->admission_rejections.Add({{"reason", reason}});
   }
   for (const char* result : {"new", "reconnected", "refused_join_token", "refused_secret",
-                             "refused_invalid", "refused_max_workers", "refused_rate"}) {
+                             "refused_invalid", "refused_max_workers", "refused_rate",
+                             "refused_concurrent"}) {
     families_->worker_registrations.Add({{"result", result}});
   }
   for (const char* reason : {"status_not_launcher", "result_not_launcher", "log_not_launcher",

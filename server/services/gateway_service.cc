@@ -1,10 +1,13 @@
 #include "server/services/gateway_service.h"
 
+#include <atomic>
 #include <deque>
 
+#include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/time/clock.h"
 #include "api/status_mapping.h"
+#include "common/host_port.h"
 
 namespace collbench {
 
@@ -86,7 +89,15 @@ class ConnectReactor final
   ConnectReactor(GatewayService* gateway, std::string peer)
       : gateway_(gateway),
         peer_(std::move(peer)),
+        source_(PeerAddress(peer_)),
         stream_(std::make_shared<WorkerStream>(this, gateway->max_queued())) {
+    if (!gateway_->AdmitUnregistered(source_)) {
+      gateway_->manager()->CountRegistration("refused_concurrent");
+      End(grpc::Status(grpc::StatusCode::RESOURCE_EXHAUSTED,
+                       absl::StrCat("too many unregistered worker streams from ", source_)));
+      return;
+    }
+    unregistered_ = true;
     StartRead(&incoming_);
   }
 
@@ -127,6 +138,7 @@ class ConnectReactor final
       absl::StatusOr<RunManager::Registration> registration =
           manager->OnRegister(message.register_(), now, peer_);
       if (!registration.ok()) return registration.status();
+      ReleaseUnregistered();
       worker_ = registration->reply.name();
       session_ = registration->session;
       gateway_->Attach(worker_, stream_);
@@ -165,12 +177,17 @@ class ConnectReactor final
                      "read fast enough); reconnect"));
   }
 
+  void ReleaseUnregistered() {
+    if (unregistered_.exchange(false)) gateway_->ReleaseUnregistered(source_);
+  }
+
   void End(const grpc::Status& status) {
     {
       absl::MutexLock lock(&mu_);
       if (ended_) return;
       ended_ = true;
     }
+    ReleaseUnregistered();
     stream_->Close();
     if (!worker_.empty()) {
       gateway_->Detach(worker_, stream_.get());
@@ -181,7 +198,11 @@ class ConnectReactor final
 
   GatewayService* const gateway_;
   const std::string peer_;
+  const std::string source_;  // PeerAddress(peer_)
   const std::shared_ptr<WorkerStream> stream_;
+  // Holds one of the source's unregistered-stream slots until it registers
+  // or ends (the read path and a cancel may race: released once).
+  std::atomic<bool> unregistered_{false};
   v1::WorkerMessage incoming_;
   std::string worker_;
   uint64_t session_ = 0;
@@ -215,6 +236,24 @@ bool GatewayService::Send(const std::string& worker, const v1::CoordinatorMessag
                   worker, max_queued_);
   }
   return sent;
+}
+
+bool GatewayService::AdmitUnregistered(const std::string& source) {
+  const int limit = manager_->options().max_unregistered_streams_per_source;
+  absl::MutexLock lock(&mu_);
+  int& open = unregistered_[source];
+  if (limit > 0 && open >= limit) {
+    if (open == 0) unregistered_.erase(source);
+    return false;
+  }
+  ++open;
+  return true;
+}
+
+void GatewayService::ReleaseUnregistered(const std::string& source) {
+  absl::MutexLock lock(&mu_);
+  auto it = unregistered_.find(source);
+  if (it != unregistered_.end() && --it->second <= 0) unregistered_.erase(it);
 }
 
 int64_t GatewayService::send_queue_overflows() const {

@@ -7,6 +7,10 @@
 // `max_queued` messages (DESIGN §5, "Bounds"); a worker whose queue
 // overflows has its stream ended with RESOURCE_EXHAUSTED (it reconnects and
 // re-sends what was not acknowledged), counted in send_queue_overflows().
+// Streams not registered yet are capped per source address
+// (RunManagerOptions::max_unregistered_streams_per_source): beyond it a new stream is ended at once
+// with RESOURCE_EXHAUSTED and counted as a "refused_concurrent"
+// registration.
 #ifndef COLLBENCH_SERVER_SERVICES_GATEWAY_SERVICE_H_
 #define COLLBENCH_SERVER_SERVICES_GATEWAY_SERVICE_H_
 
@@ -48,6 +52,11 @@ class GatewayService final : public v1::WorkerGateway::CallbackService, public W
   size_t max_queued() const { return max_queued_; }
   // Streams ended because their send queue overflowed.
   int64_t send_queue_overflows() const;
+  // A stream from `source` that has not registered yet: false when the
+  // source is at its cap (the stream is then refused). Each admitted one is
+  // released once, when it registers or ends.
+  bool AdmitUnregistered(const std::string& source);
+  void ReleaseUnregistered(const std::string& source);
 
  private:
   const size_t max_queued_;
@@ -55,6 +64,7 @@ class GatewayService final : public v1::WorkerGateway::CallbackService, public W
   mutable absl::Mutex mu_;
   std::map<std::string, std::shared_ptr<WorkerStream>> streams_ ABSL_GUARDED_BY(mu_);
   int64_t send_queue_overflows_ ABSL_GUARDED_BY(mu_) = 0;
+  std::map<std::string, int> unregistered_ ABSL_GUARDED_BY(mu_);  // by source
 };
 
 }  // namespace collbench

@@ -8,6 +8,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/time/clock.h"
+#include "common/host_port.h"
 
 namespace collbench {
 namespace {
@@ -24,14 +25,6 @@ bool TokensEqual(absl::string_view a, absl::string_view b) {
 // absl and gRPC share the canonical status codes.
 grpc::Status ToGrpcStatus(const absl::Status& status) {
   return grpc::Status(static_cast<grpc::StatusCode>(status.code()), std::string(status.message()));
-}
-
-// The address part of a gRPC peer ("ipv4:10.0.0.5:41234" ->
-// "ipv4:10.0.0.5"): a caller's connections share one bucket.
-std::string CallerOf(const std::string& peer) {
-  const size_t colon = peer.rfind(':');
-  if (colon == std::string::npos || colon == peer.find(':')) return peer;
-  return peer.substr(0, colon);
 }
 
 }  // namespace
@@ -310,7 +303,7 @@ void ExecReactor::Unref() {
 
 grpc::ServerWriteReactor<v1::ExecOutput>* ExecService::Exec(grpc::CallbackServerContext* context,
                                                             const v1::ExecRequest* request) {
-  if (absl::Status admitted = manager_->AdmitCaller(CallerOf(context->peer()), absl::Now());
+  if (absl::Status admitted = manager_->AdmitCaller(PeerAddress(context->peer()), absl::Now());
       !admitted.ok()) {
     return new ExecReactor(admitted);
   }

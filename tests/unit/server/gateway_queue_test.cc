@@ -87,5 +87,58 @@ TEST(GatewayQueueTest, AWorkerThatStopsReadingIsEndedOnceItsQueueOverflows) {
   server->Shutdown(absl::ToChronoTime(absl::Now() + absl::Seconds(5)));
 }
 
+// Streams that never register are capped per source address: the next one
+// is refused at once and counted; a slot frees when a stream registers.
+TEST(GatewayQueueTest, UnregisteredStreamsPerSourceAreCapped) {
+  std::unique_ptr<Store> store = NewMemoryStore();
+  scheduling::WorkerRegistry registry;
+  WatchHub hub;
+  GatewayService gateway;
+  RunManagerOptions options;
+  options.max_unregistered_streams_per_source = 2;
+  RunManager manager(store.get(), &registry, &hub, &gateway, options);
+  ASSERT_TRUE(manager.Recover(absl::Now()).ok());
+  gateway.SetManager(&manager);
+  int port = 0;
+  grpc::ServerBuilder builder;
+  builder.AddListeningPort("127.0.0.1:0", grpc::InsecureServerCredentials(), &port);
+  builder.RegisterService(&gateway);
+  std::unique_ptr<grpc::Server> server = builder.BuildAndStart();
+  ASSERT_NE(server, nullptr);
+  auto stub = v1::WorkerGateway::NewStub(
+      grpc::CreateChannel(absl::StrCat("127.0.0.1:", port), grpc::InsecureChannelCredentials()));
+  struct Open {
+    grpc::ClientContext context;
+    std::unique_ptr<grpc::ClientReaderWriter<v1::WorkerMessage, v1::CoordinatorMessage>> stream;
+  };
+  auto open = [&] {
+    auto o = std::make_unique<Open>();
+    o->context.set_deadline(absl::ToChronoTime(absl::Now() + absl::Seconds(30)));
+    o->stream = stub->Connect(&o->context);
+    return o;
+  };
+  auto first = open();
+  auto second = open();
+  // Both are held by the gateway before the third arrives.
+  absl::SleepFor(absl::Milliseconds(300));
+  auto third = open();
+  v1::CoordinatorMessage message;
+  EXPECT_FALSE(third->stream->Read(&message));
+  EXPECT_EQ(third->stream->Finish().error_code(), grpc::StatusCode::RESOURCE_EXHAUSTED);
+  EXPECT_EQ(manager.worker_counts().registrations["refused_concurrent"], 1);
+  // The first registers: its slot is free again.
+  ASSERT_TRUE(first->stream->Write(Hello("")));
+  ASSERT_TRUE(first->stream->Read(&message));
+  EXPECT_TRUE(message.has_registered());
+  auto fourth = open();
+  absl::SleepFor(absl::Milliseconds(300));
+  EXPECT_EQ(manager.worker_counts().registrations["refused_concurrent"], 1);
+  for (Open* o : {first.get(), second.get(), fourth.get()}) {
+    o->context.TryCancel();
+    (void)o->stream->Finish();
+  }
+  server->Shutdown(absl::ToChronoTime(absl::Now() + absl::Seconds(5)));
+}
+
 }  // namespace
 }  // namespace collbench
