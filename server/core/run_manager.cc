@@ -1,6 +1,6 @@
 // RunManager: the caller-facing API, scheduling and completion. The
 // worker-facing half (registration, status, results, ticks, recovery) is
-// in run_manager_workers.cc.
+// in run_manager_workers.cc, worker identity in run_manager_identity.cc.
 #include "server/core/run_manager.h"
 
 #include <random>
