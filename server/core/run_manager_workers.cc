@@ -5,6 +5,7 @@
 #include <limits>
 
 #include "absl/strings/ascii.h"
+#include "absl/strings/escaping.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
@@ -96,9 +97,23 @@ absl::Status RunManager::Recover(absl::Time now) {
 absl::StatusOr<RunManager::Registration> RunManager::OnRegister(const v1::Register& hello,
                                                                 absl::Time now,
                                                                 absl::string_view peer) {
-  auto refused = [this](const char* result, absl::Status status) {
-    absl::MutexLock lock(&mu_);
-    ++worker_counts_.registrations[result];
+  // Counted always; logged at powers of two per result, so a stranger
+  // hammering the port cannot flood the log. The id is escaped: it is
+  // whatever the caller sent.
+  auto refused = [this, &hello, peer](const char* result, absl::Status status) {
+    int64_t count;
+    {
+      absl::MutexLock lock(&mu_);
+      count = ++worker_counts_.registrations[result];
+    }
+    if ((count & (count - 1)) == 0) {
+      absl::FPrintF(stderr,
+                    "collbench-coordinator: registration of \"%s\" from %s refused (%s, %d so "
+                    "far): %s\n",
+                    absl::CHexEscape(hello.worker_id().substr(0, 128)),
+                    peer.empty() ? "an unknown peer" : peer, result, count,
+                    absl::CHexEscape(status.message()));
+    }
     return status;
   };
   if (absl::Status joined = options_.tokens.CheckToken(hello.join_token(), Role::kWorker);
