@@ -66,6 +66,10 @@ class LocalCluster {
     if (mkdtemp(dir) == nullptr) return absl::InternalError("cannot create a temporary folder");
     dir_ = dir;
     chmod(dir, 0700);  // mkdtemp's mode; no other user may look inside
+    // Beside a kept store, the workers' secrets are kept too: a later
+    // `collbench local --store FILE` starts workers under the same names,
+    // which that store's coordinator admits only with their secrets.
+    state_root_ = store.empty() ? "" : store + ".worker-state";
     CoordinatorOptions options;
     options.grpc_listen = "127.0.0.1:0";
     absl::Status tokens = WriteSessionTokens(&options);
@@ -148,6 +152,7 @@ class LocalCluster {
                                      "--join-token-file",
                                      join_token_file_};
     if (slots > 0) args.insert(args.end(), {"--slots", absl::StrCat(slots)});
+    if (!state_root_.empty()) args.insert(args.end(), {"--state-dir", state_root_ + "/" + name});
     const pid_t pid = fork();
     if (pid < 0) return absl::InternalError("fork failed");
     if (pid == 0) {
@@ -190,6 +195,7 @@ class LocalCluster {
   }
 
   std::string dir_;
+  std::string state_root_;  // workers' --state-dir parent; empty: their work dirs
   std::string address_;
   std::string operator_token_;
   std::string join_token_file_;

@@ -1,5 +1,6 @@
 #include "common/host_port.h"
 
+#include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
@@ -14,7 +15,56 @@ absl::string_view StripBrackets(absl::string_view host) {
   return host;
 }
 
+bool IsDnsName(absl::string_view host) {
+  if (host.empty() || host.size() > 253) return false;
+  size_t label = 0;
+  for (size_t i = 0; i < host.size(); ++i) {
+    const char c = host[i];
+    if (c == '.') {
+      if (label == 0) return false;
+      label = 0;
+      continue;
+    }
+    if (!absl::ascii_isalnum(c) && c != '-' && c != '_') return false;
+    if (label == 0 && c == '-') return false;
+    if (++label > 63) return false;
+  }
+  return label > 0;
+}
+
+bool IsIpv6Text(absl::string_view host) {
+  if (host.size() < 2 || host.size() > 45) return false;
+  for (const char c : host) {
+    if (!absl::ascii_isxdigit(c) && c != ':' && c != '.') return false;
+  }
+  return absl::StrContains(host, ':');
+}
+
 }  // namespace
+
+std::string PeerAddress(absl::string_view grpc_peer) {
+  const size_t colon = grpc_peer.rfind(':');
+  if (colon == absl::string_view::npos || colon == grpc_peer.find(':')) {
+    return std::string(grpc_peer);
+  }
+  return std::string(grpc_peer.substr(0, colon));
+}
+
+absl::Status ValidateDialAddress(absl::string_view address) {
+  absl::StatusOr<HostPort> parsed = ParseHostPort(address);
+  if (!parsed.ok()) return parsed.status();
+  if (parsed->port < 1) {
+    return absl::InvalidArgumentError(absl::StrCat("\"", address, "\" has no port to dial"));
+  }
+  const bool bracketed = absl::StrContains(address, '[');
+  const bool valid = bracketed ? IsIpv6Text(parsed->host) : IsDnsName(parsed->host);
+  if (!valid || IsWildcardHost(parsed->host)) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "\"", address, "\" does not name a host to dial (a DNS name, an IPv4 address or a "
+        "bracketed IPv6 address)"));
+  }
+  return absl::OkStatus();
+}
 
 absl::StatusOr<HostPort> ParseHostPort(absl::string_view address) {
   const size_t colon = address.rfind(':');

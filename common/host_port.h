@@ -31,6 +31,20 @@ std::string JoinHostPort(absl::string_view host, int port);
 // 0.0.0.0 or ::.
 bool IsWildcardHost(absl::string_view host);
 
+// The address part of a gRPC peer string, port dropped:
+// "ipv4:10.0.0.5:41234" -> "ipv4:10.0.0.5", "ipv6:[::1]:5000" ->
+// "ipv6:[::1]"; anything else as it is. Limits kept per caller use it, so
+// one caller's connections share one budget.
+std::string PeerAddress(absl::string_view grpc_peer);
+
+// OK if `address` is an address a peer can dial and that is safe to pass on
+// (it ends up in an MPI launcher's host list): HOST:PORT with port 1..65535
+// and a host that is a DNS name (labels of letters, digits, '-' and '_',
+// at most 63 characters each, 253 in all, not starting with '-'), an IPv4
+// address, or a bracketed IPv6 address (hex digits, ':' and '.'); not a
+// wildcard. InvalidArgument saying what is wrong otherwise.
+absl::Status ValidateDialAddress(absl::string_view address);
+
 }  // namespace collbench
 
 #endif  // COLLBENCH_COMMON_HOST_PORT_H_

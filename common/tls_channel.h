@@ -23,6 +23,10 @@ namespace collbench {
 struct ClientTlsOptions {
   std::string ca_file;      // PEM roots; empty: insecure channel
   std::string server_name;  // expected name in the certificate; empty: the host dialled
+  // A client certificate chain and its key (PEM), presented when the server
+  // asks (mutual TLS); both or neither, and only with ca_file.
+  std::string cert_file;
+  std::string key_file;
 };
 
 // Credentials and channel arguments for `options`. InvalidArgument naming
@@ -33,6 +37,27 @@ struct ChannelSetup {
   grpc::ChannelArguments arguments;
 };
 absl::StatusOr<ChannelSetup> MakeChannelSetup(const ClientTlsOptions& options);
+
+// The server side (DESIGN §5: TLS, mutual where certificates are given):
+// TLS with `cert_file` and `key_file` (PEM); with `client_ca_file` too,
+// every client must present a certificate that chains to it (mutual TLS).
+// None of them: insecure.
+struct ServerTlsOptions {
+  std::string cert_file;
+  std::string key_file;
+  std::string client_ca_file;
+};
+
+// Credentials for a listener. InvalidArgument naming the flag and the file
+// when one cannot be read or holds no PEM block, when only one of cert and
+// key is given, or a client CA without them. `flag_prefix` names the flags
+// in errors (e.g. "--tls-").
+absl::StatusOr<std::shared_ptr<grpc::ServerCredentials>> MakeServerCredentials(
+    const ServerTlsOptions& options, const std::string& flag_prefix = "--tls-");
+
+// The whole of a PEM file; InvalidArgument naming `flag` and the file when
+// it cannot be read or holds no "-----BEGIN " block.
+absl::StatusOr<std::string> ReadPemFile(const std::string& path, const std::string& flag);
 
 // A channel to `address` with `setup`.
 std::shared_ptr<grpc::Channel> CreateCoordinatorChannel(const std::string& address,

@@ -103,7 +103,8 @@ std::string SecurityMetrics(bool insecure_no_auth, const HttpServer* http) {
 }
 
 std::shared_ptr<CoordinatorMetrics> NewMetrics(Store* store, RunManager* manager,
-                                               const WatcherLimits* watchers) {
+                                               const WatcherLimits* watchers,
+                                               const GatewayService* gateway) {
   MetricsSources sources;
   sources.lookup_run = [store](const std::string& name) { return store->GetRun(name); };
   sources.workers = [manager] { return manager->ListWorkers(); };
@@ -111,6 +112,8 @@ std::shared_ptr<CoordinatorMetrics> NewMetrics(Store* store, RunManager* manager
   sources.admission_rejections = [manager] { return manager->admission_rejections(); };
   sources.open_watchers = [watchers] { return watchers->open(); };
   sources.watcher_rejections = [watchers] { return watchers->rejections(); };
+  sources.worker_counts = [manager] { return manager->worker_counts(); };
+  sources.send_queue_overflows = [gateway] { return gateway->send_queue_overflows(); };
   return std::make_shared<CoordinatorMetrics>(COLLBENCH_VERSION, std::move(sources));
 }
 
@@ -135,9 +138,12 @@ absl::StatusOr<std::unique_ptr<Coordinator>> Coordinator::Start(const Coordinato
   c->manager_ = std::make_unique<RunManager>(p.store.get(), &p.registry, &p.hub, &p.gateway,
                                              manager_options);
   p.watchers = std::make_unique<WatcherLimits>(options.watchers);
-  p.metrics = NewMetrics(p.store.get(), c->manager_.get(), p.watchers.get());
+  p.metrics = NewMetrics(p.store.get(), c->manager_.get(), p.watchers.get(), &p.gateway);
   p.hub.AddObserver(p.metrics);
   RETURN_IF_ERROR(c->manager_->Recover(absl::Now()));
+  for (const std::string& name : options.forget_workers) {
+    RETURN_IF_ERROR(c->manager_->ForgetWorker(name));
+  }
   p.gateway.SetManager(c->manager_.get());
   p.service =
       std::make_unique<CoordinatorService>(c->manager_.get(), &p.hub, &p.authorizer,

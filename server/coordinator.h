@@ -9,6 +9,7 @@
 #include <memory>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include "absl/status/statusor.h"
 #include "absl/synchronization/notification.h"
@@ -30,6 +31,9 @@ struct CoordinatorOptions {
   bool insecure_no_auth = false;
   size_t max_body_bytes = 1 << 20;  // REST request bodies
   RunManagerOptions run_manager;
+  // Worker names forgotten (row and secret) before serving, so that a worker
+  // that lost its secret can join anew (--forget-worker).
+  std::vector<std::string> forget_workers;
   WatcherLimitOptions watchers;  // WatchRun and REST event streams
   absl::Duration tick_interval = absl::Milliseconds(250);
 };

@@ -21,7 +21,8 @@ constexpr char kUsage[] =
     "[--store FILE] [--tokens FILE] [--tls-cert F --tls-key F] [--join-token-file F] "
     "[--insecure-no-auth] "
     "[--max-queued-runs N] [--create-rate R] [--create-burst N] [--max-watchers N] "
-    "[--max-watchers-per-client N] [--watcher-buffer N]\n";
+    "[--max-watchers-per-client N] [--watcher-buffer N] [--max-workers N] [--register-rate R]\n"
+    "       [--max-unregistered-streams N] [--forget-worker NAME]...\n";
 
 // A flag taking a whole number of at least `min` into `target`.
 void WholeNumberFlag(collbench::FlagParser& flags, const std::string& name, int min, int* target,
@@ -135,6 +136,35 @@ int main(int argc, char** argv) {
   WholeNumberFlag(flags, "watcher-buffer", 1, &watchers.buffer_events,
                   "events a watcher may leave unread; one more ends it as too slow (gRPC "
                   "RESOURCE_EXHAUSTED, an SSE 'event: error')");
+  WholeNumberFlag(flags, "max-workers", 0, &admission.max_workers,
+                  "worker names this coordinator knows (each holds its own secret) beyond which "
+                  "a new name is refused (RESOURCE_EXHAUSTED); 0: no limit");
+  WholeNumberFlag(flags, "max-unregistered-streams", 0,
+                  &admission.max_unregistered_streams_per_source,
+                  "worker streams from one address that have not registered yet beyond which a "
+                  "new one is refused (RESOURCE_EXHAUSTED); 0: no limit");
+  flags.Custom(
+      "register-rate", "R",
+      [&admission](absl::string_view v) {
+        absl::StatusOr<double> rate = collbench::ParseRatePerSecond(v);
+        if (!rate.ok()) {
+          return absl::InvalidArgumentError(
+              absl::StrCat("invalid --register-rate ", rate.status().message()));
+        }
+        admission.register_rate.per_second = *rate;
+        return absl::OkStatus();
+      },
+      absl::StrFormat("new worker names one source address may register: 20/s, 600/min, or "
+                      "off; beyond it RESOURCE_EXHAUSTED (default %g/s, bursts of %d)",
+                      admission.register_rate.per_second, admission.register_rate.burst));
+  flags.Custom(
+      "forget-worker", "NAME",
+      [&options](absl::string_view v) {
+        options.forget_workers.emplace_back(v);
+        return absl::OkStatus();
+      },
+      "forget a worker name and its secret before serving, so that a worker that lost its "
+      "secret file can register anew with the join token; repeatable");
   const absl::Status parsed = flags.Parse(std::vector<std::string>(argv + 1, argv + argc));
   if (flags.help()) {
     std::fputs(kUsage, stdout);

@@ -334,6 +334,11 @@ class CoordinatorProcess {
                                      // One client creates every run at
                                      // once: beyond any per-caller rate.
                                      "--create-rate=off",
+                                     // Every simulated worker registers a
+                                     // new name from this one address.
+                                     "--register-rate=off",
+                                     "--max-workers=0",
+                                     "--max-unregistered-streams=0",
                                      // One client opens every watcher.
                                      "--max-watchers=0",
                                      "--max-watchers-per-client=0",

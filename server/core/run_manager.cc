@@ -1,6 +1,6 @@
 // RunManager: the caller-facing API, scheduling and completion. The
 // worker-facing half (registration, status, results, ticks, recovery) is
-// in run_manager_workers.cc.
+// in run_manager_workers.cc, worker identity in run_manager_identity.cc.
 #include "server/core/run_manager.h"
 
 #include <random>
@@ -82,7 +82,8 @@ RunManager::RunManager(Store* store, scheduling::WorkerRegistry* registry, Watch
       hub_(hub),
       link_(link),
       options_(std::move(options)),
-      create_limiter_(options_.create_rate) {}
+      create_limiter_(options_.create_rate),
+      register_limiter_(options_.register_rate) {}
 
 ValidationLimits RunManager::LimitsNow() const {
   ValidationLimits limits = options_.limits;

@@ -27,6 +27,26 @@
 // they are written in one transaction per Tick rather than one fsync per
 // worker: a fleet that disconnects at once costs one store write.
 //
+// Worker identity (DESIGN §5): the join token admits only a name this
+// coordinator does not know yet; such a first registration is issued a
+// random secret (Registered.worker_secret) whose hash is kept in the store
+// before the reply goes out. A known name, connected or not, is admitted
+// only with its own secret (the join token is still required too), so a
+// holder of the join token cannot take over a worker, and a worker comes
+// back across coordinator restarts. New names are capped in total
+// (max_workers) and per source address (register_rate); refusals are
+// ResourceExhausted and, like every registration, counted (WorkerCounts).
+// A worker that lost its secret joins anew once an operator forgets its
+// name: ForgetWorker() (collbench-coordinator --forget-worker NAME applies
+// it at start), refused while the worker is connected or holds a run. A
+// name whose secret was stored but whose Registered reply never reached
+// the worker (the stream broke in between) needs the same.
+//
+// Worker messages: RunStatus, RunResult and RunLog are applied only when
+// they come from the run's launcher (the worker hosting rank 0, recorded as
+// Run.launcher); others are dropped, counted and logged. Results are
+// bounded by what the run's spec can produce (api/result_bounds.h).
+//
 // Time is passed in (absl::Time now) so tests control it; Tick() must be
 // called periodically (heartbeat expiry, timeouts, grace periods, worker
 // rows).
@@ -56,7 +76,7 @@
 #include "collbench/v1/worker.pb.h"
 #include "server/auth/authorizer.h"
 #include "server/core/admission.h"
-#include "server/core/rate_limiter.h"
+#include "common/rate_limiter.h"
 #include "server/core/watch_hub.h"
 #include "server/core/worker_link.h"
 #include "server/scheduling/scheduler.h"
@@ -88,6 +108,25 @@ struct RunManagerOptions {
   int max_queued_runs = 1000;
   absl::Duration queue_full_retry_after = absl::Seconds(5);
   RateLimit create_rate = {/*per_second=*/10, /*burst=*/20};
+  // Worker names known (each with a secret) beyond which a new name is
+  // refused (0: no limit), and the new names each source address (the
+  // peer's IP) may register (per_second 0: no limit).
+  int max_workers = 10000;
+  RateLimit register_rate = {/*per_second=*/20, /*burst=*/200};
+  // Worker streams of one source address that have not registered yet,
+  // beyond which the gateway refuses a new one (0: no limit).
+  int max_unregistered_streams_per_source = 32;
+};
+
+// What workers sent that the manager counted, for metrics: registrations
+// by result ("new", "reconnected", "refused_join_token", "refused_secret",
+// "refused_invalid", "refused_max_workers", "refused_rate",
+// "refused_concurrent") and messages
+// refused by reason ("status_not_launcher", "result_not_launcher",
+// "log_not_launcher", "results_beyond_spec").
+struct WorkerCounts {
+  std::map<std::string, int64_t> registrations;
+  std::map<std::string, int64_t> refused_messages;
 };
 
 class RunManager {
@@ -130,19 +169,37 @@ class RunManager {
   WorkerPage ListWorkers(size_t start, size_t count);
   absl::StatusOr<v1::Worker> GetWorker(absl::string_view name);
   absl::StatusOr<v1::Worker> DrainWorker(absl::string_view name);
+  const RunManagerOptions& options() const { return options_; }
   // Queued runs, for metrics.
   int queued_count();
   // CreateRun refusals so far, for metrics.
   AdmissionRejections admission_rejections();
 
   // --- Worker gateway ------------------------------------------------------
-  // A worker (re)connected. Returns the Registered reply and the session id
-  // that later calls from this stream carry. Re-adopts the runs it lists.
+  // A worker (re)connected from `peer` (gRPC's peer string, e.g.
+  // "ipv4:10.0.0.5:41234"; the rate of new names is kept per address,
+  // port ignored). Returns the Registered reply (with a new name's secret)
+  // and the session id that later calls from this stream carry. Re-adopts
+  // the runs it lists. PermissionDenied for a wrong join token or a known
+  // name without its secret (nothing about the stored secret is said);
+  // InvalidArgument naming the field (worker_id, agent_address, labels);
+  // ResourceExhausted beyond max_workers or register_rate; a refused
+  // registration changes nothing.
   struct Registration {
     uint64_t session = 0;
     v1::Registered reply;
   };
-  absl::StatusOr<Registration> OnRegister(const v1::Register& hello, absl::Time now);
+  absl::StatusOr<Registration> OnRegister(const v1::Register& hello, absl::Time now,
+                                          absl::string_view peer = "");
+  // Forgets a worker name and its secret, so that it can register anew
+  // with the join token (an operator's way back for a worker that lost its
+  // secret file). FailedPrecondition while it is connected or holds a run;
+  // NotFound when the name is unknown.
+  absl::Status ForgetWorker(absl::string_view name);
+  WorkerCounts worker_counts();
+  // Counts a registration refused before it reached OnRegister (the
+  // gateway's cap on streams not yet registered: "refused_concurrent").
+  void CountRegistration(absl::string_view result);
   void OnHeartbeat(const std::string& worker, uint64_t session, absl::Time now);
   void OnDisconnect(const std::string& worker, uint64_t session, absl::Time now);
   void OnRunStatus(const std::string& worker, const v1::RunStatus& status, absl::Time now);
@@ -167,6 +224,7 @@ class RunManager {
     absl::Time launcher_away_since = absl::InfiniteFuture();
     bool cancelling = false;          // marked cancelled, workers still held
     absl::Time cancel_deadline = absl::InfiniteFuture();
+    int64_t max_results = -1;         // from the spec, computed on first use
   };
 
   ValidationLimits LimitsNow() const;
@@ -205,6 +263,14 @@ class RunManager {
   void AdoptLocked(const std::string& worker, const std::string& run, absl::Time now)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   v1::Worker WorkerProto(const scheduling::WorkerSnapshot& snapshot) const;
+  // The identity and admission part of OnRegister: the secret check for a
+  // known name, or the caps and a new secret (stored) for a new one.
+  absl::Status AdmitWorkerLocked(const std::string& name, const v1::Register& hello,
+                                 absl::string_view peer, absl::Time now, v1::Registered* reply)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Counts and logs a message refused from `worker` about `run`.
+  void RefuseMessageLocked(const std::string& worker, const std::string& run,
+                           const char* reason) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
   Store* const store_;
   scheduling::WorkerRegistry* const registry_;
@@ -226,6 +292,10 @@ class RunManager {
   // Workers in the store when Recover() ran, as LOST: ListWorkers shows
   // them until they register again, without reading the store per call.
   std::map<std::string, v1::Worker> known_before_start_ ABSL_GUARDED_BY(mu_);
+  // Worker name -> hash of its secret (store's worker_credentials).
+  std::map<std::string, std::string> secret_hashes_ ABSL_GUARDED_BY(mu_);
+  RateLimiter register_limiter_ ABSL_GUARDED_BY(mu_);
+  WorkerCounts worker_counts_ ABSL_GUARDED_BY(mu_);
 };
 
 }  // namespace collbench

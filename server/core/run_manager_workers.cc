@@ -4,12 +4,16 @@
 #include <algorithm>
 #include <limits>
 
+#include "absl/strings/ascii.h"
+#include "absl/strings/escaping.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "common/status_macros.h"
 #include "common/worker_labels.h"
 #include "api/convert.h"
+#include "api/result_bounds.h"
+#include "common/host_port.h"
 #include "server/core/run_manager.h"
 
 namespace collbench {
@@ -35,12 +39,29 @@ int64_t ContiguousThrough(const std::vector<v1::SizeResult>& results) {
   return through;
 }
 
+// A worker id becomes "workers/{id}", a folder name on workers and a word
+// in logs: letters, digits, '.', '_', '-', not starting with '.' or '-'.
+absl::Status ValidateWorkerId(absl::string_view id) {
+  constexpr size_t kMaxLength = 128;
+  bool valid = !id.empty() && id.size() <= kMaxLength && id.front() != '.' && id.front() != '-';
+  for (const char c : id) {
+    valid &= absl::ascii_isalnum(c) || c == '.' || c == '_' || c == '-';
+  }
+  if (valid) return absl::OkStatus();
+  return absl::InvalidArgumentError(absl::StrCat(
+      "register.worker_id: must be 1 to ", kMaxLength,
+      " letters, digits, '.', '_' or '-', not starting with '.' or '-'"));
+}
+
 }  // namespace
 
 absl::Status RunManager::Recover(absl::Time now) {
   ASSIGN_OR_RETURN(std::vector<v1::Run> runs, store_->ListUnfinishedRuns());
   ASSIGN_OR_RETURN(std::vector<v1::Worker> workers, store_->ListWorkers());
+  using SecretHashes = std::map<std::string, std::string>;
+  ASSIGN_OR_RETURN(SecretHashes secret_hashes, store_->ListWorkerSecretHashes());
   absl::MutexLock lock(&mu_);
+  secret_hashes_ = std::move(secret_hashes);
   // Workers known from before the restart are lost until they come back
   // (a registered worker's registry entry wins in ListWorkers).
   for (v1::Worker& w : workers) {
@@ -74,19 +95,44 @@ absl::Status RunManager::Recover(absl::Time now) {
 }
 
 absl::StatusOr<RunManager::Registration> RunManager::OnRegister(const v1::Register& hello,
-                                                                absl::Time now) {
+                                                                absl::Time now,
+                                                                absl::string_view peer) {
+  // Counted always; logged at powers of two per result, so a stranger
+  // hammering the port cannot flood the log. The id is escaped: it is
+  // whatever the caller sent.
+  auto refused = [this, &hello, peer](const char* result, absl::Status status) {
+    int64_t count;
+    {
+      absl::MutexLock lock(&mu_);
+      count = ++worker_counts_.registrations[result];
+    }
+    if ((count & (count - 1)) == 0) {
+      absl::FPrintF(stderr,
+                    "collbench-coordinator: registration of \"%s\" from %s refused (%s, %d so "
+                    "far): %s\n",
+                    absl::CHexEscape(hello.worker_id().substr(0, 128)),
+                    peer.empty() ? "an unknown peer" : peer, result, count,
+                    absl::CHexEscape(status.message()));
+    }
+    return status;
+  };
   if (absl::Status joined = options_.tokens.CheckToken(hello.join_token(), Role::kWorker);
       !joined.ok()) {
-    return absl::PermissionDeniedError(
-        absl::StrCat("the worker's join token is not accepted: ", joined.message()));
+    return refused("refused_join_token",
+                   absl::PermissionDeniedError(absl::StrCat(
+                       "the worker's join token is not accepted: ", joined.message())));
   }
-  if (hello.worker_id().empty()) {
-    return absl::InvalidArgumentError("register.worker_id: must not be empty");
+  if (absl::Status valid = ValidateWorkerId(hello.worker_id()); !valid.ok()) {
+    return refused("refused_invalid", valid);
+  }
+  if (absl::Status valid = ValidateDialAddress(hello.agent_address()); !valid.ok()) {
+    return refused("refused_invalid", absl::InvalidArgumentError(absl::StrCat(
+                                          "register.agent_address: ", valid.message())));
   }
   for (const auto& [key, value] : hello.inventory().labels()) {
     if (absl::Status valid = ValidateWorkerLabel(key, value); !valid.ok()) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("register.inventory.labels: ", valid.message()));
+      return refused("refused_invalid", absl::InvalidArgumentError(absl::StrCat(
+                                            "register.inventory.labels: ", valid.message())));
     }
   }
   scheduling::WorkerRegistration registration;
@@ -95,8 +141,17 @@ absl::StatusOr<RunManager::Registration> RunManager::OnRegister(const v1::Regist
   registration.slots = hello.slots();
   registration.agent_address = hello.agent_address();
   registration.inventory = hello.inventory().SerializeAsString();
+  if (absl::Status valid = scheduling::WorkerRegistry::Validate(registration); !valid.ok()) {
+    return refused("refused_invalid", valid);
+  }
   absl::MutexLock lock(&mu_);
-  ASSIGN_OR_RETURN(uint64_t session, registry_->Register(registration, now));
+  Registration result;
+  RETURN_IF_ERROR(AdmitWorkerLocked(registration.name, hello, peer, now, &result.reply));
+  absl::StatusOr<uint64_t> session = registry_->Register(registration, now);
+  if (!session.ok()) {
+    ++worker_counts_.registrations["refused_invalid"];
+    return session.status();
+  }
   // Back after a restart: its registry entry is listed from now on (and the
   // store's row is the one SaveWorkerLocked writes below).
   known_before_start_.erase(registration.name);
@@ -114,8 +169,7 @@ absl::StatusOr<RunManager::Registration> RunManager::OnRegister(const v1::Regist
   }
   for (const std::string& run : hello.active_runs()) AdoptLocked(registration.name, run, now);
   ScheduleLocked(now);
-  Registration result;
-  result.session = session;
+  result.session = *session;
   result.reply.set_name(registration.name);
   result.reply.set_heartbeat_interval_ms(
       static_cast<int32_t>(absl::ToInt64Milliseconds(options_.heartbeat_interval)));
@@ -215,7 +269,11 @@ void RunManager::OnRunStatus(const std::string& worker, const v1::RunStatus& sta
                              absl::Time now) {
   absl::MutexLock lock(&mu_);
   LiveRun* live = FindLiveLocked(status.run());
-  if (live == nullptr || live->run.launcher() != worker) return;
+  if (live == nullptr) return;
+  if (live->run.launcher() != worker) {
+    RefuseMessageLocked(worker, status.run(), "status_not_launcher");
+    return;
+  }
   live->launcher_away_since = absl::InfiniteFuture();
   v1::Run& run = live->run;
   if (!IsFinalRunState(status.state())) {
@@ -253,7 +311,17 @@ void RunManager::OnResult(const std::string& worker, const v1::RunResult& messag
   const v1::SizeResult& result = message.result();
   LiveRun* live = FindLiveLocked(message.run());
   int64_t ack_through = result.sequence();
-  if (live != nullptr && live->run.launcher() == worker) {
+  if (live != nullptr && live->run.launcher() != worker) {
+    RefuseMessageLocked(worker, message.run(), "result_not_launcher");
+    return;
+  }
+  if (live != nullptr) {
+    if (live->max_results < 0) live->max_results = BoundsOfSpec(live->run.spec()).max_results;
+    if (result.sequence() < 0 || result.sequence() >= live->max_results) {
+      // Not stored and not acknowledged: no real run reports it.
+      RefuseMessageLocked(worker, message.run(), "results_beyond_spec");
+      return;
+    }
     absl::StatusOr<bool> inserted = store_->AddResult(live->run.name(), result);
     if (!inserted.ok()) return;  // not stored: not acknowledged, so it comes again
     if (*inserted) {
@@ -278,7 +346,12 @@ void RunManager::OnResult(const std::string& worker, const v1::RunResult& messag
       live->stored_ahead.erase(live->stored_ahead.begin());
     }
     ack_through = live->stored_through;
-  } else if (!store_->GetRun(message.run()).ok()) {
+  } else if (absl::StatusOr<v1::Run> stored = store_->GetRun(message.run()); !stored.ok()) {
+    return;
+  } else if (stored->launcher() != worker) {
+    // A finished run's launcher re-sending after a reconnect is acked; no
+    // other worker is.
+    RefuseMessageLocked(worker, message.run(), "result_not_launcher");
     return;
   }
   v1::CoordinatorMessage ack;
@@ -289,6 +362,12 @@ void RunManager::OnResult(const std::string& worker, const v1::RunResult& messag
 }
 
 void RunManager::OnLog(const std::string& worker, const v1::RunLog& log, absl::Time now) {
+  absl::MutexLock lock(&mu_);
+  LiveRun* live = FindLiveLocked(log.run());
+  if (live == nullptr || live->run.launcher() != worker) {
+    RefuseMessageLocked(worker, log.run(), "log_not_launcher");
+    return;
+  }
   v1::RunEvent event;
   event.set_run(log.run());
   *event.mutable_time() = TimestampFromTime(now);

@@ -113,6 +113,31 @@ struct CoordinatorMetrics::Families {
                                        "request thread, when only the threads kept for other "
                                        "requests are left.")
                                  .Register(*registry)),
+        worker_registrations(prometheus::BuildCounter()
+                                 .Name("collbench_worker_registrations_total")
+                                 .Help("Worker registrations by result: new (a name's first, "
+                                       "issued a secret), reconnected (with its secret), or "
+                                       "refused_join_token, refused_secret (a known name "
+                                       "without its secret), refused_invalid, "
+                                       "refused_max_workers (--max-workers), refused_rate "
+                                       "(--register-rate), refused_concurrent (too many "
+                                       "unregistered streams from one address), "
+                                       "refused_store.")
+                                 .Register(*registry)),
+        worker_messages_refused(prometheus::BuildCounter()
+                                    .Name("collbench_worker_messages_refused_total")
+                                    .Help("Worker messages not applied, by reason: a run's "
+                                          "status, result or log from a worker that is not its "
+                                          "launcher; results beyond what the run's spec can "
+                                          "produce; results whose size the spec does not name "
+                                          "(no series made).")
+                                    .Register(*registry)),
+        send_queue_overflows(prometheus::BuildCounter()
+                                 .Name("collbench_worker_send_queue_overflows_total")
+                                 .Help("Worker streams ended because the coordinator's send "
+                                       "queue to the worker overflowed.")
+                                 .Register(*registry)
+                                 .Add({})),
         watchers_open(prometheus::BuildGauge()
                           .Name("collbench_watchers_open")
                           .Help("Open run watchers: gRPC WatchRun and REST event streams.")
@@ -129,6 +154,9 @@ struct CoordinatorMetrics::Families {
   prometheus::Family<prometheus::Counter>& api_requests;
   prometheus::Family<prometheus::Histogram>& api_duration;
   prometheus::Family<prometheus::Counter>& admission_rejections;
+  prometheus::Family<prometheus::Counter>& worker_registrations;
+  prometheus::Family<prometheus::Counter>& worker_messages_refused;
+  prometheus::Counter& send_queue_overflows;
   prometheus::Gauge& watchers_open;
 };
 
@@ -148,6 +176,15 @@ CoordinatorMetrics::CoordinatorMetrics(absl::string_view version, MetricsSources
   for (const char* reason : {"queue_full", "rate_limited", "watchers_total", "watchers_per_client",
                              "watcher_too_slow", "watchers_threads"}) {
     families_->admission_rejections.Add({{"reason", reason}});
+  }
+  for (const char* result : {"new", "reconnected", "refused_join_token", "refused_secret",
+                             "refused_invalid", "refused_max_workers", "refused_rate",
+                             "refused_concurrent"}) {
+    families_->worker_registrations.Add({{"result", result}});
+  }
+  for (const char* reason : {"status_not_launcher", "result_not_launcher", "log_not_launcher",
+                             "results_beyond_spec", "size_not_in_spec"}) {
+    families_->worker_messages_refused.Add({{"reason", reason}});
   }
   for (int s = v1::QUEUED; s <= v1::CANCELLED; ++s) {
     families_->runs_total.Add({{"state", StateLabel(static_cast<v1::RunState>(s))}});
@@ -181,24 +218,43 @@ void CoordinatorMetrics::OnStateChange(const v1::Run& run, absl::Time event_time
       .Observe(seconds < 0 ? 0 : seconds);
 }
 
-const v1::RunSpec* CoordinatorMetrics::SpecLocked(const std::string& run_name) {
+CoordinatorMetrics::Tracked* CoordinatorMetrics::TrackedLocked(const std::string& run_name) {
   auto it = runs_.find(run_name);
-  if (it != runs_.end()) return &it->second.spec;
+  if (it != runs_.end()) return &it->second;
   if (!sources_.lookup_run) return nullptr;
   absl::StatusOr<v1::Run> run = sources_.lookup_run(run_name);
   if (!run.ok() || IsFinalRunState(run->state())) return nullptr;
   Tracked& tracked = runs_[run_name];
   tracked.spec = run->spec();
   tracked.state = run->state();
-  return &tracked.spec;
+  return &tracked;
+}
+
+bool CoordinatorMetrics::SizeAllowed(Tracked& tracked, uint64_t size_bytes) {
+  if (!tracked.bounded) {
+    tracked.bounds = BoundsOfSpec(tracked.spec);
+    tracked.bounded = true;
+  }
+  if (tracked.sizes_seen.count(size_bytes) > 0) return true;
+  const bool named = tracked.bounds.sizes.empty() || tracked.bounds.sizes.count(size_bytes) > 0;
+  if (!named || static_cast<int64_t>(tracked.sizes_seen.size()) >=
+                    tracked.bounds.max_distinct_sizes) {
+    return false;
+  }
+  tracked.sizes_seen.insert(size_bytes);
+  return true;
 }
 
 void CoordinatorMetrics::OnResult(const std::string& run_name, const v1::SizeResult& result) {
   absl::StatusOr<Histogram> histogram = HistogramFromProto(result.histogram());
   absl::MutexLock lock(&mu_);
-  const v1::RunSpec* spec = SpecLocked(run_name);
-  if (spec == nullptr) return;
-  const Labels labels = CollectiveLabels(*spec, result);
+  Tracked* tracked = TrackedLocked(run_name);
+  if (tracked == nullptr) return;
+  if (!SizeAllowed(*tracked, result.bytes())) {
+    families_->worker_messages_refused.Add({{"reason", "size_not_in_spec"}}).Increment();
+    return;
+  }
+  const Labels labels = CollectiveLabels(tracked->spec, result);
   families_->bus_bandwidth.Add(labels).Set(result.busbw_bytes_per_s());
   if (!histogram.ok() || histogram->count() == 0) return;
   static const auto* bounds =
@@ -252,7 +308,25 @@ std::string CoordinatorMetrics::Scrape() {
       if (total > counter.Value()) counter.Increment(total - counter.Value());
     }
   }
+  ScrapeWorkerCounts();
   return prometheus::TextSerializer().Serialize(families_->registry->Collect());
+}
+
+void CoordinatorMetrics::ScrapeWorkerCounts() {
+  // Read before taking mu_: the manager's lock comes first.
+  const WorkerCounts counts = sources_.worker_counts ? sources_.worker_counts() : WorkerCounts{};
+  const int64_t overflows = sources_.send_queue_overflows ? sources_.send_queue_overflows() : 0;
+  absl::MutexLock lock(&mu_);
+  auto catch_up = [](prometheus::Counter& counter, int64_t total) {
+    if (total > counter.Value()) counter.Increment(total - counter.Value());
+  };
+  for (const auto& [result, total] : counts.registrations) {
+    catch_up(families_->worker_registrations.Add({{"result", result}}), total);
+  }
+  for (const auto& [reason, total] : counts.refused_messages) {
+    catch_up(families_->worker_messages_refused.Add({{"reason", reason}}), total);
+  }
+  catch_up(families_->send_queue_overflows, overflows);
 }
 
 }  // namespace collbench

@@ -17,6 +17,18 @@
 //                                                        watchers_per_client refused;
 //                                                        watcher_too_slow ended)
 //   collbench_watchers_open                              gauge, WatchRun + REST event streams
+//   collbench_worker_registrations_total{result}         counter: new, reconnected, refused_*
+//   collbench_worker_messages_refused_total{reason}      counter of worker messages not applied
+//                                                        (status/result/log_not_launcher,
+//                                                        results_beyond_spec) and results kept
+//                                                        out of the series
+//                                                        (size_not_in_spec)
+//   collbench_worker_send_queue_overflows_total          counter of worker streams ended for
+//                                                        an overflowing send queue
+//
+// Series bound (DESIGN §5): a result makes or updates a latency/bandwidth
+// series only when its size is one the run's spec names
+// (api/result_bounds.h); otherwise it is counted as size_not_in_spec.
 //
 // No label carries a run id. Run and result metrics come from the run
 // events the WatchHub fans out (this class is an observer of every run);
@@ -29,7 +41,9 @@
 #define COLLBENCH_SERVER_METRICS_COORDINATOR_METRICS_H_
 
 #include <functional>
+#include <cstdint>
 #include <map>
+#include <set>
 #include <memory>
 #include <string>
 #include <vector>
@@ -41,7 +55,9 @@
 #include "absl/time/time.h"
 #include "collbench/v1/run.pb.h"
 #include "collbench/v1/worker.pb.h"
+#include "api/result_bounds.h"
 #include "server/core/admission.h"
+#include "server/core/run_manager.h"
 #include "server/core/watch_hub.h"
 #include "server/core/watcher_limits.h"
 
@@ -57,6 +73,8 @@ struct MetricsSources {
   std::function<AdmissionRejections()> admission_rejections;
   std::function<int64_t()> open_watchers;
   std::function<WatcherRejections()> watcher_rejections;
+  std::function<WorkerCounts()> worker_counts;
+  std::function<int64_t()> send_queue_overflows;
 };
 
 class CoordinatorMetrics final : public RunEventSink {
@@ -80,8 +98,13 @@ class CoordinatorMetrics final : public RunEventSink {
  private:
   void OnStateChange(const v1::Run& run, absl::Time event_time);
   void OnResult(const std::string& run_name, const v1::SizeResult& result);
-  // The spec of a run, from the cache or the store; nullptr if unknown.
-  const v1::RunSpec* SpecLocked(const std::string& run_name) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  struct Tracked;
+  // A run's tracking entry, from the cache or the store; nullptr if
+  // unknown.
+  Tracked* TrackedLocked(const std::string& run_name) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Whether a result of `size_bytes` may make a series for the run.
+  static bool SizeAllowed(Tracked& tracked, uint64_t size_bytes);
+  void ScrapeWorkerCounts();
 
   const MetricsSources sources_;
   // The prometheus-cpp registry and metric families (coordinator_metrics.cc),
@@ -94,6 +117,9 @@ class CoordinatorMetrics final : public RunEventSink {
   struct Tracked {
     v1::RunSpec spec;
     v1::RunState state = v1::RUN_STATE_UNSPECIFIED;
+    bool bounded = false;          // bounds computed from spec
+    ResultBounds bounds;
+    std::set<uint64_t> sizes_seen;  // distinct sizes with a series
   };
   std::map<std::string, Tracked> runs_ ABSL_GUARDED_BY(mu_);
 };

@@ -37,8 +37,7 @@ absl::string_view WorkerStateName(WorkerState state) {
   return "WORKER_STATE_UNSPECIFIED";
 }
 
-absl::StatusOr<uint64_t> WorkerRegistry::Register(
-    const WorkerRegistration& registration, absl::Time now) {
+absl::Status WorkerRegistry::Validate(const WorkerRegistration& registration) {
   if (registration.name.empty()) {
     return absl::InvalidArgumentError("name: a worker needs a name");
   }
@@ -51,6 +50,12 @@ absl::StatusOr<uint64_t> WorkerRegistry::Register(
         absl::StrCat("slots: worker ", registration.name, " reported ",
                      registration.slots, " slots; it needs at least 1"));
   }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<uint64_t> WorkerRegistry::Register(
+    const WorkerRegistration& registration, absl::Time now) {
+  if (absl::Status valid = Validate(registration); !valid.ok()) return valid;
   absl::MutexLock lock(&mu_);
   auto [it, inserted] = workers_.try_emplace(registration.name);
   Entry& entry = it->second;

@@ -76,11 +76,17 @@ class WorkerRegistry {
   WorkerRegistry(const WorkerRegistry&) = delete;
   WorkerRegistry& operator=(const WorkerRegistry&) = delete;
 
+  // OK if `registration` may be registered: InvalidArgument naming "name",
+  // "host_id" or "slots" when one is missing or slots < 1. Register()
+  // checks the same; callers check first when they must not act on a
+  // registration that would fail.
+  static absl::Status Validate(const WorkerRegistration& registration);
+
   // Adds the worker, or for a known name replaces what it reported and
   // starts a new session (the previous one is superseded). Counts as a
   // heartbeat. A run it holds stays held. Returns the session id.
-  // InvalidArgument naming "name", "host_id" or "slots" when one is missing
-  // or slots < 1.
+  // Validate()'s errors. Who may register under a name is the caller's
+  // decision (the RunManager checks the worker's secret first).
   absl::StatusOr<uint64_t> Register(const WorkerRegistration& registration,
                                     absl::Time now);
 

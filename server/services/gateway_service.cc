@@ -1,25 +1,52 @@
 #include "server/services/gateway_service.h"
 
+#include <atomic>
 #include <deque>
 
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
 #include "absl/time/clock.h"
 #include "api/status_mapping.h"
+#include "common/host_port.h"
 
 namespace collbench {
 
 // The part of a stream that outlives the reactor's callbacks: the outgoing
 // queue. The gateway holds it by worker name; the reactor owns the call.
+// The queue holds at most `max_queued` messages: a worker that does not
+// read (or cannot keep up) overflows it, the queue is dropped and the
+// stream marked to end (the reactor ends it on its next callback, outside
+// the caller's locks); the worker reconnects and re-syncs.
 class WorkerStream {
  public:
-  explicit WorkerStream(grpc::ServerBidiReactor<v1::WorkerMessage, v1::CoordinatorMessage>* r)
-      : reactor_(r) {}
+  WorkerStream(grpc::ServerBidiReactor<v1::WorkerMessage, v1::CoordinatorMessage>* r,
+               size_t max_queued)
+      : reactor_(r), max_queued_(max_queued) {}
 
-  bool Send(const v1::CoordinatorMessage& message) {
+  // False when the stream is closed or overflowed (the message is dropped).
+  // Returns true the first time it overflows in `*overflowed_now`.
+  bool Send(const v1::CoordinatorMessage& message, bool* overflowed_now) {
     absl::MutexLock lock(&mu_);
-    if (reactor_ == nullptr) return false;
+    if (reactor_ == nullptr || overflowed_) return false;
+    if (max_queued_ > 0 && queue_.size() >= max_queued_) {
+      overflowed_ = true;
+      *overflowed_now = true;
+      // The message being written (front) stays until its write completes.
+      if (writing_) {
+        queue_.erase(queue_.begin() + 1, queue_.end());
+      } else {
+        queue_.clear();
+      }
+      return false;
+    }
     queue_.push_back(message);
     if (!writing_) WriteNextLocked();
     return true;
+  }
+
+  bool overflowed() {
+    absl::MutexLock lock(&mu_);
+    return overflowed_;
   }
 
   // The previous write finished; start the next. False if the stream broke.
@@ -27,7 +54,7 @@ class WorkerStream {
     absl::MutexLock lock(&mu_);
     writing_ = false;
     if (!queue_.empty()) queue_.pop_front();
-    if (ok && reactor_ != nullptr && !queue_.empty()) WriteNextLocked();
+    if (ok && reactor_ != nullptr && !overflowed_ && !queue_.empty()) WriteNextLocked();
   }
 
   bool Idle() {
@@ -48,8 +75,10 @@ class WorkerStream {
 
   absl::Mutex mu_;
   grpc::ServerBidiReactor<v1::WorkerMessage, v1::CoordinatorMessage>* reactor_ ABSL_GUARDED_BY(mu_);
+  const size_t max_queued_;
   std::deque<v1::CoordinatorMessage> queue_ ABSL_GUARDED_BY(mu_);
   bool writing_ ABSL_GUARDED_BY(mu_) = false;
+  bool overflowed_ ABSL_GUARDED_BY(mu_) = false;
 };
 
 namespace {
@@ -57,14 +86,28 @@ namespace {
 class ConnectReactor final
     : public grpc::ServerBidiReactor<v1::WorkerMessage, v1::CoordinatorMessage> {
  public:
-  explicit ConnectReactor(GatewayService* gateway)
-      : gateway_(gateway), stream_(std::make_shared<WorkerStream>(this)) {
+  ConnectReactor(GatewayService* gateway, std::string peer)
+      : gateway_(gateway),
+        peer_(std::move(peer)),
+        source_(PeerAddress(peer_)),
+        stream_(std::make_shared<WorkerStream>(this, gateway->max_queued())) {
+    if (!gateway_->AdmitUnregistered(source_)) {
+      gateway_->manager()->CountRegistration("refused_concurrent");
+      End(grpc::Status(grpc::StatusCode::RESOURCE_EXHAUSTED,
+                       absl::StrCat("too many unregistered worker streams from ", source_)));
+      return;
+    }
+    unregistered_ = true;
     StartRead(&incoming_);
   }
 
   void OnReadDone(bool ok) override {
     if (!ok) {
       End(grpc::Status::OK);
+      return;
+    }
+    if (stream_->overflowed()) {
+      EndOverflowed();
       return;
     }
     const absl::Status status = Handle(incoming_);
@@ -75,7 +118,10 @@ class ConnectReactor final
     StartRead(&incoming_);
   }
 
-  void OnWriteDone(bool ok) override { stream_->WriteDone(ok); }
+  void OnWriteDone(bool ok) override {
+    stream_->WriteDone(ok);
+    if (stream_->overflowed()) EndOverflowed();
+  }
 
   void OnCancel() override { End(grpc::Status::CANCELLED); }
 
@@ -90,8 +136,9 @@ class ConnectReactor final
         return absl::FailedPreconditionError("the first message on a stream must be register");
       }
       absl::StatusOr<RunManager::Registration> registration =
-          manager->OnRegister(message.register_(), now);
+          manager->OnRegister(message.register_(), now, peer_);
       if (!registration.ok()) return registration.status();
+      ReleaseUnregistered();
       worker_ = registration->reply.name();
       session_ = registration->session;
       gateway_->Attach(worker_, stream_);
@@ -99,7 +146,8 @@ class ConnectReactor final
       *reply.mutable_registered() = registration->reply;
       // Registered must come first on the wire; anything the manager queued
       // during OnRegister (acks, cancels) was dropped, so the worker re-sends.
-      stream_->Send(reply);
+      bool overflowed = false;
+      stream_->Send(reply, &overflowed);
       return absl::OkStatus();
     }
     switch (message.message_case()) {
@@ -123,12 +171,23 @@ class ConnectReactor final
     return absl::OkStatus();
   }
 
+  void EndOverflowed() {
+    End(grpc::Status(grpc::StatusCode::RESOURCE_EXHAUSTED,
+                     "the coordinator's send queue to this worker overflowed (the worker does not "
+                     "read fast enough); reconnect"));
+  }
+
+  void ReleaseUnregistered() {
+    if (unregistered_.exchange(false)) gateway_->ReleaseUnregistered(source_);
+  }
+
   void End(const grpc::Status& status) {
     {
       absl::MutexLock lock(&mu_);
       if (ended_) return;
       ended_ = true;
     }
+    ReleaseUnregistered();
     stream_->Close();
     if (!worker_.empty()) {
       gateway_->Detach(worker_, stream_.get());
@@ -138,7 +197,12 @@ class ConnectReactor final
   }
 
   GatewayService* const gateway_;
+  const std::string peer_;
+  const std::string source_;  // PeerAddress(peer_)
   const std::shared_ptr<WorkerStream> stream_;
+  // Holds one of the source's unregistered-stream slots until it registers
+  // or ends (the read path and a cancel may race: released once).
+  std::atomic<bool> unregistered_{false};
   v1::WorkerMessage incoming_;
   std::string worker_;
   uint64_t session_ = 0;
@@ -150,7 +214,7 @@ class ConnectReactor final
 
 grpc::ServerBidiReactor<v1::WorkerMessage, v1::CoordinatorMessage>* GatewayService::Connect(
     grpc::CallbackServerContext* context) {
-  return new ConnectReactor(this);
+  return new ConnectReactor(this, context->peer());
 }
 
 bool GatewayService::Send(const std::string& worker, const v1::CoordinatorMessage& message) {
@@ -161,7 +225,40 @@ bool GatewayService::Send(const std::string& worker, const v1::CoordinatorMessag
     if (it == streams_.end()) return false;
     stream = it->second;
   }
-  return stream->Send(message);
+  bool overflowed = false;
+  const bool sent = stream->Send(message, &overflowed);
+  if (overflowed) {
+    absl::MutexLock lock(&mu_);
+    ++send_queue_overflows_;
+    absl::FPrintF(stderr,
+                  "collbench-coordinator: send queue to %s overflowed (%d messages); ending its "
+                  "stream\n",
+                  worker, max_queued_);
+  }
+  return sent;
+}
+
+bool GatewayService::AdmitUnregistered(const std::string& source) {
+  const int limit = manager_->options().max_unregistered_streams_per_source;
+  absl::MutexLock lock(&mu_);
+  int& open = unregistered_[source];
+  if (limit > 0 && open >= limit) {
+    if (open == 0) unregistered_.erase(source);
+    return false;
+  }
+  ++open;
+  return true;
+}
+
+void GatewayService::ReleaseUnregistered(const std::string& source) {
+  absl::MutexLock lock(&mu_);
+  auto it = unregistered_.find(source);
+  if (it != unregistered_.end() && --it->second <= 0) unregistered_.erase(it);
+}
+
+int64_t GatewayService::send_queue_overflows() const {
+  absl::MutexLock lock(&mu_);
+  return send_queue_overflows_;
 }
 
 void GatewayService::Attach(const std::string& worker, std::shared_ptr<WorkerStream> stream) {

@@ -3,10 +3,18 @@
 // the run manager can queue messages to any connected worker.
 //
 // Thread safety: Send() may be called from any thread; each stream writes
-// from its own queue, one message at a time.
+// from its own queue, one message at a time. A queue holds at most
+// `max_queued` messages (DESIGN §5, "Bounds"); a worker whose queue
+// overflows has its stream ended with RESOURCE_EXHAUSTED (it reconnects and
+// re-sends what was not acknowledged), counted in send_queue_overflows().
+// Streams not registered yet are capped per source address
+// (RunManagerOptions::max_unregistered_streams_per_source): beyond it a new stream is ended at once
+// with RESOURCE_EXHAUSTED and counted as a "refused_concurrent"
+// registration.
 #ifndef COLLBENCH_SERVER_SERVICES_GATEWAY_SERVICE_H_
 #define COLLBENCH_SERVER_SERVICES_GATEWAY_SERVICE_H_
 
+#include <cstdint>
 #include <map>
 #include <memory>
 #include <string>
@@ -23,7 +31,11 @@ class WorkerStream;
 
 class GatewayService final : public v1::WorkerGateway::CallbackService, public WorkerLink {
  public:
-  GatewayService() = default;
+  // Messages queued to one worker beyond which its stream is ended (0: no
+  // limit). The manager sends a handful per run and heartbeat interval; a
+  // healthy worker's queue stays near empty.
+  static constexpr size_t kDefaultMaxQueued = 4096;
+  explicit GatewayService(size_t max_queued = kDefaultMaxQueued) : max_queued_(max_queued) {}
   // Must be called once before serving; `manager` outlives the service.
   void SetManager(RunManager* manager) { manager_ = manager; }
 
@@ -37,11 +49,22 @@ class GatewayService final : public v1::WorkerGateway::CallbackService, public W
   void Detach(const std::string& worker, const WorkerStream* stream);
   RunManager* manager() const { return manager_; }
   size_t connected() const;
+  size_t max_queued() const { return max_queued_; }
+  // Streams ended because their send queue overflowed.
+  int64_t send_queue_overflows() const;
+  // A stream from `source` that has not registered yet: false when the
+  // source is at its cap (the stream is then refused). Each admitted one is
+  // released once, when it registers or ends.
+  bool AdmitUnregistered(const std::string& source);
+  void ReleaseUnregistered(const std::string& source);
 
  private:
+  const size_t max_queued_;
   RunManager* manager_ = nullptr;
   mutable absl::Mutex mu_;
   std::map<std::string, std::shared_ptr<WorkerStream>> streams_ ABSL_GUARDED_BY(mu_);
+  int64_t send_queue_overflows_ ABSL_GUARDED_BY(mu_) = 0;
+  std::map<std::string, int> unregistered_ ABSL_GUARDED_BY(mu_);  // by source
 };
 
 }  // namespace collbench

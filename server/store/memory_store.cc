@@ -156,6 +156,33 @@ class MemoryStore final : public Store {
     return workers;
   }
 
+  absl::Status SetWorkerSecretHash(absl::string_view name,
+                                   absl::string_view secret_hash) override {
+    RETURN_IF_ERROR(store_internal::ValidateWorkerName(name));
+    if (secret_hash.empty()) {
+      return absl::InvalidArgumentError("secret_hash: must not be empty");
+    }
+    absl::MutexLock lock(&mu_);
+    secret_hashes_[std::string(name)] = std::string(secret_hash);
+    return absl::OkStatus();
+  }
+
+  absl::StatusOr<std::map<std::string, std::string>> ListWorkerSecretHashes()
+      override {
+    absl::MutexLock lock(&mu_);
+    return secret_hashes_;
+  }
+
+  absl::Status DeleteWorker(absl::string_view name) override {
+    absl::MutexLock lock(&mu_);
+    const bool had_row = workers_.erase(std::string(name)) > 0;
+    const bool had_hash = secret_hashes_.erase(std::string(name)) > 0;
+    if (!had_row && !had_hash) {
+      return absl::NotFoundError(absl::StrCat("worker ", name, " is not stored"));
+    }
+    return absl::OkStatus();
+  }
+
  private:
   // AlreadyExists if another run than `run` holds its (non-empty) request id.
   absl::Status CheckRequestIdFree(const v1::Run& run)
@@ -196,6 +223,7 @@ class MemoryStore final : public Store {
   std::map<std::string, std::map<int64_t, v1::SizeResult>, std::less<>> results_
       ABSL_GUARDED_BY(mu_);
   std::map<std::string, v1::Worker> workers_ ABSL_GUARDED_BY(mu_);
+  std::map<std::string, std::string> secret_hashes_ ABSL_GUARDED_BY(mu_);
 };
 
 }  // namespace

@@ -78,6 +78,13 @@ int64_t Query::ColumnInt(int column) const {
   return sqlite3_column_int64(statement_, column);
 }
 
+std::string Query::ColumnText(int column) const {
+  const unsigned char* text = sqlite3_column_text(statement_, column);
+  const int size = sqlite3_column_bytes(statement_, column);
+  return text == nullptr ? std::string()
+                         : std::string(reinterpret_cast<const char*>(text), size);
+}
+
 absl::Status Query::ColumnProto(int column,
                                 google::protobuf::MessageLite* message,
                                 absl::string_view what) const {

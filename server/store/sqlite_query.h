@@ -8,6 +8,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <string>
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
@@ -68,6 +69,8 @@ class Query {
 
   // Column `column` of the current row. REQUIRES: Step returned true.
   int64_t ColumnInt(int column) const;
+  // Column `column` of the current row as text. REQUIRES: Step returned true.
+  std::string ColumnText(int column) const;
   // Parses column `column` of the current row into `message`; DataLoss
   // naming `what` if the bytes are not one. REQUIRES: Step returned true.
   absl::Status ColumnProto(int column, google::protobuf::MessageLite* message,

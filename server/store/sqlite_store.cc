@@ -66,6 +66,13 @@ CREATE TABLE results (
   PRIMARY KEY (run, sequence)
 ) WITHOUT ROWID;
 )sql",
+    R"sql(
+CREATE TABLE worker_credentials (
+  name TEXT PRIMARY KEY,            -- workers/{id}
+  secret_hash TEXT NOT NULL,        -- hash of the secret issued to it
+  update_time_ns INTEGER NOT NULL
+);
+)sql",
 };
 constexpr int kSchemaVersion = std::size(kMigrations);
 
@@ -84,7 +91,8 @@ absl::StatusOr<v1::Run> ReadRun(const Query& query) {
 struct Statements {
   StatementPtr insert_run, update_run, get_run, find_run_by_request_id,
       list_runs, list_unfinished_runs, insert_result, list_results,
-      upsert_worker, list_workers;
+      upsert_worker, list_workers, set_secret_hash, list_secret_hashes,
+      delete_worker_row, delete_secret_hash;
 };
 
 // Both statements bind ?1 … ?9 in this order: see BindRun.
@@ -123,6 +131,14 @@ absl::StatusOr<Statements> PrepareStatements(sqlite3* db) {
        "INSERT OR REPLACE INTO workers (name, state, host_id, data, "
        "update_time_ns) VALUES (?1, ?2, ?3, ?4, ?5)"},
       {&s.list_workers, "SELECT data FROM workers ORDER BY name"},
+      {&s.set_secret_hash,
+       "INSERT OR REPLACE INTO worker_credentials (name, secret_hash, "
+       "update_time_ns) VALUES (?1, ?2, ?3)"},
+      {&s.list_secret_hashes,
+       "SELECT name, secret_hash FROM worker_credentials ORDER BY name"},
+      {&s.delete_worker_row, "DELETE FROM workers WHERE name = ?1"},
+      {&s.delete_secret_hash,
+       "DELETE FROM worker_credentials WHERE name = ?1"},
   };
   for (const auto& [statement, sql] : all) {
     sqlite3_stmt* raw = nullptr;
@@ -349,6 +365,60 @@ class SqliteStore final : public Store {
     absl::MutexLock lock(&mu_);
     Query query(db_.get(), statements_.list_workers.get(), "list workers");
     return ReadAll<v1::Worker>(query, "worker");
+  }
+
+  absl::Status SetWorkerSecretHash(absl::string_view name,
+                                   absl::string_view secret_hash) override {
+    RETURN_IF_ERROR(store_internal::ValidateWorkerName(name));
+    if (secret_hash.empty()) {
+      return absl::InvalidArgumentError("secret_hash: must not be empty");
+    }
+    absl::MutexLock lock(&mu_);
+    Query query(db_.get(), statements_.set_secret_hash.get(),
+                "set worker secret hash");
+    query.Text(name).Text(secret_hash).Int(absl::GetCurrentTimeNanos());
+    return Written(query.Execute().status());
+  }
+
+  absl::StatusOr<std::map<std::string, std::string>> ListWorkerSecretHashes()
+      override {
+    absl::MutexLock lock(&mu_);
+    Query query(db_.get(), statements_.list_secret_hashes.get(),
+                "list worker secret hashes");
+    std::map<std::string, std::string> hashes;
+    while (true) {
+      ASSIGN_OR_RETURN(const bool row, query.Step());
+      if (!row) break;
+      hashes[query.ColumnText(0)] = query.ColumnText(1);
+    }
+    return hashes;
+  }
+
+  absl::Status DeleteWorker(absl::string_view name) override {
+    absl::MutexLock lock(&mu_);
+    RETURN_IF_ERROR(
+        Exec(db_.get(), "BEGIN IMMEDIATE", "begin delete worker"));
+    int deleted = 0;
+    for (sqlite3_stmt* statement : {statements_.delete_worker_row.get(),
+                                    statements_.delete_secret_hash.get()}) {
+      Query query(db_.get(), statement, "delete worker");
+      query.Text(name);
+      absl::StatusOr<int> changed = query.Execute();
+      if (!changed.ok()) {
+        sqlite3_exec(db_.get(), "ROLLBACK", nullptr, nullptr, nullptr);
+        return Written(changed.status());
+      }
+      deleted += *changed;
+    }
+    absl::Status committed = Exec(db_.get(), "COMMIT", "commit delete worker");
+    if (!committed.ok()) {
+      sqlite3_exec(db_.get(), "ROLLBACK", nullptr, nullptr, nullptr);
+      return Written(committed);
+    }
+    if (deleted == 0) {
+      return absl::NotFoundError(absl::StrCat("worker ", name, " is not stored"));
+    }
+    return absl::OkStatus();
   }
 
  private:

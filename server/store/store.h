@@ -14,6 +14,7 @@
 #ifndef COLLBENCH_SERVER_STORE_STORE_H_
 #define COLLBENCH_SERVER_STORE_STORE_H_
 
+#include <map>
 #include <memory>
 #include <string>
 #include <vector>
@@ -116,6 +117,26 @@ class Store {
 
   // Every stored worker, by name ascending.
   virtual absl::StatusOr<std::vector<v1::Worker>> ListWorkers() = 0;
+
+  // ---- Worker credentials --------------------------------------------------
+  // The hash of each worker's secret (DESIGN §5), kept apart from the worker
+  // rows: UpsertWorker never touches it. Only hashes are stored; the secret
+  // itself exists on the worker alone.
+
+  // Records `secret_hash` for the worker `name` ("workers/{id}"), replacing
+  // any earlier one. Durable when it returns (the coordinator hands the
+  // secret out only after this). InvalidArgument if the name is malformed
+  // or the hash empty.
+  virtual absl::Status SetWorkerSecretHash(absl::string_view name,
+                                           absl::string_view secret_hash) = 0;
+
+  // Every stored hash, by worker name.
+  virtual absl::StatusOr<std::map<std::string, std::string>>
+  ListWorkerSecretHashes() = 0;
+
+  // Forgets the worker: its row and its secret hash (an operator lets the
+  // name join anew). NotFound naming it when neither is stored.
+  virtual absl::Status DeleteWorker(absl::string_view name) = 0;
 };
 
 // An empty store in memory: the fake for tests. Never fails except on

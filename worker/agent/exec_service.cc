@@ -1,10 +1,13 @@
 #include "worker/agent/exec_service.h"
 
+#include <algorithm>
 #include <deque>
 #include <thread>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "absl/time/clock.h"
+#include "common/host_port.h"
 
 namespace collbench {
 namespace {
@@ -37,13 +40,17 @@ ExecHandle::~ExecHandle() {
 
 void ExecHandle::Kill() { process_->Kill(manager_->options_.kill_grace); }
 
+// Revoked runs remembered, so their late Exec calls are refused as ended.
+constexpr size_t kRevokedKept = 1024;
+
 ExecManager::ExecManager(ProcessRunner* runner, ExecManagerOptions options)
-    : runner_(runner), options_(options) {}
+    : runner_(runner), options_(options), exec_limiter_(options_.exec_rate) {}
 
 ExecManager::~ExecManager() { KillAll(absl::InfiniteDuration()); }
 
 void ExecManager::Allow(std::string run, std::string token) {
   absl::MutexLock lock(&mu_);
+  revoked_.erase(std::remove(revoked_.begin(), revoked_.end(), run), revoked_.end());
   tokens_[std::move(run)] = std::move(token);
 }
 
@@ -51,6 +58,10 @@ void ExecManager::Revoke(absl::string_view run) {
   absl::MutexLock lock(&mu_);
   auto it = tokens_.find(run);
   if (it != tokens_.end()) tokens_.erase(it);
+  if (std::find(revoked_.begin(), revoked_.end(), run) == revoked_.end()) {
+    revoked_.emplace_back(run);
+    if (revoked_.size() > kRevokedKept) revoked_.pop_front();
+  }
   for (ExecHandle* handle : handles_) {
     if (handle->run() == run) handle->Kill();
   }
@@ -69,14 +80,16 @@ absl::StatusOr<std::unique_ptr<ExecHandle>> ExecManager::Start(absl::string_view
                                                                std::vector<std::string> argv) {
   absl::MutexLock lock(&mu_);
   if (shutting_down_) return absl::UnavailableError("the worker is shutting down");
-  // The coordinator sends a run's token to its peers just before the
-  // launcher starts, on another stream: a launcher's Exec can arrive first.
-  auto known = [this, run]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
-    return tokens_.find(run) != tokens_.end() || shutting_down_;
-  };
-  mu_.AwaitWithTimeout(absl::Condition(&known), options_.token_wait);
-  if (shutting_down_) return absl::UnavailableError("the worker is shutting down");
   auto it = tokens_.find(run);
+  const bool revoked = std::find(revoked_.begin(), revoked_.end(), run) != revoked_.end();
+  if (it == tokens_.end() && !revoked) {
+    // The coordinator sends a run's token to its peers just before the
+    // launcher starts, on another stream: a launcher's Exec can come
+    // first. Refused at once, never waited for; the shim retries.
+    return absl::UnavailableError(
+        absl::StrCat("Exec for run \"", run,
+                     "\": this worker holds no token for it yet; retry shortly"));
+  }
   if (it == tokens_.end() || !TokensEqual(it->second, token)) {
     return absl::PermissionDeniedError(
         absl::StrCat("Exec refused for run \"", run,
@@ -95,6 +108,14 @@ absl::StatusOr<std::unique_ptr<ExecHandle>> ExecManager::Start(absl::string_view
   handles_.insert(handle.get());
   ++live_[handle->run()];
   return handle;
+}
+
+absl::Status ExecManager::AdmitCaller(absl::string_view caller, absl::Time now) {
+  absl::MutexLock lock(&mu_);
+  const absl::Duration wait = exec_limiter_.Acquire(caller, now);
+  if (wait <= absl::ZeroDuration()) return absl::OkStatus();
+  return absl::ResourceExhaustedError(absl::StrCat(
+      "too many Exec calls from ", caller, "; retry in ", absl::FormatDuration(wait)));
 }
 
 int ExecManager::running() const {
@@ -130,8 +151,15 @@ class ExecReactor final : public grpc::ServerWriteReactor<v1::ExecOutput> {
   // Output messages queued before the pump waits for the writer.
   static constexpr size_t kMaxQueued = 64;
 
-  // A call refused before anything ran.
-  explicit ExecReactor(const absl::Status& refused) : refs_(1) { Finish(ToGrpcStatus(refused)); }
+  // A call refused before anything ran. Finished here, once: a cancel
+  // (the client's deadline passing) that follows must not finish it again.
+  explicit ExecReactor(const absl::Status& refused) : refs_(1) {
+    {
+      absl::MutexLock lock(&mu_);
+      finish_called_ = true;
+    }
+    Finish(ToGrpcStatus(refused));
+  }
 
   explicit ExecReactor(std::unique_ptr<ExecHandle> handle)
       : process_(handle->process()), handle_(std::move(handle)), refs_(2) {
@@ -275,6 +303,10 @@ void ExecReactor::Unref() {
 
 grpc::ServerWriteReactor<v1::ExecOutput>* ExecService::Exec(grpc::CallbackServerContext* context,
                                                             const v1::ExecRequest* request) {
+  if (absl::Status admitted = manager_->AdmitCaller(PeerAddress(context->peer()), absl::Now());
+      !admitted.ok()) {
+    return new ExecReactor(admitted);
+  }
   absl::StatusOr<std::unique_ptr<ExecHandle>> handle = manager_->Start(
       request->run(), request->token(),
       std::vector<std::string>(request->argv().begin(), request->argv().end()));

@@ -7,6 +7,15 @@
 // ExecManager is the plain class (token table, running commands) that tests
 // drive without gRPC; ExecService is the thin gRPC layer over it.
 //
+// No handler waits: an Exec for a run whose token has not arrived yet is
+// refused at once with UNAVAILABLE (the coordinator sends a run's token to
+// its peers just before the launcher starts, on another stream, so a
+// launcher's Exec can come first; the launch shim retries that code
+// briefly), one for a run that ended or with a wrong token with
+// PERMISSION_DENIED. Each caller (peer address) has a token bucket of Exec
+// calls (exec_rate); beyond it RESOURCE_EXHAUSTED. The refused path
+// finishes its call exactly once, whatever the client's deadline.
+//
 // ExecService uses the callback API (grpc::CallbackServerContext, as the
 // other collbench services do): cancellation arrives at once through
 // OnCancel() instead of being polled, and no gRPC thread is held while a
@@ -17,6 +26,7 @@
 #ifndef COLLBENCH_WORKER_AGENT_EXEC_SERVICE_H_
 #define COLLBENCH_WORKER_AGENT_EXEC_SERVICE_H_
 
+#include <deque>
 #include <map>
 #include <memory>
 #include <set>
@@ -30,6 +40,7 @@
 #include "absl/time/time.h"
 #include "collbench/v1/agent.grpc.pb.h"
 #include "worker/agent/daemon_command.h"
+#include "common/rate_limiter.h"
 #include "worker/agent/process.h"
 
 namespace collbench {
@@ -65,10 +76,9 @@ struct ExecManagerOptions {
   // Between SIGTERM and SIGKILL when a command is cancelled or revoked:
   // time for orted / hydra_pmi_proxy to stop their ranks.
   absl::Duration kill_grace = absl::Seconds(3);
-  // How long Start() waits for an unknown run's token: the coordinator
-  // sends it to peers just before the launcher starts, on another stream,
-  // so a launcher's Exec can arrive first.
-  absl::Duration token_wait = absl::Seconds(5);
+  // Exec calls per caller (peer address, port ignored): a launcher's shim
+  // makes one per daemon it starts here, plus its retries.
+  RateLimit exec_rate = {/*per_second=*/20, /*burst=*/50};
   // The daemons this worker runs (daemon_command.h); a request only names
   // one of them.
   DaemonPaths daemons;
@@ -102,11 +112,16 @@ class ExecManager {
 
   // Starts the MPI daemon `argv` names for `run` (CheckDaemonArgv: the
   // installed daemon, verbatim arguments; no shell) with base_env plus
-  // default_env. PermissionDenied naming the run when the run is not
-  // allowed or the token does not match (the token itself never appears in
-  // an error); InvalidArgument naming the word when argv is not a daemon's.
+  // default_env. Never waits: Unavailable naming the run when its token has
+  // not arrived (yet); PermissionDenied naming the run when it was revoked
+  // or the token does not match (the token itself never appears in an
+  // error); InvalidArgument naming the word when argv is not a daemon's.
   absl::StatusOr<std::unique_ptr<ExecHandle>> Start(absl::string_view run, absl::string_view token,
                                                     std::vector<std::string> argv);
+
+  // Takes one Exec call from `caller`'s bucket: OK, or ResourceExhausted
+  // naming the wait.
+  absl::Status AdmitCaller(absl::string_view caller, absl::Time now);
 
   // Commands running now (all runs, or one).
   int running() const;
@@ -123,6 +138,10 @@ class ExecManager {
   const ExecManagerOptions options_;
   mutable absl::Mutex mu_;
   std::map<std::string, std::string, std::less<>> tokens_ ABSL_GUARDED_BY(mu_);
+  // Runs revoked lately (oldest first, bounded), refused as ended rather
+  // than as not yet known.
+  std::deque<std::string> revoked_ ABSL_GUARDED_BY(mu_);
+  RateLimiter exec_limiter_ ABSL_GUARDED_BY(mu_);
   std::set<ExecHandle*> handles_ ABSL_GUARDED_BY(mu_);
   std::map<std::string, int, std::less<>> live_ ABSL_GUARDED_BY(mu_);
   bool shutting_down_ ABSL_GUARDED_BY(mu_) = false;

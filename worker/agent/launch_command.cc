@@ -132,6 +132,8 @@ absl::StatusOr<LaunchCommand> BuildLaunchCommand(const v1::Assignment& assignmen
   command.env[kRunEnv] = assignment.run();
   command.env[kRunTokenFileEnv] = environment.token_file;
   command.env[kHostMapEnv] = absl::StrJoin(hostmap, ",");
+  // Not secrets: where the shim finds the Agent TLS files (agent_tls.h).
+  for (const auto& [key, value] : paths.shim_env) command.env[key] = value;
   for (const auto& [key, value] : spec.env()) run_env[key] = value;
   if (geteuid() == 0) {  // containers often run as root; Open MPI refuses unless told
     run_env["OMPI_ALLOW_RUN_AS_ROOT"] = "1";

@@ -49,6 +49,9 @@ struct LaunchPaths {
   // proxies always call back the launcher's advertised Agent host
   // (`-localhost`), so they need no interface for that.
   std::string mpi_interface;
+  // Not secret: added to mpirun's environment for the launch shim (the
+  // Agent TLS file paths, agent_tls.h ShimTlsEnv).
+  std::map<std::string, std::string> shim_env;
 };
 
 // Makes `link` a symbolic link to `self` (replacing what was there).

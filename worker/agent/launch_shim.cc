@@ -4,6 +4,7 @@
 #include <signal.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cerrno>
 #include <cstdio>
@@ -20,8 +21,10 @@
 #include "absl/strings/strip.h"
 #include "collbench/v1/agent.grpc.pb.h"
 #include "grpcpp/create_channel.h"
+#include "absl/time/clock.h"
 #include "grpcpp/security/credentials.h"
 #include "worker/agent/shell_words.h"
+#include "worker/agent/agent_tls.h"
 
 namespace collbench {
 namespace {
@@ -137,12 +140,17 @@ absl::StatusOr<std::string> ReadTokenFile(const char* path) {
 }
 
 // Runs the call; returns the remote exit code or the shim's failure code.
+// `*retryable` is set when the agent refused the call before anything ran
+// with a code worth retrying (UNAVAILABLE: the peer has no token for the
+// run yet; RESOURCE_EXHAUSTED: over its rate); no line is written then.
 int Relay(v1::Agent::Stub* stub, grpc::ClientContext* context, const v1::ExecRequest& request,
-          absl::string_view where, const SignalWatcher* watcher) {
+          absl::string_view where, const SignalWatcher* watcher, bool* retryable) {
   std::unique_ptr<grpc::ClientReader<v1::ExecOutput>> reader = stub->Exec(context, request);
   v1::ExecOutput output;
   int exit_code = -1;
+  bool any_output = false;
   while (reader->Read(&output)) {
+    any_output = true;
     switch (output.output_case()) {
       case v1::ExecOutput::kStdout:
         WriteAll(1, output.stdout());
@@ -160,10 +168,44 @@ int Relay(v1::Agent::Stub* stub, grpc::ClientContext* context, const v1::ExecReq
   const grpc::Status status = reader->Finish();
   if (watcher != nullptr && watcher->signal() != 0) return 128 + watcher->signal();
   if (!status.ok()) {
+    *retryable = !any_output && (status.error_code() == grpc::StatusCode::UNAVAILABLE ||
+                                 status.error_code() == grpc::StatusCode::RESOURCE_EXHAUSTED);
+    if (*retryable) return kShimFailure;
     return Fail(absl::StrCat(where, ": Exec failed: ", status.error_message()));
   }
   if (exit_code < 0) return Fail(absl::StrCat(where, ": Exec ended without an exit code"));
   return exit_code;
+}
+
+// Exec, tried again with backoff while the agent refuses it as retryable
+// before anything ran (Relay), for up to kExecRetryFor: the coordinator
+// sends a run's token to its peers just before the launcher starts, so the
+// first call can beat it; agents never hold a call waiting for a token.
+int ExecWithRetry(v1::Agent::Stub* stub, const v1::ExecRequest& request, absl::string_view where,
+                  bool watch_signals) {
+  constexpr absl::Duration kExecRetryFor = absl::Seconds(15);
+  const absl::Time give_up = absl::Now() + kExecRetryFor;
+  absl::Duration backoff = absl::Milliseconds(20);
+  while (true) {
+    grpc::ClientContext context;
+    bool retryable = false;
+    int code;
+    if (watch_signals) {
+      SignalWatcher watcher(&context);
+      code = Relay(stub, &context, request, where, &watcher, &retryable);
+      if (watcher.signal() != 0) return code;
+    } else {
+      code = Relay(stub, &context, request, where, nullptr, &retryable);
+    }
+    if (!retryable) return code;
+    if (absl::Now() + backoff > give_up) {
+      return Fail(absl::StrCat(where, ": Exec still refused after ",
+                               absl::FormatDuration(kExecRetryFor),
+                               " (the agent holds no token for the run, or is busy)"));
+    }
+    absl::SleepFor(backoff);
+    backoff = std::min(backoff * 2, absl::Milliseconds(500));
+  }
 }
 
 int RunShimImpl(const std::vector<std::string>& args, const ShimEnvironment& env,
@@ -188,11 +230,8 @@ int RunShimImpl(const std::vector<std::string>& args, const ShimEnvironment& env
   absl::StatusOr<std::vector<std::string>> argv = SplitShellWords(parsed->command);
   if (!argv.ok()) return Fail(absl::StrCat(where, ": ", argv.status().message()));
   if (argv->empty()) return Fail(absl::StrCat(where, ": empty remote command"));
-  grpc::ClientContext context;
   const v1::ExecRequest request = BuildRequest(env, *std::move(argv));
-  if (!watch_signals) return Relay(stub.get(), &context, request, where, nullptr);
-  SignalWatcher watcher(&context);
-  return Relay(stub.get(), &context, request, where, &watcher);
+  return ExecWithRetry(stub.get(), request, where, watch_signals);
 }
 
 }  // namespace
@@ -281,7 +320,10 @@ int RunLaunchShim(int argc, char** argv) {
   const sigset_t teardown = TeardownSignals();
   sigset_t previous;
   pthread_sigmask(SIG_BLOCK, &teardown, &previous);
-  const int exit_code = RunShimImpl(args, *env, ShimOptions{}, /*watch_signals=*/true);
+  // Agent TLS settings come from file paths the launcher passes down.
+  absl::StatusOr<ShimOptions> options = ShimOptionsFromEnv();
+  if (!options.ok()) return Fail(options.status().message());
+  const int exit_code = RunShimImpl(args, *env, *options, /*watch_signals=*/true);
   pthread_sigmask(SIG_SETMASK, &previous, nullptr);
   return exit_code;
 }

@@ -30,19 +30,23 @@
 #include "absl/time/clock.h"
 #include "worker/agent/clean_env.h"
 #include "worker/agent/daemon_command.h"
+#include "worker/agent/agent_tls.h"
 #include "worker/agent/exec_service.h"
 #include "worker/agent/inventory.h"
 #include "worker/agent/launch_shim.h"
 #include "worker/agent/launcher.h"
 #include "worker/agent/worker_agent.h"
+#include "worker/agent/worker_state.h"
 
 namespace collbench {
 namespace {
 
 constexpr char kUsage[] =
     "usage: collbench-worker --coordinator HOST:PORT [--listen HOST:PORT] [--name NAME]\n"
-    "                        [--slots N] [--join-token T] [--advertise HOST:PORT]\n"
-    "                        [--mpi-interface IFACE|CIDR] [--tls-ca FILE [--tls-server-name NAME]]\n"
+    "                        [--slots N] [--join-token-file F] [--advertise HOST:PORT]\n"
+    "                        [--state-dir DIR] [--mpi-interface IFACE|CIDR]\n"
+    "                        [--tls-ca FILE [--tls-server-name NAME]]\n"
+    "                        [--tls-cert F --tls-key F [--tls-client-ca F]]\n"
     "                        [--label KEY=VALUE]...\n"
     "       collbench-worker launch-shim HOST COMMAND...   (used by mpirun / mpiexec)\n";
 
@@ -52,11 +56,14 @@ struct Flags {
   std::string advertise;
   std::string name;
   int slots = 0;
-  std::string join_token;
+  std::string join_token_file;
+  bool join_token_in_argv = false;  // --join-token VALUE: refused
   std::string work_dir;
+  std::string state_dir;
   std::string mpi_interface;
   std::map<std::string, std::string> labels;  // --label, validated when parsed
   ClientTlsOptions tls;
+  AgentTlsOptions agent_tls;
 };
 
 std::string SelfPath() {
@@ -177,6 +184,19 @@ int Serve(const Flags& flags) {
                           "are still swept by their containment id\n");
   }
   const OrphanReaper reaper;
+  absl::StatusOr<std::shared_ptr<grpc::ServerCredentials>> agent_credentials =
+      AgentServerCredentials(flags.agent_tls);
+  if (!agent_credentials.ok()) {
+    absl::FPrintF(stderr, "collbench-worker: %s\n", agent_credentials.status().message());
+    return 2;
+  }
+  // Read once; COLLBENCH_JOIN_TOKEN leaves the environment here, before any
+  // child could inherit it.
+  absl::StatusOr<std::string> join_token = ReadJoinToken(flags.join_token_file);
+  if (!join_token.ok()) {
+    absl::FPrintF(stderr, "collbench-worker: %s\n", join_token.status().message());
+    return 2;
+  }
   std::unique_ptr<ProcessRunner> runner = NewPosixProcessRunner();
   const SegmentDir segment_dir;
   const std::string self = SelfPath();
@@ -197,7 +217,7 @@ int Serve(const Flags& flags) {
   grpc::reflection::InitProtoReflectionServerBuilderPlugin();
   int port = 0;
   grpc::ServerBuilder builder;
-  builder.AddListeningPort(flags.listen, grpc::InsecureServerCredentials(), &port);
+  builder.AddListeningPort(flags.listen, *agent_credentials, &port);
   builder.RegisterService(&exec_service);
   std::unique_ptr<grpc::Server> server = builder.BuildAndStart();
   if (server == nullptr || port == 0) {
@@ -220,9 +240,15 @@ int Serve(const Flags& flags) {
   options.display_name = options.worker_id;
   options.agent_address = AdvertiseAddress(flags, port);
   options.slots = flags.slots > 0 ? flags.slots : std::max(1, inventory->cpus());
-  options.join_token = flags.join_token;
+  options.join_token = *join_token;
   options.inventory = *inventory;
   options.on_registration = std::move(report_registration);
+  const std::string work_dir = flags.work_dir.empty()
+                                   ? absl::StrCat("/tmp/collbench-worker-", options.worker_id)
+                                   : flags.work_dir;
+  // The secret the coordinator issues this worker's name (worker_state.h).
+  options.secret_file = absl::StrCat(
+      flags.state_dir.empty() ? work_dir + "/state" : flags.state_dir, "/", kWorkerSecretFile);
   ResultSpool spool;
   WorkerAgent agent(options, &exec, &spool);
   LauncherOptions launcher_options;
@@ -232,10 +258,10 @@ int Serve(const Flags& flags) {
                             flags.mpi_interface};
   launcher_options.base_env = base_env;
   launcher_options.self_worker = absl::StrCat("workers/", options.worker_id);
-  launcher_options.work_dir =
-      flags.work_dir.empty() ? absl::StrCat("/tmp/collbench-worker-", options.worker_id)
-                             : flags.work_dir;
+  launcher_options.work_dir = work_dir;
   mkdir(launcher_options.work_dir.c_str(), 0700);
+  launcher_options.paths.shim_env = ShimTlsEnv(flags.agent_tls);
+
   Launcher launcher(runner.get(), &spool, &agent, launcher_options);
   agent.SetLauncher(&launcher);
 
@@ -278,7 +304,25 @@ int main(int argc, char** argv) {
   parser.String("advertise", &flags.advertise, "address peers use for the Agent service");
   parser.String("name", &flags.name, "worker name (default: host name)");
   parser.Int("slots", &flags.slots, "ranks this worker may host (default: CPUs)");
-  parser.String("join-token", &flags.join_token, "token the coordinator requires");
+  parser.Custom(
+      "join-token", "T",
+      [&flags](absl::string_view) {
+        flags.join_token_in_argv = true;
+        return absl::OkStatus();
+      },
+      "refused: a token in argv is visible to every local user; use --join-token-file");
+  parser.String("join-token-file", &flags.join_token_file,
+                "file whose first line is the worker join token the coordinator requires"
+                " (default: the COLLBENCH_JOIN_TOKEN variable, read once and removed)");
+  parser.String("state-dir", &flags.state_dir,
+                "folder for what the worker keeps across restarts: the secret the coordinator"
+                " issues its name (default: WORK_DIR/state)");
+  parser.String("tls-cert", &flags.agent_tls.cert_file,
+                "PEM certificate chain: serve the Agent over TLS (with --tls-key)");
+  parser.String("tls-key", &flags.agent_tls.key_file, "PEM private key for --tls-cert");
+  parser.String("tls-client-ca", &flags.agent_tls.client_ca_file,
+                "PEM CA certificate(s): Agent callers must present a certificate from it"
+                " (mutual TLS); also verifies peers' Agents when this worker launches");
   parser.String("work-dir", &flags.work_dir, "folder for per-run files");
   parser.String("mpi-interface", &flags.mpi_interface,
                 "network for MPI's TCP traffic between hosts when this worker launches a run:"
@@ -309,6 +353,15 @@ int main(int argc, char** argv) {
     std::fputs(parser.Usage().c_str(), stdout);
     return 0;
   }
+  if (parsed.ok() && flags.join_token_in_argv) {
+    absl::FPrintF(stderr,
+                  "collbench-worker: --join-token is refused (a token on the command line is "
+                  "visible to every local user); put it in a file and pass --join-token-file "
+                  "FILE, or set COLLBENCH_JOIN_TOKEN\n");
+    return 2;
+  }
+  flags.agent_tls.peer_ca_file =
+      !flags.agent_tls.client_ca_file.empty() ? flags.agent_tls.client_ca_file : flags.tls.ca_file;
   if (!parsed.ok() || !parser.rest().empty() || flags.coordinator.empty()) {
     absl::FPrintF(stderr, "collbench-worker: %s\n",
                   !parsed.ok()               ? std::string(parsed.message())

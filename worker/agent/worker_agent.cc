@@ -7,6 +7,7 @@
 #include <grpcpp/health_check_service_interface.h>
 
 #include "absl/strings/str_format.h"
+#include "worker/agent/worker_state.h"
 
 namespace collbench {
 
@@ -75,6 +76,7 @@ bool WorkerAgent::Session(v1::WorkerGateway::Stub& stub) {
   reg->set_agent_address(options_.agent_address);
   reg->set_slots(options_.slots);
   reg->set_join_token(options_.join_token);
+  reg->set_worker_secret(Secret());
   for (const std::string& run : spool_->ActiveRuns()) reg->add_active_runs(run);
   v1::CoordinatorMessage reply;
   // Once a Read fails the coordinator has ended the call, and Finish()
@@ -87,6 +89,7 @@ bool WorkerAgent::Session(v1::WorkerGateway::Stub& stub) {
     registered = !server_done && reply.has_registered();
   }
   if (registered) {
+    if (!reply.registered().worker_secret().empty()) KeepSecret(reply.registered().worker_secret());
     {
       absl::MutexLock lock(&mu_);
       stream_ = stream.get();
@@ -120,6 +123,29 @@ bool WorkerAgent::Session(v1::WorkerGateway::Stub& stub) {
                   options_.coordinator, status.error_message());
   }
   return registered;
+}
+
+std::string WorkerAgent::Secret() {
+  if (!secret_.empty() || options_.secret_file.empty()) return secret_;
+  absl::StatusOr<std::string> stored = ReadWorkerSecret(options_.secret_file);
+  if (!stored.ok()) {
+    absl::FPrintF(stderr, "collbench-worker: %s\n", stored.status().message());
+    return "";
+  }
+  secret_ = *stored;
+  return secret_;
+}
+
+void WorkerAgent::KeepSecret(const std::string& secret) {
+  secret_ = secret;
+  if (options_.secret_file.empty()) return;
+  if (absl::Status written = WriteWorkerSecret(options_.secret_file, secret); !written.ok()) {
+    absl::FPrintF(stderr,
+                  "collbench-worker: cannot keep the secret the coordinator issued (%s); this "
+                  "process remembers it, but after a restart the worker's name must be forgotten "
+                  "on the coordinator before it can join again\n",
+                  written.message());
+  }
 }
 
 void WorkerAgent::HeartbeatLoop(absl::Duration interval, absl::Notification* done) {

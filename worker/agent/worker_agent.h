@@ -34,6 +34,9 @@ struct WorkerAgentOptions {
   std::string agent_address;  // where peers reach this worker's Agent service
   int slots = 1;
   std::string join_token;
+  // Where the secret the coordinator issues is kept (0600); empty: in
+  // memory only (tests), lost when the process ends.
+  std::string secret_file;
   v1::Inventory inventory;
   std::shared_ptr<grpc::ChannelCredentials> credentials;  // insecure when null
   // With `credentials`: e.g. the TLS name expected of the coordinator.
@@ -78,6 +81,10 @@ class WorkerAgent final : public ReportSink {
   void Handle(const v1::CoordinatorMessage& message);
   void HeartbeatLoop(absl::Duration interval, absl::Notification* done);
   bool Write(const v1::WorkerMessage& message);
+  // The secret to present: the one in memory, else the stored one.
+  std::string Secret();
+  // Keeps a newly issued secret in memory and in secret_file.
+  void KeepSecret(const std::string& secret);
 
   const WorkerAgentOptions options_;
   ExecManager* const exec_;
@@ -89,6 +96,7 @@ class WorkerAgent final : public ReportSink {
   grpc::ClientContext* context_ ABSL_GUARDED_BY(mu_) = nullptr;
   Stream* stream_ ABSL_GUARDED_BY(mu_) = nullptr;  // non-null while registered
   absl::Mutex write_mu_;  // one Write at a time on the stream
+  std::string secret_;    // Run()'s thread only
 };
 
 }  // namespace collbench

@@ -31,7 +31,6 @@ constexpr char kToken[] = "s3cret-token-value";
 ExecManagerOptions TestOptions() {
   ExecManagerOptions options;
   options.kill_grace = absl::Seconds(1);
-  options.token_wait = absl::Milliseconds(50);
   options.daemons.orted = ::collbench::testing::FakeOrtedPath();
   options.base_env = {{"PATH", "/usr/bin:/bin"}, {"COLLBENCH_TEST_BASE", "b"}};
   options.default_env = {{"COLLBENCH_TEST_DEFAULT", "d"}};
@@ -192,11 +191,13 @@ TEST_F(ExecServiceTest, WrongTokenIsPermissionDeniedNamingTheRun) {
   EXPECT_EQ(result.status.error_message().find(kToken), std::string::npos);
   EXPECT_TRUE(result.stdout_data.empty());
 
+  // A run whose token has not come (yet) is refused at once as retryable.
   v1::ExecRequest other_run = Request("echo never");
   other_run.set_run("runs/unknown");
   result = Exec(other_run);
-  EXPECT_EQ(result.status.error_code(), grpc::StatusCode::PERMISSION_DENIED);
+  EXPECT_EQ(result.status.error_code(), grpc::StatusCode::UNAVAILABLE);
   EXPECT_NE(result.status.error_message().find("runs/unknown"), std::string::npos);
+  EXPECT_TRUE(result.stdout_data.empty());
 
   result = Exec(Request("echo never", ""));
   EXPECT_EQ(result.status.error_code(), grpc::StatusCode::PERMISSION_DENIED);

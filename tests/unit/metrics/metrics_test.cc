@@ -326,5 +326,61 @@ TEST(CoordinatorMetrics, ResultsOfRunsNotSeenBeforeAreLookedUp) {
             2u);
 }
 
+// Series bound (DESIGN §5): a result whose size the run's spec does not
+// name makes no series, however many a worker reports, and is counted.
+TEST(CoordinatorMetrics, OnlySizesInTheRunsSpecMakeSeries) {
+  CoordinatorMetrics metrics("1.2.3", MetricsSources{});
+  v1::Run run = MakeRun(v1::RUNNING);
+  run.mutable_spec()->add_sizes_bytes(8);
+  run.mutable_spec()->add_sizes_bytes(1024);
+  metrics.OnEvent(StateEvent(run, 1000));
+  Histogram h;
+  h.Record(1000);
+  metrics.OnEvent(ResultEvent(h, 8, 1));
+  metrics.OnEvent(ResultEvent(h, 1024, 1));
+  for (uint64_t bogus = 1; bogus <= 500; ++bogus) metrics.OnEvent(ResultEvent(h, bogus * 3, 1));
+  const std::vector<Sample> samples = ParseExposition(metrics.Scrape());
+  std::set<std::string> sizes;
+  for (const Sample& s : Find(samples, "collbench_collective_latency_seconds_count")) {
+    sizes.insert(s.labels.at("size_bytes"));
+  }
+  for (const Sample& s : Find(samples, "collbench_collective_bus_bandwidth_bytes_per_second")) {
+    sizes.insert(s.labels.at("size_bytes"));
+  }
+  EXPECT_EQ(sizes, (std::set<std::string>{"8", "1024"}));
+  double refused = -1;
+  for (const Sample& s : Find(samples, "collbench_worker_messages_refused_total")) {
+    if (s.labels.at("reason") == "size_not_in_spec") refused = s.value;
+  }
+  EXPECT_EQ(refused, 500);  // multiples of 3: none is 8 or 1024
+}
+
+TEST(CoordinatorMetrics, WorkerRegistrationsRefusalsAndOverflowsFollowTheirSources) {
+  WorkerCounts counts;
+  int64_t overflows = 0;
+  MetricsSources sources;
+  sources.worker_counts = [&counts] { return counts; };
+  sources.send_queue_overflows = [&overflows] { return overflows; };
+  CoordinatorMetrics metrics("1.2.3", sources);
+  counts.registrations["new"] = 3;
+  counts.registrations["refused_secret"] = 2;
+  counts.refused_messages["log_not_launcher"] = 5;
+  overflows = 1;
+  auto value = [&](const std::string& name, const std::string& key, const std::string& label) {
+    for (const Sample& s : Find(ParseExposition(metrics.Scrape()), name)) {
+      if (key.empty() || s.labels.at(key) == label) return s.value;
+    }
+    return -1.0;
+  };
+  EXPECT_EQ(value("collbench_worker_registrations_total", "result", "new"), 3);
+  EXPECT_EQ(value("collbench_worker_registrations_total", "result", "refused_secret"), 2);
+  EXPECT_EQ(value("collbench_worker_registrations_total", "result", "refused_rate"), 0);
+  EXPECT_EQ(value("collbench_worker_messages_refused_total", "reason", "log_not_launcher"), 5);
+  EXPECT_EQ(value("collbench_worker_send_queue_overflows_total", "", ""), 1);
+  counts.registrations["new"] = 4;  // counters catch up, never count twice
+  EXPECT_EQ(value("collbench_worker_registrations_total", "result", "new"), 4);
+  EXPECT_EQ(value("collbench_worker_registrations_total", "result", "new"), 4);
+}
+
 }  // namespace
 }  // namespace collbench

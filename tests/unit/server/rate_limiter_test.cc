@@ -1,6 +1,6 @@
 // The create-rate limiter (DESIGN §5, "Admission and fairness"): a token
 // bucket per caller, driven by a fake clock.
-#include "server/core/rate_limiter.h"
+#include "common/rate_limiter.h"
 
 #include "gtest/gtest.h"
 

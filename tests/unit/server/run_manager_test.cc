@@ -74,6 +74,15 @@ class CountingStore final : public Store {
   absl::StatusOr<std::vector<v1::Worker>> ListWorkers() override {
     return inner_->ListWorkers();
   }
+  absl::Status SetWorkerSecretHash(absl::string_view name, absl::string_view hash) override {
+    return full ? Full() : inner_->SetWorkerSecretHash(name, hash);
+  }
+  absl::StatusOr<std::map<std::string, std::string>> ListWorkerSecretHashes() override {
+    return inner_->ListWorkerSecretHashes();
+  }
+  absl::Status DeleteWorker(absl::string_view name) override {
+    return inner_->DeleteWorker(name);
+  }
 
   int worker_writes = 0;  // transactions that wrote worker rows
   bool full = false;
@@ -111,8 +120,14 @@ class RunManagerTest : public ::testing::Test {
     hello.mutable_inventory()->set_hostname(id);
     hello.mutable_inventory()->set_memory_bytes(uint64_t{8} << 30);
     for (const auto& run : active) hello.add_active_runs(run);
+    // A worker presents the secret its name was issued, as collbench-worker
+    // does from its state file.
+    hello.set_worker_secret(secrets_[id]);
     auto registration = manager_->OnRegister(hello, now_);
     EXPECT_TRUE(registration.ok()) << registration.status();
+    if (registration.ok() && !registration->reply.worker_secret().empty()) {
+      secrets_[id] = registration->reply.worker_secret();
+    }
     return registration.ok() ? registration->session : 0;
   }
 
@@ -169,6 +184,7 @@ class RunManagerTest : public ::testing::Test {
   FakeLink link_;
   std::unique_ptr<RunManager> manager_;
   absl::Time now_ = absl::FromUnixSeconds(1'800'000'000);
+  std::map<std::string, std::string> secrets_;  // worker id -> its secret
 };
 
 TEST_F(RunManagerTest, RunGoesThroughItsLifecycle) {
@@ -338,6 +354,7 @@ TEST_F(RunManagerTest, WorkerLabelsAreListedKeptAndCheckedAtRegistration) {
   v1::Register hello;
   hello.set_worker_id("a");
   hello.set_slots(2);
+  hello.set_agent_address("a:7000");
   hello.mutable_inventory()->set_host_id("host-a");
   (*hello.mutable_inventory()->mutable_labels())["link"] = "tbf-1gbit";
   (*hello.mutable_inventory()->mutable_labels())["hosts"] = "netns";
@@ -595,7 +612,8 @@ class ManyWorkersTest : public RunManagerTest {
   // over the first 2 * kRuns of them. Returns the sessions by worker.
   std::map<std::string, uint64_t> Fleet() {
     RunManagerOptions options;
-    options.create_rate.per_second = 0;  // kRuns creates at once
+    options.create_rate.per_second = 0;    // kRuns creates at once
+    options.register_rate.per_second = 0;  // kWorkers new names from one test
     Restart(options);
     std::map<std::string, uint64_t> sessions;
     for (int i = 0; i < kWorkers; ++i) {

@@ -39,6 +39,7 @@ TEST_F(SqliteStoreTest, ReopenedStoreHasEverything) {
     ASSERT_TRUE(store->AddResult(run.name(), MakeResult(0, 8)).ok());
     ASSERT_TRUE(store->AddResult(run.name(), MakeResult(1, 16)).ok());
     ASSERT_TRUE(store->UpsertWorker(MakeWorker("a", v1::BUSY)).ok());
+    ASSERT_TRUE(store->SetWorkerSecretHash("workers/a", "hash-a").ok());
   }
   std::unique_ptr<Store> store = Open();
   ASSERT_NE(store, nullptr);
@@ -49,6 +50,7 @@ TEST_F(SqliteStoreTest, ReopenedStoreHasEverything) {
   EXPECT_THAT(Sequences(*store->ListResults(run.name())), ElementsAre(0, 1));
   ASSERT_EQ(store->ListWorkers()->size(), 1u);
   EXPECT_EQ(store->ListWorkers()->front().state(), v1::BUSY);
+  EXPECT_EQ(store->ListWorkerSecretHashes()->at("workers/a"), "hash-a");
   // Duplicates are still recognised after the restart.
   EXPECT_EQ(store->AddResult(run.name(), MakeResult(1, 16)).value(), false);
 }
@@ -143,7 +145,7 @@ TEST_F(SqliteStoreTest, SchemaVersionIsRecordedOnce) {
   ASSERT_NE(Open(), nullptr);
   EXPECT_EQ(QueryDirectly("SELECT COUNT(*) || ':' || MAX(version) "
                           "FROM schema_version"),
-            "1:1");
+            "2:2");
 }
 
 TEST_F(SqliteStoreTest, NewerSchemaIsFailedPrecondition) {

@@ -9,6 +9,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <map>
 #include <string>
 #include <thread>
 #include <tuple>
@@ -365,6 +366,28 @@ TEST_P(StoreContractTest, WorkersUpsertAndListByName) {
   EXPECT_EQ((*workers)[0].name(), "workers/a");
   EXPECT_EQ((*workers)[0].state(), v1::BUSY);
   EXPECT_TRUE(Same((*workers)[1], lost));
+}
+
+// A worker's secret hash lives apart from its row: rewriting the row keeps
+// it, and only DeleteWorker forgets both.
+TEST_P(StoreContractTest, WorkerSecretHashesSurviveRowWritesUntilDeleted) {
+  ASSERT_TRUE(store_->SetWorkerSecretHash("workers/a", "hash-a").ok());
+  ASSERT_TRUE(store_->UpsertWorker(MakeWorker("a", v1::READY)).ok());
+  ASSERT_TRUE(store_->UpsertWorker(MakeWorker("a", v1::LOST)).ok());
+  ASSERT_TRUE(store_->SetWorkerSecretHash("workers/b", "hash-b1").ok());
+  ASSERT_TRUE(store_->SetWorkerSecretHash("workers/b", "hash-b2").ok());
+  auto hashes = store_->ListWorkerSecretHashes();
+  ASSERT_TRUE(hashes.ok()) << hashes.status();
+  EXPECT_EQ(*hashes, (std::map<std::string, std::string>{{"workers/a", "hash-a"},
+                                                          {"workers/b", "hash-b2"}}));
+  ASSERT_TRUE(store_->DeleteWorker("workers/a").ok());
+  EXPECT_TRUE(store_->ListWorkers()->empty());
+  EXPECT_EQ(store_->ListWorkerSecretHashes()->count("workers/a"), 0u);
+  EXPECT_EQ(store_->DeleteWorker("workers/a").code(), absl::StatusCode::kNotFound);
+  EXPECT_EQ(store_->SetWorkerSecretHash("nope", "h").code(),
+            absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(store_->SetWorkerSecretHash("workers/c", "").code(),
+            absl::StatusCode::kInvalidArgument);
 }
 
 INSTANTIATE_TEST_SUITE_P(Implementations, StoreContractTest,

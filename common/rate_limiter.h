@@ -8,9 +8,10 @@
 // has refilled completely is the same as no bucket, so idle ones are
 // dropped once there are more than `max_idle_buckets`.
 //
-// Thread safety: none; the owner (RunManager) calls it under its lock.
-#ifndef COLLBENCH_SERVER_CORE_RATE_LIMITER_H_
-#define COLLBENCH_SERVER_CORE_RATE_LIMITER_H_
+// Thread safety: none; the owner (the RunManager, the worker's Exec service)
+// calls it under its own lock.
+#ifndef COLLBENCH_COMMON_RATE_LIMITER_H_
+#define COLLBENCH_COMMON_RATE_LIMITER_H_
 
 #include <cstddef>
 #include <string>
@@ -63,4 +64,4 @@ class RateLimiter {
 
 }  // namespace collbench
 
-#endif  // COLLBENCH_SERVER_CORE_RATE_LIMITER_H_
+#endif  // COLLBENCH_COMMON_RATE_LIMITER_H_

@@ -1,4 +1,4 @@
-#include "server/core/rate_limiter.h"
+#include "common/rate_limiter.h"
 
 #include <algorithm>
 #include <cmath>
