@@ -24,7 +24,7 @@
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
 #include "server/auth/authorizer.h"
-#include "server/core/rate_limiter.h"
+#include "common/rate_limiter.h"
 
 namespace collbench {
 
