@@ -280,14 +280,15 @@ OpenMpiRules OpenMpiRulesFrom(const Advice& advice) {
 std::string FormatOpenMpiRules(const OpenMpiRules& rules, const Advice& advice) {
   std::string out =
       "# Open MPI coll_tuned dynamic rules from collbench advise (the classic format of\n"
-      "# Open MPI 4.1 and later). Use with\n"
-      "#   --mca coll_tuned_use_dynamic_rules 1 --mca coll_tuned_dynamic_rules_filename FILE\n"
-      "# (or OMPI_MCA_coll_tuned_use_dynamic_rules=1 and\n"
-      "# OMPI_MCA_coll_tuned_dynamic_rules_filename=FILE) and no coll_tuned_<op>_algorithm\n"
-      "# setting, which would override the file. A message size is the bytes of the\n"
-      "# whole vector (allreduce, bcast, reduce) or of all ranks' blocks (allgather,\n"
-      "# gather, alltoall, reduce_scatter), as collbench's size column; a rule holds from\n"
-      "# its size up to the next rule's; algorithm 0 leaves the choice to Open MPI.\n";
+      "# Open MPI 4.1 and later). With collbench, install it in the workers' --tuning-dir\n"
+      "# and run with --env OMPI_MCA_coll_tuned_use_dynamic_rules=1 --env\n"
+      "# OMPI_MCA_coll_tuned_dynamic_rules_filename=NAME (its bare file name); with mpirun,\n"
+      "#   --mca coll_tuned_use_dynamic_rules 1 --mca coll_tuned_dynamic_rules_filename FILE.\n"
+      "# No coll_tuned_<op>_algorithm setting: it would override the file. A message\n"
+      "# size is the bytes of the whole vector (allreduce, bcast, reduce) or of all ranks'\n"
+      "# blocks (allgather, gather, alltoall, reduce_scatter), as collbench's size column;\n"
+      "# a rule holds from its size up to the next rule's; algorithm 0 leaves the choice\n"
+      "# to Open MPI.\n";
   absl::StrAppend(&out, rules.collectives.size(), "  # collectives\n");
   for (const OpenMpiCollectiveRules& c : rules.collectives) {
     std::string op;

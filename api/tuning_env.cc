@@ -17,9 +17,11 @@ using G = TuningGrammar;
 
 constexpr size_t kMaxValueChars = 256;
 constexpr size_t kMaxWordChars = 64;
+constexpr size_t kMaxFileNameChars = 128;
 
 // Open MPI 4.1 coll/tuned, as `ompi_info --param coll tuned --level 9`
-// lists them (the read-only *_count and the rules file left out).
+// lists them (the read-only *_count left out; the rules file is in
+// kTuningFiles).
 constexpr const char* kOmpiTunedAlgorithms[] = {
     "allgather", "allgatherv", "allreduce", "alltoall", "alltoallv", "barrier", "bcast", "exscan",
     "gather", "reduce", "reduce_scatter", "reduce_scatter_block", "scan", "scatter"};
@@ -56,6 +58,7 @@ constexpr const char* kOmpiBtls[] = {"tcp", "vader", "self"};
 constexpr TuningParam kOmpiOther[] = {
     {"OMPI_MCA_coll", G::kIdentifierList},
     {"OMPI_MCA_coll_tuned_use_dynamic_rules", G::kBool},
+    {"OMPI_MCA_coll_tuned_dynamic_rules_filename", G::kTuningFile},
     {"OMPI_MCA_coll_base_verbose", G::kIdentifier},
     {"OMPI_MCA_coll_han_bcast_segsize", G::kSize},
     {"OMPI_MCA_coll_han_reduce_segsize", G::kSize},
@@ -126,6 +129,11 @@ constexpr TuningParam kMpichOther[] = {
     {"MPIR_CVAR_POLLS_BEFORE_YIELD", G::kUnsigned},
     {"MPIR_CVAR_CH3_EAGER_MAX_MSG_SIZE", G::kSize},
     {"MPIR_CVAR_NEMESIS_SHM_EAGER_MAX_SZ", G::kSize},
+    // JSON collective selection (`mpivars` of MPICH 4.0.2 lists these
+    // three): data only, a file from the worker's --tuning-dir.
+    {"MPIR_CVAR_COLL_SELECTION_TUNING_JSON_FILE", G::kTuningFile},
+    {"MPIR_CVAR_CH4_COLL_SELECTION_TUNING_JSON_FILE", G::kTuningFile},
+    {"MPIR_CVAR_CH4_POSIX_COLL_SELECTION_TUNING_JSON_FILE", G::kTuningFile},
 };
 
 // UCX (ucp/uct configuration names).
@@ -296,6 +304,7 @@ bool Matches(G grammar, absl::string_view value) {
     case G::kIdentifier: return IsWord(value);
     case G::kIdentifierList: return IsList(value, IsWord);
     case G::kInterfaceList: return IsList(value, IsInterface);
+    case G::kTuningFile: return IsTuningFileName(value);
   }
   return false;
 }
@@ -318,13 +327,27 @@ absl::string_view TuningGrammarText(TuningGrammar grammar) {
     case G::kInterfaceList:
       return "a comma list of interface/device names (name, =name, name:port) or IPv4 CIDRs, "
              "optionally ^-prefixed";
+    case G::kTuningFile:
+      return "a tuning file's bare name in the worker's --tuning-dir ([A-Za-z0-9_][A-Za-z0-9_.-]*, "
+             "no '/')";
   }
   return "";
 }
 
 bool IsTuningParam(absl::string_view key) { return TableByName().contains(key); }
 
+bool IsTuningFileParam(absl::string_view key) {
+  auto it = TableByName().find(key);
+  return it != TableByName().end() && it->second == G::kTuningFile;
+}
+
+bool IsTuningFileName(absl::string_view name) {
+  return !name.empty() && name.size() <= kMaxFileNameChars && name[0] != '.' &&
+         name[0] != '-' && std::all_of(name.begin(), name.end(), IsWordChar);
+}
+
 bool NamesProgramOrFile(absl::string_view key) {
+  if (IsTuningFileParam(key)) return false;  // confined to the worker's --tuning-dir
   const std::string lower = absl::AsciiStrToLower(key);
   if (absl::StartsWith(lower, "ld_") || absl::StrContains(lower, "param_files")) return true;
   for (absl::string_view word : absl::StrSplit(lower, '_')) {

@@ -9,7 +9,12 @@
 // agents, *_PLUGIN, *_path, *_dir, *_file, LD_*, parameter files, ...) is
 // refused whether or not the table knows it: such a value makes MPI, UCX or
 // NCCL load or run something of the requester's choosing. Unknown keys are
-// refused too. Values never reach a shell, but each grammar still keeps
+// refused too. The one exception are tuning files (kTuningFile): data-only
+// files an operator installs in a worker's --tuning-dir (Open MPI's
+// coll_tuned dynamic rules, MPICH's JSON collective selection). A run names
+// one by its bare file name; the launcher resolves it inside its own
+// --tuning-dir (worker/agent/tuning_files.h), and a peer's Exec accepts the
+// resolved path only inside its own. Values never reach a shell, but each grammar still keeps
 // them free of '/', quotes, spaces and shell metacharacters, and none may
 // start with '-' (no value can become a flag).
 //
@@ -34,6 +39,7 @@ enum class TuningGrammar {
   kIdentifierList, // identifiers separated by ',', optionally all excluded by a leading '^'
   kInterfaceList,  // interface or device names (eth0, mlx5_0:1, NCCL's =eth0) or IPv4
                    // CIDRs, separated by ','; optionally a leading '^'
+  kTuningFile,     // a bare file name in the worker's --tuning-dir: [A-Za-z0-9_][A-Za-z0-9_.-]*
 };
 
 struct TuningParam {
@@ -51,8 +57,18 @@ absl::string_view TuningGrammarText(TuningGrammar grammar);
 bool IsTuningParam(absl::string_view key);
 
 // Whether `key` names something MPI, UCX or NCCL would load, run, read or
-// write (see above). Checked before the table.
+// write (see above). Checked before the table. False for the tuning-file
+// parameters, whose file is confined to the worker's --tuning-dir.
 bool NamesProgramOrFile(absl::string_view key);
+
+// Whether `key` is a tuning-file parameter (grammar kTuningFile): its value
+// in a spec is a bare file name that the launcher must resolve.
+bool IsTuningFileParam(absl::string_view key);
+
+// Whether `name` is a bare tuning-file name: letters, digits, '.', '_', '-',
+// not starting with '.' or '-', at most 128 characters (so no '/', no "..",
+// no hidden file).
+bool IsTuningFileName(absl::string_view name);
 
 // OK when `key` is a known tuning parameter and `value` matches its
 // grammar. Otherwise InvalidArgument whose message starts with the key:
@@ -61,6 +77,8 @@ bool NamesProgramOrFile(absl::string_view key);
 //   "FOO_BAR: not a tuning parameter collbench knows (see
 //    docs/tuning-parameters.md to propose one)"
 //   "NCCL_ALGO: value 'x;y' is not a comma list of identifiers"
+// A tuning-file parameter is checked for its grammar only (a bare name);
+// whether the file exists is the launcher's question.
 absl::Status CheckTuningParam(absl::string_view key, absl::string_view value);
 
 }  // namespace collbench

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstdio>
 
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
@@ -52,7 +53,17 @@ int WriteRules(const Advice& advice, const std::string& dir) {
                   "algorithm only\n");
     return kExitFailed;
   }
-  for (const std::string& path : *written) absl::PrintF("wrote %s\n", path);
+  for (const std::string& path : *written) {
+    absl::PrintF("wrote %s\n", path);
+    if (absl::EndsWith(path, "/openmpi-rules.conf")) {
+      // Runs name a tuning file by its bare name in the workers' --tuning-dir.
+      absl::PrintF(
+          "  load it: install it in the workers' --tuning-dir (collbench local --tuning-dir %s)"
+          " and run with --env OMPI_MCA_coll_tuned_use_dynamic_rules=1"
+          " --env OMPI_MCA_coll_tuned_dynamic_rules_filename=openmpi-rules.conf\n",
+          dir);
+    }
+  }
   return kExitOk;
 }
 

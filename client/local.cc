@@ -60,8 +60,11 @@ class LocalCluster {
   ~LocalCluster() { Stop(); }
 
   // `store`: a SQLite file that keeps the runs after the command, or "" for
-  // an in-memory store that ends with it.
-  absl::Status Start(int workers, int slots, const std::string& store) {
+  // an in-memory store that ends with it. `tuning_dir`: every worker's
+  // --tuning-dir, or "" for none.
+  absl::Status Start(int workers, int slots, const std::string& store,
+                     const std::string& tuning_dir) {
+    tuning_dir_ = tuning_dir;
     char dir[] = "/tmp/collbench-local.XXXXXX";
     if (mkdtemp(dir) == nullptr) return absl::InternalError("cannot create a temporary folder");
     dir_ = dir;
@@ -153,6 +156,7 @@ class LocalCluster {
                                      join_token_file_};
     if (slots > 0) args.insert(args.end(), {"--slots", absl::StrCat(slots)});
     if (!state_root_.empty()) args.insert(args.end(), {"--state-dir", state_root_ + "/" + name});
+    if (!tuning_dir_.empty()) args.insert(args.end(), {"--tuning-dir", tuning_dir_});
     const pid_t pid = fork();
     if (pid < 0) return absl::InternalError("fork failed");
     if (pid == 0) {
@@ -196,6 +200,7 @@ class LocalCluster {
 
   std::string dir_;
   std::string state_root_;  // workers' --state-dir parent; empty: their work dirs
+  std::string tuning_dir_;  // workers' --tuning-dir; empty: none
   std::string address_;
   std::string operator_token_;
   std::string join_token_file_;
@@ -207,13 +212,17 @@ class LocalCluster {
 
 int RunLocal(const std::vector<std::string>& args) {
   int workers = 2, slots = 0;
-  std::string store;
+  std::string store, tuning_dir;
   FlagParser flags;
   flags.Int("workers", &workers, "local workers (default 2)");
   flags.Int("slots", &slots, "ranks per worker (default: CPUs)");
   flags.String("store", &store,
                "keep the runs in this SQLite file (default: in memory, gone after the command), "
                "so a later `collbench local --store FILE suite show ID` or `report` finds them");
+  flags.String("tuning-dir", &tuning_dir,
+               "the workers' folder of tuning files (e.g. what `advise --write-rules DIR` wrote);"
+               " a run names one by its bare name, e.g. --env"
+               " OMPI_MCA_coll_tuned_dynamic_rules_filename=openmpi-rules.conf (default: none)");
   const absl::Status parsed = flags.Parse(args, /*stop_at_positional=*/true);
   if (!parsed.ok() || flags.rest().empty() || workers < 1) {
     absl::FPrintF(stderr, "collbench local: %s\n",
@@ -221,6 +230,17 @@ int RunLocal(const std::vector<std::string>& args) {
                   : workers < 1 ? std::string("--workers must be at least 1")
                                 : std::string("usage: collbench local [--workers K] COMMAND..."));
     return kExitUsage;
+  }
+  if (!tuning_dir.empty()) {  // the workers' check, said here where it is readable
+    char real[PATH_MAX];
+    struct stat st;
+    if (realpath(tuning_dir.c_str(), real) == nullptr || stat(real, &st) != 0 ||
+        !S_ISDIR(st.st_mode)) {
+      absl::FPrintF(stderr, "collbench local: --tuning-dir %s: not an existing folder\n",
+                    tuning_dir);
+      return kExitUsage;
+    }
+    tuning_dir = real;
   }
   // Ctrl-C or SIGTERM still tears everything down.
   sigset_t signals;
@@ -237,7 +257,7 @@ int RunLocal(const std::vector<std::string>& args) {
       _exit(128 + signal);
     }
   }).detach();
-  absl::Status started = cluster.Start(workers, slots, store);
+  absl::Status started = cluster.Start(workers, slots, store, tuning_dir);
   if (!started.ok()) {
     absl::FPrintF(stderr, "collbench local: %s\n", started.message());
     cluster.Stop();

@@ -165,7 +165,10 @@ run flags:
   --share-host              let other runs use the hosts this run touches
   --transport auto|shm|tcp|ucx
   --mpi openmpi|mpich
-  --env KEY=VALUE           NCCL_, UCX_, OMPI_MCA_, MPIR_CVAR_ variables only
+  --env KEY=VALUE           a tuning parameter from docs/tuning-parameters.md (e.g.
+                            OMPI_MCA_coll_tuned_allreduce_algorithm=4, NCCL_ALGO=Ring);
+                            each value has a grammar; a tuning file is named by its
+                            bare name in the workers' --tuning-dir
   --timeout 30m  --label KEY=VALUE  --request-id ID
   --watch                   print each size as it is measured
   --wait                    wait and print the results

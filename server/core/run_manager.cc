@@ -295,6 +295,7 @@ void RunManager::StartLocked(const scheduling::Assignment& a, absl::Time now) {
     v1::CoordinatorMessage token;
     token.mutable_run_token()->set_run(a.run);
     token.mutable_run_token()->set_token(live->token);
+    token.mutable_run_token()->set_mpi(live->run.spec().mpi());  // Exec runs its daemon only
     sent = link_->Send(a.placement[i].worker, token);
   }
   v1::CoordinatorMessage assignment;

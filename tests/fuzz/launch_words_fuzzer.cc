@@ -5,7 +5,8 @@
 // Invariants: refusals are InvalidArgument naming the key or the word; an
 // accepted value holds no shell metacharacter, '/', blank or leading '-';
 // parsed words hold no unquoted expansion; an accepted daemon argv runs
-// the installed daemon with the other words unchanged.
+// the installed daemon of the run's library with the other words
+// unchanged.
 #include "absl/strings/match.h"
 #include "absl/strings/str_split.h"
 #include "api/tuning_env.h"
@@ -52,14 +53,17 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   DaemonPaths paths;
   paths.orted = "/opt/mpi/orted";
   paths.hydra_pmi_proxy = "/opt/mpi/hydra_pmi_proxy";
-  const absl::StatusOr<std::vector<std::string>> argv = CheckDaemonArgv(*words, paths);
+  // The run's library from the input's length, so both bindings are tried
+  // against every daemon name. No tuning folder: no tuning file passes.
+  const v1::MpiImplementation mpi = size % 2 == 0 ? v1::OPENMPI : v1::MPICH;
+  const absl::StatusOr<std::vector<std::string>> argv = CheckDaemonArgv(*words, paths, mpi, "");
   if (!argv.ok()) {
     FUZZ_CHECK(absl::IsInvalidArgument(argv.status()), argv.status().ToString());
     FUZZ_CHECK(absl::StartsWith(argv.status().message(), "Exec argv"), argv.status().ToString());
     return 0;
   }
   FUZZ_CHECK(argv->size() == words->size(), "argv size changed");
-  FUZZ_CHECK((*argv)[0] == paths.orted || (*argv)[0] == paths.hydra_pmi_proxy, (*argv)[0]);
+  FUZZ_CHECK((*argv)[0] == (mpi == v1::MPICH ? paths.hydra_pmi_proxy : paths.orted), (*argv)[0]);
   for (size_t i = 1; i < argv->size(); ++i) {
     FUZZ_CHECK((*argv)[i] == (*words)[i], "an argument changed");
     FUZZ_CHECK((*argv)[i].find('\0') == std::string::npos, "NUL in an argument");

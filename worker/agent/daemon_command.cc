@@ -14,6 +14,7 @@
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
 #include "api/tuning_env.h"
+#include "worker/agent/tuning_files.h"
 
 namespace collbench {
 namespace {
@@ -65,7 +66,7 @@ bool IsShimAgent(absl::string_view value) {
   return words.size() == 2 && words[1] == kShimWord && !absl::StrContains(words[0], '=');
 }
 
-absl::Status CheckOrtedArgs(const std::vector<std::string>& argv) {
+absl::Status CheckOrtedArgs(const std::vector<std::string>& argv, const std::string& tuning_dir) {
   for (size_t i = 1; i < argv.size(); ++i) {
     const std::string& word = argv[i];
     if (word == "--tree-spawn" || word == "--leave-session-attached") continue;
@@ -78,6 +79,12 @@ absl::Status CheckOrtedArgs(const std::vector<std::string>& argv) {
     const std::string env_key = absl::StrCat("OMPI_MCA_", key);
     if (key == "plm_rsh_agent") {
       if (!IsShimAgent(value)) return BadWord(i + 2, value, "plm_rsh_agent must be the launch shim");
+    } else if (IsTuningFileParam(env_key)) {
+      // The launcher resolved the run's bare name in its tuning folder;
+      // this worker's ranks read the same path, so it must be in ours.
+      if (absl::Status s = CheckResolvedTuningFile(tuning_dir, env_key, value); !s.ok()) {
+        return BadWord(i + 2, value, s.message());
+      }
     } else if (IsTuningParam(env_key) || !OrtedKeys().contains(key)) {
       // A tuning parameter (also one mpirun passes, such as btl) holds to
       // its grammar; anything else mpirun does not pass is refused.
@@ -144,7 +151,9 @@ DaemonPaths ResolveDaemonPaths(const std::string& openmpi_mpirun, const std::str
 }
 
 absl::StatusOr<std::vector<std::string>> CheckDaemonArgv(const std::vector<std::string>& argv,
-                                                         const DaemonPaths& paths) {
+                                                         const DaemonPaths& paths,
+                                                         v1::MpiImplementation mpi,
+                                                         const std::string& tuning_dir) {
   if (argv.empty()) return absl::InvalidArgumentError("Exec argv: empty");
   for (size_t i = 0; i < argv.size(); ++i) {
     if (argv[i].find_first_of(std::string("\0\n\r", 3)) != std::string::npos) {
@@ -154,10 +163,13 @@ absl::StatusOr<std::vector<std::string>> CheckDaemonArgv(const std::vector<std::
   const std::string daemon = Basename(absl::StripAsciiWhitespace(argv[0]));
   const std::string* path = nullptr;
   absl::Status args;
+  const bool mpich_run = mpi == v1::MPICH;
   if (daemon == kOrted || daemon == kPrted) {
+    if (mpich_run) return BadWord(0, argv[0], "an MPICH run starts only hydra_pmi_proxy here");
     path = daemon == kOrted ? &paths.orted : &paths.prted;
-    args = CheckOrtedArgs(argv);
+    args = CheckOrtedArgs(argv, tuning_dir);
   } else if (daemon == kHydraProxy) {
+    if (!mpich_run) return BadWord(0, argv[0], "an Open MPI run starts only orted or prted here");
     path = &paths.hydra_pmi_proxy;
     args = CheckHydraArgs(argv);
   } else {

@@ -48,10 +48,10 @@ ExecManager::ExecManager(ProcessRunner* runner, ExecManagerOptions options)
 
 ExecManager::~ExecManager() { KillAll(absl::InfiniteDuration()); }
 
-void ExecManager::Allow(std::string run, std::string token) {
+void ExecManager::Allow(std::string run, std::string token, v1::MpiImplementation mpi) {
   absl::MutexLock lock(&mu_);
   revoked_.erase(std::remove(revoked_.begin(), revoked_.end(), run), revoked_.end());
-  tokens_[std::move(run)] = std::move(token);
+  tokens_[std::move(run)] = Allowed{std::move(token), mpi};
 }
 
 void ExecManager::Revoke(absl::string_view run) {
@@ -90,13 +90,14 @@ absl::StatusOr<std::unique_ptr<ExecHandle>> ExecManager::Start(absl::string_view
         absl::StrCat("Exec for run \"", run,
                      "\": this worker holds no token for it yet; retry shortly"));
   }
-  if (it == tokens_.end() || !TokensEqual(it->second, token)) {
+  if (it == tokens_.end() || !TokensEqual(it->second.token, token)) {
     return absl::PermissionDeniedError(
         absl::StrCat("Exec refused for run \"", run,
                      "\": this worker holds no matching token for it (not assigned, finished, or "
                      "a wrong token)"));
   }
-  absl::StatusOr<std::vector<std::string>> daemon = CheckDaemonArgv(argv, options_.daemons);
+  absl::StatusOr<std::vector<std::string>> daemon =
+      CheckDaemonArgv(argv, options_.daemons, it->second.mpi, options_.tuning_dir);
   if (!daemon.ok()) return daemon.status();
   ProcessOptions process_options;
   process_options.argv = *std::move(daemon);

@@ -2,7 +2,8 @@
 // peer's launch shim asks for (only the installed orted / hydra_pmi_proxy,
 // arguments verbatim, no shell: daemon_command.h), with this worker's
 // allowed environment (clean_env.h), only for runs whose token the
-// coordinator gave this worker.
+// coordinator gave this worker, and for each run only the daemon of the
+// run's library (the token comes with it).
 //
 // ExecManager is the plain class (token table, running commands) that tests
 // drive without gRPC; ExecService is the thin gRPC layer over it.
@@ -88,6 +89,9 @@ struct ExecManagerOptions {
   // Added to base_env for every daemon (e.g. where this worker's Open MPI
   // ranks put their shared-memory segments).
   std::map<std::string, std::string> default_env;
+  // This worker's --tuning-dir (real path; empty: none): the only place a
+  // tuning file handed to a daemon may lie (daemon_command.h).
+  std::string tuning_dir;
 };
 
 // The token table and the commands running for each run.
@@ -101,8 +105,10 @@ class ExecManager {
   ExecManager(const ExecManager&) = delete;
   ExecManager& operator=(const ExecManager&) = delete;
 
-  // Accept Exec for `run` (runs/{id}) with `token`; replaces an older token.
-  void Allow(std::string run, std::string token);
+  // Accept Exec for `run` (runs/{id}) with `token`, for the daemon of `mpi`
+  // only (orted/prted for Open MPI, hydra_pmi_proxy for MPICH); replaces an
+  // older token.
+  void Allow(std::string run, std::string token, v1::MpiImplementation mpi);
   // Stop accepting `run` and kill every command still running for it.
   void Revoke(absl::string_view run);
   // For shutdown: refuse every later Start() (UNAVAILABLE), kill every
@@ -111,11 +117,12 @@ class ExecManager {
   bool KillAll(absl::Duration wait = absl::Seconds(10));
 
   // Starts the MPI daemon `argv` names for `run` (CheckDaemonArgv: the
-  // installed daemon, verbatim arguments; no shell) with base_env plus
-  // default_env. Never waits: Unavailable naming the run when its token has
-  // not arrived (yet); PermissionDenied naming the run when it was revoked
-  // or the token does not match (the token itself never appears in an
-  // error); InvalidArgument naming the word when argv is not a daemon's.
+  // installed daemon of the run's library, verbatim arguments; no shell)
+  // with base_env plus default_env. Never waits: Unavailable naming the run
+  // when its token has not arrived (yet); PermissionDenied naming the run
+  // when it was revoked or the token does not match (the token itself never
+  // appears in an error); InvalidArgument naming the word when argv is not
+  // a daemon's or not the daemon of the run's library.
   absl::StatusOr<std::unique_ptr<ExecHandle>> Start(absl::string_view run, absl::string_view token,
                                                     std::vector<std::string> argv);
 
@@ -137,7 +144,11 @@ class ExecManager {
   ProcessRunner* const runner_;
   const ExecManagerOptions options_;
   mutable absl::Mutex mu_;
-  std::map<std::string, std::string, std::less<>> tokens_ ABSL_GUARDED_BY(mu_);
+  struct Allowed {
+    std::string token;
+    v1::MpiImplementation mpi;
+  };
+  std::map<std::string, Allowed, std::less<>> tokens_ ABSL_GUARDED_BY(mu_);
   // Runs revoked lately (oldest first, bounded), refused as ended rather
   // than as not yet known.
   std::deque<std::string> revoked_ ABSL_GUARDED_BY(mu_);

@@ -12,6 +12,7 @@
 #include "api/tuning_env.h"
 #include "common/host_port.h"
 #include "worker/agent/launch_shim.h"
+#include "worker/agent/tuning_files.h"
 
 namespace collbench {
 namespace {
@@ -134,7 +135,19 @@ absl::StatusOr<LaunchCommand> BuildLaunchCommand(const v1::Assignment& assignmen
   command.env[kHostMapEnv] = absl::StrJoin(hostmap, ",");
   // Not secrets: where the shim finds the Agent TLS files (agent_tls.h).
   for (const auto& [key, value] : paths.shim_env) command.env[key] = value;
-  for (const auto& [key, value] : spec.env()) run_env[key] = value;
+  for (const auto& [key, value] : spec.env()) {
+    if (!IsTuningFileParam(key)) {
+      run_env[key] = value;
+      continue;
+    }
+    // A bare name in this worker's tuning folder, handed on as its real
+    // path: the ranks here and on peers read that path.
+    absl::StatusOr<std::string> file = ResolveTuningFile(paths.tuning_dir, key, value);
+    if (!file.ok()) {
+      return absl::Status(file.status().code(), absl::StrCat("spec.env.", file.status().message()));
+    }
+    run_env[key] = *file;
+  }
   if (geteuid() == 0) {  // containers often run as root; Open MPI refuses unless told
     run_env["OMPI_ALLOW_RUN_AS_ROOT"] = "1";
     run_env["OMPI_ALLOW_RUN_AS_ROOT_CONFIRM"] = "1";

@@ -52,6 +52,10 @@ struct LaunchPaths {
   // Not secret: added to mpirun's environment for the launch shim (the
   // Agent TLS file paths, agent_tls.h ShimTlsEnv).
   std::map<std::string, std::string> shim_env;
+  // The worker's --tuning-dir (empty: none). A tuning-file parameter of
+  // spec.env (api/tuning_env.h) names a file there by its bare name; the
+  // command carries its resolved path (tuning_files.h).
+  std::string tuning_dir;
 };
 
 // Makes `link` a symbolic link to `self` (replacing what was there).
@@ -73,7 +77,9 @@ struct LaunchEnvironment {
 // `self_worker` is this worker's name ("workers/{id}"), which must be the
 // first peer (rank 0's host). InvalidArgument if the assignment is
 // malformed, a spec.env entry is not an allowed tuning parameter
-// ("spec.env.KEY: ..."), or an engine field is not one word.
+// ("spec.env.KEY: ..."), or an engine field is not one word;
+// FailedPrecondition ("spec.env.KEY: tuning file 'NAME' ...") when a
+// tuning file is not in paths.tuning_dir or this worker has none.
 absl::StatusOr<LaunchCommand> BuildLaunchCommand(const v1::Assignment& assignment,
                                                  const std::string& self_worker,
                                                  const LaunchPaths& paths,

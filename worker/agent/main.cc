@@ -35,6 +35,7 @@
 #include "worker/agent/inventory.h"
 #include "worker/agent/launch_shim.h"
 #include "worker/agent/launcher.h"
+#include "worker/agent/tuning_files.h"
 #include "worker/agent/worker_agent.h"
 #include "worker/agent/worker_state.h"
 
@@ -45,6 +46,7 @@ constexpr char kUsage[] =
     "usage: collbench-worker --coordinator HOST:PORT [--listen HOST:PORT] [--name NAME]\n"
     "                        [--slots N] [--join-token-file F] [--advertise HOST:PORT]\n"
     "                        [--state-dir DIR] [--mpi-interface IFACE|CIDR]\n"
+    "                        [--tuning-dir DIR]\n"
     "                        [--tls-ca FILE [--tls-server-name NAME]]\n"
     "                        [--tls-cert F --tls-key F [--tls-client-ca F]]\n"
     "                        [--label KEY=VALUE]...\n"
@@ -61,6 +63,7 @@ struct Flags {
   std::string work_dir;
   std::string state_dir;
   std::string mpi_interface;
+  std::string tuning_dir;
   std::map<std::string, std::string> labels;  // --label, validated when parsed
   ClientTlsOptions tls;
   AgentTlsOptions agent_tls;
@@ -197,6 +200,16 @@ int Serve(const Flags& flags) {
     absl::FPrintF(stderr, "collbench-worker: %s\n", join_token.status().message());
     return 2;
   }
+  // Where the operator installs tuning files runs may name (tuning_files.h).
+  std::string tuning_dir;
+  if (!flags.tuning_dir.empty()) {
+    absl::StatusOr<std::string> canonical = CanonicalTuningDir(flags.tuning_dir);
+    if (!canonical.ok()) {
+      absl::FPrintF(stderr, "collbench-worker: %s\n", canonical.status().message());
+      return 2;
+    }
+    tuning_dir = *canonical;
+  }
   std::unique_ptr<ProcessRunner> runner = NewPosixProcessRunner();
   const SegmentDir segment_dir;
   const std::string self = SelfPath();
@@ -208,6 +221,7 @@ int Serve(const Flags& flags) {
   ExecManagerOptions exec_options;
   exec_options.daemons = ResolveDaemonPaths(openmpi_mpirun, mpich_mpiexec);
   exec_options.base_env = base_env;
+  exec_options.tuning_dir = tuning_dir;
   if (!segment_dir.path().empty()) {
     exec_options.default_env["OMPI_MCA_btl_vader_backing_directory"] = segment_dir.path();
   }
@@ -261,6 +275,7 @@ int Serve(const Flags& flags) {
   launcher_options.work_dir = work_dir;
   mkdir(launcher_options.work_dir.c_str(), 0700);
   launcher_options.paths.shim_env = ShimTlsEnv(flags.agent_tls);
+  launcher_options.paths.tuning_dir = tuning_dir;
 
   Launcher launcher(runner.get(), &spool, &agent, launcher_options);
   agent.SetLauncher(&launcher);
@@ -329,6 +344,11 @@ int main(int argc, char** argv) {
                 " an interface (eth0) or a CIDR (10.0.0.0/16); Open MPI gets it as"
                 " oob_tcp_if_include and btl_tcp_if_include, MPICH an interface name as"
                 " UCX_NET_DEVICES (default: MPI's choice)");
+  parser.String("tuning-dir", &flags.tuning_dir,
+                "folder of tuning files the operator installs (Open MPI coll_tuned dynamic"
+                " rules, MPICH JSON collective selection); a run names one by its bare file name,"
+                " e.g. --env OMPI_MCA_coll_tuned_dynamic_rules_filename=rules.conf (default:"
+                " none, and runs naming a tuning file fail here)");
   parser.Custom(
       "label", "KEY=VALUE",
       [&flags](absl::string_view text) -> absl::Status {

@@ -174,7 +174,8 @@ void WorkerAgent::Handle(const v1::CoordinatorMessage& message) {
       break;
     }
     case v1::CoordinatorMessage::kRunToken:
-      exec_->Allow(message.run_token().run(), message.run_token().token());
+      exec_->Allow(message.run_token().run(), message.run_token().token(),
+                   message.run_token().mpi());
       break;
     case v1::CoordinatorMessage::kCancel:
       if (launcher_) launcher_->Cancel(message.cancel().run(), message.cancel().reason());

@@ -52,14 +52,19 @@ def parse_bytes(text):
 
 
 class Local:
-    """`collbench local` with one kept store."""
+    """`collbench local` with one kept store; once `tuning_dir` is set, its
+    workers get it as --tuning-dir (where runs find the rules file by name)."""
 
     def __init__(self, bin_dir, store, slots):
         self.bin_dir, self.store, self.slots = bin_dir, store, slots
+        self.tuning_dir = None
 
     def __call__(self, *args, check=True):
         command = [os.path.join(self.bin_dir, "collbench"), "local", "--workers", "1",
-                   "--slots", str(self.slots), "--store", self.store] + list(args)
+                   "--slots", str(self.slots), "--store", self.store]
+        if self.tuning_dir:
+            command += ["--tuning-dir", self.tuning_dir]
+        command += list(args)
         done = subprocess.run(command, capture_output=True, text=True, timeout=900)
         if check and done.returncode != 0:
             fail("%s: exit %d\n%s\n%s" % (" ".join(args[:2]), done.returncode,
@@ -228,8 +233,11 @@ def main():
             else:
                 ranges.append((winner[nbytes][0], [nbytes]))
 
+        # The workers' tuning folder is where the sweep wrote the file; a run
+        # names it by its bare name (a path is refused).
+        local.tuning_dir = rules_dir
         rules_env = {"OMPI_MCA_coll_tuned_use_dynamic_rules": "1",
-                     "OMPI_MCA_coll_tuned_dynamic_rules_filename": rules_path}
+                     "OMPI_MCA_coll_tuned_dynamic_rules_filename": "openmpi-rules.conf"}
         rerun = local.run(flags[:], rules_env)
 
         print("\nmedian latency (p50) per range, geometric mean over its sizes:")

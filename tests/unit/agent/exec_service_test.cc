@@ -62,7 +62,7 @@ class ExecServiceTest : public ::testing::Test {
     ASSERT_GT(port, 0);
     stub_ = v1::Agent::NewStub(
         grpc::CreateChannel(absl::StrCat("127.0.0.1:", port), grpc::InsecureChannelCredentials()));
-    manager_->Allow(kRun, kToken);
+    manager_->Allow(kRun, kToken, v1::OPENMPI);
   }
 
   void TearDown() override {
@@ -255,8 +255,8 @@ TEST(ExecManagerTest, RevokeKillsOnlyThatRunsCommands) {
   options.daemons.orted = "/opt/mpi/orted";
   options.base_env = {{"K", "V"}};
   ExecManager manager(&runner, options);
-  manager.Allow("runs/a", "ta");
-  manager.Allow("runs/b", "tb");
+  manager.Allow("runs/a", "ta", v1::OPENMPI);
+  manager.Allow("runs/b", "tb", v1::OPENMPI);
   auto a = manager.Start("runs/a", "ta", {"orted"});
   auto b = manager.Start("runs/b", "tb", {"orted"});
   ASSERT_TRUE(a.ok() && b.ok());
@@ -278,13 +278,45 @@ TEST(ExecManagerTest, AllowReplacesTheToken) {
   ExecManagerOptions options;
   options.daemons.hydra_pmi_proxy = "/opt/mpi/hydra_pmi_proxy";
   ExecManager manager(&runner, options);
-  manager.Allow("runs/a", "old");
-  manager.Allow("runs/a", "new");
+  manager.Allow("runs/a", "old", v1::MPICH);
+  manager.Allow("runs/a", "new", v1::MPICH);
   EXPECT_EQ(manager.Start("runs/a", "old", {"hydra_pmi_proxy"}).status().code(),
             absl::StatusCode::kPermissionDenied);
   EXPECT_TRUE(manager.Start("runs/a", "new", {"hydra_pmi_proxy"}).ok());
   EXPECT_EQ(manager.Start("runs/a", "new", {}).status().code(),
             absl::StatusCode::kInvalidArgument);
+}
+
+// The token carries the run's library: an MPICH run's token cannot start
+// orted (or prted), an Open MPI run's cannot start hydra_pmi_proxy, and
+// nothing runs when refused.
+TEST(ExecManagerTest, ATokenStartsOnlyTheDaemonOfItsRunsLibrary) {
+  FakeProcessRunner runner;
+  ExecManagerOptions options;
+  options.daemons.orted = "/opt/mpi/orted";
+  options.daemons.prted = "/opt/mpi/prted";
+  options.daemons.hydra_pmi_proxy = "/opt/mpi/hydra_pmi_proxy";
+  ExecManager manager(&runner, options);
+  manager.Allow("runs/mpich", "tm", v1::MPICH);
+  manager.Allow("runs/openmpi", "to", v1::OPENMPI);
+  for (const char* daemon : {"orted", "prted"}) {
+    auto refused = manager.Start("runs/mpich", "tm", {daemon});
+    EXPECT_EQ(refused.status().code(), absl::StatusCode::kInvalidArgument) << daemon;
+    EXPECT_NE(refused.status().message().find("MPICH run"), absl::string_view::npos);
+  }
+  auto refused = manager.Start("runs/openmpi", "to", {"hydra_pmi_proxy", "--proxy-id", "1"});
+  EXPECT_EQ(refused.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(refused.status().message().find("Open MPI run"), absl::string_view::npos);
+  EXPECT_TRUE(runner.started().empty());
+  EXPECT_EQ(manager.running(), 0);
+
+  auto proxy = manager.Start("runs/mpich", "tm", {"hydra_pmi_proxy", "--proxy-id", "1"});
+  auto orted = manager.Start("runs/openmpi", "to", {"orted"});
+  ASSERT_TRUE(proxy.ok()) << proxy.status();
+  ASSERT_TRUE(orted.ok()) << orted.status();
+  ASSERT_EQ(runner.started().size(), 2u);
+  EXPECT_EQ(runner.started()[0].argv[0], "/opt/mpi/hydra_pmi_proxy");
+  EXPECT_EQ(runner.started()[1].argv[0], "/opt/mpi/orted");
 }
 
 }  // namespace

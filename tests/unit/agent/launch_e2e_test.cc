@@ -110,7 +110,7 @@ class LaunchE2eTest : public ::testing::Test {
     builder.RegisterService(service_.get());
     server_ = builder.BuildAndStart();
     ASSERT_NE(server_, nullptr);
-    manager_->Allow(kRun, kToken);
+    manager_->Allow(kRun, kToken, v1::OPENMPI);  // HydraCommand() makes it MPICH's
     const std::string address = absl::StrCat("127.0.0.1:", port);
     dir_ = absl::StrCat(::testing::TempDir(), "/collbench-e2e-run-", getpid());
     std::filesystem::create_directories(dir_);
@@ -174,6 +174,7 @@ class LaunchE2eTest : public ::testing::Test {
   // -launcher-exec as one word, so it gets a link to this binary named
   // collbench-launch-shim; -localhost is the address the proxies call back.
   std::vector<std::string> HydraCommand(std::vector<std::string> program) {
+    manager_->Allow(kRun, kToken, v1::MPICH);  // the run's token starts hydra_pmi_proxy only
     const std::string link = dir_ + "/" + kShimLinkName;
     if (access(link.c_str(), F_OK) != 0) symlink(self_.c_str(), link.c_str());
     std::vector<std::string> argv = {COLLBENCH_TEST_MPIEXEC_MPICH, "-launcher", "ssh",

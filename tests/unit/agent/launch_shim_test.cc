@@ -186,7 +186,7 @@ class LaunchShimTest : public ::testing::Test {
     builder.RegisterService(service_.get());
     server_ = builder.BuildAndStart();
     ASSERT_NE(server_, nullptr);
-    manager_->Allow("runs/s", "tok");
+    manager_->Allow("runs/s", "tok", v1::OPENMPI);
     env_.run = "runs/s";
     env_.token = "tok";
     env_.host_map = {{"alias1", absl::StrCat("127.0.0.1:", port)}};

@@ -1,10 +1,16 @@
 // The launcher's pure parts: the result spool (at-least-once delivery) and
 // the mpirun / mpiexec command an assignment becomes.
+#include <stdlib.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <filesystem>
+#include <fstream>
 #include <string>
+#include <tuple>
 #include <vector>
+
+#include "absl/strings/str_cat.h"
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
@@ -219,6 +225,53 @@ TEST_F(LaunchCommandTest, RefusesHostileTuningParametersAndArgWords) {
   auto command = BuildLaunchCommand(hostile, "workers/a", paths_, environment_);
   EXPECT_EQ(command.status().code(), absl::StatusCode::kInvalidArgument);
   EXPECT_THAT(command.status().message(), HasSubstr("spec.memory"));
+}
+
+// A tuning file named by its bare name reaches mpirun / mpiexec as its
+// real path in the worker's --tuning-dir; without the folder or the file
+// the run fails naming the key and the file.
+TEST_F(LaunchCommandTest, TuningFileIsResolvedInTheWorkersTuningDir) {
+  std::string pattern = absl::StrCat(::testing::TempDir(), "/collbench-launch-tuning-XXXXXX");
+  ASSERT_NE(mkdtemp(pattern.data()), nullptr);
+  const std::string dir = std::filesystem::canonical(pattern).string();
+  std::ofstream(dir + "/openmpi-rules.conf") << "1\n";
+  std::ofstream(dir + "/mpich.json") << "{}\n";
+  ASSERT_EQ(symlink("/etc/passwd", (dir + "/passwd").c_str()), 0);
+  auto& env = *assignment_.mutable_spec()->mutable_env();
+  env["OMPI_MCA_coll_tuned_use_dynamic_rules"] = "1";
+  env["OMPI_MCA_coll_tuned_dynamic_rules_filename"] = "openmpi-rules.conf";
+  paths_.tuning_dir = dir;
+  auto openmpi = BuildLaunchCommand(assignment_, "workers/a", paths_, environment_);
+  ASSERT_TRUE(openmpi.ok()) << openmpi.status();
+  EXPECT_EQ(openmpi->env.at("OMPI_MCA_coll_tuned_dynamic_rules_filename"),
+            dir + "/openmpi-rules.conf");
+  EXPECT_THAT(Joined(openmpi->argv), HasSubstr("-x OMPI_MCA_coll_tuned_dynamic_rules_filename"));
+
+  assignment_.mutable_spec()->set_mpi(v1::MPICH);
+  env.clear();
+  env["MPIR_CVAR_COLL_SELECTION_TUNING_JSON_FILE"] = "mpich.json";
+  auto mpich = BuildLaunchCommand(assignment_, "workers/a", paths_, environment_);
+  ASSERT_TRUE(mpich.ok()) << mpich.status();
+  EXPECT_THAT(Joined(mpich->argv),
+              HasSubstr("-genv MPIR_CVAR_COLL_SELECTION_TUNING_JSON_FILE " + dir + "/mpich.json "));
+
+  // Missing, a link out of the folder, a path, or no folder on this worker.
+  for (const auto& [name, tuning_dir, code, why] :
+       std::vector<std::tuple<std::string, std::string, absl::StatusCode, std::string>>{
+           {"missing.json", dir, absl::StatusCode::kFailedPrecondition, "no such file"},
+           {"passwd", dir, absl::StatusCode::kFailedPrecondition, "outside the tuning folder"},
+           {"../mpich.json", dir, absl::StatusCode::kInvalidArgument, "bare"},
+           {"/etc/passwd", dir, absl::StatusCode::kInvalidArgument, "bare"},
+           {"mpich.json", "", absl::StatusCode::kFailedPrecondition, "--tuning-dir"}}) {
+    env["MPIR_CVAR_COLL_SELECTION_TUNING_JSON_FILE"] = name;
+    paths_.tuning_dir = tuning_dir;
+    auto refused = BuildLaunchCommand(assignment_, "workers/a", paths_, environment_);
+    EXPECT_EQ(refused.status().code(), code) << name;
+    EXPECT_THAT(refused.status().message(),
+                HasSubstr("spec.env.MPIR_CVAR_COLL_SELECTION_TUNING_JSON_FILE")) << name;
+    EXPECT_THAT(refused.status().message(), HasSubstr(why)) << name;
+  }
+  std::filesystem::remove_all(dir);
 }
 
 TEST(ResultSpoolTest, RefusesBeyondItsBoundNamingIt) {

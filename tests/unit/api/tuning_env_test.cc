@@ -70,11 +70,10 @@ TEST(TuningEnvTest, AcceptsRealParametersWithValuesOfTheirGrammar) {
 TEST(TuningEnvTest, RefusesKeysThatNameSomethingToLoadOrRun) {
   for (const char* key :
        {"OMPI_MCA_orte_fork_agent", "OMPI_MCA_plm_rsh_agent", "OMPI_MCA_mca_base_param_files",
-        "OMPI_MCA_mca_base_component_path", "OMPI_MCA_coll_tuned_dynamic_rules_filename",
-        "OMPI_MCA_orte_tmpdir_base_dir", "OMPI_MCA_btl_vader_backing_directory",
+        "OMPI_MCA_mca_base_component_path", "OMPI_MCA_orte_tmpdir_base_dir", "OMPI_MCA_btl_vader_backing_directory",
         "OMPI_MCA_opal_cuda_support_lib", "NCCL_NET_PLUGIN", "NCCL_TUNER_PLUGIN",
         "NCCL_PROFILER_PLUGIN", "NCCL_TOPO_FILE", "NCCL_DEBUG_FILE", "NCCL_CONF_FILE",
-        "NCCL_GRAPH_DUMP_FILE", "UCX_MODULE_DIR", "MPIR_CVAR_CH4_COLL_SELECTION_TUNING_JSON_FILE",
+        "NCCL_GRAPH_DUMP_FILE", "UCX_MODULE_DIR", "MPIR_CVAR_CH4_NETMOD_CONFIG_FILE",
         "LD_PRELOAD", "LD_LIBRARY_PATH", "ld_audit", "PATH", "MPIR_CVAR_EXEC_PROGRAM"}) {
     absl::Status status = CheckTuningParam(key, "1");
     EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument) << key;
@@ -82,6 +81,37 @@ TEST(TuningEnvTest, RefusesKeysThatNameSomethingToLoadOrRun) {
     EXPECT_THAT(status.message(), HasSubstr("names a program, library, plugin, file or directory"))
         << key;
   }
+}
+
+// Tuning files: data-only files the operator installs in a worker's
+// --tuning-dir. A spec names one by its bare name only (the launcher
+// resolves it, worker/agent/tuning_files.h); any path is refused naming the
+// key, so no run can point MPI at a file of its choosing.
+TEST(TuningEnvTest, TuningFilesAreBareNamesOnly) {
+  const std::vector<const char*> keys = {"OMPI_MCA_coll_tuned_dynamic_rules_filename",
+                                         "MPIR_CVAR_COLL_SELECTION_TUNING_JSON_FILE",
+                                         "MPIR_CVAR_CH4_COLL_SELECTION_TUNING_JSON_FILE",
+                                         "MPIR_CVAR_CH4_POSIX_COLL_SELECTION_TUNING_JSON_FILE"};
+  for (const char* key : keys) {
+    EXPECT_TRUE(IsTuningFileParam(key)) << key;
+    for (const char* name : {"openmpi-rules.conf", "rules_2.json", "A1", "x..y"}) {
+      EXPECT_TRUE(CheckTuningParam(key, name).ok()) << key << "=" << name;
+    }
+    for (const std::string& value :
+         {std::string("../x"), std::string("/etc/passwd"), std::string(".hidden"),
+          std::string(".."), std::string("-x"), std::string(""), std::string("a/b"),
+          std::string("x y"), std::string("$(touch p)"), std::string("rules.conf\n"),
+          std::string("rules;sh"), std::string("~/x"), std::string(129, 'a'),
+          std::string("r\0x", 3)}) {
+      absl::Status status = CheckTuningParam(key, value);
+      EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument) << key << "=" << value;
+      EXPECT_TRUE(absl::StartsWith(status.message(), key)) << status;
+      EXPECT_THAT(status.message(), HasSubstr("tuning file's bare name")) << key;
+    }
+  }
+  EXPECT_FALSE(IsTuningFileParam("OMPI_MCA_coll_tuned_allreduce_algorithm"));
+  EXPECT_FALSE(IsTuningFileParam("NCCL_TUNER_PLUGIN"));  // a plugin loads code: refused
+  EXPECT_FALSE(IsTuningFileParam("NCCL_TOPO_FILE"));
 }
 
 TEST(TuningEnvTest, RefusesUnknownKeysPointingToTheDocs) {

@@ -274,6 +274,26 @@ TEST_F(RunManagerTest, SpreadTellsPeersTheTokenBeforeTheLauncherStarts) {
   EXPECT_EQ(assignment->peers(1).agent_address(), peer.substr(8) + ":7000");
 }
 
+// Peers' Exec starts only the daemon of the run's library, so the token
+// says which library that is.
+TEST_F(RunManagerTest, RunTokenCarriesTheRunsMpiImplementation) {
+  Register("a", "host-a");
+  Register("b", "host-b");
+  for (v1::MpiImplementation mpi : {v1::OPENMPI, v1::MPICH}) {
+    v1::RunSpec spec = Spec(2, v1::SPREAD);
+    spec.set_mpi(mpi);
+    const v1::Run run = Create(spec);
+    ASSERT_EQ(run.state(), v1::SCHEDULED) << run.error();
+    const std::string peer = run.launcher() == "workers/a" ? "workers/b" : "workers/a";
+    auto peer_messages = link_.Take(peer);
+    ASSERT_EQ(peer_messages.size(), 1u);
+    ASSERT_TRUE(peer_messages[0].has_run_token());
+    EXPECT_EQ(peer_messages[0].run_token().mpi(), mpi);
+    link_.Take(run.launcher());
+    Status(run.launcher(), run.name(), v1::SUCCEEDED, 0);
+  }
+}
+
 // A podman container on host-a with these IPC and PID namespaces.
 v1::ContainerFacts Podman(uint64_t ipc, uint64_t pid) {
   v1::ContainerFacts facts;
