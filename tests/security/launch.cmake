@@ -1,7 +1,7 @@
 # The launch path: hostile spec.env keys and values, a direct Exec of a
 # non-daemon argv with a valid run token, tokens in the run's processes,
-# a rank that leaves a setsid'd child, and allowed tuning parameters that
-# still take effect (launch_test.py --list). A real coordinator and two
+# a rank that leaves a setsid'd child, allowed tuning parameters and tuning
+# files that still take effect (launch_test.py --list). A real coordinator and two
 # workers on 127.0.0.1 per case (tests/integration/service/service_test.py).
 add_executable(exec_probe exec_probe.cc)
 target_link_libraries(exec_probe PRIVATE collbench::proto gRPC::grpc++)
@@ -22,7 +22,8 @@ set(launch_security_cases
   exec_non_daemon 180
   tokens_in_processes 180
   setsid_rank 180
-  tuning_takes_effect 300)
+  tuning_takes_effect 300
+  tuning_file 300)
 list(LENGTH launch_security_cases n)
 math(EXPR last "${n} - 1")
 foreach(i RANGE 0 ${last} 2)
@@ -48,7 +49,7 @@ if(COLLBENCH_SANITIZE AND TARGET sanitize_unit_tests)
   add_dependencies(sanitize_unit_tests agent_test)
   add_test(NAME sanitize.agent_launch
     COMMAND agent_test
-            --gtest_filter=ExecService*:ExecManager*:LaunchShim*:ParseShimArgs*:SplitShellWords*:CheckDaemonArgv*:CleanEnv*:LineBuffer*:LaunchCommand*:PosixProcess*:ResultSpool*)
+            --gtest_filter=ExecService*:ExecManager*:LaunchShim*:ParseShimArgs*:SplitShellWords*:CheckDaemonArgv*:TuningFiles*:CleanEnv*:LineBuffer*:LaunchCommand*:PosixProcess*:ResultSpool*)
   set_tests_properties(sanitize.agent_launch PROPERTIES
     LABELS sanitize TIMEOUT 600
     ENVIRONMENT "ASAN_OPTIONS=halt_on_error=1:detect_leaks=1;UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1")

@@ -21,6 +21,12 @@ that an error came back:
                        Open MPI coll_tuned algorithm with a tiny segment
                        size slows bcast down by a large factor; an MPICH
                        algorithm cvar changes the run's outcome
+  tuning_file          a dynamic rules file from the workers' --tuning-dir,
+                       named by its bare name, takes effect across two
+                       workers (the same slow bcast); a link in the folder
+                       that points out of it, a missing file, a launcher
+                       without --tuning-dir and a peer without one (its
+                       Exec refuses the path) each fail the run
 """
 
 import glob
@@ -264,10 +270,12 @@ def p50(results, nbytes, what):
     raise Failure("%s has no result for %d bytes" % (what, nbytes))
 
 
-def timed_run(c, env, mpi="openmpi", op="bcast", nbytes=4 << 20):
+def timed_run(c, env, mpi="openmpi", op="bcast", nbytes=4 << 20, workers=None):
     """(the CLI's result, the run's size results)."""
     args = [op, "--ranks", 2, "--placement", "spread", "--mpi", mpi, "--transport", "tcp",
             "--sizes", nbytes, "-n", 3, "-w", 1, "--wait", "--output", "jsonl"]
+    if workers:
+        args += ["--workers", workers]
     for key, value in env.items():
         args += ["--env", "%s=%s" % (key, value)]
     done = c.cli("run", *args, timeout=240, expect_code=None)
@@ -275,23 +283,29 @@ def timed_run(c, env, mpi="openmpi", op="bcast", nbytes=4 << 20):
     return done, results
 
 
+def expect_slow_bcast(c, env, what, workers=None):
+    """Open MPI: bcast's pipeline algorithm (3) with 64-byte segments sends a
+    4 MiB message as 65536 messages, the default a few: `env` must make the
+    median iteration more than 5 times slower than no setting."""
+    base, base_results = timed_run(c, {}, workers=workers)
+    expect(base.returncode == 0, "baseline run failed: %s %s" % (base.stdout, base.stderr))
+    slow, slow_results = timed_run(c, env, workers=workers)
+    expect(slow.returncode == 0, "%s: run failed: %s %s" % (what, slow.stdout, slow.stderr))
+    fast_s = p50(base_results, 4 << 20, "baseline")
+    slow_s = p50(slow_results, 4 << 20, what)
+    expect(slow_s > 5 * fast_s,
+           "%s: p50 %.4fs vs default %.4fs; the setting did not take effect" % (
+               what, slow_s, fast_s))
+    svc.log("open mpi bcast 4M p50: default %.4fs, %s %.4fs" % (fast_s, what, slow_s))
+
+
 def case_tuning_takes_effect(c):
     c.start_coordinator()
     c.start_workers(2, slots=1)
-    # Open MPI: bcast's pipeline algorithm (3) with 64-byte segments sends a
-    # 4 MiB message as 65536 messages; the default sends a few.
-    base, base_results = timed_run(c, {})
-    expect(base.returncode == 0, "baseline run failed: %s %s" % (base.stdout, base.stderr))
-    slow, slow_results = timed_run(c, {"OMPI_MCA_coll_tuned_use_dynamic_rules": "1",
-                                   "OMPI_MCA_coll_tuned_bcast_algorithm": "3",
-                                   "OMPI_MCA_coll_tuned_bcast_algorithm_segmentsize": "64"})
-    expect(slow.returncode == 0, "tuned run failed: %s %s" % (slow.stdout, slow.stderr))
-    fast_s = p50(base_results, 4 << 20, "baseline")
-    slow_s = p50(slow_results, 4 << 20, "tuned")
-    expect(slow_s > 5 * fast_s,
-           "coll_tuned bcast algorithm 3 / 64 B segments: p50 %.4fs vs default %.4fs; "
-           "the parameters did not take effect" % (slow_s, fast_s))
-    svc.log("open mpi bcast 4M p50: default %.4fs, pipeline/64B %.4fs" % (fast_s, slow_s))
+    expect_slow_bcast(c, {"OMPI_MCA_coll_tuned_use_dynamic_rules": "1",
+                          "OMPI_MCA_coll_tuned_bcast_algorithm": "3",
+                          "OMPI_MCA_coll_tuned_bcast_algorithm_segmentsize": "64"},
+                      "coll_tuned bcast algorithm 3 / 64 B segments")
     # MPICH: an algorithm name MPICH does not know fails the run at MPI_Init,
     # a known one runs: the cvar reaches the ranks.
     if not os.access(os.path.join(c.bin_dir, "collbench-rank-mpich"), os.X_OK):
@@ -306,12 +320,56 @@ def case_tuning_takes_effect(c):
                                 "did not reach the ranks")
 
 
+# Open MPI's classic dynamic rules: bcast (collective 7) on 2 ranks, from 0
+# bytes up: the pipeline algorithm (3) with 64-byte segments.
+SLOW_BCAST_RULES = "1\n7\n1\n2\n1\n0 3 0 64\n"
+RULES_KEY = "OMPI_MCA_coll_tuned_dynamic_rules_filename"
+
+
+def case_tuning_file(c):
+    tuning = os.path.join(c.dir, "tuning")
+    os.makedirs(tuning)
+    with open(os.path.join(tuning, "slow-bcast.conf"), "w") as f:
+        f.write(SLOW_BCAST_RULES)
+    outside = os.path.join(c.dir, "outside.conf")
+    with open(outside, "w") as f:
+        f.write(SLOW_BCAST_RULES)
+    os.symlink(outside, os.path.join(tuning, "escape.conf"))
+    c.start_coordinator()
+    for name in ("w1", "w2"):
+        c.start_worker(name, 1, args=["--tuning-dir", tuning])
+    c.start_worker("w3", 1)  # no tuning folder
+    c.wait_workers_ready(["w1", "w2", "w3"])
+
+    def rules(name):
+        return {"OMPI_MCA_coll_tuned_use_dynamic_rules": "1", RULES_KEY: name}
+
+    expect_slow_bcast(c, rules("slow-bcast.conf"),
+                      "rules file (bcast algorithm 3 / 64 B segments)", workers="w1,w2")
+
+    # Each of these fails the run; the launcher's refusals name the key and
+    # the file.
+    for name, workers, why in [("escape.conf", "w1,w2", "outside the tuning folder"),
+                               ("missing.conf", "w1,w2", "no such file"),
+                               ("slow-bcast.conf", "w3,w1", "no tuning folder"),
+                               ("slow-bcast.conf", "w1,w3", None)]:
+        done, _ = timed_run(c, rules(name), workers=workers)
+        expect(done.returncode != 0, "%s on %s: the run succeeded" % (name, workers))
+        if why is not None:
+            text = done.stdout + done.stderr
+            for want in (RULES_KEY, name, why):
+                expect(want in text, "%s on %s: the failure does not say %r:\n%s" % (
+                    name, workers, want, text[-2000:]))
+        svc.log("%s on %s: refused" % (name, workers))
+
+
 CASES = {
     "hostile_env": case_hostile_env,
     "exec_non_daemon": case_exec_non_daemon,
     "tokens_in_processes": case_tokens_in_processes,
     "setsid_rank": case_setsid_rank,
     "tuning_takes_effect": case_tuning_takes_effect,
+    "tuning_file": case_tuning_file,
 }
 
 

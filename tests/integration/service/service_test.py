@@ -231,7 +231,7 @@ class Cluster:
 
     # workers
 
-    def start_worker(self, name, slots, env=None):
+    def start_worker(self, name, slots, env=None, args=()):
         work_dir = os.path.join(self.dir, name)
         os.makedirs(work_dir, exist_ok=True)
         self.workers[name] = self._spawn(
@@ -241,7 +241,7 @@ class Cluster:
              # MPI's own TCP between daemons stays on loopback, as in
              # `collbench local`; otherwise Open MPI picks the host's network
              # address and a daemon sometimes cannot call mpirun back.
-             "--mpi-interface", "127.0.0.0/8"], "%s.log" % name, env)
+             "--mpi-interface", "127.0.0.0/8"] + list(args), "%s.log" % name, env)
         return self.workers[name]
 
     def start_workers(self, count, slots, prefix="w"):
