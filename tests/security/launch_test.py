@@ -348,7 +348,12 @@ def case_tuning_file(c):
                       "rules file (bcast algorithm 3 / 64 B segments)", workers="w1,w2")
 
     # Each of these fails the run; the launcher's refusals name the key and
-    # the file.
+    # the file. (The peer's refusal reaches the run's log as the shim's
+    # "Exec failed: ..."; the run's error is Open MPI's own daemon-start
+    # text.) The same pair without the file runs, so it is the file.
+    control, _ = timed_run(c, {}, workers="w1,w3")
+    expect(control.returncode == 0, "w1,w3 without a tuning file failed: %s %s" % (
+        control.stdout, control.stderr))
     for name, workers, why in [("escape.conf", "w1,w2", "outside the tuning folder"),
                                ("missing.conf", "w1,w2", "no such file"),
                                ("slow-bcast.conf", "w3,w1", "no tuning folder"),

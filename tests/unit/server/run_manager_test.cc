@@ -288,9 +288,11 @@ TEST_F(RunManagerTest, RunTokenCarriesTheRunsMpiImplementation) {
     auto peer_messages = link_.Take(peer);
     ASSERT_EQ(peer_messages.size(), 1u);
     ASSERT_TRUE(peer_messages[0].has_run_token());
+    EXPECT_EQ(peer_messages[0].run_token().run(), run.name());
     EXPECT_EQ(peer_messages[0].run_token().mpi(), mpi);
-    link_.Take(run.launcher());
     Status(run.launcher(), run.name(), v1::SUCCEEDED, 0);
+    link_.Take("workers/a");  // the run's releases
+    link_.Take("workers/b");
   }
 }
 
