@@ -26,7 +26,8 @@ that an error came back:
                        workers (the same slow bcast); a link in the folder
                        that points out of it, a missing file, a launcher
                        without --tuning-dir and a peer without one (its
-                       Exec refuses the path) each fail the run
+                       Exec refuses the path) each fail the run; an MPICH
+                       JSON selection file from the folder reaches the ranks
 """
 
 import glob
@@ -366,6 +367,21 @@ def case_tuning_file(c):
                 expect(want in text, "%s on %s: the failure does not say %r:\n%s" % (
                     name, workers, want, text[-2000:]))
         svc.log("%s on %s: refused" % (name, workers))
+
+    # MPICH reads its JSON collective selection from the folder too: a file
+    # that is not JSON aborts the ranks (MPICH 4.0 has no other visible
+    # effect to test for without a full selection tree), the same run
+    # without it succeeds.
+    if not os.access(os.path.join(c.bin_dir, "collbench-rank-mpich"), os.X_OK):
+        return
+    with open(os.path.join(tuning, "broken.json"), "w") as f:
+        f.write("{ not json\n")
+    good, _ = timed_run(c, {}, mpi="mpich", op="allreduce", nbytes=1024, workers="w1,w2")
+    expect(good.returncode == 0, "MPICH run failed: %s %s" % (good.stdout, good.stderr))
+    bad, _ = timed_run(c, {"MPIR_CVAR_COLL_SELECTION_TUNING_JSON_FILE": "broken.json"},
+                       mpi="mpich", op="allreduce", nbytes=1024, workers="w1,w2")
+    expect(bad.returncode != 0, "MPICH ran with a broken JSON selection file: the file did "
+                                "not reach the ranks")
 
 
 CASES = {
