@@ -348,24 +348,23 @@ def case_tuning_file(c):
     expect_slow_bcast(c, rules("slow-bcast.conf"),
                       "rules file (bcast algorithm 3 / 64 B segments)", workers="w1,w2")
 
-    # Each of these fails the run; the launcher's refusals name the key and
-    # the file. (The peer's refusal reaches the run's log as the shim's
-    # "Exec failed: ..."; the run's error is Open MPI's own daemon-start
-    # text.) The same pair without the file runs, so it is the file.
+    # Each of these fails the run naming the key, the file and why: the
+    # launcher's refusals, and the peer's (w3's Exec refuses the path mpirun
+    # hands its orted; the run's error starts with the shim's line). The
+    # same pair without the file runs, so it is the file.
     control, _ = timed_run(c, {}, workers="w1,w3")
     expect(control.returncode == 0, "w1,w3 without a tuning file failed: %s %s" % (
         control.stdout, control.stderr))
     for name, workers, why in [("escape.conf", "w1,w2", "outside the tuning folder"),
                                ("missing.conf", "w1,w2", "no such file"),
                                ("slow-bcast.conf", "w3,w1", "no tuning folder"),
-                               ("slow-bcast.conf", "w1,w3", None)]:
+                               ("slow-bcast.conf", "w1,w3", "no tuning folder")]:
         done, _ = timed_run(c, rules(name), workers=workers)
         expect(done.returncode != 0, "%s on %s: the run succeeded" % (name, workers))
-        if why is not None:
-            text = done.stdout + done.stderr
-            for want in (RULES_KEY, name, why):
-                expect(want in text, "%s on %s: the failure does not say %r:\n%s" % (
-                    name, workers, want, text[-2000:]))
+        text = done.stdout + done.stderr
+        for want in (RULES_KEY, name, why):
+            expect(want in text, "%s on %s: the failure does not say %r:\n%s" % (
+                name, workers, want, text[-2000:]))
         svc.log("%s on %s: refused" % (name, workers))
 
     # MPICH reads its JSON collective selection from the folder too: a file
