@@ -6,6 +6,7 @@
 
 #include <fcntl.h>
 #include <signal.h>
+#include <sys/prctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -47,6 +48,8 @@ class Child {
     group_ = pid_;
     if (pid_ == 0) {
       setpgid(0, 0);
+      // A test that dies (a crash, a signal) leaves no server behind.
+      prctl(PR_SET_PDEATHSIG, SIGTERM);
       const int fd = open(log.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0600);
       dup2(fd, 1);
       dup2(fd, 2);
