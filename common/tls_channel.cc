@@ -65,8 +65,7 @@ absl::StatusOr<ChannelSetup> MakeChannelSetup(const ClientTlsOptions& options) {
       return absl::InvalidArgumentError("--tls-server-name needs --tls-ca FILE");
     }
     if (!options.cert_file.empty()) {
-      return absl::InvalidArgumentError(
-          "--tls-cert needs --tls-ca FILE to verify the server with");
+      return absl::InvalidArgumentError("--tls-cert needs --tls-ca FILE to verify the server with");
     }
     setup.credentials = grpc::InsecureChannelCredentials();
     return setup;

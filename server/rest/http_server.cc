@@ -239,8 +239,8 @@ absl::Status HttpServerImpl::MakeServer() {
   // httplib ignores a client CA file it cannot load (every client is then
   // refused), so an unreadable one is named here instead.
   if (!options_.tls_client_ca.empty() && !HoldsPemCertificate(options_.tls_client_ca)) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "--tls-client-ca: '", options_.tls_client_ca, "' cannot be read or holds no certificate"));
+    return absl::InvalidArgumentError(absl::StrCat("--tls-client-ca: '", options_.tls_client_ca,
+                                                   "' cannot be read or holds no certificate"));
   }
   // With a client CA, httplib's SSLServer sets SSL_VERIFY_PEER |
   // SSL_VERIFY_FAIL_IF_NO_PEER_CERT: no certificate from that CA, no request.

@@ -52,19 +52,20 @@ bool Shell(const std::string& command) { return std::system(command.c_str()) == 
 bool MakeCertificates(const std::string& dir) {
   const std::string in = absl::StrCat("cd '", dir, "' && ");
   auto ca = [&](const std::string& name) {
-    return Shell(in + "openssl req -x509 -newkey rsa:2048 -nodes -keyout " + name +
-                 ".key -out " + name + ".pem -days 2 -subj /CN=" + name + " >/dev/null 2>&1");
+    return Shell(in + "openssl req -x509 -newkey rsa:2048 -nodes -keyout " + name + ".key -out " +
+                 name + ".pem -days 2 -subj /CN=" + name + " >/dev/null 2>&1");
   };
   auto leaf = [&](const std::string& name, const std::string& issuer) {
-    return Shell(in + "openssl req -newkey rsa:2048 -nodes -keyout " + name + ".key -out " +
-                 name + ".csr -subj /CN=" + name + " >/dev/null 2>&1 && openssl x509 -req -in " +
-                 name + ".csr -CA " + issuer + ".pem -CAkey " + issuer +
-                 ".key -CAcreateserial -out " + name + ".pem -days 2 -extfile san.ext "
+    return Shell(in + "openssl req -newkey rsa:2048 -nodes -keyout " + name + ".key -out " + name +
+                 ".csr -subj /CN=" + name + " >/dev/null 2>&1 && openssl x509 -req -in " + name +
+                 ".csr -CA " + issuer + ".pem -CAkey " + issuer + ".key -CAcreateserial -out " +
+                 name +
+                 ".pem -days 2 -extfile san.ext "
                  ">/dev/null 2>&1");
   };
   return Shell(in + "printf 'subjectAltName=IP:127.0.0.1\\n' > san.ext") && ca("ca") &&
-         ca("other-ca") && leaf("server", "ca") && leaf("client", "ca") &&
-         leaf("worker", "ca") && leaf("foreign", "other-ca");
+         ca("other-ca") && leaf("server", "ca") && leaf("client", "ca") && leaf("worker", "ca") &&
+         leaf("foreign", "other-ca");
 }
 
 // The port after `marker` in `log`, 0 when not there yet.
@@ -88,8 +89,8 @@ class MtlsAttackTest : public ::testing::Test {
     ASSERT_NE(mkdtemp(pattern), nullptr);
     dir_ = pattern;
     if (!MakeCertificates(dir_)) GTEST_SKIP() << "openssl cannot make test certificates";
-    std::ofstream(dir_ + "/tokens") << "operator " << kOperatorToken << "\nworker " << kJoinToken
-                                    << "\n";
+    std::ofstream(dir_ + "/tokens")
+        << "operator " << kOperatorToken << "\nworker " << kJoinToken << "\n";
     std::ofstream(dir_ + "/join") << kJoinToken << "\n";
     std::ofstream(dir_ + "/op-token") << kOperatorToken << "\n";
     for (const char* file : {"/tokens", "/join", "/op-token"}) chmod((dir_ + file).c_str(), 0600);
@@ -191,10 +192,21 @@ class MtlsAttackTest : public ::testing::Test {
   // Agent certificate) when not empty.
   void StartWorker(const std::string& name, const std::string& cert) {
     std::filesystem::create_directories(dir_ + "/" + name);
-    std::vector<std::string> argv = {
-        COLLBENCH_WORKER_BIN, "--coordinator", grpc_address_, "--listen", "127.0.0.1:0",
-        "--name", name, "--slots", "1", "--work-dir", dir_ + "/" + name, "--join-token-file",
-        dir_ + "/join", "--tls-ca", Pem("ca")};
+    std::vector<std::string> argv = {COLLBENCH_WORKER_BIN,
+                                     "--coordinator",
+                                     grpc_address_,
+                                     "--listen",
+                                     "127.0.0.1:0",
+                                     "--name",
+                                     name,
+                                     "--slots",
+                                     "1",
+                                     "--work-dir",
+                                     dir_ + "/" + name,
+                                     "--join-token-file",
+                                     dir_ + "/join",
+                                     "--tls-ca",
+                                     Pem("ca")};
     if (!cert.empty()) {
       for (const std::string& flag :
            {std::string("--tls-cert"), Pem(cert), std::string("--tls-key"), Key(cert),
@@ -207,8 +219,9 @@ class MtlsAttackTest : public ::testing::Test {
 
   // The CLI's exit code for `collbench ... workers` with `tls_flags`.
   int CliWorkers(const std::vector<std::string>& tls_flags, std::string* out) {
-    std::vector<std::string> argv = {COLLBENCH_CLI_BIN, "--coordinator", grpc_address_,
-                                     "--token-file", dir_ + "/op-token", "--tls-ca", Pem("ca")};
+    std::vector<std::string> argv = {COLLBENCH_CLI_BIN, "--coordinator",    grpc_address_,
+                                     "--token-file",    dir_ + "/op-token", "--tls-ca",
+                                     Pem("ca")};
     argv.insert(argv.end(), tls_flags.begin(), tls_flags.end());
     argv.push_back("workers");
     const std::string log = dir_ + "/cli-" + std::to_string(cli_calls_++) + ".log";
@@ -252,7 +265,8 @@ TEST_F(MtlsAttackTest, GrpcCreatesNothingForCallersWithoutACertificateFromTheCa)
 
 TEST_F(MtlsAttackTest, HttpCreatesNothingForCallersWithoutACertificateFromTheCa) {
   const httplib::Headers auth = {{"Authorization", absl::StrCat("Bearer ", kOperatorToken)}};
-  const std::string body = R"({"spec": {"operation": "allreduce", "ranks": 1, "sizesBytes": ["8"]}})";
+  const std::string body =
+      R"({"spec": {"operation": "allreduce", "ranks": 1, "sizesBytes": ["8"]}})";
   for (Caller caller : {Caller::kNoCertificate, Caller::kForeign}) {
     std::unique_ptr<httplib::SSLClient> http = Http(caller);
     httplib::Result created = http->Post("/v1/runs", auth, body, "application/json");
@@ -281,8 +295,8 @@ TEST_F(MtlsAttackTest, OnlyAWorkerWithACertificateFromTheCaRegisters) {
   StartWorker("certified", "worker");
   StartWorker("anonymous", "");
   StartWorker("foreign", "foreign");
-  EXPECT_TRUE(WaitFor([&] { return WorkerState("workers/certified") == "READY"; },
-                      absl::Seconds(30)))
+  EXPECT_TRUE(
+      WaitFor([&] { return WorkerState("workers/certified") == "READY"; }, absl::Seconds(30)))
       << Logs();
   // The others have had as long, and a few more seconds of retries.
   absl::SleepFor(absl::Seconds(3));
@@ -295,8 +309,7 @@ TEST_F(MtlsAttackTest, CliPresentsItsCertificate) {
   ASSERT_TRUE(WaitFor([&] { return WorkerState("workers/w1") == "READY"; }, absl::Seconds(30)))
       << Logs();
   std::string out;
-  EXPECT_EQ(CliWorkers({"--tls-cert", Pem("client"), "--tls-key", Key("client")}, &out), 0)
-      << out;
+  EXPECT_EQ(CliWorkers({"--tls-cert", Pem("client"), "--tls-key", Key("client")}, &out), 0) << out;
   EXPECT_TRUE(absl::StrContains(out, "w1")) << out;
   EXPECT_NE(CliWorkers({}, &out), 0) << out;
   EXPECT_FALSE(absl::StrContains(out, "w1")) << out;
