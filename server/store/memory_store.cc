@@ -158,10 +158,7 @@ class MemoryStore final : public Store {
 
   absl::Status SetWorkerSecretHash(absl::string_view name,
                                    absl::string_view secret_hash) override {
-    RETURN_IF_ERROR(store_internal::ValidateWorkerName(name));
-    if (secret_hash.empty()) {
-      return absl::InvalidArgumentError("secret_hash: must not be empty");
-    }
+    RETURN_IF_ERROR(store_internal::ValidateWorkerSecretHash(name, secret_hash));
     absl::MutexLock lock(&mu_);
     secret_hashes_[std::string(name)] = std::string(secret_hash);
     return absl::OkStatus();

@@ -369,10 +369,7 @@ class SqliteStore final : public Store {
 
   absl::Status SetWorkerSecretHash(absl::string_view name,
                                    absl::string_view secret_hash) override {
-    RETURN_IF_ERROR(store_internal::ValidateWorkerName(name));
-    if (secret_hash.empty()) {
-      return absl::InvalidArgumentError("secret_hash: must not be empty");
-    }
+    RETURN_IF_ERROR(store_internal::ValidateWorkerSecretHash(name, secret_hash));
     absl::MutexLock lock(&mu_);
     Query query(db_.get(), statements_.set_secret_hash.get(),
                 "set worker secret hash");

@@ -40,6 +40,12 @@ absl::Status ValidateWorkerName(absl::string_view name) {
   return ValidateName(name, "workers/", "worker");
 }
 
+absl::Status ValidateWorkerSecretHash(absl::string_view name, absl::string_view secret_hash) {
+  if (absl::Status valid = ValidateWorkerName(name); !valid.ok()) return valid;
+  if (secret_hash.empty()) return absl::InvalidArgumentError("secret_hash: must not be empty");
+  return absl::OkStatus();
+}
+
 absl::Status RunNotFound(absl::string_view name) {
   return absl::NotFoundError(absl::StrCat("run ", name, " not found"));
 }

@@ -19,6 +19,8 @@ namespace collbench::store_internal {
 absl::Status ValidateRunName(absl::string_view name);
 // OK if `name` is "workers/{id}" with a non-empty id, else InvalidArgument.
 absl::Status ValidateWorkerName(absl::string_view name);
+// SetWorkerSecretHash's arguments: a worker name and a non-empty hash.
+absl::Status ValidateWorkerSecretHash(absl::string_view name, absl::string_view secret_hash);
 
 // The NotFound every implementation returns for a run it does not hold.
 absl::Status RunNotFound(absl::string_view name);

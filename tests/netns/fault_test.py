@@ -57,6 +57,7 @@ import signal
 import sqlite3
 import sys
 import subprocess
+import tempfile
 import time
 import urllib.parse
 
@@ -223,7 +224,8 @@ class FaultCluster(Cluster):
         conn = http.client.HTTPConnection(host, int(port), timeout=timeout)
         try:
             conn.request(method, path, body=None if body is None else json.dumps(body),
-                         headers={"Content-Type": "application/json"})
+                         headers={"Content-Type": "application/json",
+                                  "Authorization": "Bearer " + self.tokens["operator"]})
             response = conn.getresponse()
             text = response.read().decode()
             self.last_headers = {k.lower(): v for k, v in response.getheaders()}
@@ -389,7 +391,7 @@ class FaultCluster(Cluster):
         if "retry-after" in self.last_headers:  # a full disk is no rate limit with a known end
             raise Failure(f"REST CreateRun on a full disk has Retry-After: {self.last_headers}")
         start = time.monotonic()
-        code, message = grpc_create_run(self.address)
+        code, message = grpc_create_run(self.address, self.tokens["operator"])
         self.record("gRPC CreateRun answered on a full disk", time.monotonic() - start)
         log(f"gRPC CreateRun on a full disk: grpc-status {code}: {message}")
         if code != GRPC_RESOURCE_EXHAUSTED:
@@ -453,7 +455,7 @@ class FaultCluster(Cluster):
 GRPC_RESOURCE_EXHAUSTED = 8
 
 
-def grpc_create_run(address):
+def grpc_create_run(address, token):
     """(grpc-status, grpc-message) of a Coordinator.CreateRun call for a
     1-rank allreduce of 8 bytes, made with curl over HTTP/2 (the gRPC wire
     form by hand: no gRPC module for Python here)."""
@@ -462,11 +464,17 @@ def grpc_create_run(address):
             b"\xf0\x01\x01")       # ranks = 30: 1
     request = b"\x0a" + bytes([len(spec)]) + spec  # CreateRunRequest.spec = 1
     frame = b"\x00" + len(request).to_bytes(4, "big") + request
+    # The bearer token from a private file, not on curl's command line.
+    fd, header_file = tempfile.mkstemp(prefix="collbench-auth-")
+    with os.fdopen(fd, "w") as f:
+        f.write(f"authorization: Bearer {token}\n")
     result = subprocess.run(
         ["curl", "-sS", "--max-time", "15", "--http2-prior-knowledge", "-X", "POST",
-         "-H", "content-type: application/grpc", "-H", "te: trailers", "--data-binary", "@-",
+         "-H", "content-type: application/grpc", "-H", "te: trailers",
+         "-H", f"@{header_file}", "--data-binary", "@-",
          "-D", "-", "-o", "/dev/null", f"http://{address}/collbench.v1.Coordinator/CreateRun"],
         input=frame, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    os.unlink(header_file)
     headers = {}
     for line in result.stdout.decode(errors="replace").splitlines():
         name, _, value = line.partition(":")

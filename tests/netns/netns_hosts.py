@@ -22,6 +22,7 @@ import glob
 import json
 import os
 import re
+import secrets
 import shutil
 import signal
 import sqlite3
@@ -355,14 +356,19 @@ def stored_run(store, run):
 # --- the cluster ----------------------------------------------------------------
 
 def collbench_cli(bin_dir, coordinator, argv, timeout=60, check=True, token=None):
-    """`collbench --coordinator COORDINATOR [--token T] ARGV...`; Failure when
+    """`collbench --coordinator COORDINATOR ARGV...` (with COLLBENCH_TOKEN=T
+    when `token` is given); Failure when
     it does not finish within `timeout` or, with `check`, exits non-zero.
     Also used by tests/containers."""
     cmd = [os.path.join(bin_dir, "collbench"), "--coordinator", coordinator]
-    cmd += ["--token", token] if token else []
+    # The token goes by environment, never on a command line (DESIGN §5).
+    env = dict(os.environ)
+    env.pop("COLLBENCH_TOKEN", None)
+    if token:
+        env["COLLBENCH_TOKEN"] = token
     try:
         result = subprocess.run(cmd + list(argv), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                                text=True, timeout=timeout)
+                                text=True, timeout=timeout, env=env)
     except subprocess.TimeoutExpired:
         raise Failure(f"collbench {' '.join(argv)} did not finish within {timeout}s")
     if check and result.returncode != 0:
@@ -396,9 +402,22 @@ class Cluster:
         self.address = None
         self.http_address = None
         self.timings = []
+        # The lab's coordinator serves the 198.18 network, beyond loopback:
+        # it runs with tokens, as a deployment must (DESIGN §5, fail closed).
+        self.tokens = {role: f"{role}-{secrets.token_hex(16)}"
+                       for role in ("read", "operator", "worker")}
+        self.tokens_file = os.path.join(workdir, "tokens")
+        self.join_token_file = os.path.join(workdir, "join-token")
+        with open(os.open(self.tokens_file, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600),
+                  "w") as f:
+            f.writelines(f"{role} {token}\n" for role, token in self.tokens.items())
+        with open(os.open(self.join_token_file, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600),
+                  "w") as f:
+            f.write(self.tokens["worker"] + "\n")
 
     def cli(self, *argv, timeout=60, check=True):
-        return collbench_cli(self.bin, self.address, argv, timeout=timeout, check=check)
+        return collbench_cli(self.bin, self.address, argv, timeout=timeout, check=check,
+                             token=self.tokens["operator"])
 
     def timed(self, what, fn, *a, **kw):
         start = time.monotonic()
@@ -419,10 +438,9 @@ class Cluster:
         host = ip_address or self.net.coordinator_ip
         with open(log_path, "a") as f:
             start_offset = f.tell()
-        # The lab's 198.18 network is beyond loopback and its tests use no
-        # tokens: open on purpose (the coordinator refuses it otherwise).
         argv = [os.path.join(self.bin, "collbench-coordinator"), "--grpc-listen",
-                f"{host}:{grpc_port}", "--store", self.store, "--insecure-no-auth", *extra]
+                f"{host}:{grpc_port}", "--store", self.store, "--tokens", self.tokens_file,
+                *extra]
         if http:
             argv += ["--http-listen", f"{host}:0"]
         self.processes.start("coordinator", argv, log_path)
@@ -458,7 +476,8 @@ class Cluster:
                     os.path.join(self.bin, "collbench-worker"),
                     "--coordinator", self.address, "--name", ns,
                     "--listen", f"{address}:{AGENT_PORT}", "--advertise", f"{address}:{AGENT_PORT}",
-                    "--slots", str(slots), "--work-dir", os.path.join(self.workdir, ns)]
+                    "--slots", str(slots), "--work-dir", os.path.join(self.workdir, ns),
+                    "--join-token-file", self.join_token_file]
             if mpi_interface:
                 argv += ["--mpi-interface", mpi_interface]
             for key, value in sorted((labels(ns) if labels else {}).items()):

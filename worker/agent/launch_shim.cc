@@ -66,7 +66,7 @@ void WriteAll(int fd, absl::string_view data) {
 }
 
 int Fail(absl::string_view message) {
-  WriteAll(2, absl::StrCat("collbench launch-shim: ", message, "\n"));
+  WriteAll(2, absl::StrCat(kShimErrorPrefix, message, "\n"));
   return kShimFailure;
 }
 
@@ -227,7 +227,7 @@ int RunShimImpl(const std::vector<std::string>& args, const ShimEnvironment& env
                              absl::FormatDuration(options.connect_timeout)));
   }
   std::unique_ptr<v1::Agent::Stub> stub = v1::Agent::NewStub(channel);
-  absl::StatusOr<std::vector<std::string>> argv = SplitShellWords(parsed->command);
+  absl::StatusOr<std::vector<std::string>> argv = SplitShellWords(StripProfileWrapper(parsed->command));
   if (!argv.ok()) return Fail(absl::StrCat(where, ": ", argv.status().message()));
   if (argv->empty()) return Fail(absl::StrCat(where, ": empty remote command"));
   const v1::ExecRequest request = BuildRequest(env, *std::move(argv));

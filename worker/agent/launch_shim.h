@@ -105,6 +105,9 @@
 
 namespace collbench {
 
+// How the one line the shim writes on stderr when it fails begins (the
+// launcher puts that line first in a failed run's error).
+inline constexpr char kShimErrorPrefix[] = "collbench launch-shim: ";
 inline constexpr char kRunEnv[] = "COLLBENCH_RUN";
 inline constexpr char kRunTokenFileEnv[] = "COLLBENCH_RUN_TOKEN_FILE";
 inline constexpr char kHostMapEnv[] = "COLLBENCH_HOSTMAP";

@@ -9,6 +9,7 @@
 #include <filesystem>
 #include <optional>
 
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
@@ -28,6 +29,10 @@ struct Launcher::RunState {
   bool cut_logged = false;
   std::string spool_error;  // a result the spool refused
   std::deque<std::string> last_stderr;  // for the failure message
+  // The launch shim's own first complaint (a peer that refused or could not
+  // be reached): the failure's cause, which MPI's help text that follows
+  // would otherwise push out of last_stderr.
+  std::string shim_error;
   std::string engine_error;             // from an "error" record
   std::string cancel_reason;            // set by Cancel()
   int sizes_total = 0;
@@ -40,6 +45,7 @@ struct Launcher::RunState {
 namespace {
 
 constexpr size_t kStderrLinesKept = 5;
+constexpr size_t kShimErrorKeptBytes = 1000;
 
 // Sizes the engine will report, for progress: the sweep's sizes.
 int CountSizes(const v1::RunSpec& spec) {
@@ -226,6 +232,9 @@ void Launcher::HandleOutput(RunState& state, const ProcessEvent& event) {
     for (const std::string& line : state.stdout_lines.Add(event.data)) HandleLine(state, line);
   } else {
     for (const std::string& line : state.stderr_lines.Add(event.data)) {
+      if (state.shim_error.empty() && absl::StartsWith(line, kShimErrorPrefix)) {
+        state.shim_error = line.substr(0, kShimErrorKeptBytes);
+      }
       state.last_stderr.push_back(line);
       if (state.last_stderr.size() > kStderrLinesKept) state.last_stderr.pop_front();
       Log(state, "stderr", line);
@@ -278,6 +287,9 @@ void Launcher::Drive(std::shared_ptr<RunState> state) {
     std::string why = !s.engine_error.empty() ? s.engine_error
                       : !s.last_stderr.empty() ? absl::StrJoin(s.last_stderr, " | ")
                                                : "";
+    if (!s.shim_error.empty() && why.find(s.shim_error) == std::string::npos) {
+      why = why.empty() ? s.shim_error : absl::StrCat(s.shim_error, " | ", why);
+    }
     Report(s, v1::FAILED, absl::StrCat("the MPI launcher exited with code ", exit_code,
                                        why.empty() ? "" : ": ", why));
   }

@@ -3,6 +3,8 @@
 #include "absl/strings/escaping.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "absl/strings/ascii.h"
+#include "absl/strings/strip.h"
 
 namespace collbench {
 namespace {
@@ -97,9 +99,19 @@ absl::StatusOr<std::vector<std::string>> SplitShellWords(absl::string_view line)
   return words;
 }
 
+absl::string_view StripProfileWrapper(absl::string_view line) {
+  constexpr absl::string_view kOpen = "( test ! -r ./.profile || . ./.profile;";
+  absl::string_view inner = absl::StripAsciiWhitespace(line);
+  if (!absl::ConsumePrefix(&inner, kOpen)) return line;
+  inner = absl::StripTrailingAsciiWhitespace(inner);
+  if (!absl::ConsumeSuffix(&inner, ")")) return line;
+  return inner;
+}
+
 absl::StatusOr<std::vector<std::string>> SplitRemoteCommand(
     const std::vector<std::string>& words) {
-  return SplitShellWords(absl::StrJoin(words, " "));
+  const std::string line = absl::StrJoin(words, " ");
+  return SplitShellWords(StripProfileWrapper(line));
 }
 
 }  // namespace collbench

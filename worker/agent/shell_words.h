@@ -30,8 +30,17 @@ namespace collbench {
 // quote. An empty or blank line gives no words.
 absl::StatusOr<std::vector<std::string>> SplitShellWords(absl::string_view line);
 
+// Open MPI's rsh launcher wraps the daemon's command in
+// `( test ! -r ./.profile || . ./.profile; ... )` when it takes the remote
+// shell for sh or ksh (the login shell of the user in the passwd file, e.g.
+// a container user whose shell is /bin/sh), so that the shell reads the
+// user's profile first. Nothing here runs a shell, so there is no profile
+// to read: that exact wrapper is taken off and only what it wraps is
+// parsed. Returns `line` unchanged when it is not wrapped so.
+absl::string_view StripProfileWrapper(absl::string_view line);
+
 // ssh's view of a remote command: the words joined with single spaces, then
-// SplitShellWords.
+// StripProfileWrapper and SplitShellWords.
 absl::StatusOr<std::vector<std::string>> SplitRemoteCommand(const std::vector<std::string>& words);
 
 }  // namespace collbench

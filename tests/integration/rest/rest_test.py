@@ -233,7 +233,7 @@ def check_validation(c):
     post(json.dumps({"spec": spec(ranks=0)}), "spec.ranks")
     post(json.dumps({"spec": spec(sizes=("8", "0"))}), "spec.sizes_bytes[1]")
     post(json.dumps({"spec": spec(ranks=64)}), "spec.ranks")  # more than the workers' slots
-    post(json.dumps({"spec": spec(env={"LD_PRELOAD": "x"})}), "spec.env")
+    post(json.dumps({"spec": spec(env={"LD_PRELOAD": "x"})}), "spec.env.LD_PRELOAD")
     post(json.dumps({"spec": spec(operation="latency", sync="SYNC_BARRIER")}), "spec.sync")
     post(json.dumps({"requestId": "no-spec"}), "spec")
     # Malformed JSON and unknown fields: 400 naming the problem.

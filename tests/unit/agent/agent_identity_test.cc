@@ -51,6 +51,9 @@ class AgentServer {
               std::shared_ptr<grpc::ServerCredentials> credentials =
                   grpc::InsecureServerCredentials()) {
     runner_ = NewPosixProcessRunner();
+    // Exec runs only an MPI daemon: a stand-in orted runs the tests' scripts.
+    options.daemons.orted = ::collbench::testing::FakeOrtedPath();
+    options.base_env = {{"PATH", "/usr/bin:/bin"}};
     manager_ = std::make_unique<ExecManager>(runner_.get(), options);
     service_ = std::make_unique<ExecService>(manager_.get());
     grpc::ServerBuilder builder;
@@ -80,6 +83,8 @@ v1::ExecRequest Request(const std::string& run, const std::string& token,
   v1::ExecRequest request;
   request.set_run(run);
   request.set_token(token);
+  // The stand-in orted (test_util.h) runs its `-mca ess` value as a script.
+  for (const char* word : {" orted", "-mca", "ess"}) request.add_argv(word);
   request.add_argv(command);
   return request;
 }

@@ -61,6 +61,29 @@ TEST(SplitShellWordsTest, RefusesWhatNeedsAShellNamingTheWord) {
   EXPECT_THAT(argv.status().message(), HasSubstr("';'"));
 }
 
+// As Open MPI 4.1 sends it when the user's login shell is /bin/sh (a
+// container user): the .profile wrapper comes off, nothing else does.
+TEST(SplitShellWordsTest, OpenMpiProfileWrapperIsTakenOff) {
+  absl::StatusOr<std::vector<std::string>> argv = SplitRemoteCommand(
+      {"(", "test", "!", "-r", "./.profile", "||", ".", "./.profile;", " orted", "-mca", "ess",
+       "\"env\"", "-mca", "orte_hnp_uri", "\"1.0;tcp://198.18.20.11:40000\"", ")"});
+  ASSERT_TRUE(argv.ok()) << argv.status();
+  EXPECT_THAT(*argv, ElementsAre("orted", "-mca", "ess", "env", "-mca", "orte_hnp_uri",
+                                 "1.0;tcp://198.18.20.11:40000"));
+}
+
+TEST(SplitShellWordsTest, OnlyTheExactProfileWrapperIsTakenOff) {
+  // Anything else that merely looks like it still needs a shell.
+  for (const char* line :
+       {"( test ! -r ./.profile || . ./.profile; orted", "( orted -mca ess env )",
+        "( test ! -r ./.profile || . ./evil; orted )",
+        "( test ! -r ./.profile || . ./.profile; orted ) ; touch x",
+        "( test ! -r ./.profile || . ./.profile; ( orted ) )"}) {
+    EXPECT_FALSE(SplitShellWords(StripProfileWrapper(line)).ok()) << line;
+  }
+  EXPECT_EQ(StripProfileWrapper("orted -mca ess env"), "orted -mca ess env");
+}
+
 TEST(SplitShellWordsTest, RefusesUnterminatedQuotes) {
   EXPECT_EQ(SplitShellWords("orted 'abc").status().code(), absl::StatusCode::kInvalidArgument);
   EXPECT_EQ(SplitShellWords("orted \"abc").status().code(), absl::StatusCode::kInvalidArgument);
