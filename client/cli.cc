@@ -32,7 +32,8 @@ namespace {
 
 constexpr char kUsage[] =
     R"(usage: collbench [--coordinator HOST:PORT] [--token-file FILE | --token T]
-                 [--tls-ca FILE [--tls-server-name NAME]] COMMAND
+                 [--tls-ca FILE [--tls-server-name NAME] [--tls-cert F --tls-key F]]
+                 COMMAND
   The bearer token: --token-file FILE (its first line), or the COLLBENCH_TOKEN
   environment variable; --token T also works but shows the token to every
   local user (ps, /proc).
@@ -395,6 +396,10 @@ int RunCli(int argc, char** argv) {
   flags.String("tls-server-name", &tls.server_name,
                "the name the coordinator's certificate must carry, when it is not the host"
                " in --coordinator");
+  flags.String("tls-cert", &tls.cert_file,
+               "PEM client certificate chain to present (with --tls-key and --tls-ca), for a "
+               "coordinator that requires one (--tls-client-ca)");
+  flags.String("tls-key", &tls.key_file, "PEM private key for --tls-cert");
   const absl::Status parsed =
       flags.Parse(std::vector<std::string>(argv + 1, argv + argc), /*stop_at_positional=*/true);
   if (flags.help() && flags.rest().empty()) {

@@ -58,15 +58,14 @@ absl::StatusOr<std::shared_ptr<grpc::ServerCredentials>> MakeServerCredentials(
 absl::StatusOr<ChannelSetup> MakeChannelSetup(const ClientTlsOptions& options) {
   ChannelSetup setup;
   if (options.cert_file.empty() != options.key_file.empty()) {
-    return absl::InvalidArgumentError("a client certificate and its key go together");
+    return absl::InvalidArgumentError("--tls-cert and --tls-key go together");
   }
   if (options.ca_file.empty()) {
     if (!options.server_name.empty()) {
       return absl::InvalidArgumentError("--tls-server-name needs --tls-ca FILE");
     }
     if (!options.cert_file.empty()) {
-      return absl::InvalidArgumentError("a client certificate needs a CA file to verify the "
-                                        "server with");
+      return absl::InvalidArgumentError("--tls-cert needs --tls-ca FILE to verify the server with");
     }
     setup.credentials = grpc::InsecureChannelCredentials();
     return setup;
@@ -85,9 +84,9 @@ absl::StatusOr<ChannelSetup> MakeChannelSetup(const ClientTlsOptions& options) {
   grpc::SslCredentialsOptions ssl;
   ssl.pem_root_certs = text.str();
   if (!options.cert_file.empty()) {
-    auto cert = ReadPemFile(options.cert_file, "client certificate");
+    auto cert = ReadPemFile(options.cert_file, "--tls-cert");
     if (!cert.ok()) return cert.status();
-    auto key = ReadPemFile(options.key_file, "client key");
+    auto key = ReadPemFile(options.key_file, "--tls-key");
     if (!key.ok()) return key.status();
     ssl.pem_cert_chain = *std::move(cert);
     ssl.pem_private_key = *std::move(key);

@@ -1,6 +1,7 @@
 // Client channels to the coordinator, plain or TLS (DESIGN §5): what
 // collbench-worker and the collbench CLI dial with `--tls-ca FILE` and
-// `--tls-server-name NAME`.
+// `--tls-server-name NAME`, presenting `--tls-cert`/`--tls-key` to a
+// coordinator that requires client certificates (--tls-client-ca).
 //
 // With no CA file the channel is insecure (the coordinator serves TLS only
 // when it is given --tls-cert and --tls-key). With one, the coordinator's
@@ -31,7 +32,8 @@ struct ClientTlsOptions {
 
 // Credentials and channel arguments for `options`. InvalidArgument naming
 // the flag and the file when the CA file cannot be read or holds no PEM
-// certificate, or when a server name is given without a CA file.
+// certificate, when a server name or a client certificate is given without
+// a CA file, or only one of the client certificate and key.
 struct ChannelSetup {
   std::shared_ptr<grpc::ChannelCredentials> credentials;
   grpc::ChannelArguments arguments;

@@ -5,13 +5,12 @@
 #include <grpcpp/health_check_service_interface.h>
 
 #include <atomic>
-#include <fstream>
-#include <sstream>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/time/clock.h"
 #include "common/status_macros.h"
+#include "common/tls_channel.h"
 #include "server/auth/authorizer.h"
 #include "server/auth/listen_policy.h"
 #include "server/core/watch_hub.h"
@@ -43,29 +42,6 @@ namespace {
 
 // How often an open coordinator (--insecure-no-auth) says so again.
 constexpr absl::Duration kInsecureWarningInterval = absl::Minutes(10);
-
-absl::StatusOr<std::string> ReadFile(const std::string& path) {
-  std::ifstream in(path);
-  if (!in) return absl::InvalidArgumentError(absl::StrCat("cannot read '", path, "'"));
-  std::stringstream text;
-  text << in.rdbuf();
-  return text.str();
-}
-
-absl::StatusOr<std::shared_ptr<grpc::ServerCredentials>> Credentials(
-    const CoordinatorOptions& options) {
-  if (options.tls_cert.empty() && options.tls_key.empty()) {
-    return grpc::InsecureServerCredentials();
-  }
-  if (options.tls_cert.empty() || options.tls_key.empty()) {
-    return absl::InvalidArgumentError("--tls-cert and --tls-key go together");
-  }
-  grpc::SslServerCredentialsOptions ssl;
-  ASSIGN_OR_RETURN(std::string cert, ReadFile(options.tls_cert));
-  ASSIGN_OR_RETURN(std::string key, ReadFile(options.tls_key));
-  ssl.pem_key_cert_pairs.push_back({key, cert});
-  return grpc::SslServerCredentials(ssl);
-}
 
 absl::StatusOr<Authorizer> LoadTokens(const CoordinatorOptions& options) {
   Authorizer authorizer;
@@ -124,6 +100,11 @@ absl::StatusOr<std::unique_ptr<Coordinator>> Coordinator::Start(const Coordinato
   c->parts_ = std::make_unique<Parts>();
   Parts& p = *c->parts_;
   ASSIGN_OR_RETURN(p.authorizer, LoadTokens(options));
+  // Both listeners' TLS files are read here, so that a bad one (or a client
+  // CA without a certificate to serve) stops the start before the store.
+  ASSIGN_OR_RETURN(
+      std::shared_ptr<grpc::ServerCredentials> credentials,
+      MakeServerCredentials({options.tls_cert, options.tls_key, options.tls_client_ca}));
   RETURN_IF_ERROR(CheckListenPolicy(
       {{"--grpc-listen", options.grpc_listen}, {"--http-listen", options.http_listen}},
       p.authorizer, options.insecure_no_auth));
@@ -148,7 +129,7 @@ absl::StatusOr<std::unique_ptr<Coordinator>> Coordinator::Start(const Coordinato
   p.service =
       std::make_unique<CoordinatorService>(c->manager_.get(), &p.hub, &p.authorizer,
                                            p.watchers.get());
-  RETURN_IF_ERROR(c->StartGrpc(options));
+  RETURN_IF_ERROR(c->StartGrpc(options, std::move(credentials)));
   if (!options.http_listen.empty()) RETURN_IF_ERROR(c->StartHttp(options));
   RunManager* manager = c->manager_.get();
   absl::Notification* stop = &c->stop_;
@@ -170,11 +151,11 @@ absl::StatusOr<std::unique_ptr<Coordinator>> Coordinator::Start(const Coordinato
   return c;
 }
 
-absl::Status Coordinator::StartGrpc(const CoordinatorOptions& options) {
+absl::Status Coordinator::StartGrpc(const CoordinatorOptions& options,
+                                    std::shared_ptr<grpc::ServerCredentials> credentials) {
   Parts& p = *parts_;
   grpc::EnableDefaultHealthCheckService(true);
   grpc::reflection::InitProtoReflectionServerBuilderPlugin();
-  ASSIGN_OR_RETURN(std::shared_ptr<grpc::ServerCredentials> credentials, Credentials(options));
   grpc::ServerBuilder builder;
   builder.AddListeningPort(options.grpc_listen, credentials, &grpc_port_);
   builder.RegisterService(p.service.get());
@@ -200,6 +181,7 @@ absl::Status Coordinator::StartHttp(const CoordinatorOptions& options) {
   http.listen = options.http_listen;
   http.tls_cert = options.tls_cert;
   http.tls_key = options.tls_key;
+  http.tls_client_ca = options.tls_client_ca;
   http.max_body_bytes = options.max_body_bytes;
   HttpServerDependencies deps;
   deps.manager = manager_.get();

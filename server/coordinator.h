@@ -13,6 +13,7 @@
 
 #include "absl/status/statusor.h"
 #include "absl/synchronization/notification.h"
+#include "grpcpp/security/server_credentials.h"
 #include "server/core/run_manager.h"
 #include "server/core/watcher_limits.h"
 
@@ -24,6 +25,10 @@ struct CoordinatorOptions {
   std::string http_listen;  // HOST:PORT for REST and /metrics; empty: none
   std::string tls_cert;  // PEM files; both or neither; used by both listeners
   std::string tls_key;
+  // PEM CA certificate(s), only with tls_cert: both listeners then require a
+  // client certificate that chains to it (mutual TLS), in addition to the
+  // bearer tokens, which are still checked.
+  std::string tls_client_ca;
   std::string tokens_file;  // bearer tokens (server/auth/authorizer.h); empty: none
   std::string join_token;   // one more worker token (--join-token-file's); empty: none
   // Serve beyond loopback without API tokens (server/auth/listen_policy.h);
@@ -42,7 +47,9 @@ class Coordinator {
  public:
   // Opens the store, recovers unfinished runs and starts serving.
   // FailedPrecondition, before anything is opened, when the listeners and
-  // tokens break the fail-closed policy (server/auth/listen_policy.h).
+  // tokens break the fail-closed policy (server/auth/listen_policy.h);
+  // InvalidArgument naming the flag, before anything is opened, when a TLS
+  // file cannot be read or tls_client_ca comes without tls_cert/tls_key.
   static absl::StatusOr<std::unique_ptr<Coordinator>> Start(const CoordinatorOptions& options);
   ~Coordinator();  // Shutdown()
 
@@ -59,7 +66,8 @@ class Coordinator {
 
  private:
   Coordinator() = default;
-  absl::Status StartGrpc(const CoordinatorOptions& options);
+  absl::Status StartGrpc(const CoordinatorOptions& options,
+                         std::shared_ptr<grpc::ServerCredentials> credentials);
   absl::Status StartHttp(const CoordinatorOptions& options);
   struct Parts;
   std::unique_ptr<Parts> parts_;

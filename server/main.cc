@@ -18,7 +18,8 @@ namespace {
 
 constexpr char kUsage[] =
     "usage: collbench-coordinator [--grpc-listen HOST:PORT] [--http-listen HOST:PORT] "
-    "[--store FILE] [--tokens FILE] [--tls-cert F --tls-key F] [--join-token-file F] "
+    "[--store FILE] [--tokens FILE] [--tls-cert F --tls-key F [--tls-client-ca F]] "
+    "[--join-token-file F] "
     "[--insecure-no-auth] "
     "[--max-queued-runs N] [--create-rate R] [--create-burst N] [--max-watchers N] "
     "[--max-watchers-per-client N] [--watcher-buffer N] [--max-workers N] [--register-rate R]\n"
@@ -66,6 +67,9 @@ int main(int argc, char** argv) {
   flags.String("store", &options.store, "SQLite file (default collbench.db) or :memory:");
   flags.String("tls-cert", &options.tls_cert, "PEM certificate chain for TLS");
   flags.String("tls-key", &options.tls_key, "PEM private key for TLS");
+  flags.String("tls-client-ca", &options.tls_client_ca,
+               "PEM CA certificate(s): both listeners then require a client certificate from "
+               "it (mutual TLS), bearer tokens still apply; needs --tls-cert and --tls-key");
   flags.String("tokens", &options.tokens_file,
                "bearer tokens, one 'ROLE TOKEN' per line (roles: read, operator, worker)");
   std::string join_token_file;

@@ -32,10 +32,13 @@
 #include <algorithm>
 #include <atomic>
 #include <cstdlib>
+#include <fstream>
 #include <optional>
+#include <sstream>
 #include <thread>
 #include <utility>
 
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/time/clock.h"
@@ -149,6 +152,14 @@ int FindConnection(const httplib::Request& req) {
   return found;
 }
 
+// Whether `path` can be read and holds a PEM certificate.
+bool HoldsPemCertificate(const std::string& path) {
+  std::ifstream in(path);
+  std::stringstream text;
+  text << in.rdbuf();
+  return in && absl::StrContains(text.str(), "-----BEGIN CERTIFICATE-----");
+}
+
 class HttpServerImpl final : public HttpServer {
  public:
   HttpServerImpl(const HttpServerOptions& options, HttpServerDependencies deps)
@@ -216,14 +227,26 @@ absl::Status HttpServerImpl::MakeServer() {
     return absl::InvalidArgumentError("TLS needs both a certificate and a key");
   }
   if (options_.tls_cert.empty()) {
+    if (!options_.tls_client_ca.empty()) {
+      return absl::InvalidArgumentError("--tls-client-ca needs --tls-cert and --tls-key");
+    }
     server_ = std::make_unique<httplib::Server>();
     absl::StatusOr<std::unique_ptr<SseWriter>> writer = SseWriter::Start(options_.event_keepalive);
     if (!writer.ok()) return writer.status();
     writer_ = *std::move(writer);
     return absl::OkStatus();
   }
-  auto tls =
-      std::make_unique<httplib::SSLServer>(options_.tls_cert.c_str(), options_.tls_key.c_str());
+  // httplib ignores a client CA file it cannot load (every client is then
+  // refused), so an unreadable one is named here instead.
+  if (!options_.tls_client_ca.empty() && !HoldsPemCertificate(options_.tls_client_ca)) {
+    return absl::InvalidArgumentError(absl::StrCat("--tls-client-ca: '", options_.tls_client_ca,
+                                                   "' cannot be read or holds no certificate"));
+  }
+  // With a client CA, httplib's SSLServer sets SSL_VERIFY_PEER |
+  // SSL_VERIFY_FAIL_IF_NO_PEER_CERT: no certificate from that CA, no request.
+  auto tls = std::make_unique<httplib::SSLServer>(
+      options_.tls_cert.c_str(), options_.tls_key.c_str(),
+      options_.tls_client_ca.empty() ? nullptr : options_.tls_client_ca.c_str());
   if (!tls->is_valid()) {
     return absl::InvalidArgumentError(absl::StrCat(
         "cannot load the TLS certificate ", options_.tls_cert, " and key ", options_.tls_key));

@@ -37,6 +37,10 @@ struct HttpServerOptions {
   std::string listen = "127.0.0.1:8080";  // HOST:PORT; port 0 picks one
   std::string tls_cert;                   // PEM files; both or neither
   std::string tls_key;
+  // PEM CA certificate(s), only with tls_cert: a client must present a
+  // certificate that chains to it or the TLS handshake fails (mutual TLS);
+  // bearer tokens still apply.
+  std::string tls_client_ca;
   size_t max_body_bytes = 1 << 20;  // larger request bodies get 413
   // Requests are served by this many threads. An open event stream
   // (GET /v1/runs/{id}:watch) holds none: once answered, its socket goes

@@ -6,6 +6,7 @@ add_executable(identity_attack_test identity_attack_test.cc)
 target_link_libraries(identity_attack_test PRIVATE
   collbench::proto gRPC::grpc++ absl::statusor absl::strings absl::time absl::synchronization
   GTest::gtest_main)
+target_include_directories(identity_attack_test PRIVATE ${PROJECT_SOURCE_DIR})
 target_compile_definitions(identity_attack_test PRIVATE
   COLLBENCH_COORDINATOR_BIN="$<TARGET_FILE:collbench-coordinator>"
   COLLBENCH_WORKER_BIN="$<TARGET_FILE:collbench-worker>")

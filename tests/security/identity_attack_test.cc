@@ -41,67 +41,13 @@
 #include "collbench/v1/gateway.grpc.pb.h"
 #include "grpcpp/grpcpp.h"
 #include "gtest/gtest.h"
+#include "tests/security/child_process.h"
 
 namespace collbench {
 namespace {
 
 constexpr char kOperatorToken[] = "op-identity-test-token";
 constexpr char kJoinToken[] = "join-identity-test-token";
-
-std::string ReadFile(const std::string& path) {
-  std::ifstream in(path);
-  std::stringstream text;
-  text << in.rdbuf();
-  return text.str();
-}
-
-// One child process in its own group, output to a log file.
-class Child {
- public:
-  Child(std::vector<std::string> argv, const std::string& log) : log_(log) {
-    pid_ = fork();
-    if (pid_ == 0) {
-      setpgid(0, 0);
-      const int fd = open(log.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0600);
-      dup2(fd, 1);
-      dup2(fd, 2);
-      std::vector<char*> args;
-      for (std::string& a : argv) args.push_back(a.data());
-      args.push_back(nullptr);
-      execv(args[0], args.data());
-      _exit(127);
-    }
-  }
-  ~Child() { Stop(); }
-  bool Alive() {
-    if (pid_ <= 0) return false;
-    int status = 0;
-    return waitpid(pid_, &status, WNOHANG) == 0;
-  }
-  void Stop() {
-    if (pid_ <= 0) return;
-    kill(-pid_, SIGTERM);
-    for (int i = 0; i < 100 && Alive(); ++i) absl::SleepFor(absl::Milliseconds(100));
-    kill(-pid_, SIGKILL);
-    waitpid(pid_, nullptr, 0);
-    pid_ = -1;
-  }
-  std::string log() const { return ReadFile(log_); }
-
- private:
-  pid_t pid_ = -1;
-  std::string log_;
-};
-
-template <typename F>
-bool WaitFor(F condition, absl::Duration timeout) {
-  const absl::Time give_up = absl::Now() + timeout;
-  while (absl::Now() < give_up) {
-    if (condition()) return true;
-    absl::SleepFor(absl::Milliseconds(100));
-  }
-  return condition();
-}
 
 class IdentityAttackTest : public ::testing::Test {
  protected:

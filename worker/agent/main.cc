@@ -333,7 +333,9 @@ int main(int argc, char** argv) {
                 "folder for what the worker keeps across restarts: the secret the coordinator"
                 " issues its name (default: WORK_DIR/state)");
   parser.String("tls-cert", &flags.agent_tls.cert_file,
-                "PEM certificate chain: serve the Agent over TLS (with --tls-key)");
+                "PEM certificate chain: serve the Agent over TLS (with --tls-key); also the"
+                " client certificate presented to the coordinator when dialling it with"
+                " --tls-ca");
   parser.String("tls-key", &flags.agent_tls.key_file, "PEM private key for --tls-cert");
   parser.String("tls-client-ca", &flags.agent_tls.client_ca_file,
                 "PEM CA certificate(s): Agent callers must present a certificate from it"
@@ -382,6 +384,18 @@ int main(int argc, char** argv) {
   }
   flags.agent_tls.peer_ca_file =
       !flags.agent_tls.client_ca_file.empty() ? flags.agent_tls.client_ca_file : flags.tls.ca_file;
+  // The coordinator channel presents the Agent's certificate (--tls-cert,
+  // --tls-key) when it dials TLS, for a coordinator that requires client
+  // certificates (--tls-client-ca). One certificate is this worker's one
+  // identity: the launch shim already presents it to peers' Agents as a
+  // client certificate, so it must allow client authentication anyway, and
+  // a second pair of flags would only be a second file to issue and rotate
+  // per node. Over a plaintext coordinator channel there is nothing to
+  // present it with.
+  if (!flags.tls.ca_file.empty()) {
+    flags.tls.cert_file = flags.agent_tls.cert_file;
+    flags.tls.key_file = flags.agent_tls.key_file;
+  }
   if (!parsed.ok() || !parser.rest().empty() || flags.coordinator.empty()) {
     absl::FPrintF(stderr, "collbench-worker: %s\n",
                   !parsed.ok()               ? std::string(parsed.message())

@@ -69,6 +69,22 @@ TEST(TlsChannelTest, ServerNameNeedsACaFile) {
   EXPECT_EQ(setup.status().message(), "--tls-server-name needs --tls-ca FILE");
 }
 
+TEST(TlsChannelTest, ClientCertificateFlagsAreNamed) {
+  absl::StatusOr<ChannelSetup> alone = MakeChannelSetup({"ca.pem", "", "cert.pem", ""});
+  ASSERT_FALSE(alone.ok());
+  EXPECT_EQ(alone.status().message(), "--tls-cert and --tls-key go together");
+  absl::StatusOr<ChannelSetup> no_ca = MakeChannelSetup({"", "", "cert.pem", "key.pem"});
+  ASSERT_FALSE(no_ca.ok());
+  EXPECT_EQ(no_ca.status().message(), "--tls-cert needs --tls-ca FILE to verify the server with");
+}
+
+TEST(TlsChannelTest, ServerClientCaNeedsACertificateAndKey) {
+  auto credentials = MakeServerCredentials({"", "", "ca.pem"});
+  ASSERT_FALSE(credentials.ok());
+  EXPECT_EQ(credentials.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(credentials.status().message(), "--tls-client-ca needs --tls-cert and --tls-key");
+}
+
 TEST(TlsChannelTest, ReachesATlsServerByItsCertificateName) {
   const std::string dir = ::testing::TempDir() + "/tls_channel";
   if (!MakeCertificate(dir, "collbench-coordinator")) {

@@ -348,6 +348,13 @@ TEST_F(RestHttpTest, ListenErrors) {
   EXPECT_FALSE(HttpServer::Start(options, deps).ok());
   options.tls_key = "/nonexistent/key.pem";
   EXPECT_FALSE(HttpServer::Start(options, deps).ok());
+  // A client CA (mutual TLS) needs a certificate to serve.
+  HttpServerOptions client_ca_only;
+  client_ca_only.listen = "127.0.0.1:0";
+  client_ca_only.tls_client_ca = "/nonexistent/ca.pem";
+  const absl::Status no_cert = HttpServer::Start(client_ca_only, deps).status();
+  EXPECT_EQ(no_cert.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(no_cert.message(), "--tls-client-ca needs --tls-cert and --tls-key");
   Start();
   options = HttpServerOptions();
   options.listen = "127.0.0.1:" + std::to_string(server_->port());  // taken
