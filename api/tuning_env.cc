@@ -261,6 +261,8 @@ bool IsUcxSize(absl::string_view text) {
 }
 
 bool IsCidr(absl::string_view text) {
+  // Exactly one '/': a pair from StrSplit would drop anything after a second.
+  if (std::count(text.begin(), text.end(), '/') != 1) return false;
   std::pair<absl::string_view, absl::string_view> parts = absl::StrSplit(text, '/');
   int bits = 0;
   if (!absl::SimpleAtoi(parts.second, &bits) || bits < 0 || bits > 32 ||

@@ -207,11 +207,13 @@ absl::Status CheckEnv(const Context& c) {
   // Sorted, so the first bad key reported does not depend on map order.
   const std::map<std::string, std::string> env(c.spec.env().begin(), c.spec.env().end());
   for (const auto& [key, value] : env) {
-    // The key is escaped: the path must stay one printable line.
-    const std::string path = absl::StrCat("spec.env.", absl::CHexEscape(key));
+    // Only a variable name may become part of a field path ("spec.env.KEY");
+    // anything else (':' or '.' would break the path) is quoted in the message.
     if (!IsEnvName(key) || key.empty()) {
-      return FieldError(path, "not a variable name ([A-Za-z0-9_])");
+      return FieldError("spec.env", "key '", absl::CHexEscape(key),
+                        "' is not a variable name ([A-Za-z0-9_])");
     }
+    const std::string path = absl::StrCat("spec.env.", key);
     if (absl::Status s = CheckTuningParam(key, value); !s.ok()) {
       // The tuning table's message starts with the key; the path names it.
       absl::string_view message = s.message();

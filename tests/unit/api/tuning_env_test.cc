@@ -65,6 +65,18 @@ TEST(TuningEnvTest, AcceptsRealParametersWithValuesOfTheirGrammar) {
   }
 }
 
+// A CIDR has one '/': a path hidden after one is no CIDR (found by the
+// launch_words fuzzer).
+TEST(TuningEnvTest, InterfaceListsTakeOnlyWholeCidrs) {
+  for (const char* value : {"10.0.0.0/16/bin/sh", "10.0.0.0/16/", "10.0.0.0//16",
+                            "eth0,10.0.0.0/16/x", "/16", "10.0.0.0/"}) {
+    EXPECT_EQ(CheckTuningParam("OMPI_MCA_btl_tcp_if_include", value).code(),
+              absl::StatusCode::kInvalidArgument)
+        << value;
+  }
+  EXPECT_TRUE(CheckTuningParam("OMPI_MCA_btl_tcp_if_include", "10.0.0.0/16").ok());
+}
+
 // Keys that name a program, library, plugin, file or directory: refused
 // whatever the value, and whether or not they exist.
 TEST(TuningEnvTest, RefusesKeysThatNameSomethingToLoadOrRun) {

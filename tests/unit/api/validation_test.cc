@@ -288,8 +288,9 @@ std::vector<BadSpec> BadSpecs() {
       {"EnvKeyOutsideTheAllowList", [](S s, L) { (*s->mutable_env())["LD_PRELOAD"] = "/tmp/x.so"; },
        "spec.env.LD_PRELOAD"},
       {"EnvBarePrefix", [](S s, L) { (*s->mutable_env())["NCCL_"] = "1"; }, "spec.env.NCCL_"},
-      {"EnvKeyWithEquals", [](S s, L) { (*s->mutable_env())["UCX_TLS=x"] = "1"; },
-       "spec.env.UCX_TLS=x"},
+      // Not a variable name: named in the message (EnvKeyThatIsNoVariableName),
+      // never in the field path, which ':', '=' or '.' would break.
+      {"EnvKeyWithEquals", [](S s, L) { (*s->mutable_env())["UCX_TLS=x"] = "1"; }, "spec.env"},
       {"EnvValueWithNewline", [](S s, L) { (*s->mutable_env())["NCCL_DEBUG"] = "INFO\nrm -rf /"; },
        "spec.env.NCCL_DEBUG"},
       {"EnvValueWithNul",
@@ -333,6 +334,16 @@ std::vector<BadSpec> BadSpecs() {
 }
 
 class BadSpecTest : public ::testing::TestWithParam<BadSpec> {};
+
+TEST(ValidationTest, EnvKeyThatIsNoVariableNameIsQuotedInTheMessage) {
+  for (const char* key : {"UCX_TLS=x", "L:_PRELOAD", "NCCL.ALGO", "A B"}) {
+    v1::RunSpec spec = Allreduce();
+    (*spec.mutable_env())[key] = "1";
+    const absl::Status status = ValidateRunSpec(spec, FourWorkers());
+    EXPECT_EQ(status.message(), absl::StrCat("spec.env: key '", key,
+                                             "' is not a variable name ([A-Za-z0-9_])"));
+  }
+}
 
 TEST_P(BadSpecTest, IsInvalidArgumentNamingTheField) {
   v1::RunSpec spec = Allreduce();
