@@ -28,8 +28,11 @@ constexpr int kMaxLabels = 64;
 constexpr size_t kMaxLabelKeyChars = 63;
 constexpr size_t kMaxLabelValueChars = 256;
 
+// A POSIX variable name: [A-Za-z_][A-Za-z0-9_]* (and so one segment of a
+// field path, spec.env.KEY).
 bool IsEnvName(absl::string_view key) {
-  return std::all_of(key.begin(), key.end(),
+  return !key.empty() && !absl::ascii_isdigit(key[0]) &&
+         std::all_of(key.begin(), key.end(),
                      [](char ch) { return absl::ascii_isalnum(ch) || ch == '_'; });
 }
 
@@ -209,9 +212,9 @@ absl::Status CheckEnv(const Context& c) {
   for (const auto& [key, value] : env) {
     // Only a variable name may become part of a field path ("spec.env.KEY");
     // anything else (':' or '.' would break the path) is quoted in the message.
-    if (!IsEnvName(key) || key.empty()) {
+    if (!IsEnvName(key)) {
       return FieldError("spec.env", "key '", absl::CHexEscape(key),
-                        "' is not a variable name ([A-Za-z0-9_])");
+                        "' is not a variable name ([A-Za-z_][A-Za-z0-9_]*)");
     }
     const std::string path = absl::StrCat("spec.env.", key);
     if (absl::Status s = CheckTuningParam(key, value); !s.ok()) {

@@ -336,12 +336,12 @@ std::vector<BadSpec> BadSpecs() {
 class BadSpecTest : public ::testing::TestWithParam<BadSpec> {};
 
 TEST(ValidationTest, EnvKeyThatIsNoVariableNameIsQuotedInTheMessage) {
-  for (const char* key : {"UCX_TLS=x", "L:_PRELOAD", "NCCL.ALGO", "A B"}) {
+  for (const char* key : {"UCX_TLS=x", "L:_PRELOAD", "NCCL.ALGO", "A B", "2LD_PRELOAD"}) {
     v1::RunSpec spec = Allreduce();
     (*spec.mutable_env())[key] = "1";
     const absl::Status status = ValidateRunSpec(spec, FourWorkers());
     EXPECT_EQ(status.message(), absl::StrCat("spec.env: key '", key,
-                                             "' is not a variable name ([A-Za-z0-9_])"));
+                                             "' is not a variable name ([A-Za-z_][A-Za-z0-9_]*)"));
   }
 }
 
