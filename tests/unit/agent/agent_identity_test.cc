@@ -21,6 +21,7 @@
 #include "common/tls_channel.h"
 #include "grpcpp/grpcpp.h"
 #include "gtest/gtest.h"
+#include "tests/unit/agent/fake_gateway.h"
 #include "tests/unit/agent/test_util.h"
 #include "worker/agent/agent_tls.h"
 #include "worker/agent/exec_service.h"
@@ -267,59 +268,10 @@ TEST(WorkerStateTest, JoinTokenComesFromAFileOrOnceFromTheEnvironment) {
   EXPECT_FALSE(ReadJoinToken(dir.path() + "/empty").ok());
 }
 
-// A gateway that issues a secret at a name's first registration, refuses
-// the name afterwards without it, and records what each connection
-// presented; DropStreams() makes the worker reconnect.
-class SecretGateway final : public v1::WorkerGateway::Service {
- public:
-  grpc::Status Connect(
-      grpc::ServerContext* context,
-      grpc::ServerReaderWriter<v1::CoordinatorMessage, v1::WorkerMessage>* stream) override {
-    v1::WorkerMessage hello;
-    if (!stream->Read(&hello) || !hello.has_register_()) {
-      return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, "register first");
-    }
-    v1::CoordinatorMessage reply;
-    {
-      absl::MutexLock lock(&mu_);
-      presented_.push_back(hello.register_().worker_secret());
-      if (issued_.empty()) {
-        issued_ = "secret-" + std::to_string(presented_.size());
-        reply.mutable_registered()->set_worker_secret(issued_);
-      } else if (hello.register_().worker_secret() != issued_) {
-        return grpc::Status(grpc::StatusCode::PERMISSION_DENIED, "not your name");
-      }
-    }
-    reply.mutable_registered()->set_name("workers/" + hello.register_().worker_id());
-    reply.mutable_registered()->set_heartbeat_interval_ms(100);
-    stream->Write(reply);
-    absl::MutexLock lock(&mu_);
-    const int generation = generation_;
-    auto dropped = [this, generation] { return generation_ != generation; };
-    while (!mu_.AwaitWithTimeout(absl::Condition(&dropped), absl::Milliseconds(50))) {
-      if (context->IsCancelled()) break;
-    }
-    return grpc::Status(grpc::StatusCode::UNAVAILABLE, "dropped by the test");
-  }
-  void DropStreams() {
-    absl::MutexLock lock(&mu_);
-    ++generation_;
-  }
-  std::vector<std::string> presented() {
-    absl::MutexLock lock(&mu_);
-    return presented_;
-  }
-
- private:
-  absl::Mutex mu_;
-  int generation_ ABSL_GUARDED_BY(mu_) = 0;
-  std::string issued_ ABSL_GUARDED_BY(mu_);
-  std::vector<std::string> presented_ ABSL_GUARDED_BY(mu_);
-};
 
 TEST(WorkerSecretTest, WorkerStoresTheIssuedSecretAndPresentsItOnEveryConnection) {
   TempDir dir;
-  SecretGateway gateway;
+  ::collbench::testing::FakeGateway gateway(/*issue_secrets=*/true);
   int port = 0;
   grpc::ServerBuilder builder;
   builder.AddListeningPort("127.0.0.1:0", grpc::InsecureServerCredentials(), &port);

@@ -16,6 +16,7 @@
 #include "absl/synchronization/mutex.h"
 #include "common/grpc_health.h"
 #include "gtest/gtest.h"
+#include "tests/unit/agent/fake_gateway.h"
 #include "tests/unit/agent/test_util.h"
 
 namespace collbench {
@@ -23,39 +24,7 @@ namespace {
 
 using ::collbench::testing::Eventually;
 
-// A WorkerGateway that accepts every registration and keeps the stream open
-// until DropStreams() ends it; the worker then reconnects.
-class FakeGateway final : public v1::WorkerGateway::Service {
- public:
-  grpc::Status Connect(
-      grpc::ServerContext* context,
-      grpc::ServerReaderWriter<v1::CoordinatorMessage, v1::WorkerMessage>* stream) override {
-    v1::WorkerMessage hello;
-    if (!stream->Read(&hello) || !hello.has_register_()) {
-      return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, "register first");
-    }
-    v1::CoordinatorMessage reply;
-    reply.mutable_registered()->set_name("workers/" + hello.register_().worker_id());
-    reply.mutable_registered()->set_heartbeat_interval_ms(100);
-    stream->Write(reply);
-    absl::MutexLock lock(&mu_);
-    const int generation = generation_;
-    auto dropped = [this, generation] { return generation_ != generation; };
-    while (!mu_.AwaitWithTimeout(absl::Condition(&dropped), absl::Milliseconds(50))) {
-      if (context->IsCancelled()) break;
-    }
-    return grpc::Status(grpc::StatusCode::UNAVAILABLE, "dropped by the test");
-  }
-
-  void DropStreams() {
-    absl::MutexLock lock(&mu_);
-    ++generation_;
-  }
-
- private:
-  absl::Mutex mu_;
-  int generation_ ABSL_GUARDED_BY(mu_) = 0;
-};
+using ::collbench::testing::FakeGateway;
 
 // The worker's overall ("") health status, or the error as text.
 std::string OverallHealth(const std::shared_ptr<grpc::Channel>& channel) {
