@@ -15,8 +15,8 @@
 #include "absl/strings/string_view.h"
 #include "common/status_macros.h"
 #include "common/units.h"
-#include "worker/engine/options.h"
-#include "worker/engine/types.h"
+#include "engine_spec/options.h"
+#include "engine_spec/types.h"
 
 namespace collbench {
 namespace {

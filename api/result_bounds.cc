@@ -5,8 +5,8 @@
 
 #include "absl/status/statusor.h"
 #include "api/convert.h"
-#include "worker/engine/options.h"
-#include "worker/engine/types.h"
+#include "engine_spec/options.h"
+#include "engine_spec/types.h"
 
 namespace collbench {
 

@@ -20,16 +20,12 @@
 #include "absl/strings/string_view.h"
 #include "api/validation.h"
 #include "collbench/v1/run.pb.h"
-#include "worker/engine/collectives/operation.h"
-#include "worker/engine/types.h"
+#include "engine_spec/backends.h"
+#include "engine_spec/job_checks.h"
+#include "engine_spec/operations.h"
+#include "engine_spec/types.h"
 
 namespace collbench::validation_internal {
-
-struct BackendEntry {
-  const char* name;
-  MemorySpace space;     // where its collectives' buffers live
-  const char* strategy;  // parameter-server's default strategy on it
-};
 
 // The spec's names and defaults, resolved once. A name that does not
 // resolve leaves its member null / empty; the check that owns the field
@@ -40,8 +36,8 @@ struct Context {
   const v1::RunSpec& spec;
   const ValidationLimits& limits;
   std::string scenario;           // the scenario run, "" for an operation
-  const Operation* op = nullptr;  // the operation run; null for a scenario
-  const BackendEntry* backend = nullptr;
+  const OperationSpec* op = nullptr;  // the operation run; null for a scenario
+  const BackendSpec* backend = nullptr;
   std::vector<DataType> dtypes;  // the types run: several for "all"
   std::vector<ReduceOp> redops;  // the operators run: several for "all"
   // The min..max sweep with the engine's defaults filled in.
@@ -52,8 +48,7 @@ struct Context {
   bool explicit_sizes() const { return spec.sizes_bytes_size() > 0; }
   // For messages: "float32" when the spec leaves dtype empty.
   std::string dtype_name() const;
-  // The widest / narrowest element among `dtypes`, in bytes.
-  size_t widest_element() const;
+  // The narrowest element among `dtypes`, in bytes.
   size_t narrowest_element() const;
 };
 
@@ -71,14 +66,9 @@ absl::Status FieldError(absl::string_view path, const Args&... args) {
 // call it invalid (nanos out of range, signs differ, beyond 10000 years).
 absl::StatusOr<double> DurationSeconds(absl::string_view path, const google::protobuf::Duration& d);
 
-// The count and largest size of the min..max sweep, as SweepSizes() makes
-// it. Counting stops once past `cap`, so a factor barely above 1 cannot
-// make this slow. REQUIRES: factor > 1.
-struct SweepShape {
-  int count = 0;
-  uint64_t largest = 0;
-};
-SweepShape ShapeOfSweep(uint64_t min, uint64_t max, double factor, int cap);
+// The field path of the RunSpec field that holds `error`'s setting
+// ("spec.root"; "spec.sizes_bytes[2]" for one entry of the list).
+std::string FieldPathOf(const RuleError& error);
 
 // validation_job.cc.
 absl::Status CheckRanks(const Context& c);

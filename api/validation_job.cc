@@ -20,6 +20,8 @@
 #include "api/tuning_env.h"
 #include "api/validation_checks.h"
 #include "common/units.h"
+#include "engine_spec/job_checks.h"
+#include "engine_spec/options.h"
 
 namespace collbench::validation_internal {
 namespace {
@@ -50,23 +52,25 @@ uint64_t LargestSize(const Context& c) {
   if (c.explicit_sizes()) {
     return *std::max_element(c.spec.sizes_bytes().begin(), c.spec.sizes_bytes().end());
   }
-  return ShapeOfSweep(c.min_bytes, c.max_bytes, c.factor, c.limits.max_sizes).largest;
+  const std::vector<uint64_t> sweep =
+      GeometricSweep(c.min_bytes, c.max_bytes, c.factor, static_cast<size_t>(c.limits.max_sizes));
+  return sweep.empty() ? 0 : sweep.back();
 }
 
-// Send + receive bytes on the rank that needs most (the root, for gather).
+// Send + receive bytes on the rank that needs most (the root, for gather),
+// as the engine computes them (PeakBufferBytes) for the largest size.
 // Buffers hold whole elements, so the narrowest dtype run needs most.
 uint64_t BufferBytesPerRank(const Context& c, uint64_t size_bytes) {
-  const size_t width = c.narrowest_element();
-  OpContext ctx;
-  ctx.nranks = c.spec.ranks();
-  ctx.count = size_bytes / width;
-  ctx.root = c.spec.root();
+  EngineOptions options;
+  options.sizes_bytes = {size_bytes};
+  options.root = c.spec.root();
+  for (DataType t : c.dtypes) {
+    if (ElementSize(t) == c.narrowest_element()) options.dtype = t;
+  }
   uint64_t most = 0;
   for (int rank : {c.spec.root(), c.spec.root() == 0 ? 1 : 0}) {
-    if (rank >= ctx.nranks) continue;
-    ctx.rank = rank;
-    const OpBuffers b = c.op->Buffers(ctx);
-    most = std::max<uint64_t>(most, (uint64_t{b.send_count} + b.recv_count) * width);
+    if (rank >= c.spec.ranks()) continue;
+    most = std::max(most, PeakBufferBytes(options, *c.op, rank, c.spec.ranks()));
   }
   return most;
 }
@@ -124,17 +128,6 @@ absl::Status CheckRanks(const Context& c) {
   if (c.limits.max_total_slots.has_value() && ranks > *c.limits.max_total_slots) {
     return FieldError("spec.ranks", ranks, " ranks but the registered workers have ",
                       *c.limits.max_total_slots, " slots");
-  }
-  if (c.op != nullptr && c.op->traits().needs_even_ranks && ranks % 2 != 0) {
-    return FieldError("spec.ranks", c.op->name(),
-                      " runs between pairs of ranks and needs an even number of ranks, got ",
-                      ranks);
-  }
-  if (c.scenario == "parameter-server" && ranks < 2) {
-    return FieldError("spec.ranks",
-                      "parameter-server needs at least 2 ranks (rank 0 is "
-                      "the parameter server), got ",
-                      ranks);
   }
   return absl::OkStatus();
 }
@@ -270,7 +263,7 @@ absl::Status CheckBufferMemory(const Context& c) {
                       " ranks on one worker, workers have ", FormatBytesHuman(*host));
   }
   const bool on_device =
-      c.backend->space == MemorySpace::kDevice || c.op->traits().needs_device;
+      c.backend->space == MemorySpace::kDevice || c.op->traits.needs_device;
   const std::optional<uint64_t>& gpu = c.limits.min_gpu_memory_bytes;
   if (on_device && gpu.has_value() && per_rank > *gpu) {
     return FieldError(path, "the largest size (", FormatBytes(largest), ") needs ",

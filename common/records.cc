@@ -112,7 +112,8 @@ Json ToJson(const StartRecord& r) {
               {"hosts", r.hosts},
               {"environment", r.environment},
               {"fingerprint", r.fingerprint},
-              {"collbench_version", r.collbench_version}};
+              {"collbench_version", r.collbench_version},
+              {"sizes_total", r.sizes_total}};
 }
 
 Json ToJson(const SizeRecord& r) {
@@ -178,6 +179,7 @@ absl::StatusOr<Record> FromJson(const Json& j) {
     r.environment = j.value("environment", std::map<std::string, std::string>{});
     r.fingerprint = j.value("fingerprint", "");
     r.collbench_version = j.value("collbench_version", "");
+    r.sizes_total = GetUnsignedOr(j, "sizes_total", 0);
     return r;
   }
   if (kind == "size") {

@@ -34,6 +34,9 @@ struct StartRecord {
   std::map<std::string, std::string> environment;
   std::string fingerprint;  // hex digest of `environment`
   std::string collbench_version;
+  // The size records the run will report: sizes x (dtype, redop)
+  // combinations; progress counts against it. 0 when unknown.
+  uint64_t sizes_total = 0;
 
   bool operator==(const StartRecord&) const = default;
 };

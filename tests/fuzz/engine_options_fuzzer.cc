@@ -3,7 +3,7 @@
 // geometric sweep that is strictly increasing within [min, max]; errors are
 // InvalidArgument.
 #include "tests/fuzz/fuzz_check.h"
-#include "worker/engine/options.h"
+#include "engine_spec/options.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   using namespace collbench;

@@ -12,7 +12,7 @@
 #include "api/validation.h"
 #include "server/rest/rest_json.h"
 #include "tests/fuzz/fuzz_check.h"
-#include "worker/engine/options.h"
+#include "engine_spec/options.h"
 
 namespace collbench {
 namespace {

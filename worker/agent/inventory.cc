@@ -18,6 +18,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
+#include "engine_spec/backends.h"
 #include "worker/agent/cgroup_limits.h"
 #include "worker/agent/container_facts.h"
 #include "worker/agent/host_facts_io.h"
@@ -207,16 +208,16 @@ bool FindBinary(const InventoryOptions& options, const std::string& name) {
 }
 
 void AddSoftware(const InventoryOptions& options, v1::Inventory* inventory) {
-  inventory->add_backends("mpi");
-  inventory->add_backends("host-staged");
-  inventory->add_backends("mpi-object");
+  // engine_spec's backend table; the CUDA ones where this build has CUDA
+  // and the host a GPU.
 #ifdef COLLBENCH_WITH_CUDA
-  if (inventory->gpus_size() > 0) {
-    for (const char* backend : {"mpi-staged", "mpi-cuda", "nccl"}) {
-      inventory->add_backends(backend);
-    }
-  }
+  const bool cuda = inventory->gpus_size() > 0;
+#else
+  const bool cuda = false;
 #endif
+  for (const BackendSpec& backend : BackendSpecs()) {
+    if (!backend.needs_cuda || cuda) inventory->add_backends(backend.name);
+  }
   if (FindBinary(options, "collbench-rank") && FindBinary(options, "mpirun.openmpi")) {
     inventory->add_mpi_implementations("openmpi");
   }

@@ -17,7 +17,8 @@
 #include "common/records.h"
 #include "worker/agent/launch_shim.h"
 #include "worker/agent/line_buffer.h"
-#include "worker/engine/options.h"
+#include "engine_spec/job_checks.h"
+#include "engine_spec/options.h"
 
 namespace collbench {
 
@@ -47,10 +48,11 @@ namespace {
 constexpr size_t kStderrLinesKept = 5;
 constexpr size_t kShimErrorKeptBytes = 1000;
 
-// Sizes the engine will report, for progress: the sweep's sizes.
+// Size records the engine will report, for progress until its start record
+// announces the total: sizes x (dtype, redop) combinations.
 int CountSizes(const v1::RunSpec& spec) {
   absl::StatusOr<EngineOptions> options = ParseEngineArgs(EngineArgs(spec));
-  return options.ok() ? static_cast<int>(SweepSizes(*options).size()) : 0;
+  return options.ok() ? static_cast<int>(PlannedSizeRecords(*options)) : 0;
 }
 
 // A private directory for the run under `work_dir`, holding the token file.
@@ -171,6 +173,7 @@ void Launcher::HandleLine(RunState& state, const std::string& line) {
     return;
   }
   if (const auto* start = std::get_if<StartRecord>(&*record)) {
+    if (start->sizes_total > 0) state.sizes_total = static_cast<int>(start->sizes_total);
     v1::RunStatus status;
     status.set_state(v1::RUNNING);
     status.set_sizes_total(state.sizes_total);

@@ -16,10 +16,10 @@
 #include "worker/engine/collectives/operation.h"
 #include "worker/engine/agreement.h"
 #include "worker/engine/cuda/device_runtime.h"
-#include "worker/engine/job_checks.h"
+#include "engine_spec/job_checks.h"
 #include "worker/engine/memory/memory_kind.h"
 #include "worker/engine/mpi/mpi_communicator.h"
-#include "worker/engine/options.h"
+#include "engine_spec/options.h"
 #include "worker/engine/report/fingerprint.h"
 #include "worker/engine/report/reporter.h"
 #include "worker/engine/scenarios/scenario.h"
@@ -97,20 +97,21 @@ void PrintError(const Engine& engine, const absl::Status& status, bool every_ran
 
 // Allocating the kinds and bringing up the device can fail on one host and
 // not another: each rank checks, then all agree.
-absl::Status PrepareLocal(Engine& e, const Operation& op, const MemoryPlan& plan) {
+absl::Status PrepareLocal(Engine& e, const OperationSpec& op, const EngineOptions& options,
+                          const MemoryPlan& plan) {
   if (plan.needs_device) RETURN_IF_ERROR(e.device->Init(e.world->local_rank()));
   if (!plan.host_kind.empty()) {
     ASSIGN_OR_RETURN(e.host_memory, e.memory.Create(plan.host_kind, e.device.get()));
     RETURN_IF_ERROR(e.host_memory->CheckAvailable());
     ASSIGN_OR_RETURN(uint64_t available, HostMemoryAvailable());
-    RETURN_IF_ERROR(CheckFits(PeakBufferBytes(e.options, op, e.world->rank(), e.world->size()),
+    RETURN_IF_ERROR(CheckFits(PeakBufferBytes(options, op, e.world->rank(), e.world->size()),
                               e.world->local_size(), available, "host memory", "lower --max-bytes"));
   }
   if (!plan.device_kind.empty()) {
     ASSIGN_OR_RETURN(e.device_memory, e.memory.Create(plan.device_kind, e.device.get()));
     RETURN_IF_ERROR(e.device_memory->CheckAvailable());
     ASSIGN_OR_RETURN(auto info, e.device->MemoryInfo());
-    RETURN_IF_ERROR(CheckFits(PeakBufferBytes(e.options, op, e.world->rank(), e.world->size()),
+    RETURN_IF_ERROR(CheckFits(PeakBufferBytes(options, op, e.world->rank(), e.world->size()),
                               1, info.first, "device memory", "lower --max-bytes"));
   }
   return absl::OkStatus();
@@ -125,6 +126,7 @@ absl::Status ReportStart(Engine& e) {
   if (!e.reporter) return absl::OkStatus();
   StartRecord start;
   start.spec = SpecEcho(e.options);
+  start.sizes_total = PlannedSizeRecords(e.options);
   start.spec["mpi_flavor"] = COLLBENCH_MPI_FLAVOR;
   start.nranks = e.world->size();
   start.mpi_library = e.world->library_name();
@@ -138,52 +140,28 @@ absl::Status ReportStart(Engine& e) {
   return absl::OkStatus();
 }
 
-// The (dtype, redop) combinations to run: one, or every one `all` asks for.
-std::vector<std::pair<DataType, ReduceOp>> Combinations(const EngineOptions& o,
-                                                        const Operation& op,
-                                                        const BackendInfo& backend) {
-  std::vector<DataType> dtypes;
-  for (DataType t : AllDataTypes()) {
-    const bool carried = backend.name == "nccl" || op.traits().op_class == OpClass::kCopy ||
-                         !IsNcclOnly(t);
-    if (o.all_dtypes ? carried : t == o.dtype) dtypes.push_back(t);
-  }
-  std::vector<ReduceOp> redops = {o.redop};
-  if (o.all_redops && op.traits().reduces) redops = AllReduceOps();
-  std::vector<std::pair<DataType, ReduceOp>> out;
-  for (DataType t : dtypes) {
-    for (ReduceOp r : redops) out.emplace_back(t, r);
-  }
-  return out;
-}
-
 // Runs an operation sweep for every combination; returns the totals.
 absl::StatusOr<SweepTotals> RunOperation(Engine& e) {
-  ASSIGN_OR_RETURN(const Operation* op, e.operations.Find(e.options.operation));
-  const std::string backend_name =
-      op->traits().op_class == OpClass::kCopy ? "mpi" : e.options.backend;
-  ASSIGN_OR_RETURN(BackendInfo info, e.backends.Info(backend_name));
-  const bool collective = op->traits().op_class == OpClass::kCollective;
-  RETURN_IF_ERROR(CheckSyncApplies(e.options, collective, op->name()));
-  e.options.sync = EffectiveSync(e.options, collective);
-  const auto combinations = Combinations(e.options, *op, info);
-  std::vector<EngineOptions> runs;
-  MemoryPlan plan;
-  for (const auto& [dtype, redop] : combinations) {
-    EngineOptions run = e.options;
-    run.dtype = dtype;
-    run.redop = redop;
-    ASSIGN_OR_RETURN(plan, CheckJob(run, *op, info, e.world->size()));
-    runs.push_back(std::move(run));
+  RunPlan plan;
+  if (std::optional<RuleError> broken = PlanRun(e.options, e.world->size(), &plan)) {
+    return EngineError(*broken);
   }
-  RETURN_IF_ERROR(Agree(e, PrepareLocal(e, *op, plan)));
+  ASSIGN_OR_RETURN(const Operation* op, e.operations.Find(plan.op->name));
+  RETURN_IF_ERROR(e.backends.Info(plan.backend->name).status());
+  e.options.sync = plan.runs.front().sync;
+  // The largest buffers: the narrowest dtype has the most elements.
+  const EngineOptions* widest_count = &plan.runs.front();
+  for (const EngineOptions& run : plan.runs) {
+    if (ElementSize(run.dtype) < ElementSize(widest_count->dtype)) widest_count = &run;
+  }
+  RETURN_IF_ERROR(Agree(e, PrepareLocal(e, *plan.op, *widest_count, plan.memory)));
   absl::StatusOr<std::unique_ptr<Backend>> backend =
-      e.backends.Create(backend_name, {e.world.get(), e.device.get()});
+      e.backends.Create(plan.backend->name, {e.world.get(), e.device.get()});
   RETURN_IF_ERROR(Agree(e, backend.status()));
   e.backend = *std::move(backend);
   RETURN_IF_ERROR(ReportStart(e));
   SweepTotals totals;
-  for (const EngineOptions& run : runs) {
+  for (const EngineOptions& run : plan.runs) {
     SweepEnv env;
     env.options = &run;
     env.op = op;

@@ -13,7 +13,7 @@
 #include "worker/engine/communicator.h"
 #include "worker/engine/cuda/device_runtime.h"
 #include "worker/engine/memory/memory_kind.h"
-#include "worker/engine/pattern.h"
+#include "engine_spec/pattern.h"
 #include "worker/engine/report/reporter.h"
 #include "worker/engine/timing.h"
 
@@ -197,22 +197,6 @@ OpContext MakeOpContext(const EngineOptions& options, const Communicator& comm,
   ctx.root = options.root;
   ctx.window = options.window;
   return ctx;
-}
-
-uint64_t PeakBufferBytes(const EngineOptions& options, const Operation& op, int rank,
-                         int nranks) {
-  uint64_t peak = 0;
-  for (uint64_t bytes : SweepSizes(options)) {
-    OpContext ctx;
-    ctx.rank = rank;
-    ctx.nranks = nranks;
-    ctx.dtype = options.dtype;
-    ctx.count = bytes / ElementSize(options.dtype);
-    ctx.root = options.root;
-    const OpBuffers b = op.Buffers(ctx);
-    peak = std::max<uint64_t>(peak, (b.send_count + b.recv_count) * ElementSize(ctx.dtype));
-  }
-  return peak;
 }
 
 SizeRecord MakeSizeRecord(const Operation& op, const OpContext& ctx,

@@ -13,7 +13,7 @@
 #include "absl/status/statusor.h"
 #include "common/records.h"
 #include "worker/engine/collectives/operation.h"
-#include "worker/engine/options.h"
+#include "engine_spec/options.h"
 #include "worker/engine/timing.h"
 
 namespace collbench {
@@ -52,11 +52,6 @@ absl::StatusOr<SweepTotals> RunSweep(const SweepEnv& env);
 // The operation's context for one size. `bytes` is the per-rank message.
 OpContext MakeOpContext(const EngineOptions& options, const Communicator& comm,
                         uint64_t bytes);
-
-// Bytes of buffers one rank allocates at the largest size, for the memory
-// fit check before anything is allocated.
-uint64_t PeakBufferBytes(const EngineOptions& options, const Operation& op, int rank,
-                         int nranks);
 
 // Copies the timing summary into `record` (iters, avg/min/max, percentiles,
 // histogram) with algbw = alg_bytes / avg and busbw = algbw x bus_factor.

@@ -8,7 +8,7 @@
 #include <vector>
 
 #include "gtest/gtest.h"
-#include "worker/engine/options.h"
+#include "engine_spec/options.h"
 
 namespace collbench {
 namespace {

@@ -16,7 +16,7 @@
 #include "worker/engine/collectives/copy.h"
 #include "worker/engine/collectives/operation.h"
 #include "worker/engine/cuda/device_runtime.h"
-#include "worker/engine/pattern.h"
+#include "engine_spec/pattern.h"
 
 namespace collbench {
 namespace {

@@ -11,7 +11,7 @@
 
 #include "worker/engine/backends/backend.h"
 #include "worker/engine/communicator.h"
-#include "worker/engine/pattern.h"
+#include "engine_spec/pattern.h"
 
 namespace collbench {
 

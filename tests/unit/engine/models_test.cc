@@ -1,7 +1,7 @@
 // The gradient-replay model presets and bucket fusion (DESIGN §2,
 // Scenarios): the presets must match the published parameter counts, and
 // fusion must follow DDP/Horovod.
-#include "worker/engine/scenarios/models.h"
+#include "engine_spec/models.h"
 
 #include <cstdint>
 #include <numeric>

@@ -7,7 +7,7 @@
 
 #include "gtest/gtest.h"
 #include "worker/engine/collectives/operation.h"
-#include "worker/engine/pattern.h"
+#include "engine_spec/pattern.h"
 
 namespace collbench {
 namespace {

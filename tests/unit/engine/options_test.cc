@@ -5,7 +5,7 @@
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
-#include "worker/engine/options.h"
+#include "engine_spec/options.h"
 
 namespace collbench {
 namespace {

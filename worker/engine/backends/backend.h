@@ -20,7 +20,7 @@
 
 #include "absl/status/status.h"
 #include "absl/types/span.h"
-#include "worker/engine/types.h"
+#include "engine_spec/types.h"
 
 namespace collbench {
 

@@ -1,42 +1,38 @@
 #include "worker/engine/backends/registry.h"
 
+#include <cstdlib>
+
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 
 namespace collbench {
 
-void BackendRegistry::Register(BackendInfo info, BackendFactory factory) {
-  std::string name = info.name;
-  entries_[std::move(name)] = Entry{std::move(info), std::move(factory)};
+void BackendRegistry::Register(absl::string_view name, BackendFactory factory) {
+  if (FindBackendSpec(name) == nullptr) std::abort();  // not in the table: a programming error
+  factories_[std::string(name)] = std::move(factory);
 }
 
-absl::StatusOr<BackendInfo> BackendRegistry::Info(absl::string_view name) const {
-  auto it = entries_.find(name);
-  if (it == entries_.end()) {
-    std::vector<std::string> names;
-    for (const auto& [known, entry] : entries_) names.push_back(known);
+absl::StatusOr<const BackendSpec*> BackendRegistry::Info(absl::string_view name) const {
+  const BackendSpec* spec = FindBackendSpec(name);
+  if (spec == nullptr) {
     return absl::InvalidArgumentError(absl::StrCat(
-        "unknown --backend '", name, "' (one of ", absl::StrJoin(names, ", "), ")"));
+        "unknown --backend '", name, "' (one of ", absl::StrJoin(BackendNames(), ", "), ")"));
   }
-  if (!it->second.info.built) {
+  if (factories_.find(name) == factories_.end()) {
     return absl::UnimplementedError(absl::StrCat(
-        "--backend ", name, " is not built into this binary (", it->second.info.description,
+        "--backend ", name, " is not built into this binary (",
+        spec->needs_cuda ? "this build has no CUDA support; rebuild with COLLBENCH_WITH_CUDA=ON"
+                         : "not registered",
         ")"));
   }
-  return it->second.info;
+  return spec;
 }
 
 absl::StatusOr<std::unique_ptr<Backend>> BackendRegistry::Create(
     absl::string_view name, const BackendContext& context) const {
-  absl::StatusOr<BackendInfo> info = Info(name);
+  absl::StatusOr<const BackendSpec*> info = Info(name);
   if (!info.ok()) return info.status();
-  return entries_.find(name)->second.factory(context);
-}
-
-std::vector<BackendInfo> BackendRegistry::List() const {
-  std::vector<BackendInfo> out;
-  for (const auto& [name, entry] : entries_) out.push_back(entry.info);
-  return out;
+  return factories_.find(name)->second(context);
 }
 
 }  // namespace collbench

@@ -1,6 +1,8 @@
-// Backends by `--backend` name, filled explicitly by
-// RegisterBuiltinBackends() (backends/builtin.cc, compiled once per MPI
-// library) from main.
+// Backends by `--backend` name: the entries of engine_spec's table
+// (engine_spec/backends.h) with the factories this binary attaches,
+// explicitly, in RegisterBuiltinBackends() (backends/builtin.cc, compiled
+// once per MPI library) from main. An entry without a factory is compiled
+// out (a build without CUDA).
 #ifndef COLLBENCH_WORKER_ENGINE_BACKENDS_REGISTRY_H_
 #define COLLBENCH_WORKER_ENGINE_BACKENDS_REGISTRY_H_
 
@@ -12,6 +14,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "engine_spec/backends.h"
 #include "worker/engine/backends/backend.h"
 
 namespace collbench {
@@ -26,37 +29,27 @@ struct BackendContext {
   DeviceRuntime* device = nullptr;  // Init() already called for device backends
 };
 
-struct BackendInfo {
-  std::string name;
-  MemorySpace space;
-  bool built;  // false: compiled out (e.g. no CUDA); Create() says so
-  std::string description;
-};
-
 using BackendFactory =
     std::function<absl::StatusOr<std::unique_ptr<Backend>>(const BackendContext&)>;
 
 class BackendRegistry {
  public:
-  void Register(BackendInfo info, BackendFactory factory);
+  // REQUIRES: `name` is in BackendSpecs().
+  void Register(absl::string_view name, BackendFactory factory);
   // InvalidArgument for an unknown name (listing the known ones),
   // Unimplemented for a backend this binary was built without.
   absl::StatusOr<std::unique_ptr<Backend>> Create(absl::string_view name,
                                                   const BackendContext& context) const;
-  // Unknown name: InvalidArgument; compiled out: Unimplemented.
-  absl::StatusOr<BackendInfo> Info(absl::string_view name) const;
-  std::vector<BackendInfo> List() const;
+  // The table's entry. Unknown name: InvalidArgument; compiled out:
+  // Unimplemented.
+  absl::StatusOr<const BackendSpec*> Info(absl::string_view name) const;
 
  private:
-  struct Entry {
-    BackendInfo info;
-    BackendFactory factory;
-  };
-  std::map<std::string, Entry, std::less<>> entries_;
+  std::map<std::string, BackendFactory, std::less<>> factories_;
 };
 
-// mpi, mpi-staged, mpi-cuda, nccl. The device ones are registered with
-// built=false in builds without CUDA.
+// mpi, host-staged, mpi-object; mpi-staged, mpi-cuda and nccl in CUDA
+// builds only.
 void RegisterBuiltinBackends(BackendRegistry* registry);
 
 }  // namespace collbench

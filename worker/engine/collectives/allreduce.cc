@@ -1,17 +1,13 @@
 #include "worker/engine/backends/backend.h"
 #include "worker/engine/collectives/collectives.h"
-#include "worker/engine/pattern.h"
+#include "engine_spec/pattern.h"
 
 namespace collbench {
 namespace {
 
 class Allreduce final : public Operation {
  public:
-  std::string name() const override { return "allreduce"; }
-  OpTraits traits() const override { return {.reduces = true}; }
-  OpBuffers Buffers(const OpContext& ctx) const override {
-    return {.send_count = ctx.count, .recv_count = ctx.count};
-  }
+  Allreduce() : Operation(OperationSpecNamed("allreduce")) {}
   double AlgBytes(const OpContext& ctx) const override {
     return static_cast<double>(ctx.count * ElementSize(ctx.dtype));
   }

@@ -1,6 +1,6 @@
 #include "worker/engine/backends/backend.h"
 #include "worker/engine/collectives/collectives.h"
-#include "worker/engine/pattern.h"
+#include "engine_spec/pattern.h"
 
 namespace collbench {
 namespace {
@@ -9,11 +9,7 @@ namespace {
 // receive buffer, so a rank that received nothing is caught by the poison.
 class Bcast final : public Operation {
  public:
-  std::string name() const override { return "bcast"; }
-  OpTraits traits() const override { return {.rooted = true}; }
-  OpBuffers Buffers(const OpContext& ctx) const override {
-    return {.send_count = ctx.count, .recv_count = ctx.count};
-  }
+  Bcast() : Operation(OperationSpecNamed("bcast")) {}
   double AlgBytes(const OpContext& ctx) const override {
     return static_cast<double>(ctx.count * ElementSize(ctx.dtype));
   }

@@ -10,26 +10,16 @@
 #include "absl/strings/str_cat.h"
 #include "common/status_macros.h"
 #include "worker/engine/cuda/device_runtime.h"
-#include "worker/engine/pattern.h"
+#include "engine_spec/pattern.h"
 
 namespace collbench {
 namespace {
 
 class Copy final : public Operation {
  public:
-  Copy(std::string name, MemorySpace from, MemorySpace to)
-      : name_(std::move(name)), from_(from), to_(to) {}
+  // The spaces of the two buffers are the table's (OperationSpecs()).
+  explicit Copy(absl::string_view name) : Operation(OperationSpecNamed(name)) {}
 
-  std::string name() const override { return name_; }
-  OpTraits traits() const override {
-    return {.op_class = OpClass::kCopy, .needs_device = OnDevice()};
-  }
-  OpBuffers Buffers(const OpContext& ctx) const override {
-    return {.send_count = ctx.count,
-            .recv_count = ctx.count,
-            .send_space = from_,
-            .recv_space = to_};
-  }
   double AlgBytes(const OpContext& ctx) const override {
     return static_cast<double>(ctx.count * ElementSize(ctx.dtype));
   }
@@ -54,29 +44,22 @@ class Copy final : public Operation {
     }
     if (device == nullptr) {
       return absl::FailedPreconditionError(
-          absl::StrCat(name_, " needs a CUDA device, and none is in use"));
+          absl::StrCat(name(), " needs a CUDA device, and none is in use"));
     }
     RETURN_IF_ERROR(device->CopyAsync(recv, send, bytes));
     return device->Synchronize();
   }
 
  private:
-  bool OnDevice() const { return from_ == MemorySpace::kDevice || to_ == MemorySpace::kDevice; }
-
-  const std::string name_;
-  const MemorySpace from_;
-  const MemorySpace to_;
+  bool OnDevice() const { return traits().needs_device; }
 };
 
 }  // namespace
 
 void RegisterCopyOperations(OperationRegistry* registry) {
-  constexpr MemorySpace kHost = MemorySpace::kHost;
-  constexpr MemorySpace kDevice = MemorySpace::kDevice;
-  registry->Register(std::make_unique<Copy>("h2d", kHost, kDevice));
-  registry->Register(std::make_unique<Copy>("d2h", kDevice, kHost));
-  registry->Register(std::make_unique<Copy>("d2d", kDevice, kDevice));
-  registry->Register(std::make_unique<Copy>("h2h", kHost, kHost));
+  for (const char* name : {"h2d", "d2h", "d2d", "h2h"}) {
+    registry->Register(std::make_unique<Copy>(name));
+  }
 }
 
 }  // namespace collbench

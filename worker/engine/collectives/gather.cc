@@ -1,6 +1,6 @@
 #include "worker/engine/backends/backend.h"
 #include "worker/engine/collectives/collectives.h"
-#include "worker/engine/pattern.h"
+#include "engine_spec/pattern.h"
 
 namespace collbench {
 namespace {
@@ -9,12 +9,7 @@ namespace {
 // order. Only the root allocates the receive buffer.
 class Gather final : public Operation {
  public:
-  std::string name() const override { return "gather"; }
-  OpTraits traits() const override { return {.rooted = true}; }
-  OpBuffers Buffers(const OpContext& ctx) const override {
-    return {.send_count = ctx.count,
-            .recv_count = ctx.rank == ctx.root ? ctx.count * ctx.nranks : 0};
-  }
+  Gather() : Operation(OperationSpecNamed("gather")) {}
   double AlgBytes(const OpContext& ctx) const override {
     return static_cast<double>(ctx.count * ElementSize(ctx.dtype) * ctx.nranks);
   }

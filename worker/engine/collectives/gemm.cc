@@ -15,14 +15,6 @@ namespace {
 
 constexpr size_t kBlock = 64;  // 3 blocks of 64x64 doubles stay in a 2nd-level cache
 
-// The largest n with n*n <= count.
-size_t Side(size_t count) {
-  size_t n = static_cast<size_t>(std::sqrt(static_cast<double>(count)));
-  while (n * n > count) --n;
-  while ((n + 1) * (n + 1) <= count) ++n;
-  return n;
-}
-
 // Small integers (-2..2), so every product sum is exact in float32 for any
 // matrix that fits in memory and the check can demand equality.
 double Entry(size_t i, int rank) { return static_cast<double>((i * 7 + rank) % 5) - 2; }
@@ -53,19 +45,10 @@ void Multiply(const T* a, const T* b, T* c, size_t n) {
 
 class Gemm final : public Operation {
  public:
-  std::string name() const override { return "gemm"; }
-  // A local probe like the copies: each rank works on its own buffers.
-  OpTraits traits() const override { return {.op_class = OpClass::kCopy, .floats_only = true}; }
-  OpBuffers Buffers(const OpContext& ctx) const override {
-    const size_t n = Side(ctx.count);
-    return {.send_count = 2 * n * n,  // A, then B
-            .recv_count = n * n,
-            .send_space = MemorySpace::kHost,
-            .recv_space = MemorySpace::kHost};
-  }
+  Gemm() : Operation(OperationSpecNamed("gemm")) {}
   // The bytes of A, B and C; the flop count is 2n^3 (README).
   double AlgBytes(const OpContext& ctx) const override {
-    const double n = static_cast<double>(Side(ctx.count));
+    const double n = static_cast<double>(GemmSide(ctx.count));
     return 3 * n * n * static_cast<double>(ElementSize(ctx.dtype));
   }
   double BusFactor(int) const override { return 1.0; }
@@ -73,7 +56,7 @@ class Gemm final : public Operation {
     return Entry(i, ctx.rank);
   }
   std::optional<double> ExpectedValue(const OpContext& ctx, size_t i) const override {
-    const size_t n = Side(ctx.count);
+    const size_t n = GemmSide(ctx.count);
     const size_t row = i / n, col = i % n;
     double sum = 0;
     for (size_t k = 0; k < n; ++k) {
@@ -84,7 +67,7 @@ class Gemm final : public Operation {
 
   absl::Status Run(Backend&, DeviceRuntime*, const OpContext& ctx, void* send,
                    void* recv) const override {
-    const size_t n = Side(ctx.count);
+    const size_t n = GemmSide(ctx.count);
     switch (ctx.dtype) {
       case DataType::kFloat32: {
         const float* a = static_cast<const float*>(send);

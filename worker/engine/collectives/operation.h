@@ -4,8 +4,9 @@
 // data and expected output, bandwidth, one iteration) and a single shared
 // driver (sweep.h) owns the size sweep, timing, validation and reporting.
 //
-// Operations are stateless and shared; RegisterBuiltinOperations() fills an
-// OperationRegistry explicitly from main.
+// The name, traits and buffer counts come from engine_spec's table; an
+// Operation adds what runs. Operations are stateless and shared;
+// RegisterBuiltinOperations() fills an OperationRegistry explicitly from main.
 #ifndef COLLBENCH_WORKER_ENGINE_COLLECTIVES_OPERATION_H_
 #define COLLBENCH_WORKER_ENGINE_COLLECTIVES_OPERATION_H_
 
@@ -19,55 +20,25 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
-#include "worker/engine/types.h"
+#include "engine_spec/operations.h"
+#include "engine_spec/types.h"
 
 namespace collbench {
 
 class Backend;
 class DeviceRuntime;
 
-// Everything one iteration of an operation depends on.
-inline constexpr int kMaxWindow = 1024;
-
-struct OpContext {
-  int rank = 0;
-  int nranks = 1;
-  size_t count = 0;  // elements per rank (per peer for alltoall)
-  DataType dtype = DataType::kFloat32;
-  ReduceOp redop = ReduceOp::kSum;
-  int root = 0;
-  int window = 64;  // bw / bibw messages in flight, <= kMaxWindow
-};
-
-enum class OpClass { kCollective, kPointToPoint, kCopy };
-
-struct OpTraits {
-  OpClass op_class = OpClass::kCollective;
-  bool rooted = false;   // uses --root
-  bool reduces = false;  // uses --redop
-  bool needs_even_ranks = false;  // point-to-point pairs
-  bool needs_device = false;      // h2d, d2h, d2d
-  bool floats_only = false;       // gemm: float32 and float64
-};
-
-// Element counts of the two buffers on one rank. The driver allocates
-// separate send and receive buffers (never in place) so validation sees
-// what the library wrote.
-struct OpBuffers {
-  size_t send_count = 0;
-  size_t recv_count = 0;
-  // Copies choose their own spaces; collectives use the backend's.
-  std::optional<MemorySpace> send_space;
-  std::optional<MemorySpace> recv_space;
-};
-
 class Operation {
  public:
   virtual ~Operation() = default;
 
-  virtual std::string name() const = 0;
-  virtual OpTraits traits() const = 0;
-  virtual OpBuffers Buffers(const OpContext& ctx) const = 0;
+  // REQUIRES: `spec` is an entry of OperationSpecs() (it outlives this).
+  explicit Operation(const OperationSpec& spec) : spec_(spec) {}
+
+  // Name, traits and buffers are the table's (engine_spec/operations.h).
+  std::string name() const { return spec_.name; }
+  OpTraits traits() const { return spec_.traits; }
+  OpBuffers Buffers(const OpContext& ctx) const { return spec_.buffers(ctx); }
 
   // S in algbw = S / avg, in bytes; and busbw = algbw x BusFactor(nranks).
   // Both follow nccl-tests (DESIGN §2, Measurement conventions).
@@ -88,6 +59,9 @@ class Operation {
   // in use; only copy operations need it.
   virtual absl::Status Run(Backend& backend, DeviceRuntime* device,
                            const OpContext& ctx, void* send, void* recv) const = 0;
+
+ private:
+  const OperationSpec& spec_;
 };
 
 class OperationRegistry {

@@ -11,7 +11,7 @@
 
 #include "worker/engine/backends/backend.h"
 #include "worker/engine/collectives/collectives.h"
-#include "worker/engine/pattern.h"
+#include "engine_spec/pattern.h"
 
 namespace collbench {
 namespace {
@@ -25,12 +25,7 @@ int PeerOf(const OpContext& ctx) {
 
 class PointToPoint : public Operation {
  public:
-  OpTraits traits() const override {
-    return {.op_class = OpClass::kPointToPoint, .needs_even_ranks = true};
-  }
-  OpBuffers Buffers(const OpContext& ctx) const override {
-    return {.send_count = ctx.count, .recv_count = ctx.count};
-  }
+  using Operation::Operation;
   double BusFactor(int nranks) const override { return 1.0; }
   double InputValue(const OpContext& ctx, size_t i) const override {
     return MovedValue(ctx.dtype, ctx.rank, i);
@@ -42,7 +37,7 @@ class PointToPoint : public Operation {
 
 class Latency final : public PointToPoint {
  public:
-  std::string name() const override { return "latency"; }
+  Latency() : PointToPoint(OperationSpecNamed("latency")) {}
   double AlgBytes(const OpContext& ctx) const override {
     return static_cast<double>(ctx.count * ElementSize(ctx.dtype));
   }
@@ -62,7 +57,7 @@ class Latency final : public PointToPoint {
 
 class Bandwidth final : public PointToPoint {
  public:
-  std::string name() const override { return "bw"; }
+  Bandwidth() : PointToPoint(OperationSpecNamed("bw")) {}
   double AlgBytes(const OpContext& ctx) const override {
     return static_cast<double>(ctx.count * ElementSize(ctx.dtype)) * ctx.window;
   }
@@ -92,7 +87,7 @@ class Bandwidth final : public PointToPoint {
 
 class BidirectionalBandwidth final : public PointToPoint {
  public:
-  std::string name() const override { return "bibw"; }
+  BidirectionalBandwidth() : PointToPoint(OperationSpecNamed("bibw")) {}
   double AlgBytes(const OpContext& ctx) const override {
     return 2.0 * static_cast<double>(ctx.count * ElementSize(ctx.dtype)) * ctx.window;
   }

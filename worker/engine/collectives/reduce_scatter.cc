@@ -1,6 +1,6 @@
 #include "worker/engine/backends/backend.h"
 #include "worker/engine/collectives/collectives.h"
-#include "worker/engine/pattern.h"
+#include "engine_spec/pattern.h"
 
 namespace collbench {
 namespace {
@@ -9,11 +9,7 @@ namespace {
 // of every rank's block r.
 class ReduceScatter final : public Operation {
  public:
-  std::string name() const override { return "reduce_scatter"; }
-  OpTraits traits() const override { return {.reduces = true}; }
-  OpBuffers Buffers(const OpContext& ctx) const override {
-    return {.send_count = ctx.count * ctx.nranks, .recv_count = ctx.count};
-  }
+  ReduceScatter() : Operation(OperationSpecNamed("reduce_scatter")) {}
   double AlgBytes(const OpContext& ctx) const override {
     return static_cast<double>(ctx.count * ElementSize(ctx.dtype) * ctx.nranks);
   }

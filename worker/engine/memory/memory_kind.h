@@ -18,7 +18,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
-#include "worker/engine/types.h"
+#include "engine_spec/types.h"
 
 namespace collbench {
 

@@ -10,7 +10,6 @@
 #include <sys/mman.h>
 
 #include <cerrno>
-#include <charconv>
 #include <cstring>
 #include <memory>
 #include <string>
@@ -21,6 +20,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/string_view.h"
 #include "common/status_macros.h"
+#include "engine_spec/memory_kinds.h"
 #include "worker/engine/memory/memory_kind.h"
 
 namespace collbench {
@@ -34,22 +34,6 @@ using Nodemask = std::unique_ptr<bitmask, NodemaskDeleter>;
 size_t RoundUpToPages(size_t bytes) {
   const size_t page_bytes = static_cast<size_t>(numa_pagesize());
   return (bytes + page_bytes - 1) / page_bytes * page_bytes;
-}
-
-// "numa:3" -> 3; anything else is InvalidArgument naming the text.
-absl::StatusOr<int> ParseNode(absl::string_view text) {
-  const size_t colon = text.find(':');
-  const absl::string_view digits = colon == absl::string_view::npos
-                                       ? absl::string_view()
-                                       : text.substr(colon + 1);
-  const char* const digits_end = digits.data() + digits.size();
-  int node = -1;
-  const auto [end, error] = std::from_chars(digits.data(), digits_end, node);
-  if (digits.empty() || error != std::errc() || end != digits_end || node < 0) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "--memory '", text, "': expected numa:N with N a NUMA node number"));
-  }
-  return node;
 }
 
 class NumaMemoryKind final : public MemoryKind {
@@ -126,9 +110,12 @@ void RegisterNumaMemoryKind(MemoryKindRegistry* registry) {
       "numa:N",
       [](absl::string_view text,
          DeviceRuntime*) -> absl::StatusOr<std::unique_ptr<MemoryKind>> {
-        absl::StatusOr<int> node = ParseNode(text);
-        if (!node.ok()) return std::move(node).status();
-        return std::make_unique<NumaMemoryKind>(*node);
+        absl::StatusOr<ParsedMemoryKind> parsed = ParseMemoryKind(text);
+        if (!parsed.ok()) return std::move(parsed).status();
+        if (!parsed->numa_node.has_value()) {
+          return absl::InvalidArgumentError(absl::StrCat("--memory '", text, "': not numa:N"));
+        }
+        return std::make_unique<NumaMemoryKind>(*parsed->numa_node);
       });
 }
 

@@ -13,6 +13,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/string_view.h"
+#include "engine_spec/memory_kinds.h"
 #include "worker/engine/memory/memory_kind.h"
 
 namespace collbench {
@@ -50,6 +51,9 @@ void MemoryKindRegistry::Register(std::string prefix,
 
 absl::StatusOr<std::unique_ptr<MemoryKind>> MemoryKindRegistry::Create(
     absl::string_view text, DeviceRuntime* device) const {
+  // The table's names and errors (engine_spec/memory_kinds.h) first.
+  absl::StatusOr<ParsedMemoryKind> parsed = ParseMemoryKind(text);
+  if (!parsed.ok()) return parsed.status();
   const auto it = factories_.find(PrefixOf(text));
   if (it == factories_.end()) {
     return absl::InvalidArgumentError(

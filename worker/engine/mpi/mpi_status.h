@@ -6,7 +6,7 @@
 #include <mpi.h>
 
 #include "absl/status/status.h"
-#include "worker/engine/types.h"
+#include "engine_spec/types.h"
 
 namespace collbench {
 

@@ -7,7 +7,7 @@
 #include <memory>
 
 #include "common/records.h"
-#include "worker/engine/options.h"
+#include "engine_spec/options.h"
 
 namespace collbench {
 

@@ -24,11 +24,11 @@
 #include "worker/engine/backends/registry.h"
 #include "worker/engine/communicator.h"
 #include "worker/engine/cuda/device_runtime.h"
-#include "worker/engine/job_checks.h"
+#include "engine_spec/job_checks.h"
 #include "worker/engine/memory/memory_kind.h"
-#include "worker/engine/pattern.h"
+#include "engine_spec/pattern.h"
 #include "worker/engine/report/reporter.h"
-#include "worker/engine/scenarios/models.h"
+#include "engine_spec/models.h"
 #include "worker/engine/scenarios/scenario.h"
 #include "worker/engine/sweep.h"
 #include "worker/engine/timing.h"
@@ -38,7 +38,6 @@ namespace {
 
 constexpr int kDefaultWarmupSteps = 3;
 constexpr int kDefaultSteps = 20;
-constexpr uint64_t kMaxMpiCount = std::numeric_limits<int>::max();
 
 // What every rank replays, derived from the options alone.
 struct ReplayPlan {
@@ -133,8 +132,8 @@ absl::Status CheckBuffersFit(const ScenarioEnv& env, MemorySpace space,
 absl::Status SetUp(const ScenarioEnv& env, const ReplayPlan& plan,
                    ReplayBuffers* buffers) {
   const EngineOptions& options = *env.options;
-  ASSIGN_OR_RETURN(BackendInfo info, env.backends->Info(options.backend));
-  const bool on_device = info.space == MemorySpace::kDevice;
+  ASSIGN_OR_RETURN(const BackendSpec* info, env.backends->Info(options.backend));
+  const bool on_device = info->space == MemorySpace::kDevice;
   const std::string kind_name =
       !options.memory.empty() ? options.memory : (on_device ? "device" : "default");
   // Pinned host memory comes from the CUDA runtime too.
@@ -142,16 +141,16 @@ absl::Status SetUp(const ScenarioEnv& env, const ReplayPlan& plan,
     RETURN_IF_ERROR(env.device->Init(env.comm->local_rank()));
   }
   ASSIGN_OR_RETURN(buffers->kind, env.memory->Create(kind_name, env.device));
-  if (buffers->kind->space() != info.space) {
+  if (buffers->kind->space() != info->space) {
     return absl::InvalidArgumentError(absl::StrCat(
         "--memory ", kind_name, " is ",
         std::string(MemorySpaceName(buffers->kind->space())),
         " memory but --backend ", options.backend, " needs ",
-        std::string(MemorySpaceName(info.space)), " memory"));
+        std::string(MemorySpaceName(info->space)), " memory"));
   }
   RETURN_IF_ERROR(buffers->kind->CheckAvailable());
   const size_t bytes = plan.total_count * ElementSize(plan.dtype);
-  RETURN_IF_ERROR(CheckBuffersFit(env, info.space, bytes));
+  RETURN_IF_ERROR(CheckBuffersFit(env, info->space, bytes));
   ASSIGN_OR_RETURN(buffers->send, Buffer::Allocate(buffers->kind.get(), bytes));
   ASSIGN_OR_RETURN(buffers->recv, Buffer::Allocate(buffers->kind.get(), bytes));
   return absl::OkStatus();
@@ -307,45 +306,6 @@ absl::StatusOr<SweepTotals> ReplayAllRankCounts(const ScenarioEnv& env) {
 }
 
 }  // namespace
-
-absl::Status ValidateGradientReplay(const EngineOptions& options, int nranks) {
-  if (nranks < 1) {
-    return absl::InvalidArgumentError("--scenario gradient-replay needs at least 1 rank");
-  }
-  ASSIGN_OR_RETURN(ModelGradients model, LoadModel(options.model));
-  if (options.bucket_bytes == 0) {
-    return absl::InvalidArgumentError("--bucket-bytes must be positive (DDP's default is 25M)");
-  }
-  const size_t width = ElementSize(options.dtype);
-  for (uint64_t bytes : ModelBucketBytes(model, options.bucket_bytes, width)) {
-    if (options.backend != "nccl" && bytes / width > kMaxMpiCount) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "--model: a bucket of ", bytes / width,
-          " elements exceeds MPI's int count limit; use smaller tensors"));
-    }
-  }
-  if (options.steps < 0) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("--steps must be positive, got ", options.steps));
-  }
-  if (options.compute_time_s.has_value() && *options.compute_time_s < 0) {
-    return absl::InvalidArgumentError("--compute-time must not be negative");
-  }
-  if (!options.strategy.empty()) {
-    return absl::InvalidArgumentError(
-        "--strategy applies to --scenario parameter-server only; gradient-replay "
-        "uses --backend");
-  }
-  if (IsNcclOnly(options.dtype) && options.backend != "nccl") {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "--dtype ", std::string(DataTypeName(options.dtype)),
-        " needs --backend nccl (MPI has no 16-bit float types)"));
-  }
-  if (options.check) {
-    RETURN_IF_ERROR(CheckReductionExact(options.dtype, ReduceOp::kSum, nranks));
-  }
-  return absl::OkStatus();
-}
 
 absl::StatusOr<SweepTotals> RunGradientReplay(const ScenarioEnv& env) {
   return ReplayAllRankCounts(env);

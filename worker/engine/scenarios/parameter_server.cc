@@ -31,7 +31,9 @@
 #include "worker/engine/communicator.h"
 #include "worker/engine/cuda/device_runtime.h"
 #include "worker/engine/memory/memory_kind.h"
-#include "worker/engine/pattern.h"
+#include "engine_spec/backends.h"
+#include "engine_spec/pattern.h"
+#include "engine_spec/scenarios.h"
 #include "worker/engine/report/reporter.h"
 #include "worker/engine/scenarios/scenario.h"
 #include "worker/engine/sweep.h"
@@ -40,47 +42,14 @@
 namespace collbench {
 namespace {
 
-enum class Strategy { kHost, kMpiStaged, kNcclChief, kMpiCuda };
-
-struct StrategyEntry {
-  const char* name;
-  Strategy strategy;
-  const char* worker_backend;  // also the --backend that selects it by default
-};
-
-// The order gives each strategy's "strategy_code" in the size records.
-constexpr StrategyEntry kStrategies[] = {
-    {"host", Strategy::kHost, "mpi"},
-    {"mpi-staged", Strategy::kMpiStaged, "mpi-staged"},
-    {"nccl-chief", Strategy::kNcclChief, "nccl"},
-    {"mpi-cuda", Strategy::kMpiCuda, "mpi-cuda"},
-};
-
 constexpr int kPs = 0;
 constexpr int kChief = 1;
-
-absl::StatusOr<const StrategyEntry*> ResolveStrategy(const EngineOptions& options) {
-  for (const StrategyEntry& entry : kStrategies) {
-    if (options.strategy.empty() ? options.backend == entry.worker_backend
-                                 : options.strategy == entry.name) {
-      return &entry;
-    }
-  }
-  if (options.strategy.empty()) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "--backend '", options.backend, "' has no parameter-server strategy; valid "
-        "values: mpi, mpi-staged, mpi-cuda, nccl (or give --strategy)"));
-  }
-  return absl::InvalidArgumentError(absl::StrCat(
-      "--strategy '", options.strategy,
-      "' is unknown; valid values: host, mpi-staged, nccl-chief, mpi-cuda"));
-}
 
 // Everything one rank holds for the run. Declaration order is destruction
 // order reversed: buffers go before their kinds, backends before the
 // communicators they borrow.
 struct PsRun {
-  const StrategyEntry* strategy = nullptr;
+  const StrategySpec* strategy = nullptr;
   int rank = 0;
   int nranks = 0;
   DataType dtype = DataType::kFloat32;
@@ -307,7 +276,7 @@ SizeRecord MakeRecord(const PsRun& run, size_t count, const RankSummary& summary
   record.checked = checked;
   record.scenario = {
       {"workers", static_cast<double>(run.nranks - 1)},
-      {"strategy_code", static_cast<double>(run.strategy - kStrategies)},
+      {"strategy_code", static_cast<double>(run.strategy - StrategySpecs().data())},
   };
   return record;
 }
@@ -346,7 +315,7 @@ absl::StatusOr<SweepTotals> ServeAllSizes(const ScenarioEnv& env) {
   const EngineOptions& options = *env.options;
   RETURN_IF_ERROR(ValidateParameterServer(options, env.comm->size()));
   PsRun run;
-  ASSIGN_OR_RETURN(run.strategy, ResolveStrategy(options));
+  ASSIGN_OR_RETURN(run.strategy, ResolveStrategy(options.strategy, options.backend));
   run.rank = env.comm->rank();
   run.nranks = env.comm->size();
   run.dtype = options.dtype;
@@ -365,43 +334,6 @@ absl::StatusOr<SweepTotals> ServeAllSizes(const ScenarioEnv& env) {
 }
 
 }  // namespace
-
-absl::Status ValidateParameterServer(const EngineOptions& options, int nranks) {
-  if (nranks < 2) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "--scenario parameter-server needs at least 2 ranks (rank 0 is the "
-        "parameter server, the others are workers); got ", nranks));
-  }
-  ASSIGN_OR_RETURN(const StrategyEntry* strategy, ResolveStrategy(options));
-  if (IsNcclOnly(options.dtype) && strategy->strategy != Strategy::kNcclChief) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "--dtype ", std::string(DataTypeName(options.dtype)),
-        " needs --strategy nccl-chief (MPI has no 16-bit float types)"));
-  }
-  const std::vector<uint64_t> sizes = SweepSizes(options);
-  if (sizes.empty()) {
-    return absl::InvalidArgumentError("--sizes / --min-bytes..--max-bytes give no size");
-  }
-  const size_t width = ElementSize(options.dtype);
-  // MPI counts are ints; the nccl-chief link sends every worker's bytes.
-  const uint64_t int_max = std::numeric_limits<int>::max();
-  const uint64_t max_bytes = strategy->strategy == Strategy::kNcclChief
-                                 ? int_max / static_cast<uint64_t>(nranks - 1)
-                                 : int_max * width;
-  for (uint64_t bytes : sizes) {
-    if (bytes < width) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "--sizes: ", bytes, " bytes is less than one ",
-          std::string(DataTypeName(options.dtype)), " element"));
-    }
-    if (bytes > max_bytes) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "--sizes: ", bytes, " bytes exceeds MPI's int count limit for --strategy ",
-          strategy->name, " with ", nranks - 1, " workers"));
-    }
-  }
-  return absl::OkStatus();
-}
 
 absl::StatusOr<SweepTotals> RunParameterServer(const ScenarioEnv& env) {
   return ServeAllSizes(env);

@@ -10,7 +10,8 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
-#include "worker/engine/options.h"
+#include "engine_spec/options.h"
+#include "engine_spec/scenarios.h"  // ValidateParameterServer, ValidateGradientReplay
 #include "worker/engine/sweep.h"
 
 namespace collbench {
@@ -31,11 +32,6 @@ struct ScenarioEnv {
   // Host name of every rank, by rank (rank 0 only).
   const std::vector<std::string>* hosts = nullptr;
 };
-
-// Checks the scenario's options against the job (ranks, strategy, model)
-// before any communication. InvalidArgument naming the flag.
-absl::Status ValidateParameterServer(const EngineOptions& options, int nranks);
-absl::Status ValidateGradientReplay(const EngineOptions& options, int nranks);
 
 // Both return the sizes measured and the wrong elements found (over every
 // rank), the same on every rank.

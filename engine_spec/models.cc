@@ -1,4 +1,4 @@
-#include "worker/engine/scenarios/models.h"
+#include "engine_spec/models.h"
 
 #include <algorithm>
 #include <utility>

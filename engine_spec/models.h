@@ -16,8 +16,8 @@
 // DDP/Horovod start reducing as soon as a bucket is full.
 //
 // Everything here is pure computation, free of MPI and thread-compatible.
-#ifndef COLLBENCH_WORKER_ENGINE_SCENARIOS_MODELS_H_
-#define COLLBENCH_WORKER_ENGINE_SCENARIOS_MODELS_H_
+#ifndef COLLBENCH_ENGINE_SPEC_MODELS_H_
+#define COLLBENCH_ENGINE_SPEC_MODELS_H_
 
 #include <cstddef>
 #include <cstdint>
@@ -77,4 +77,4 @@ std::vector<uint64_t> ModelBucketBytes(const ModelGradients& model,
 
 }  // namespace collbench
 
-#endif  // COLLBENCH_WORKER_ENGINE_SCENARIOS_MODELS_H_
+#endif  // COLLBENCH_ENGINE_SPEC_MODELS_H_

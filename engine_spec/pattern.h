@@ -13,15 +13,15 @@
 // Receive buffers are poisoned with kPoison (never a pattern value) before
 // the checked call, so an element the library did not write is counted.
 // Never zeros: timing on zero-filled buffers can flatter the results.
-#ifndef COLLBENCH_WORKER_ENGINE_PATTERN_H_
-#define COLLBENCH_WORKER_ENGINE_PATTERN_H_
+#ifndef COLLBENCH_ENGINE_SPEC_PATTERN_H_
+#define COLLBENCH_ENGINE_SPEC_PATTERN_H_
 
 #include <cstddef>
 #include <cstdint>
 #include <functional>
 
 #include "absl/status/status.h"
-#include "worker/engine/types.h"
+#include "engine_spec/types.h"
 
 namespace collbench {
 
@@ -55,4 +55,4 @@ void FillConstant(void* buffer, DataType dtype, size_t n, double value);
 
 }  // namespace collbench
 
-#endif  // COLLBENCH_WORKER_ENGINE_PATTERN_H_
+#endif  // COLLBENCH_ENGINE_SPEC_PATTERN_H_

@@ -1,8 +1,9 @@
 // The engine's settings: what collbench-rank's command line says, as a plain
-// struct. Parsing is MPI-free so it can be unit-tested and reused by the CLI
-// (`collbench run OPERATION [engine flags]`).
-#ifndef COLLBENCH_WORKER_ENGINE_OPTIONS_H_
-#define COLLBENCH_WORKER_ENGINE_OPTIONS_H_
+// struct, and the size sweep they describe. Parsing is MPI-free so it can be
+// unit-tested and reused by the CLI (`collbench run OPERATION [engine
+// flags]`) and by api/, which validates a RunSpec through these options.
+#ifndef COLLBENCH_ENGINE_SPEC_OPTIONS_H_
+#define COLLBENCH_ENGINE_SPEC_OPTIONS_H_
 
 #include <cstdint>
 #include <map>
@@ -11,7 +12,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
-#include "worker/engine/types.h"
+#include "engine_spec/types.h"
 
 namespace collbench {
 
@@ -96,9 +97,15 @@ inline constexpr size_t kMaxSweepSizes = 10000;
 // more than kMaxSweepSizes sizes.
 absl::StatusOr<EngineOptions> ParseEngineArgs(const std::vector<std::string>& args);
 
-// The sizes to run: the explicit list as given, or in increasing order min,
-// min*f, ... up to max inclusive. At most kMaxSweepSizes for options ParseEngineArgs
-// accepted.
+// The geometric sweep: in increasing order min, min*f, ... (rounded, each
+// at least one byte above the one before) up to max inclusive, stopping
+// after `limit` sizes. The one definition of a min..max sweep: the engine
+// runs it, api/ counts and bounds it. REQUIRES: factor > 1.
+std::vector<uint64_t> GeometricSweep(uint64_t min_bytes, uint64_t max_bytes, double factor,
+                                     size_t limit);
+
+// The sizes to run: the explicit list as given, or GeometricSweep from
+// min to max. At most kMaxSweepSizes for options ParseEngineArgs accepted.
 std::vector<uint64_t> SweepSizes(const EngineOptions& options);
 
 // Default iteration counts near OSU's: many for small sizes, fewer for large.
@@ -110,4 +117,4 @@ std::string EngineUsage(const std::string& program);
 
 }  // namespace collbench
 
-#endif  // COLLBENCH_WORKER_ENGINE_OPTIONS_H_
+#endif  // COLLBENCH_ENGINE_SPEC_OPTIONS_H_

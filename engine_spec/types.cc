@@ -1,4 +1,4 @@
-#include "worker/engine/types.h"
+#include "engine_spec/types.h"
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"

@@ -1,4 +1,4 @@
-#include "worker/engine/options.h"
+#include "engine_spec/options.h"
 
 #include <cmath>
 #include <functional>
@@ -188,19 +188,6 @@ const Flag* FindFlag(absl::string_view name) {
   return nullptr;
 }
 
-// The geometric sweep, stopping after `limit` sizes.
-std::vector<uint64_t> GeometricSizes(const EngineOptions& options, size_t limit) {
-  std::vector<uint64_t> sizes;
-  for (double s = static_cast<double>(options.min_bytes);
-       s <= static_cast<double>(options.max_bytes) && sizes.size() < limit;) {
-    const uint64_t bytes = static_cast<uint64_t>(std::llround(s));
-    if (sizes.empty() || bytes > sizes.back()) sizes.push_back(bytes);
-    const double next = s * options.factor;
-    s = next > s + 1 ? next : s + 1;
-  }
-  return sizes;
-}
-
 absl::Status CheckConsistency(const EngineOptions& o, bool explicit_range) {
   if (o.operation.empty() && o.scenario.empty()) {
     return absl::InvalidArgumentError(
@@ -215,7 +202,7 @@ absl::Status CheckConsistency(const EngineOptions& o, bool explicit_range) {
         "--max-bytes (", FormatBytes(o.max_bytes), ") is below --min-bytes (",
         FormatBytes(o.min_bytes), ")"));
   }
-  if (o.sizes_bytes.empty() && GeometricSizes(o, kMaxSweepSizes + 1).size() > kMaxSweepSizes) {
+  if (o.sizes_bytes.empty() && GeometricSweep(o.min_bytes, o.max_bytes, o.factor, kMaxSweepSizes + 1).size() > kMaxSweepSizes) {
     return absl::InvalidArgumentError(absl::StrCat(
         "--factor ", o.factor, " from --min-bytes ", FormatBytes(o.min_bytes), " to --max-bytes ",
         FormatBytes(o.max_bytes), " gives more than ", kMaxSweepSizes,
@@ -295,9 +282,22 @@ absl::Status CheckSyncApplies(const EngineOptions& options, bool collective,
       ": point-to-point patterns and copies keep their own back-to-back loop (OSU's)"));
 }
 
+std::vector<uint64_t> GeometricSweep(uint64_t min_bytes, uint64_t max_bytes, double factor,
+                                     size_t limit) {
+  std::vector<uint64_t> sizes;
+  for (double s = static_cast<double>(min_bytes);
+       s <= static_cast<double>(max_bytes) && sizes.size() < limit;) {
+    const uint64_t bytes = static_cast<uint64_t>(std::llround(s));
+    if (sizes.empty() || bytes > sizes.back()) sizes.push_back(bytes);
+    const double next = s * factor;
+    s = next > s + 1 ? next : s + 1;
+  }
+  return sizes;
+}
+
 std::vector<uint64_t> SweepSizes(const EngineOptions& options) {
   if (!options.sizes_bytes.empty()) return options.sizes_bytes;
-  return GeometricSizes(options, kMaxSweepSizes);
+  return GeometricSweep(options.min_bytes, options.max_bytes, options.factor, kMaxSweepSizes);
 }
 
 int DefaultIters(uint64_t bytes) {

@@ -1,11 +1,11 @@
-#include "worker/engine/pattern.h"
+#include "engine_spec/pattern.h"
 
 #include <algorithm>
 #include <cmath>
 #include <cstring>
 
 #include "absl/strings/str_cat.h"
-#include "worker/engine/half.h"
+#include "engine_spec/half.h"
 
 namespace collbench {
 namespace {

@@ -1,7 +1,7 @@
 // Element types, reduction operators and memory spaces the engine speaks of,
 // with their command-line names.
-#ifndef COLLBENCH_WORKER_ENGINE_TYPES_H_
-#define COLLBENCH_WORKER_ENGINE_TYPES_H_
+#ifndef COLLBENCH_ENGINE_SPEC_TYPES_H_
+#define COLLBENCH_ENGINE_SPEC_TYPES_H_
 
 #include <cstddef>
 #include "absl/strings/string_view.h"
@@ -39,4 +39,4 @@ absl::StatusOr<IterationSync> ParseIterationSync(absl::string_view name);
 
 }  // namespace collbench
 
-#endif  // COLLBENCH_WORKER_ENGINE_TYPES_H_
+#endif  // COLLBENCH_ENGINE_SPEC_TYPES_H_

@@ -1,8 +1,8 @@
 // Host-side conversions for the 16-bit float types NCCL reduces. Only the
 // validation pattern uses them (small exact integers), but they round to
 // nearest-even like the hardware so any finite value converts correctly.
-#ifndef COLLBENCH_WORKER_ENGINE_HALF_H_
-#define COLLBENCH_WORKER_ENGINE_HALF_H_
+#ifndef COLLBENCH_ENGINE_SPEC_HALF_H_
+#define COLLBENCH_ENGINE_SPEC_HALF_H_
 
 #include <cstdint>
 #include <cstring>
@@ -66,4 +66,4 @@ inline float HalfToFloat(uint16_t h) {
 
 }  // namespace collbench
 
-#endif  // COLLBENCH_WORKER_ENGINE_HALF_H_
+#endif  // COLLBENCH_ENGINE_SPEC_HALF_H_
