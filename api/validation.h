@@ -57,12 +57,15 @@ struct ValidationLimits {
 };
 
 // OK or InvalidArgument naming the first bad field (see above). Besides
-// each field's own range, checks what the engine checks against the job:
-// root below ranks for rooted operations, an even rank count for
-// point-to-point, 16-bit floats only on nccl, every size at least one
-// element, exact --check for reductions at this rank count, memory kinds
-// that suit the backend, and that the buffers of the largest size fit the
-// workers:
+// each field's own range, asks the engine's rules of the options
+// collbench-rank would get (engine_spec/job_checks.h, scenarios.h): root
+// below ranks for rooted operations, an even rank count for
+// point-to-point, the backend's calls, 16-bit floats only on nccl, gemm's
+// float types, every size at least one element, exact --check for
+// reductions at this rank count, memory kinds that suit the buffers, the
+// scenarios' strategies, models and MPI count limits. Their text is the
+// engine's, after the field path instead of the flag. Then that the
+// buffers of the largest size fit the workers:
 //   host:   (send + recv bytes per rank) x (ranks on one worker)
 //           <= min_worker_memory_bytes
 //   device: (send + recv bytes per rank) <= min_gpu_memory_bytes

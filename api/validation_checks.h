@@ -1,7 +1,7 @@
 // Internal to api/: the pieces ValidateRunSpec (validation.h) is built
-// from, shared by validation.cc (the engine's fields) and
-// validation_job.cc (ranks, placement and the run's surroundings). Not for
-// use outside api/.
+// from, shared by validation.cc (the ranges of the engine's fields and the
+// engine's own rules) and validation_job.cc (ranks, placement and the run's
+// surroundings). Not for use outside api/.
 //
 // Each check looks at one concern and returns OK or InvalidArgument whose
 // message starts with the field path. Checks run in the order of the table

@@ -874,8 +874,33 @@ def case_sync_modes(c):
     expect("spec.sync" in refused.stderr, "latency --sync barrier: %r" % refused.stderr)
 
 
+def case_progress_all(c):
+    """A run of every (dtype, redop) combination reports its progress against
+    what the engine runs: sizes x combinations, and ends at exactly 100%."""
+    c.start_coordinator()
+    c.start_workers(1, slots=2)
+    sizes = [8, 1024]
+    run = c.create_run("allreduce", "--ranks", 2, "--sizes", sizes_flag(sizes), "-n", 20,
+                       "--dtype", "all", "--redop", "all", "--check")
+    state = c.wait_state(run, ("succeeded", "failed", "cancelled"), 90)
+    expect(state == "succeeded", "%s ended %s: %s" % (run, state, c.run_state(run)))
+    # mpi carries int8, int32, int64, float32, float64; four operators each.
+    combinations = 5 * 4
+    results = c.results(run)
+    expect(len(results) == len(sizes) * combinations,
+           "%d results, expected %d" % (len(results), len(sizes) * combinations))
+    listed = c.list_runs()[run]
+    expect(listed["sizes_total"] == len(sizes) * combinations,
+           "sizes_total %d, expected sizes x combinations = %d" %
+           (listed["sizes_total"], len(sizes) * combinations))
+    expect(listed["sizes_done"] == listed["sizes_total"],
+           "progress %d/%d, expected exactly 100%%" % (listed["sizes_done"],
+                                                       listed["sizes_total"]))
+
+
 CASES = {
     "lifecycle": case_lifecycle,
+    "progress_all": case_progress_all,
     "sync_modes": case_sync_modes,
     "cancel": case_cancel,
     "durability": case_durability,

@@ -21,6 +21,7 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "worker/engine/cuda/device_runtime.h"
+#include "engine_spec/memory_kinds.h"
 #include "worker/engine/memory/memory_kind.h"
 
 namespace collbench {
@@ -71,6 +72,10 @@ TEST(MemoryKindRegistryTest, ListsEveryKindInRegistrationOrder) {
       BuiltinRegistry().Names(),
       ElementsAre("default", "regular", "interleave", "hbw", "hbw_preferred",
                   "dax_kmem", "numa:N", "pinned", "device"));
+}
+
+TEST(MemoryKindRegistryTest, ImplementsEveryKindOfTheTable) {
+  EXPECT_EQ(BuiltinRegistry().Names(), MemoryKindNames());
 }
 
 TEST(MemoryKindRegistryTest, CreatesEveryListedKindWithItsName) {

@@ -35,6 +35,13 @@ TEST_F(OperationsTest, RegistryHasEveryOperationOfTheDesign) {
   EXPECT_NE(missing.status().message().find("allreduse"), std::string::npos);
 }
 
+TEST_F(OperationsTest, RegistryImplementsEveryEntryOfTheTable) {
+  EXPECT_EQ(registry_.Names(), OperationNames());
+  for (const OperationSpec& spec : OperationSpecs()) {
+    EXPECT_EQ(Op(spec.name).name(), spec.name);
+  }
+}
+
 TEST_F(OperationsTest, BusFactorsAreNcclTests) {
   for (int n : {2, 3, 4, 8, 64}) {
     const double ring = static_cast<double>(n - 1) / n;
