@@ -146,6 +146,10 @@ def main():
         failures.append(f"first record is {kinds[:1]}, expected a start record")
     elif records[0].get("nranks") != args.np:
         failures.append(f"start record says {records[0].get('nranks')} ranks")
+    elif records[0].get("sizes_total") != want:
+        # The announced total is what progress counts against.
+        failures.append(f"start record announces {records[0].get('sizes_total')} size records, "
+                        f"expected {want}")
     if len(sizes) != want:
         failures.append(f"{len(sizes)} size records, expected {want}")
     if any(not r.get("checked") for r in sizes):
