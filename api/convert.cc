@@ -97,7 +97,7 @@ void AppendScenarioFlags(const v1::RunSpec& spec, std::vector<std::string>* args
 // ---------------------------------------------------------------------------
 // Arguments -> RunSpec
 
-// collbench-rank's short flags and their long names (worker/engine/options.cc).
+// collbench-rank's short flags and their long names (engine_spec/options.cc).
 constexpr std::pair<absl::string_view, absl::string_view> kShortFlags[] = {
     {"-b", "--min-bytes"}, {"-e", "--max-bytes"}, {"-f", "--factor"}, {"-n", "--iters"},
     {"-w", "--warmup"},    {"-d", "--dtype"},     {"-o", "--redop"},  {"-r", "--root"},

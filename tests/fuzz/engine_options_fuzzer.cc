@@ -1,4 +1,4 @@
-// collbench-rank's command line (worker/engine/options): one argument per
+// collbench-rank's command line (engine_spec/options): one argument per
 // input line. Accepted options give at most kMaxSweepSizes sizes, and a
 // geometric sweep that is strictly increasing within [min, max]; errors are
 // InvalidArgument.
