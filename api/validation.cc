@@ -298,10 +298,6 @@ bool SyncApplies(const Context& c) {
          (c.op != nullptr && c.op->traits.op_class == OpClass::kCollective);
 }
 
-std::string Context::dtype_name() const {
-  return spec.dtype().empty() ? std::string(DataTypeName(DataType::kFloat32)) : spec.dtype();
-}
-
 size_t Context::narrowest_element() const {
   size_t width = 8;
   for (DataType t : dtypes) width = std::min(width, ElementSize(t));

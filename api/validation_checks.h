@@ -46,8 +46,6 @@ struct Context {
   double factor = 0;
 
   bool explicit_sizes() const { return spec.sizes_bytes_size() > 0; }
-  // For messages: "float32" when the spec leaves dtype empty.
-  std::string dtype_name() const;
   // The narrowest element among `dtypes`, in bytes.
   size_t narrowest_element() const;
 };
