@@ -15,6 +15,7 @@
 #include "absl/strings/string_view.h"
 #include "common/status_macros.h"
 #include "common/units.h"
+#include "flavors/registry.h"
 #include "worker/engine/options.h"
 #include "worker/engine/types.h"
 
@@ -341,7 +342,7 @@ std::vector<std::string> EngineArgs(const v1::RunSpec& spec) {
 }
 
 std::string EngineBinary(v1::MpiImplementation mpi) {
-  return mpi == v1::MPICH ? "collbench-rank-mpich" : "collbench-rank";
+  return std::string(FlavorFor(mpi).rank_binary());
 }
 
 absl::StatusOr<v1::RunSpec> SpecFromEngineArgs(const std::vector<std::string>& engine_args) {
