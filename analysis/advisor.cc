@@ -20,6 +20,7 @@
 #include "analysis/algorithms.h"
 #include "common/atomic_file.h"
 #include "common/units.h"
+#include "flavors/registry.h"
 
 namespace collbench {
 namespace {
@@ -256,13 +257,15 @@ std::vector<Table> AdviceTables(const Advice& advice) {
 OpenMpiRules OpenMpiRulesFrom(const Advice& advice) {
   std::map<int, std::map<int, std::vector<OpenMpiMessageRule>>> by_collective;
   for (const AdviceGroup& g : advice.groups) {
-    const int id = OpenMpiCollectiveId(g.operation);
-    if (id < 0 || g.mpi != "openmpi" || g.backend != "mpi" || !AlgorithmOnly(g)) continue;
+    // Groups of one library that reads numbered rules files ("mixed" has none).
+    const MpiFlavor* flavor = FindFlavor(g.mpi);
+    const int id = flavor == nullptr ? -1 : flavor->RulesFileCollectiveId(g.operation);
+    if (id < 0 || g.backend != "mpi" || !AlgorithmOnly(g)) continue;
     std::vector<OpenMpiMessageRule> messages;
     for (const SizeRange& r : g.ranges) {
       const RunWithResults* run = RunNamed(g, r.winner);
       const std::string algorithm = run == nullptr ? "" : ForcedAlgorithm(run->run.spec());
-      const int number = OpenMpiAlgorithmNumber(g.operation, algorithm);
+      const int number = flavor->AlgorithmNumber(g.operation, algorithm);
       if (!messages.empty() && messages.back().algorithm == number) continue;
       messages.push_back({messages.empty() ? 0 : r.from, number, 0, 0});
     }
@@ -395,21 +398,26 @@ absl::StatusOr<OpenMpiRules> ParseOpenMpiRules(const std::string& text) {
 
 std::string FormatMpichEnv(const Advice& advice, EnvSettings* settings) {
   std::string out;
-  std::map<std::string, const AdviceGroup*> chosen;  // per operation: most ranks
+  // Per operation, the group with the most ranks among the libraries that
+  // force an algorithm by name with one variable ("mixed" groups have none).
+  std::map<std::string, std::pair<const AdviceGroup*, const MpiFlavor*>> chosen;
   for (const AdviceGroup& g : advice.groups) {
-    if (g.mpi != "mpich" || g.backend != "mpi" || !AlgorithmOnly(g)) continue;
-    if (MpichAlgorithms(g.operation).empty()) continue;
-    const AdviceGroup*& slot = chosen[g.operation];
-    if (slot == nullptr || g.ranks > slot->ranks) slot = &g;
+    const MpiFlavor* flavor = FindFlavor(g.mpi);
+    if (flavor == nullptr || flavor->AlgorithmVariable(g.operation).empty()) continue;
+    if (g.backend != "mpi" || !AlgorithmOnly(g)) continue;
+    if (flavor->Algorithms(g.operation).empty()) continue;
+    auto& slot = chosen[g.operation];
+    if (slot.first == nullptr || g.ranks > slot.first->ranks) slot = {&g, flavor};
   }
-  for (const auto& [op, group] : chosen) {
+  for (const auto& [op, choice] : chosen) {
+    const auto& [group, flavor] = choice;
     std::string ranges;
     const std::string winner = UsualWinner(*group, &ranges);
-    const std::string variable = MpichAlgorithmVariable(op);
+    const std::string variable = flavor->AlgorithmVariable(op);
     absl::StrAppend(&out, "# ", op, " on ", group->ranks, " ranks, by size range:\n", ranges);
     if (winner.empty()) {
-      absl::StrAppend(&out, "# MPICH's own choice wins the most sizes: leave ", variable,
-                      " unset\n");
+      absl::StrAppend(&out, "# ", flavor->display_name(), "'s own choice wins the most sizes: leave ",
+                      variable, " unset\n");
       continue;
     }
     if (group->ranges.size() > 1) {

@@ -9,6 +9,7 @@
 #include "analysis/algorithms.h"
 #include "api/convert.h"
 #include "common/histogram.h"
+#include "flavors/registry.h"
 
 namespace collbench {
 namespace {
@@ -22,7 +23,7 @@ bool IsBookkeepingLabel(const std::string& key) {
 
 }  // namespace
 
-std::string MpiName(v1::MpiImplementation mpi) { return mpi == v1::MPICH ? "mpich" : "openmpi"; }
+std::string MpiName(v1::MpiImplementation mpi) { return std::string(FlavorFor(mpi).name()); }
 
 std::string TransportName(v1::Transport transport) {
   switch (transport) {

@@ -19,7 +19,7 @@ struct RunWithResults {
 };
 
 // The spec's enums as the command line spells them.
-std::string MpiName(v1::MpiImplementation mpi);          // "openmpi", "mpich"
+std::string MpiName(v1::MpiImplementation mpi);          // the flavour's name (flavors/)
 std::string TransportName(v1::Transport transport);      // "auto", "shm", "tcp", "ucx"
 std::string PlacementName(const v1::Placement& placement);  // "pack", "spread", "explicit"
 

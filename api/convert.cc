@@ -17,6 +17,7 @@
 #include "common/units.h"
 #include "engine_spec/options.h"
 #include "engine_spec/types.h"
+#include "flavors/registry.h"
 
 namespace collbench {
 namespace {
@@ -341,7 +342,7 @@ std::vector<std::string> EngineArgs(const v1::RunSpec& spec) {
 }
 
 std::string EngineBinary(v1::MpiImplementation mpi) {
-  return mpi == v1::MPICH ? "collbench-rank-mpich" : "collbench-rank";
+  return std::string(FlavorFor(mpi).rank_binary());
 }
 
 absl::StatusOr<v1::RunSpec> SpecFromEngineArgs(const std::vector<std::string>& engine_args) {

@@ -64,8 +64,8 @@ bool IsFinalRunState(v1::RunState state);
 google::protobuf::Timestamp TimestampFromTime(absl::Time time);
 absl::Time TimeFromTimestamp(const google::protobuf::Timestamp& timestamp);
 
-// The engine binary for `mpi`: "collbench-rank" (Open MPI, the default) or
-// "collbench-rank-mpich".
+// The engine binary for `mpi`: its flavour's rank binary (flavors/), the
+// default flavour's when unspecified.
 std::string EngineBinary(v1::MpiImplementation mpi);
 
 // The reverse of EngineArgs: parses collbench-rank flags with the engine's

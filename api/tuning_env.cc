@@ -9,6 +9,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
+#include "flavors/registry.h"
 
 namespace collbench {
 namespace {
@@ -18,123 +19,6 @@ using G = TuningGrammar;
 constexpr size_t kMaxValueChars = 256;
 constexpr size_t kMaxWordChars = 64;
 constexpr size_t kMaxFileNameChars = 128;
-
-// Open MPI 4.1 coll/tuned, as `ompi_info --param coll tuned --level 9`
-// lists them (the read-only *_count left out; the rules file is in
-// kTuningFiles).
-constexpr const char* kOmpiTunedAlgorithms[] = {
-    "allgather", "allgatherv", "allreduce", "alltoall", "alltoallv", "barrier", "bcast", "exscan",
-    "gather", "reduce", "reduce_scatter", "reduce_scatter_block", "scan", "scatter"};
-constexpr const char* kOmpiTunedUnsigned[] = {
-    "allgather_algorithm_chain_fanout", "allgather_algorithm_tree_fanout",
-    "allgatherv_algorithm_chain_fanout", "allgatherv_algorithm_tree_fanout",
-    "allreduce_algorithm_chain_fanout", "allreduce_algorithm_tree_fanout",
-    "alltoall_algorithm_chain_fanout", "alltoall_algorithm_tree_fanout",
-    "alltoall_algorithm_max_requests", "alltoall_min_procs", "bcast_algorithm_chain_fanout",
-    "bcast_algorithm_tree_fanout", "bcast_algorithm_knomial_radix",
-    "gather_algorithm_chain_fanout", "gather_algorithm_tree_fanout",
-    "reduce_algorithm_chain_fanout", "reduce_algorithm_tree_fanout",
-    "reduce_algorithm_max_requests", "reduce_scatter_algorithm_chain_fanout",
-    "reduce_scatter_algorithm_tree_fanout", "reduce_scatter_block_algorithm_tree_fanout",
-    "scatter_algorithm_chain_fanout", "scatter_algorithm_tree_fanout",
-    "scatter_algorithm_max_requests", "scatter_min_procs", "init_chain_fanout",
-    "init_tree_fanout", "priority"};
-constexpr const char* kOmpiTunedSizes[] = {
-    "allgather_algorithm_segmentsize", "allgatherv_algorithm_segmentsize",
-    "allreduce_algorithm_segmentsize", "alltoall_algorithm_segmentsize",
-    "alltoall_small_msg", "alltoall_intermediate_msg", "alltoall_large_msg",
-    "bcast_algorithm_segmentsize", "gather_algorithm_segmentsize",
-    "reduce_algorithm_segmentsize", "reduce_scatter_algorithm_segmentsize",
-    "reduce_scatter_block_algorithm_segmentsize", "scatter_algorithm_segmentsize",
-    "scatter_intermediate_msg", "scatter_large_msg"};
-constexpr const char* kOmpiCollComponents[] = {"sm",     "tuned",  "self",  "adapt", "sync",
-                                               "libnbc", "basic", "inter", "han"};
-// Byte transfer layers and their size knobs (ompi_info --param btl tcp|vader|self).
-constexpr const char* kOmpiBtlSizeKnobs[] = {
-    "eager_limit", "rndv_eager_limit", "max_send_size", "rdma_pipeline_send_length",
-    "rdma_pipeline_frag_size", "min_rdma_pipeline_size"};
-constexpr const char* kOmpiBtls[] = {"tcp", "vader", "self"};
-
-constexpr TuningParam kOmpiOther[] = {
-    {"OMPI_MCA_coll", G::kIdentifierList},
-    {"OMPI_MCA_coll_tuned_use_dynamic_rules", G::kBool},
-    {"OMPI_MCA_coll_tuned_dynamic_rules_filename", G::kTuningFile},
-    {"OMPI_MCA_coll_base_verbose", G::kIdentifier},
-    {"OMPI_MCA_coll_han_bcast_segsize", G::kSize},
-    {"OMPI_MCA_coll_han_reduce_segsize", G::kSize},
-    {"OMPI_MCA_coll_han_allreduce_segsize", G::kSize},
-    {"OMPI_MCA_pml", G::kIdentifierList},
-    {"OMPI_MCA_btl", G::kIdentifierList},
-    {"OMPI_MCA_osc", G::kIdentifierList},
-    {"OMPI_MCA_btl_tcp_if_include", G::kInterfaceList},
-    {"OMPI_MCA_btl_tcp_if_exclude", G::kInterfaceList},
-    {"OMPI_MCA_oob_tcp_if_include", G::kInterfaceList},
-    {"OMPI_MCA_oob_tcp_if_exclude", G::kInterfaceList},
-    {"OMPI_MCA_btl_tcp_links", G::kUnsigned},
-    {"OMPI_MCA_btl_tcp_sndbuf", G::kSize},
-    {"OMPI_MCA_btl_tcp_rcvbuf", G::kSize},
-    {"OMPI_MCA_btl_tcp_use_nagle", G::kBool},
-    {"OMPI_MCA_btl_vader_single_copy_mechanism", G::kIdentifier},
-    {"OMPI_MCA_btl_vader_fbox_threshold", G::kUnsigned},
-    {"OMPI_MCA_btl_vader_fbox_max", G::kUnsigned},
-    {"OMPI_MCA_btl_vader_fbox_size", G::kSize},
-    {"OMPI_MCA_btl_vader_segment_size", G::kSize},
-    {"OMPI_MCA_btl_vader_max_inline_send", G::kSize},
-    {"OMPI_MCA_btl_vader_memcpy_limit", G::kSize},
-    {"OMPI_MCA_pml_ucx_tls", G::kIdentifierList},
-    {"OMPI_MCA_pml_ucx_devices", G::kInterfaceList},
-    {"OMPI_MCA_pml_ucx_priority", G::kUnsigned},
-    {"OMPI_MCA_mpi_leave_pinned", G::kBool},
-    {"OMPI_MCA_mpi_yield_when_idle", G::kBool},
-};
-
-// MPICH 4.0 control variables (`mpivars`): collective algorithm selection
-// and the message-size switch points.
-constexpr const char* kMpichAlgorithmOps[] = {
-    "ALLGATHER_INTRA", "ALLGATHER_INTER", "ALLGATHERV_INTRA", "ALLGATHERV_INTER",
-    "ALLREDUCE_INTRA", "ALLREDUCE_INTER", "ALLTOALL_INTRA", "ALLTOALL_INTER",
-    "ALLTOALLV_INTRA", "ALLTOALLV_INTER", "ALLTOALLW_INTRA", "ALLTOALLW_INTER",
-    "BARRIER_INTRA", "BARRIER_INTER", "BCAST_INTRA", "BCAST_INTER", "EXSCAN_INTRA",
-    "GATHER_INTRA", "GATHER_INTER", "GATHERV_INTRA", "GATHERV_INTER", "REDUCE_INTRA",
-    "REDUCE_INTER", "REDUCE_SCATTER_INTRA", "REDUCE_SCATTER_INTER",
-    "REDUCE_SCATTER_BLOCK_INTRA", "REDUCE_SCATTER_BLOCK_INTER", "SCAN_INTRA", "SCATTER_INTRA",
-    "SCATTER_INTER", "SCATTERV_INTRA", "SCATTERV_INTER", "IALLGATHER_INTRA", "IALLGATHERV_INTRA",
-    "IALLREDUCE_INTRA", "IALLTOALL_INTRA", "IALLTOALLV_INTRA", "IALLTOALLW_INTRA",
-    "IBARRIER_INTRA", "IBCAST_INTRA", "IEXSCAN_INTRA", "IGATHER_INTRA", "IGATHERV_INTRA",
-    "IREDUCE_INTRA", "IREDUCE_SCATTER_INTRA", "IREDUCE_SCATTER_BLOCK_INTRA", "ISCAN_INTRA",
-    "ISCATTER_INTRA", "ISCATTERV_INTRA", "ALLREDUCE_POSIX_INTRA", "BARRIER_POSIX_INTRA",
-    "BCAST_POSIX_INTRA", "REDUCE_POSIX_INTRA"};
-constexpr const char* kMpichSizes[] = {
-    "ALLGATHERV_PIPELINE_MSG_SIZE", "ALLGATHER_LONG_MSG_SIZE", "ALLGATHER_SHORT_MSG_SIZE",
-    "ALLREDUCE_SHORT_MSG_SIZE", "ALLTOALL_MEDIUM_MSG_SIZE", "ALLTOALL_SHORT_MSG_SIZE",
-    "BCAST_LONG_MSG_SIZE", "BCAST_SHORT_MSG_SIZE", "GATHER_INTER_SHORT_MSG_SIZE",
-    "GATHER_VSMALL_MSG_SIZE", "REDUCE_SCATTER_COMMUTATIVE_LONG_MSG_SIZE",
-    "REDUCE_SHORT_MSG_SIZE", "SCATTER_INTER_SHORT_MSG_SIZE", "MAX_SMP_ALLREDUCE_MSG_SIZE",
-    "MAX_SMP_BCAST_MSG_SIZE", "MAX_SMP_REDUCE_MSG_SIZE", "CH4_IPC_XPMEM_P2P_THRESHOLD",
-    "CH4_IPC_GPU_P2P_THRESHOLD", "IALLREDUCE_TREE_PIPELINE_CHUNK_SIZE",
-    "IBCAST_TREE_PIPELINE_CHUNK_SIZE", "IBCAST_RING_CHUNK_SIZE", "IREDUCE_RING_CHUNK_SIZE",
-    "IREDUCE_TREE_PIPELINE_CHUNK_SIZE", "BCAST_INTRANODE_BUFFER_TOTAL_SIZE",
-    "REDUCE_INTRANODE_BUFFER_TOTAL_SIZE", "CH4_SHM_POSIX_IQUEUE_CELL_SIZE"};
-constexpr TuningParam kMpichOther[] = {
-    {"MPIR_CVAR_NOLOCAL", G::kBool},
-    {"MPIR_CVAR_ODD_EVEN_CLIQUES", G::kBool},
-    {"MPIR_CVAR_ENABLE_SMP_COLLECTIVES", G::kBool},
-    {"MPIR_CVAR_DEVICE_COLLECTIVES", G::kIdentifier},
-    {"MPIR_CVAR_CH4_NETMOD", G::kIdentifier},
-    {"MPIR_CVAR_CH4_SHM", G::kIdentifier},
-    {"MPIR_CVAR_CH4_SHM_POSIX_EAGER", G::kIdentifier},
-    {"MPIR_CVAR_CH4_SHM_POSIX_IQUEUE_NUM_CELLS", G::kUnsigned},
-    {"MPIR_CVAR_CH4_NUM_VCIS", G::kUnsigned},
-    {"MPIR_CVAR_CH4_XPMEM_ENABLE", G::kBool},
-    {"MPIR_CVAR_POLLS_BEFORE_YIELD", G::kUnsigned},
-    {"MPIR_CVAR_CH3_EAGER_MAX_MSG_SIZE", G::kSize},
-    {"MPIR_CVAR_NEMESIS_SHM_EAGER_MAX_SZ", G::kSize},
-    // JSON collective selection (`mpivars` of MPICH 4.0.2 lists these
-    // three): data only, a file from the worker's --tuning-dir.
-    {"MPIR_CVAR_COLL_SELECTION_TUNING_JSON_FILE", G::kTuningFile},
-    {"MPIR_CVAR_CH4_COLL_SELECTION_TUNING_JSON_FILE", G::kTuningFile},
-    {"MPIR_CVAR_CH4_POSIX_COLL_SELECTION_TUNING_JSON_FILE", G::kTuningFile},
-};
 
 // UCX (ucp/uct configuration names).
 constexpr TuningParam kUcx[] = {
@@ -195,25 +79,9 @@ std::vector<TuningParam> BuildTable() {
     names->push_back(std::move(name));
     table.push_back({nullptr, grammar});
   };
-  for (const char* op : kOmpiTunedAlgorithms) {
-    add(absl::StrCat("OMPI_MCA_coll_tuned_", op, "_algorithm"), G::kIdentifier);
+  for (const MpiFlavor* flavor : Flavors().List()) {
+    for (FlavorParam& p : flavor->TuningParams()) add(std::move(p.name), p.grammar);
   }
-  for (const char* n : kOmpiTunedUnsigned) add(absl::StrCat("OMPI_MCA_coll_tuned_", n), G::kUnsigned);
-  for (const char* n : kOmpiTunedSizes) add(absl::StrCat("OMPI_MCA_coll_tuned_", n), G::kSize);
-  for (const char* c : kOmpiCollComponents) {
-    add(absl::StrCat("OMPI_MCA_coll_", c, "_priority"), G::kUnsigned);
-  }
-  for (const char* btl : kOmpiBtls) {
-    for (const char* knob : kOmpiBtlSizeKnobs) {
-      add(absl::StrCat("OMPI_MCA_btl_", btl, "_", knob), G::kSize);
-    }
-  }
-  for (const TuningParam& p : kOmpiOther) add(p.name, p.grammar);
-  for (const char* op : kMpichAlgorithmOps) {
-    add(absl::StrCat("MPIR_CVAR_", op, "_ALGORITHM"), G::kIdentifier);
-  }
-  for (const char* n : kMpichSizes) add(absl::StrCat("MPIR_CVAR_", n), G::kSize);
-  for (const TuningParam& p : kMpichOther) add(p.name, p.grammar);
   for (const TuningParam& p : kUcx) add(p.name, p.grammar);
   for (const TuningParam& p : kNccl) add(p.name, p.grammar);
   for (size_t i = 0; i < table.size(); ++i) table[i].name = (*names)[i].c_str();

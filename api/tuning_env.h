@@ -1,17 +1,19 @@
 // The tuning parameters a run spec may set (spec.env, DESIGN §5): one table,
-// each parameter with the grammar of its value. The list and the reasons
+// each parameter with the grammar of its value (flavors/tuning_param.h): the
+// MPI libraries' own, as each flavour lists them (MpiFlavor::TuningParams),
+// then UCX's and NCCL's. The list and the reasons
 // are in docs/tuning-parameters.md; this file is its only owner. Used by
 // request validation (api/validation) and again by the launcher before it
-// puts a value into mpirun's environment, and by Exec for the `-mca KEY
-// VALUE` pairs of an Open MPI daemon (defense in depth).
+// puts a value into the MPI launcher's environment, and by Exec for the
+// parameters on a daemon's command line (defense in depth).
 //
 // A key that names a program, library, plugin, file or directory (fork
 // agents, *_PLUGIN, *_path, *_dir, *_file, LD_*, parameter files, ...) is
 // refused whether or not the table knows it: such a value makes MPI, UCX or
 // NCCL load or run something of the requester's choosing. Unknown keys are
 // refused too. The one exception are tuning files (kTuningFile): data-only
-// files an operator installs in a worker's --tuning-dir (Open MPI's
-// coll_tuned dynamic rules, MPICH's JSON collective selection). A run names
+// files an operator installs in a worker's --tuning-dir (e.g. collective
+// selection rules). A run names
 // one by its bare file name; the launcher resolves it inside its own
 // --tuning-dir (worker/agent/tuning_files.h), and a peer's Exec accepts the
 // resolved path only inside its own. Values never reach a shell, but each grammar still keeps
@@ -27,25 +29,9 @@
 
 #include "absl/status/status.h"
 #include "absl/strings/string_view.h"
+#include "flavors/tuning_param.h"
 
 namespace collbench {
-
-enum class TuningGrammar {
-  kUnsigned,       // decimal digits: 0, 42
-  kSize,           // unsigned with an optional K/M/G suffix: 65536, 64K
-  kUcxSize,        // kSize with an optional trailing B, or "inf" / "auto"
-  kBool,           // 0 or 1
-  kIdentifier,     // [A-Za-z0-9][A-Za-z0-9_.-]*: an algorithm name or number
-  kIdentifierList, // identifiers separated by ',', optionally all excluded by a leading '^'
-  kInterfaceList,  // interface or device names (eth0, mlx5_0:1, NCCL's =eth0) or IPv4
-                   // CIDRs, separated by ','; optionally a leading '^'
-  kTuningFile,     // a bare file name in the worker's --tuning-dir: [A-Za-z0-9_][A-Za-z0-9_.-]*
-};
-
-struct TuningParam {
-  const char* name;  // the environment variable, e.g. "NCCL_ALGO"
-  TuningGrammar grammar;
-};
 
 // Every parameter a run may set, in the order of the documentation.
 const std::vector<TuningParam>& TuningParams();

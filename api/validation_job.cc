@@ -22,6 +22,7 @@
 #include "common/units.h"
 #include "engine_spec/job_checks.h"
 #include "engine_spec/options.h"
+#include "flavors/registry.h"
 
 namespace collbench::validation_internal {
 namespace {
@@ -104,7 +105,7 @@ bool AcrossWorkers(const Context& c) {
 // UCX pml gives ranks on other nodes network-only addresses (UCX's shared
 // memory unreachable, "Destination is unreachable" in MPI_Init).
 absl::Status OpenMpiShmAcrossWorkers(const Context& c) {
-  if (c.spec.mpi() == v1::MPICH) return absl::OkStatus();
+  if (FlavorFor(c.spec.mpi()).ShmAcrossWorkers()) return absl::OkStatus();
   return FieldError("spec.transport",
                     "Open MPI cannot use SHM between ranks of different workers (each worker "
                     "is a node to mpirun; vader connects the ranks of one node, and its UCX pml "

@@ -15,6 +15,7 @@
 #include "client/format.h"
 #include "client/run_flags.h"
 #include "common/flag_parser.h"
+#include "flavors/registry.h"
 
 namespace collbench {
 namespace {
@@ -76,11 +77,7 @@ std::string NewSweepId(const std::string& operation) {
 std::map<std::string, std::string> AlgorithmEnv(const v1::RunSpec& spec,
                                                 const std::string& algorithm) {
   if (algorithm.empty()) return {};
-  const std::string& op = spec.operation();
-  if (spec.mpi() == v1::MPICH) return {{MpichAlgorithmVariable(op), algorithm}};
-  return {{"OMPI_MCA_coll_tuned_use_dynamic_rules", "1"},
-          {absl::StrCat("OMPI_MCA_", OpenMpiAlgorithmParameter(op)),
-           absl::StrCat(OpenMpiAlgorithmNumber(op, algorithm))}};
+  return FlavorFor(spec.mpi()).AlgorithmEnv(spec.operation(), algorithm);
 }
 
 }  // namespace
@@ -159,8 +156,7 @@ int SweepCommand(CoordinatorClient& client, const std::vector<std::string>& args
         "sweep: algorithms are chosen for the mpi backend; --backend ", base.backend(),
         " has none to sweep")));
   }
-  const std::vector<std::string>& offered =
-      base.mpi() == v1::MPICH ? MpichAlgorithms(op) : OpenMpiAlgorithms(op);
+  const std::vector<std::string>& offered = FlavorFor(base.mpi()).Algorithms(op);
   if (offered.empty()) {
     return Report(absl::InvalidArgumentError(
         absl::StrCat("sweep: ", library, " offers no algorithm choice for ", op)));

@@ -13,6 +13,7 @@
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "client/run_flags.h"
+#include "flavors/registry.h"
 
 namespace collbench {
 namespace {
@@ -32,6 +33,8 @@ std::string Config(const std::string& placement, const std::string& transport,
 }
 
 }  // namespace
+
+std::vector<std::string> DefaultMatrixMpis() { return {std::string(Flavors().Default().name())}; }
 
 absl::StatusOr<MatrixPlan> ParseMatrixFlags(const std::vector<std::string>& args) {
   MatrixPlan plan;

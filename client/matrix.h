@@ -12,11 +12,14 @@
 
 namespace collbench {
 
+// The default flavour's name (flavors/registry.h).
+std::vector<std::string> DefaultMatrixMpis();
+
 struct MatrixPlan {
   std::vector<std::string> operations = {"allreduce", "bcast", "gather"};
   std::vector<std::string> placements = {"pack", "spread"};
   std::vector<std::string> transports = {"shm", "tcp"};
-  std::vector<std::string> mpis = {"openmpi"};
+  std::vector<std::string> mpis = DefaultMatrixMpis();
   std::vector<std::string> common_flags;  // engine and run flags for every run
 
   // The `run` flags of one combination.

@@ -12,6 +12,7 @@
 #include "api/validation.h"
 #include "common/status_macros.h"
 #include "common/units.h"
+#include "flavors/registry.h"
 
 namespace collbench {
 namespace {
@@ -67,9 +68,9 @@ const std::map<std::string, Setter>& ValueFlags() {
          return absl::OkStatus();
        }},
       {"--mpi", [](RunRequest* r, const std::string& v) -> absl::Status {
-         if (v == "openmpi") r->spec.set_mpi(v1::OPENMPI);
-         else if (v == "mpich") r->spec.set_mpi(v1::MPICH);
-         else return Bad("--mpi", v, "use openmpi or mpich");
+         const MpiFlavor* flavor = FindFlavor(v);
+         if (flavor == nullptr) return Bad("--mpi", v, absl::StrCat("use ", Flavors().NamesText()));
+         r->spec.set_mpi(static_cast<v1::MpiImplementation>(flavor->id()));
          return absl::OkStatus();
        }},
       {"--env", [](RunRequest* r, const std::string& v) {

@@ -11,6 +11,7 @@
 
 #include "absl/strings/ascii.h"
 #include "api/convert.h"
+#include "flavors/registry.h"
 #include "server/metrics/latency_buckets.h"
 
 namespace collbench {
@@ -50,12 +51,10 @@ Labels CollectiveLabels(const v1::RunSpec& spec, const v1::SizeResult& result) {
   const v1::PlacementPolicy policy = spec.placement().policy() == v1::PLACEMENT_POLICY_UNSPECIFIED
                                          ? v1::PACK
                                          : spec.placement().policy();
-  const v1::MpiImplementation mpi =
-      spec.mpi() == v1::MPI_IMPLEMENTATION_UNSPECIFIED ? v1::OPENMPI : spec.mpi();
   return Labels{
       {"operation", result.operation().empty() ? spec.operation() : result.operation()},
       {"backend", spec.backend().empty() ? "mpi" : spec.backend()},
-      {"mpi", Lower(v1::MpiImplementation_Name(mpi))},
+      {"mpi", std::string(FlavorFor(spec.mpi()).name())},
       {"placement", Lower(v1::PlacementPolicy_Name(policy))},
       {"ranks", std::to_string(spec.ranks())},
       {"size_bytes", std::to_string(result.bytes())},

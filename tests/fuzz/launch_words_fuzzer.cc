@@ -51,8 +51,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     return 0;
   }
   DaemonPaths paths;
-  paths.orted = "/opt/mpi/orted";
-  paths.hydra_pmi_proxy = "/opt/mpi/hydra_pmi_proxy";
+  paths["orted"] = "/opt/mpi/orted";
+  paths["hydra_pmi_proxy"] = "/opt/mpi/hydra_pmi_proxy";
   // The run's library from the input's length, so both bindings are tried
   // against every daemon name. No tuning folder: no tuning file passes.
   const v1::MpiImplementation mpi = size % 2 == 0 ? v1::OPENMPI : v1::MPICH;
@@ -63,7 +63,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     return 0;
   }
   FUZZ_CHECK(argv->size() == words->size(), "argv size changed");
-  FUZZ_CHECK((*argv)[0] == (mpi == v1::MPICH ? paths.hydra_pmi_proxy : paths.orted), (*argv)[0]);
+  FUZZ_CHECK((*argv)[0] == (mpi == v1::MPICH ? paths.at("hydra_pmi_proxy") : paths.at("orted")), (*argv)[0]);
   for (size_t i = 1; i < argv->size(); ++i) {
     FUZZ_CHECK((*argv)[i] == (*words)[i], "an argument changed");
     FUZZ_CHECK((*argv)[i].find('\0') == std::string::npos, "NUL in an argument");

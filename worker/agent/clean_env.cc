@@ -5,6 +5,7 @@
 #include <cstring>
 
 #include "absl/strings/match.h"
+#include "flavors/registry.h"
 
 extern char** environ;
 
@@ -16,8 +17,6 @@ constexpr const char* kPassed[] = {
     "CUDA_VISIBLE_DEVICES", "CUDA_DEVICE_ORDER", "NVIDIA_VISIBLE_DEVICES",
     "ROCR_VISIBLE_DEVICES", "HIP_VISIBLE_DEVICES", "GPU_DEVICE_ORDINAL", "MEMKIND_HBW_NODES",
     "COLLBENCH_NCCL_LIBRARY", "COLLBENCH_CALLER_LD_LIBRARY_PATH", "PYTHONPATH"};
-constexpr const char* kPassedAsRoot[] = {"OMPI_ALLOW_RUN_AS_ROOT",
-                                         "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM"};
 
 }  // namespace
 
@@ -27,8 +26,8 @@ bool IsPassedWorkerVariable(absl::string_view name, bool as_root) {
     if (name == passed) return true;
   }
   if (!as_root) return false;
-  for (const char* passed : kPassedAsRoot) {
-    if (name == passed) return true;
+  for (const MpiFlavor* flavor : Flavors().List()) {
+    if (flavor->RootEnv().contains(std::string(name))) return true;
   }
   return false;
 }

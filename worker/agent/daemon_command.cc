@@ -5,123 +5,43 @@
 #include <unistd.h>
 
 #include <cstdlib>
-#include <set>
 
 #include "absl/strings/ascii.h"
-#include "absl/strings/escaping.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
 #include "api/tuning_env.h"
+#include "flavors/daemon_words.h"
+#include "flavors/registry.h"
+#include "worker/agent/launch_shim.h"
 #include "worker/agent/tuning_files.h"
 
 namespace collbench {
 namespace {
 
-constexpr char kOrted[] = "orted";
-constexpr char kPrted[] = "prted";
-constexpr char kHydraProxy[] = "hydra_pmi_proxy";
-// The name of the link the launcher gives hydra as -launcher-exec
-// (launch_shim.h, kShimLinkName) and the word Open MPI's agent ends with.
-constexpr char kShimLink[] = "collbench-launch-shim";
-constexpr char kShimWord[] = "launch-shim";
-
-// MCA parameters mpirun (Open MPI 4.1) itself puts on orted's command line,
-// plus the ones the launcher sets with --mca (launch_command.cc). Observed
-// with tests/unit/agent/launch_e2e_test.cc.
-const std::set<std::string, std::less<>>& OrtedKeys() {
-  static const auto* keys = new std::set<std::string, std::less<>>{
-      "ess", "ess_base_jobid", "ess_base_vpid", "ess_base_num_procs", "orte_hnp_uri",
-      "orte_parent_uri", "orte_node_regex", "orte_leave_session_attached", "plm",
-      "plm_rsh_agent", "plm_rsh_no_tree_spawn", "hwloc_base_binding_policy", "pmix",
-      "rtc_hwloc_vmhole", "routed", "pml", "btl", "oob_tcp_if_include", "btl_tcp_if_include",
-      "orte_abort_on_non_zero_status", "orte_tag_output", "orte_report_uri"};
-  return *keys;
+DaemonArgChecks ChecksFor(const std::string& tuning_dir) {
+  DaemonArgChecks checks;
+  checks.is_tuning_param = [](absl::string_view key) { return IsTuningParam(key); };
+  checks.is_tuning_file_param = [](absl::string_view key) { return IsTuningFileParam(key); };
+  checks.check_tuning_param = [](absl::string_view key, absl::string_view value) {
+    return CheckTuningParam(key, value);
+  };
+  checks.check_tuning_file = [tuning_dir](absl::string_view key, absl::string_view path) {
+    return CheckResolvedTuningFile(tuning_dir, std::string(key), std::string(path));
+  };
+  checks.shim_word = kShimWord;
+  checks.shim_link_name = kShimLinkName;
+  return checks;
 }
 
-// hydra_pmi_proxy's options as mpiexec.hydra (MPICH 4.0) passes them; all
-// but --debug take one value word.
-const std::set<std::string, std::less<>>& HydraOptions() {
-  static const auto* options = new std::set<std::string, std::less<>>{
-      "--control-port", "--rmk",     "--launcher",       "--launcher-exec", "--demux",
-      "--iface",        "--pgid",    "--retries",        "--usize",         "--pmi-port",
-      "--gpus-per-proc", "--gpu-subdevs-per-proc", "--proxy-id", "--tmpdir", "--topolib"};
-  return *options;
-}
-
-absl::Status BadWord(size_t index, const std::string& word, absl::string_view why) {
-  return absl::InvalidArgumentError(absl::StrCat("Exec argv[", index, "] '",
-                                                 absl::CHexEscape(word.substr(0, 200)), "': ", why));
-}
-
-std::string Basename(absl::string_view path) {
-  const size_t slash = path.rfind('/');
-  return std::string(slash == absl::string_view::npos ? path : path.substr(slash + 1));
-}
-
-// "<path>/<binary> launch-shim": the launcher's own agent.
-bool IsShimAgent(absl::string_view value) {
-  std::vector<absl::string_view> words = absl::StrSplit(value, ' ', absl::SkipEmpty());
-  return words.size() == 2 && words[1] == kShimWord && !absl::StrContains(words[0], '=');
-}
-
-absl::Status CheckOrtedArgs(const std::vector<std::string>& argv, const std::string& tuning_dir) {
-  for (size_t i = 1; i < argv.size(); ++i) {
-    const std::string& word = argv[i];
-    if (word == "--tree-spawn" || word == "--leave-session-attached") continue;
-    if (word != "-mca" && word != "--mca") {
-      return BadWord(i, word, "not an option mpirun passes to orted (only -mca KEY VALUE)");
-    }
-    if (i + 2 >= argv.size()) return BadWord(i, word, "-mca needs a KEY and a VALUE");
-    const std::string& key = argv[i + 1];
-    const std::string& value = argv[i + 2];
-    const std::string env_key = absl::StrCat("OMPI_MCA_", key);
-    if (key == "plm_rsh_agent") {
-      if (!IsShimAgent(value)) return BadWord(i + 2, value, "plm_rsh_agent must be the launch shim");
-    } else if (IsTuningFileParam(env_key)) {
-      // The launcher resolved the run's bare name in its tuning folder;
-      // this worker's ranks read the same path, so it must be in ours.
-      if (absl::Status s = CheckResolvedTuningFile(tuning_dir, env_key, value); !s.ok()) {
-        return BadWord(i + 2, value, s.message());
-      }
-    } else if (IsTuningParam(env_key) || !OrtedKeys().contains(key)) {
-      // A tuning parameter (also one mpirun passes, such as btl) holds to
-      // its grammar; anything else mpirun does not pass is refused.
-      if (absl::Status s = CheckTuningParam(env_key, value); !s.ok()) {
-        return BadWord(i + 1, key, absl::StrCat("not an MCA parameter mpirun passes to orted: ",
-                                                s.message()));
-      }
-    }
-    i += 2;
-  }
-  return absl::OkStatus();
-}
-
-absl::Status CheckHydraArgs(const std::vector<std::string>& argv) {
-  for (size_t i = 1; i < argv.size(); ++i) {
-    const std::string& word = argv[i];
-    if (word == "--debug") continue;
-    if (!HydraOptions().contains(word)) {
-      return BadWord(i, word, "not an option mpiexec passes to hydra_pmi_proxy");
-    }
-    if (i + 1 >= argv.size()) return BadWord(i, word, "needs a value");
-    const std::string& value = argv[i + 1];
-    if (word == "--launcher-exec" && Basename(value) != kShimLink) {
-      return BadWord(i + 1, value, "--launcher-exec must be the launch shim");
-    }
-    ++i;
-  }
-  return absl::OkStatus();
-}
-
-std::string Beside(const std::string& program, const char* daemon) {
+std::string Beside(const std::string& program, const std::string& daemon) {
   if (program.empty() || program.find('/') == std::string::npos) return "";
   const std::string candidate = program.substr(0, program.rfind('/') + 1) + daemon;
   return access(candidate.c_str(), X_OK) == 0 ? candidate : "";
 }
 
-std::string OnPath(const char* daemon) {
+std::string OnPath(const std::string& daemon) {
   const char* path = std::getenv("PATH");
   for (absl::string_view dir : absl::StrSplit(path != nullptr ? path : "/usr/bin", ':')) {
     if (dir.empty() || dir[0] != '/') continue;  // never relative to the cwd
@@ -131,7 +51,7 @@ std::string OnPath(const char* daemon) {
   return "";
 }
 
-std::string Find(const std::string& launcher, const char* daemon) {
+std::string Find(const std::string& launcher, const std::string& daemon) {
   if (std::string found = Beside(launcher, daemon); !found.empty()) return found;
   char resolved[PATH_MAX];
   if (!launcher.empty() && realpath(launcher.c_str(), resolved) != nullptr) {
@@ -142,11 +62,14 @@ std::string Find(const std::string& launcher, const char* daemon) {
 
 }  // namespace
 
-DaemonPaths ResolveDaemonPaths(const std::string& openmpi_mpirun, const std::string& mpich_mpiexec) {
+DaemonPaths ResolveDaemonPaths(const std::map<std::string, std::string>& launchers) {
   DaemonPaths paths;
-  paths.orted = Find(openmpi_mpirun, kOrted);
-  paths.prted = Find(openmpi_mpirun, kPrted);
-  paths.hydra_pmi_proxy = Find(mpich_mpiexec, kHydraProxy);
+  for (const MpiFlavor* flavor : Flavors().List()) {
+    auto launcher = launchers.find(std::string(flavor->name()));
+    for (const std::string& daemon : flavor->daemons()) {
+      paths[daemon] = Find(launcher == launchers.end() ? "" : launcher->second, daemon);
+    }
+  }
   return paths;
 }
 
@@ -157,29 +80,28 @@ absl::StatusOr<std::vector<std::string>> CheckDaemonArgv(const std::vector<std::
   if (argv.empty()) return absl::InvalidArgumentError("Exec argv: empty");
   for (size_t i = 0; i < argv.size(); ++i) {
     if (argv[i].find_first_of(std::string("\0\n\r", 3)) != std::string::npos) {
-      return BadWord(i, argv[i], "contains a NUL or a line break");
+      return BadDaemonWord(i, argv[i], "contains a NUL or a line break");
     }
   }
-  const std::string daemon = Basename(absl::StripAsciiWhitespace(argv[0]));
-  const std::string* path = nullptr;
-  absl::Status args;
-  const bool mpich_run = mpi == v1::MPICH;
-  if (daemon == kOrted || daemon == kPrted) {
-    if (mpich_run) return BadWord(0, argv[0], "an MPICH run starts only hydra_pmi_proxy here");
-    path = daemon == kOrted ? &paths.orted : &paths.prted;
-    args = CheckOrtedArgs(argv, tuning_dir);
-  } else if (daemon == kHydraProxy) {
-    if (!mpich_run) return BadWord(0, argv[0], "an Open MPI run starts only orted or prted here");
-    path = &paths.hydra_pmi_proxy;
-    args = CheckHydraArgs(argv);
-  } else {
-    return BadWord(0, argv[0],
-                   "Exec runs only an MPI daemon (orted, prted or hydra_pmi_proxy)");
+  const std::string daemon = PathBasename(absl::StripAsciiWhitespace(argv[0]));
+  const MpiFlavor* owner = Flavors().OfDaemon(daemon);
+  if (owner == nullptr) {
+    return BadDaemonWord(0, argv[0], absl::StrCat("Exec runs only an MPI daemon (",
+                                                  Flavors().DaemonsText(), ")"));
   }
-  if (path->empty()) return BadWord(0, argv[0], "this MPI daemon is not installed on this worker");
-  if (!args.ok()) return args;
+  const MpiFlavor& run_flavor = FlavorFor(mpi);
+  if (owner != &run_flavor) {
+    return BadDaemonWord(0, argv[0], absl::StrCat("an ", run_flavor.display_name(),
+                                                  " run starts only ",
+                                                  JoinWithOr(run_flavor.daemons()), " here"));
+  }
+  auto path = paths.find(daemon);
+  if (path == paths.end() || path->second.empty()) {
+    return BadDaemonWord(0, argv[0], "this MPI daemon is not installed on this worker");
+  }
+  if (absl::Status s = run_flavor.CheckDaemonArgs(argv, ChecksFor(tuning_dir)); !s.ok()) return s;
   std::vector<std::string> out = argv;
-  out[0] = *path;
+  out[0] = path->second;
   return out;
 }
 

@@ -80,14 +80,14 @@ struct ExecManagerOptions {
   // Exec calls per caller (peer address, port ignored): a launcher's shim
   // makes one per daemon it starts here, plus its retries.
   RateLimit exec_rate = {/*per_second=*/20, /*burst=*/50};
-  // The daemons this worker runs (daemon_command.h); a request only names
-  // one of them.
+  // The daemons this worker runs by name (daemon_command.h); a request
+  // only names one of them.
   DaemonPaths daemons;
   // The environment every daemon starts from: the worker's allowed
   // variables (clean_env.h, AllowedOwnEnvironment()). Requests carry none.
   std::map<std::string, std::string> base_env;
-  // Added to base_env for every daemon (e.g. where this worker's Open MPI
-  // ranks put their shared-memory segments).
+  // Added to base_env for every daemon (e.g. where this worker's ranks put
+  // their shared-memory segments, MpiFlavor::SegmentDirEnv).
   std::map<std::string, std::string> default_env;
   // This worker's --tuning-dir (real path; empty: none): the only place a
   // tuning file handed to a daemon may lie (daemon_command.h).
@@ -105,9 +105,8 @@ class ExecManager {
   ExecManager(const ExecManager&) = delete;
   ExecManager& operator=(const ExecManager&) = delete;
 
-  // Accept Exec for `run` (runs/{id}) with `token`, for the daemon of `mpi`
-  // only (orted/prted for Open MPI, hydra_pmi_proxy for MPICH); replaces an
-  // older token.
+  // Accept Exec for `run` (runs/{id}) with `token`, for the daemons of
+  // `mpi`'s flavour only (MpiFlavor::daemons); replaces an older token.
   void Allow(std::string run, std::string token, v1::MpiImplementation mpi);
   // Stop accepting `run` and kill every command still running for it.
   void Revoke(absl::string_view run);

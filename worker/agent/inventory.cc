@@ -19,6 +19,7 @@
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
 #include "engine_spec/backends.h"
+#include "flavors/registry.h"
 #include "worker/agent/cgroup_limits.h"
 #include "worker/agent/container_facts.h"
 #include "worker/agent/host_facts_io.h"
@@ -218,11 +219,11 @@ void AddSoftware(const InventoryOptions& options, v1::Inventory* inventory) {
   for (const BackendSpec& backend : BackendSpecs()) {
     if (!backend.needs_cuda || cuda) inventory->add_backends(backend.name);
   }
-  if (FindBinary(options, "collbench-rank") && FindBinary(options, "mpirun.openmpi")) {
-    inventory->add_mpi_implementations("openmpi");
-  }
-  if (FindBinary(options, "collbench-rank-mpich") && FindBinary(options, "mpiexec.mpich")) {
-    inventory->add_mpi_implementations("mpich");
+  for (const MpiFlavor* flavor : Flavors().List()) {
+    if (FindBinary(options, std::string(flavor->rank_binary())) &&
+        FindBinary(options, std::string(flavor->launcher_program()))) {
+      inventory->add_mpi_implementations(std::string(flavor->name()));
+    }
   }
   inventory->set_collbench_version(COLLBENCH_VERSION);
   utsname names;

@@ -30,11 +30,11 @@ struct InventoryOptions {
   std::string root;
   std::string proc_root = "/proc";
   std::string sys_root = "/sys";
-  // Where collbench-rank and collbench-rank-mpich are looked for first;
+  // Where the flavours' rank binaries are looked for first;
   // empty: the directory of the running executable (/proc/self/exe).
   std::string binary_dir;
   // The search path for everything not found in binary_dir (the rank
-  // binaries, mpirun.openmpi, mpiexec.mpich); nullopt: $PATH.
+  // binaries, the MPI launchers); nullopt: $PATH.
   std::optional<std::string> search_path;
   // Probing GPUs creates a CUDA context per device in this process; tests
   // and tools that only want the host facts can turn it off.
@@ -59,8 +59,8 @@ struct InventoryOptions {
 //   gpus: through the engine's DeviceRuntime (none when Init(0) fails);
 //   backends: mpi; plus mpi-staged, mpi-cuda, nccl when built with CUDA
 //     and a GPU was found;
-//   mpi_implementations: openmpi when collbench-rank and mpirun.openmpi are
-//     found, mpich when collbench-rank-mpich and mpiexec.mpich are.
+//   mpi_implementations: the name of each MPI flavour (flavors/registry.h)
+//     whose rank binary and launcher program are found.
 // Facts that cannot be read are left empty/zero; the call fails only when
 // nothing sensible can be reported (no hostname).
 // Thread safety: may be called from any thread; it reads only.

@@ -1,17 +1,13 @@
 // Builds the command the launcher worker runs for an assignment (DESIGN §3,
-// Launch): `mpirun` (Open MPI) or `mpiexec` (MPICH hydra) with this worker's
-// binary as the remote-shell agent, one host entry per worker in rank
-// order, the transport mapped to MCA / UCX settings, the run's tuning
-// parameters, and collbench-rank with the engine flags. The result is an
+// Launch): the MPI launcher of the run's flavour (flavors/mpi_flavor.h) with
+// this worker's binary as the remote-shell agent, one host entry per worker
+// in rank order, the transport and the run's tuning parameters as the
+// flavour passes them, and its rank binary with the engine flags. The result is an
 // argv (no shell) and the complete environment of mpirun / mpiexec (which
 // their local ranks inherit): the worker's allowed variables
 // (clean_env.h), the transport settings, spec.env (checked again against
 // api/tuning_env.h), COLLBENCH_RUN, COLLBENCH_HOSTMAP and the path of the
 // run's token file. The token itself is never in it.
-//
-// With MPICH, SHM between workers that share IPC (assignment.shared_ipc)
-// goes through UCX's shared-memory transports, since hydra treats each
-// worker as a node of its own (see SharedIpcEnv in launch_command.cc).
 //
 // Peers other than the launcher itself are named by aliases (w1, w2, ...)
 // that the launch shim maps to their Agent addresses through COLLBENCH_HOSTMAP;
@@ -28,26 +24,26 @@
 
 namespace collbench {
 
+// Where a flavour's programs are installed on this worker.
+struct FlavorPaths {
+  std::string launcher;     // e.g. /usr/bin/mpirun.openmpi (MpiFlavor::launcher_program)
+  std::string rank_binary;  // e.g. /opt/cb/collbench-rank (MpiFlavor::rank_binary)
+};
+
 struct LaunchPaths {
-  std::string self;            // this worker binary (the shim is `self launch-shim`)
-  std::string openmpi_mpirun;  // mpirun.openmpi
-  std::string mpich_mpiexec;   // mpiexec.mpich
-  std::string rank_openmpi;    // collbench-rank
-  std::string rank_mpich;      // collbench-rank-mpich
-  // MPICH runs its launcher as one word, so the shim is reached through a
-  // symbolic link to `self` named collbench-launch-shim (kShimLinkName in
-  // launch_shim.h), which collbench-worker's main() recognises. No script,
-  // no shell. Per run (the launcher makes it in the run's directory).
-  std::string mpich_shim_link;
+  std::string self;  // this worker binary (the shim is `self launch-shim`)
+  // Per flavour name (flavors/registry.h): its launcher and rank binary.
+  std::map<std::string, FlavorPaths, std::less<>> flavors;
+  // Launchers that take their remote-shell agent as one word
+  // (MpiFlavor::needs_shim_link) reach the shim through a symbolic link to
+  // `self` named collbench-launch-shim (kShimLinkName in launch_shim.h),
+  // which collbench-worker's main() recognises. No script, no shell. Per
+  // run (the launcher makes it in the run's directory).
+  std::string shim_link;
   // Not a path: the network MPI's own TCP traffic between hosts uses, an
   // interface name ("eth0") or a CIDR ("10.0.0.0/16"); empty: MPI's choice.
-  // Open MPI gets it as oob_tcp_if_include and btl_tcp_if_include (on a
-  // host with several networks the daemons otherwise may try to call back
-  // mpirun on an address they cannot reach). MPICH (over UCX) gets an
-  // interface name as UCX_NET_DEVICES, unless the run sets that itself
-  // (this also keeps UCX off RDMA devices; a CIDR is not passed on). MPICH's
-  // proxies always call back the launcher's advertised Agent host
-  // (`-localhost`), so they need no interface for that.
+  // Each flavour hands it to its library as that library takes it
+  // (MpiFlavor::LaunchArgv).
   std::string mpi_interface;
   // Not secret: added to mpirun's environment for the launch shim (the
   // Agent TLS file paths, agent_tls.h ShimTlsEnv).
@@ -79,7 +75,8 @@ struct LaunchEnvironment {
 // malformed, a spec.env entry is not an allowed tuning parameter
 // ("spec.env.KEY: ..."), or an engine field is not one word;
 // FailedPrecondition ("spec.env.KEY: tuning file 'NAME' ...") when a
-// tuning file is not in paths.tuning_dir or this worker has none.
+// tuning file is not in paths.tuning_dir or this worker has none, or when
+// the run's flavour is not installed here (not in paths.flavors).
 absl::StatusOr<LaunchCommand> BuildLaunchCommand(const v1::Assignment& assignment,
                                                  const std::string& self_worker,
                                                  const LaunchPaths& paths,

@@ -113,6 +113,8 @@ inline constexpr char kRunTokenFileEnv[] = "COLLBENCH_RUN_TOKEN_FILE";
 inline constexpr char kHostMapEnv[] = "COLLBENCH_HOSTMAP";
 // A binary called by this name (argv[0]'s basename) is the launch shim.
 inline constexpr char kShimLinkName[] = "collbench-launch-shim";
+// The word after the worker binary that makes it the shim (plm_rsh_agent).
+inline constexpr char kShimWord[] = "launch-shim";
 
 // An ssh command line taken apart.
 struct ShimCommand {

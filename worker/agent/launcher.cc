@@ -15,6 +15,7 @@
 #include "absl/strings/str_split.h"
 #include "api/convert.h"
 #include "common/records.h"
+#include "flavors/registry.h"
 #include "worker/agent/launch_shim.h"
 #include "worker/agent/line_buffer.h"
 #include "engine_spec/job_checks.h"
@@ -111,9 +112,9 @@ absl::Status Launcher::Start(const v1::Assignment& assignment) {
     RemoveRunDir(*run_dir);
     return status;
   };
-  if (assignment.spec().mpi() == v1::MPICH) {
-    paths.mpich_shim_link = absl::StrCat(*run_dir, "/", kShimLinkName);
-    if (absl::Status s = MakeShimLink(paths.mpich_shim_link, paths.self); !s.ok()) {
+  if (FlavorFor(assignment.spec().mpi()).needs_shim_link()) {
+    paths.shim_link = absl::StrCat(*run_dir, "/", kShimLinkName);
+    if (absl::Status s = MakeShimLink(paths.shim_link, paths.self); !s.ok()) {
       return cleanup_on_error(s);
     }
   }

@@ -12,7 +12,8 @@
 //
 // Each run gets a private directory (mode 0700) under work_dir holding its
 // token file (0600; the shim reads it, the token is in no environment or
-// argv) and, for MPICH, the shim link; it is removed when the run ends.
+// argv) and, for a launcher that needs one, the shim link; it is removed
+// when the run ends.
 // Output lines are bounded (LineBuffer, 1 MiB; a cut is logged once per
 // run) and so is the spool (a refused result fails the run, named).
 //
@@ -50,7 +51,7 @@ class ReportSink {
 struct LauncherOptions {
   LaunchPaths paths;
   std::string self_worker;  // "workers/{id}"
-  std::string work_dir;     // for per-run directories (token file, MPICH shim link)
+  std::string work_dir;     // for per-run directories (token file, shim link)
   // The environment mpirun / mpiexec start from (AllowedOwnEnvironment()).
   std::map<std::string, std::string> base_env;
   absl::Duration kill_grace = absl::Seconds(3);

@@ -27,6 +27,7 @@
 #include "common/tls_channel.h"
 #include "common/host_port.h"
 #include "common/worker_labels.h"
+#include "flavors/registry.h"
 #include "absl/time/clock.h"
 #include "worker/agent/clean_env.h"
 #include "worker/agent/daemon_command.h"
@@ -100,12 +101,13 @@ std::string AdvertiseAddress(const Flags& flags, int port) {
   return JoinHostPort(host, port);
 }
 
-// Open MPI names a rank's shared-memory segment after the host name, the
-// job and the rank's index on its node. Two workers on one machine are two
-// "nodes" to mpirun, with the same host name and the same local indexes, so
-// their ranks would create, and unlink, each other's segments (a crash or a
-// silent mix-up). Each worker's ranks therefore get their own folder,
-// removed with what killed ranks left in it when the worker exits.
+// An MPI library may name a rank's shared-memory segment after the host
+// name, the job and the rank's index on its node. Two workers on one
+// machine are two "nodes" to the launcher, with the same host name and the
+// same local indexes, so their ranks would create, and unlink, each other's
+// segments (a crash or a silent mix-up). Each worker's ranks therefore get
+// their own folder (handed over as MpiFlavor::SegmentDirEnv), removed with
+// what killed ranks left in it when the worker exits.
 class SegmentDir {
  public:
   SegmentDir() {
@@ -213,17 +215,26 @@ int Serve(const Flags& flags) {
   std::unique_ptr<ProcessRunner> runner = NewPosixProcessRunner();
   const SegmentDir segment_dir;
   const std::string self = SelfPath();
-  const std::string openmpi_mpirun = FromPath("mpirun.openmpi");
-  const std::string mpich_mpiexec = FromPath("mpiexec.mpich");
+  const std::string bin_dir = self.substr(0, self.rfind('/'));
+  // Each MPI flavour's launcher (from PATH) and rank binary (beside this one).
+  std::map<std::string, FlavorPaths, std::less<>> flavor_paths;
+  std::map<std::string, std::string> launchers;
+  for (const MpiFlavor* flavor : Flavors().List()) {
+    const std::string name(flavor->name());
+    launchers[name] = FromPath(std::string(flavor->launcher_program()));
+    flavor_paths[name] = {launchers[name], absl::StrCat(bin_dir, "/", flavor->rank_binary())};
+  }
   // What children start from: an allow-list of this process' environment,
   // taken once (clean_env.h).
   const std::map<std::string, std::string> base_env = AllowedOwnEnvironment();
   ExecManagerOptions exec_options;
-  exec_options.daemons = ResolveDaemonPaths(openmpi_mpirun, mpich_mpiexec);
+  exec_options.daemons = ResolveDaemonPaths(launchers);
   exec_options.base_env = base_env;
   exec_options.tuning_dir = tuning_dir;
-  if (!segment_dir.path().empty()) {
-    exec_options.default_env["OMPI_MCA_btl_vader_backing_directory"] = segment_dir.path();
+  for (const MpiFlavor* flavor : Flavors().List()) {
+    for (const auto& [key, value] : flavor->SegmentDirEnv(segment_dir.path())) {
+      exec_options.default_env[key] = value;
+    }
   }
   ExecManager exec(runner.get(), exec_options);
   ExecService exec_service(&exec);
@@ -266,10 +277,9 @@ int Serve(const Flags& flags) {
   ResultSpool spool;
   WorkerAgent agent(options, &exec, &spool);
   LauncherOptions launcher_options;
-  const std::string bin_dir = self.substr(0, self.rfind('/'));
-  launcher_options.paths = {self, openmpi_mpirun, mpich_mpiexec,
-                            bin_dir + "/collbench-rank", bin_dir + "/collbench-rank-mpich", "",
-                            flags.mpi_interface};
+  launcher_options.paths.self = self;
+  launcher_options.paths.flavors = flavor_paths;
+  launcher_options.paths.mpi_interface = flags.mpi_interface;
   launcher_options.base_env = base_env;
   launcher_options.self_worker = absl::StrCat("workers/", options.worker_id);
   launcher_options.work_dir = work_dir;

@@ -12,6 +12,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "common/status_macros.h"
+#include "flavors/registry.h"
 #include "worker/engine/backends/registry.h"
 #include "worker/engine/collectives/operation.h"
 #include "worker/engine/agreement.h"
@@ -54,8 +55,10 @@ int ExitCodeFor(const absl::Status& status) {
 // The rank the launcher assigned, readable before MPI_Init so that a usage
 // error is printed once rather than by every process.
 int LauncherRank() {
-  for (const char* name : {"OMPI_COMM_WORLD_RANK", "PMI_RANK", "PMIX_RANK"}) {
-    if (const char* value = std::getenv(name)) return std::atoi(value);
+  for (const MpiFlavor* flavor : Flavors().List()) {
+    for (const std::string& name : flavor->RankVariables()) {
+      if (const char* value = std::getenv(name.c_str())) return std::atoi(value);
+    }
   }
   return 0;
 }

@@ -53,7 +53,7 @@ class AgentServer {
                   grpc::InsecureServerCredentials()) {
     runner_ = NewPosixProcessRunner();
     // Exec runs only an MPI daemon: a stand-in orted runs the tests' scripts.
-    options.daemons.orted = ::collbench::testing::FakeOrtedPath();
+    options.daemons["orted"] = ::collbench::testing::FakeOrtedPath();
     options.base_env = {{"PATH", "/usr/bin:/bin"}};
     manager_ = std::make_unique<ExecManager>(runner_.get(), options);
     service_ = std::make_unique<ExecService>(manager_.get());

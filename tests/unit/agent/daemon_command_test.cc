@@ -22,8 +22,8 @@ using ::testing::HasSubstr;
 
 DaemonPaths Installed() {
   DaemonPaths paths;
-  paths.orted = "/usr/lib/openmpi/bin/orted";
-  paths.hydra_pmi_proxy = "/usr/lib/mpich/bin/hydra_pmi_proxy";
+  paths["orted"] = "/usr/lib/openmpi/bin/orted";
+  paths["hydra_pmi_proxy"] = "/usr/lib/mpich/bin/hydra_pmi_proxy";
   return paths;
 }
 
@@ -88,7 +88,7 @@ TEST(CheckDaemonArgvTest, RefusesWhatIsNotADaemonsLaunch) {
 // A run's token starts only its own library's daemon.
 TEST(CheckDaemonArgvTest, ARunStartsOnlyTheDaemonOfItsLibrary) {
   DaemonPaths paths = Installed();
-  paths.prted = "/usr/lib/openmpi/bin/prted";
+  paths["prted"] = "/usr/lib/openmpi/bin/prted";
   const std::vector<std::string> orted = {"orted", "-mca", "ess", "env"};
   const std::vector<std::string> prted = {"prted", "-mca", "ess", "env"};
   const std::vector<std::string> hydra = {"hydra_pmi_proxy", "--proxy-id", "1"};
@@ -141,10 +141,11 @@ TEST(CheckDaemonArgvTest, TuningFileOnlyInsideThisWorkersTuningDir) {
 }
 
 TEST(ResolveDaemonPathsTest, FindsTheDaemonsOfThisInstallation) {
-  const DaemonPaths paths = ResolveDaemonPaths("/usr/bin/mpirun.openmpi", "/usr/bin/mpiexec.mpich");
-  if (access("/usr/bin/orted", X_OK) == 0) EXPECT_EQ(paths.orted, "/usr/bin/orted");
+  const DaemonPaths paths = ResolveDaemonPaths(
+      {{"openmpi", "/usr/bin/mpirun.openmpi"}, {"mpich", "/usr/bin/mpiexec.mpich"}});
+  if (access("/usr/bin/orted", X_OK) == 0) EXPECT_EQ(paths.at("orted"), "/usr/bin/orted");
   if (access("/usr/bin/hydra_pmi_proxy", X_OK) == 0) {
-    EXPECT_EQ(paths.hydra_pmi_proxy, "/usr/bin/hydra_pmi_proxy");
+    EXPECT_EQ(paths.at("hydra_pmi_proxy"), "/usr/bin/hydra_pmi_proxy");
   }
 }
 

@@ -31,7 +31,7 @@ constexpr char kToken[] = "s3cret-token-value";
 ExecManagerOptions TestOptions() {
   ExecManagerOptions options;
   options.kill_grace = absl::Seconds(1);
-  options.daemons.orted = ::collbench::testing::FakeOrtedPath();
+  options.daemons["orted"] = ::collbench::testing::FakeOrtedPath();
   options.base_env = {{"PATH", "/usr/bin:/bin"}, {"COLLBENCH_TEST_BASE", "b"}};
   options.default_env = {{"COLLBENCH_TEST_DEFAULT", "d"}};
   return options;
@@ -252,7 +252,7 @@ TEST(ExecManagerTest, RevokeKillsOnlyThatRunsCommands) {
   daemon.wait_for_kill = true;
   runner.SetScript("/opt/mpi/orted", daemon);
   ExecManagerOptions options;
-  options.daemons.orted = "/opt/mpi/orted";
+  options.daemons["orted"] = "/opt/mpi/orted";
   options.base_env = {{"K", "V"}};
   ExecManager manager(&runner, options);
   manager.Allow("runs/a", "ta", v1::OPENMPI);
@@ -276,7 +276,7 @@ TEST(ExecManagerTest, RevokeKillsOnlyThatRunsCommands) {
 TEST(ExecManagerTest, AllowReplacesTheToken) {
   FakeProcessRunner runner;
   ExecManagerOptions options;
-  options.daemons.hydra_pmi_proxy = "/opt/mpi/hydra_pmi_proxy";
+  options.daemons["hydra_pmi_proxy"] = "/opt/mpi/hydra_pmi_proxy";
   ExecManager manager(&runner, options);
   manager.Allow("runs/a", "old", v1::MPICH);
   manager.Allow("runs/a", "new", v1::MPICH);
@@ -293,9 +293,9 @@ TEST(ExecManagerTest, AllowReplacesTheToken) {
 TEST(ExecManagerTest, ATokenStartsOnlyTheDaemonOfItsRunsLibrary) {
   FakeProcessRunner runner;
   ExecManagerOptions options;
-  options.daemons.orted = "/opt/mpi/orted";
-  options.daemons.prted = "/opt/mpi/prted";
-  options.daemons.hydra_pmi_proxy = "/opt/mpi/hydra_pmi_proxy";
+  options.daemons["orted"] = "/opt/mpi/orted";
+  options.daemons["prted"] = "/opt/mpi/prted";
+  options.daemons["hydra_pmi_proxy"] = "/opt/mpi/hydra_pmi_proxy";
   ExecManager manager(&runner, options);
   manager.Allow("runs/mpich", "tm", v1::MPICH);
   manager.Allow("runs/openmpi", "to", v1::OPENMPI);

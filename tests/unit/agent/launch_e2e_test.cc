@@ -100,7 +100,8 @@ class LaunchE2eTest : public ::testing::Test {
  protected:
   void SetUp() override {
     ExecManagerOptions options;
-    options.daemons = ResolveDaemonPaths(COLLBENCH_TEST_MPIRUN, COLLBENCH_TEST_MPIEXEC_MPICH);
+    options.daemons = ResolveDaemonPaths(
+        {{"openmpi", COLLBENCH_TEST_MPIRUN}, {"mpich", COLLBENCH_TEST_MPIEXEC_MPICH}});
     options.base_env = AllowedOwnEnvironment();
     manager_ = std::make_unique<ExecManager>(&recorder_, options);
     service_ = std::make_unique<ExecService>(manager_.get());

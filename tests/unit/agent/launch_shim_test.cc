@@ -176,7 +176,7 @@ class LaunchShimTest : public ::testing::Test {
   void SetUp() override {
     runner_ = NewPosixProcessRunner();
     ExecManagerOptions options;
-    options.daemons.orted = ::collbench::testing::FakeOrtedPath();
+    options.daemons["orted"] = ::collbench::testing::FakeOrtedPath();
     options.base_env = {{"PATH", "/usr/bin:/bin"}};
     manager_ = std::make_unique<ExecManager>(runner_.get(), options);
     service_ = std::make_unique<ExecService>(manager_.get());

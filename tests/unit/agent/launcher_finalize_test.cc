@@ -113,7 +113,9 @@ class LauncherFinalizeTest : public ::testing::Test {
     peer->set_worker("workers/a");
     peer->set_agent_address("127.0.0.1:1");
     peer->set_slots(2);
-    options_.paths = {"/bin/true", "/bin/true", "/bin/true", "/bin/true", "/bin/true", "", ""};
+    options_.paths.self = "/bin/true";
+    options_.paths.flavors = {{"openmpi", {"/bin/true", "/bin/true"}},
+                              {"mpich", {"/bin/true", "/bin/true"}}};
     options_.self_worker = "workers/a";
     options_.work_dir = ::testing::TempDir();
     options_.kill_grace = absl::Seconds(1);

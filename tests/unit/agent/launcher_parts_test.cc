@@ -75,9 +75,10 @@ TEST(ResultSpoolTest, ActiveRunsAreThoseNotFinishedOrNotFullyAcked) {
 class LaunchCommandTest : public ::testing::Test {
  protected:
   LaunchCommandTest() {
-    paths_ = {"/opt/cb/collbench-worker", "/usr/bin/mpirun.openmpi", "/usr/bin/mpiexec.mpich",
-              "/opt/cb/collbench-rank",   "/opt/cb/collbench-rank-mpich",
-              "/run/dir/collbench-launch-shim", ""};
+    paths_.self = "/opt/cb/collbench-worker";
+    paths_.flavors = {{"openmpi", {"/usr/bin/mpirun.openmpi", "/opt/cb/collbench-rank"}},
+                      {"mpich", {"/usr/bin/mpiexec.mpich", "/opt/cb/collbench-rank-mpich"}}};
+    paths_.shim_link = "/run/dir/collbench-launch-shim";
     environment_.base = {{"PATH", "/usr/bin:/bin"}, {"HOME", "/home/w"}};
     environment_.token_file = "/run/dir/token";
     assignment_.set_run("runs/r1");

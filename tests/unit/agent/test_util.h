@@ -46,7 +46,7 @@ inline bool GroupGone(pid_t pgid) {
 }
 
 // A stand-in for orted, for tests that drive real processes through Exec's
-// daemon check (ExecManagerOptions.daemons.orted = FakeOrtedPath()): it
+// daemon check (ExecManagerOptions.daemons["orted"] = FakeOrtedPath()): it
 // runs the value of its first `-mca ess VALUE` pair as a shell script. The
 // real orted does nothing of the kind; Exec itself runs no shell.
 inline std::string FakeOrtedPath() {

@@ -5,6 +5,7 @@
 
 #include "absl/strings/ascii.h"
 #include "common/status_macros.h"
+#include "flavors/registry.h"
 #include "worker/engine/mpi/mpi_status.h"
 
 namespace collbench {
@@ -128,10 +129,8 @@ absl::StatusOr<std::unique_ptr<Communicator>> MpiCommunicator::Split(int color, 
 }
 
 std::string MpiCommunicator::library_name() const {
-  const std::string version = library_version();
-  if (version.find("Open MPI") != std::string::npos) return "Open MPI";
-  if (version.find("MPICH") != std::string::npos) return "MPICH";
-  return "MPI";
+  const MpiFlavor* flavor = Flavors().OfVersionLine(library_version());
+  return flavor == nullptr ? "MPI" : std::string(flavor->display_name());
 }
 
 std::string MpiCommunicator::library_version() const {

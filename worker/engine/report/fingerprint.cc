@@ -10,14 +10,15 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/strip.h"
+#include "flavors/registry.h"
 
 extern char** environ;
 
 namespace collbench {
 namespace {
 
-constexpr const char* kPrefixes[] = {"NCCL_", "UCX_",     "OMPI_MCA_", "MPIR_CVAR_",
-                                     "FI_",   "MEMKIND_", "HYDRA_"};
+// Besides each MPI flavour's own (MpiFlavor::EnvPrefixes).
+constexpr const char* kPrefixes[] = {"NCCL_", "UCX_", "FI_", "MEMKIND_"};
 constexpr const char* kExact[] = {"CUDA_VISIBLE_DEVICES", "OMP_NUM_THREADS"};
 
 std::string CpuModel() {
@@ -34,6 +35,11 @@ std::string CpuModel() {
 bool Tunes(absl::string_view name) {
   for (const char* prefix : kPrefixes) {
     if (absl::StartsWith(name, prefix)) return true;
+  }
+  for (const MpiFlavor* flavor : Flavors().List()) {
+    for (const std::string& prefix : flavor->EnvPrefixes()) {
+      if (absl::StartsWith(name, prefix)) return true;
+    }
   }
   for (const char* exact : kExact) {
     if (name == exact) return true;
