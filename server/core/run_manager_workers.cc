@@ -140,7 +140,7 @@ absl::StatusOr<RunManager::Registration> RunManager::OnRegister(const v1::Regist
   registration.host_id = hello.inventory().host_id();
   registration.slots = hello.slots();
   registration.agent_address = hello.agent_address();
-  registration.inventory = hello.inventory().SerializeAsString();
+  // The registry's copy stays empty: the parsed inventory is kept here.
   if (absl::Status valid = scheduling::WorkerRegistry::Validate(registration); !valid.ok()) {
     return refused("refused_invalid", valid);
   }
@@ -151,6 +151,10 @@ absl::StatusOr<RunManager::Registration> RunManager::OnRegister(const v1::Regist
   if (!session.ok()) {
     ++worker_counts_.registrations["refused_invalid"];
     return session.status();
+  }
+  {
+    absl::MutexLock inventories(&inventories_mu_);
+    inventories_[registration.name] = std::make_shared<const v1::Inventory>(hello.inventory());
   }
   // Back after a restart: its registry entry is listed from now on (and the
   // store's row is the one SaveWorkerLocked writes below).
@@ -187,12 +191,7 @@ void RunManager::AdoptLocked(const std::string& worker, const std::string& run, 
     return;
   }
   live->launcher_away_since = absl::InfiniteFuture();
-  if (live->stored_through >= 0) {
-    v1::CoordinatorMessage ack;
-    ack.mutable_ack()->set_run(live->run.name());
-    ack.mutable_ack()->set_sequence(live->stored_through);
-    link_->Send(worker, ack);
-  }
+  if (live->stored_through >= 0) SendAckLocked(worker, live->run.name(), live->stored_through);
 }
 
 void RunManager::OnHeartbeat(const std::string& worker, uint64_t session, absl::Time now) {
@@ -235,7 +234,10 @@ bool RunManager::WorkerLostLocked(const scheduling::WorkerSnapshot& worker, absl
   return true;
 }
 
-RunManager::~RunManager() { FlushWorkerRows(); }
+RunManager::~RunManager() {
+  writer_->Stop();
+  FlushWorkerRows();
+}
 
 void RunManager::SaveWorkerLocked(v1::Worker worker) {
   std::string name = worker.name();
@@ -310,56 +312,104 @@ void RunManager::OnResult(const std::string& worker, const v1::RunResult& messag
   absl::MutexLock lock(&mu_);
   const v1::SizeResult& result = message.result();
   LiveRun* live = FindLiveLocked(message.run());
-  int64_t ack_through = result.sequence();
-  if (live != nullptr && live->run.launcher() != worker) {
+  if (live == nullptr) {
+    OnResultOfEndedRunLocked(worker, message);
+    return;
+  }
+  if (live->run.launcher() != worker) {
     RefuseMessageLocked(worker, message.run(), "result_not_launcher");
     return;
   }
-  if (live != nullptr) {
-    if (live->max_results < 0) live->max_results = BoundsOfSpec(live->run.spec()).max_results;
-    if (result.sequence() < 0 || result.sequence() >= live->max_results) {
-      // Not stored and not acknowledged: no real run reports it.
-      RefuseMessageLocked(worker, message.run(), "results_beyond_spec");
-      return;
-    }
-    absl::StatusOr<bool> inserted = store_->AddResult(live->run.name(), result);
-    if (!inserted.ok()) return;  // not stored: not acknowledged, so it comes again
-    if (*inserted) {
-      live->run.set_sizes_done(live->run.sizes_done() + 1);
-      live->run.set_wrong(live->run.wrong() + result.wrong());
-      (void)SaveLocked(*live);
-      v1::RunEvent event;
-      event.set_run(live->run.name());
-      *event.mutable_time() = TimestampFromTime(now);
-      *event.mutable_result() = result;
-      hub_->Publish(event);
-      event.mutable_progress()->set_sizes_done(live->run.sizes_done());
-      event.mutable_progress()->set_sizes_total(live->run.sizes_total());
-      hub_->Publish(event);
-    }
-    // A reconnect's re-sends interleave with new results, so they can come
-    // out of order: advance over every stored one that is contiguous now.
-    if (result.sequence() > live->stored_through) live->stored_ahead.insert(result.sequence());
-    while (!live->stored_ahead.empty() &&
-           *live->stored_ahead.begin() <= live->stored_through + 1) {
-      live->stored_through = std::max(live->stored_through, *live->stored_ahead.begin());
-      live->stored_ahead.erase(live->stored_ahead.begin());
-    }
-    ack_through = live->stored_through;
-  } else if (absl::StatusOr<v1::Run> stored = store_->GetRun(message.run()); !stored.ok()) {
+  if (live->max_results < 0) live->max_results = BoundsOfSpec(live->run.spec()).max_results;
+  if (result.sequence() < 0 || result.sequence() >= live->max_results) {
+    // Not stored and not acknowledged: no real run reports it.
+    RefuseMessageLocked(worker, message.run(), "results_beyond_spec");
     return;
-  } else if (stored->launcher() != worker) {
+  }
+  // Stored already (a re-send after a reconnect): acknowledged at once.
+  if (result.sequence() <= live->stored_through || live->stored_ahead.count(result.sequence())) {
+    SendAckLocked(worker, live->run.name(), live->stored_through);
+    return;
+  }
+  writer_->Submit({worker, {live->run.name(), result}, now});
+}
+
+void RunManager::OnResultOfEndedRunLocked(const std::string& worker,
+                                          const v1::RunResult& message) {
+  absl::StatusOr<v1::Run> stored = store_->GetRun(message.run());
+  if (!stored.ok()) return;
+  if (stored->launcher() != worker) {
     // A finished run's launcher re-sending after a reconnect is acked; no
     // other worker is.
     RefuseMessageLocked(worker, message.run(), "result_not_launcher");
     return;
   }
-  v1::CoordinatorMessage ack;
-  ack.mutable_ack()->set_run(message.run());
-  ack.mutable_ack()->set_sequence(ack_through);
-  link_->Send(worker, ack);
-  if (live != nullptr) FinishIfCompleteLocked(*live, now);
+  SendAckLocked(worker, message.run(), message.result().sequence());
 }
+
+void RunManager::OnResultsStored(const ResultWriter::Batch& batch,
+                                 const absl::StatusOr<std::vector<bool>>& inserted) {
+  // A failed write stored none of the batch: nothing is acknowledged, the
+  // launchers keep the results and send them again (the writer logged it).
+  if (!inserted.ok()) return;
+  absl::MutexLock lock(&mu_);
+  // One ack per (worker, run) of the batch, for the latest stored sequence.
+  std::map<std::pair<std::string, std::string>, int64_t> acks;
+  std::map<std::string, absl::Time> touched;  // live runs, by name
+  for (size_t i = 0; i < batch.rows.size(); ++i) {
+    const Store::ResultRow& row = batch.rows[i];
+    const int64_t sequence = row.result.sequence();
+    int64_t& ack = acks.try_emplace({batch.workers[i], row.run}, -1).first->second;
+    LiveRun* live = FindLiveLocked(row.run);
+    if (live == nullptr) {  // ended meanwhile (cancelled, failed): stored all the same
+      ack = std::max(ack, sequence);
+      continue;
+    }
+    if ((*inserted)[i]) PublishResultLocked(*live, row.result, batch.received[i]);
+    // A reconnect's re-sends interleave with new results, so they can come
+    // out of order: advance over every stored one that is contiguous now.
+    if (sequence > live->stored_through) live->stored_ahead.insert(sequence);
+    while (!live->stored_ahead.empty() &&
+           *live->stored_ahead.begin() <= live->stored_through + 1) {
+      live->stored_through = std::max(live->stored_through, *live->stored_ahead.begin());
+      live->stored_ahead.erase(live->stored_ahead.begin());
+    }
+    ack = live->stored_through;
+    touched[row.run] = batch.received[i];
+  }
+  for (const auto& [to, sequence] : acks) {
+    if (sequence >= 0) SendAckLocked(to.first, to.second, sequence);
+  }
+  for (const auto& [name, now] : touched) {
+    if (LiveRun* live = FindLiveLocked(name)) FinishIfCompleteLocked(*live, now);
+  }
+}
+
+void RunManager::PublishResultLocked(LiveRun& live, const v1::SizeResult& result,
+                                     absl::Time now) {
+  live.run.set_sizes_done(live.run.sizes_done() + 1);
+  live.run.set_wrong(live.run.wrong() + result.wrong());
+  v1::RunEvent event;
+  event.set_run(live.run.name());
+  *event.mutable_time() = TimestampFromTime(now);
+  *event.mutable_result() = result;
+  hub_->Publish(event);
+  event.mutable_progress()->set_sizes_done(live.run.sizes_done());
+  event.mutable_progress()->set_sizes_total(live.run.sizes_total());
+  hub_->Publish(event);
+}
+
+void RunManager::SendAckLocked(const std::string& worker, const std::string& run,
+                               int64_t sequence) {
+  v1::CoordinatorMessage ack;
+  ack.mutable_ack()->set_run(run);
+  ack.mutable_ack()->set_sequence(sequence);
+  link_->Send(worker, ack);
+}
+
+void RunManager::FlushResults() { writer_->Flush(); }
+
+ResultWriter::Stats RunManager::result_writer_stats() { return writer_->stats(); }
 
 void RunManager::OnLog(const std::string& worker, const v1::RunLog& log, absl::Time now) {
   absl::MutexLock lock(&mu_);
@@ -412,7 +462,7 @@ v1::Worker RunManager::WorkerProto(const scheduling::WorkerSnapshot& snapshot) c
   v1::Worker worker;
   worker.set_name(snapshot.name);
   worker.set_state(ToProtoState(snapshot.state));
-  worker.mutable_inventory()->ParseFromString(snapshot.inventory);
+  *worker.mutable_inventory() = *InventoryOf(snapshot.name);
   worker.set_display_name(worker.inventory().hostname());
   worker.set_agent_address(snapshot.agent_address);
   worker.set_slots(snapshot.slots);

@@ -2,13 +2,17 @@
 // call reported as stored survives kill -9 and power loss (DESIGN §3).
 //
 // Each row keeps the whole serialized proto (the truth) next to the columns
-// that are queried or worth reading with the sqlite3 shell. One connection,
-// used under one mutex: the coordinator writes a few rows per second.
+// that are queried or worth reading with the sqlite3 shell; a run's progress
+// (sizes_done, wrong) is the exception, kept in columns that AddResults
+// counts up. One connection, used under one mutex: run and worker rows
+// change a few times per second, results come in batches (AddResults, one
+// transaction per batch).
 #include <sqlite3.h>
 
 #include <cstdint>
 #include <filesystem>
 #include <iterator>
+#include <map>
 #include <memory>
 #include <string>
 #include <system_error>
@@ -73,34 +77,51 @@ CREATE TABLE worker_credentials (
   update_time_ns INTEGER NOT NULL
 );
 )sql",
+    // A run's progress is counted where its results are written, in the
+    // same transaction, rather than rewritten with the whole row: these
+    // columns are its truth (the copies in `data` are not read). Rows of
+    // schema 2 get them from their `data` (BackfillRunProgress).
+    R"sql(
+ALTER TABLE runs ADD COLUMN sizes_done INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE runs ADD COLUMN wrong INTEGER NOT NULL DEFAULT 0;
+)sql",
 };
 constexpr int kSchemaVersion = std::size(kMigrations);
 
 // How long a write waits for another connection's lock before Unavailable.
 constexpr int kBusyTimeoutMs = 10'000;
 
-// The run in the current row of a query that selects (spec, data) first.
+// The schema whose migration added the progress columns.
+constexpr int kProgressColumnsSchema = 3;
+
+// The run in the current row of a query that selects kRunRead.
 absl::StatusOr<v1::Run> ReadRun(const Query& query) {
   v1::Run run;
   RETURN_IF_ERROR(query.ColumnProto(1, &run, "run"));
   RETURN_IF_ERROR(query.ColumnProto(0, run.mutable_spec(), "run spec"));
+  run.set_sizes_done(static_cast<int32_t>(query.ColumnInt(2)));
+  run.set_wrong(static_cast<uint64_t>(query.ColumnInt(3)));
   return run;
 }
 
 // Every statement the store runs, prepared once at open.
 struct Statements {
-  StatementPtr insert_run, update_run, get_run, find_run_by_request_id,
-      list_runs, list_unfinished_runs, insert_result, list_results,
+  StatementPtr insert_run, update_run, update_run_except_progress, get_run,
+      find_run_by_request_id, list_runs, list_unfinished_runs, insert_result,
+      add_progress, list_results,
       upsert_worker, list_workers, set_secret_hash, list_secret_hashes,
       delete_worker_row, delete_secret_hash;
 };
 
-// Both statements bind ?1 … ?9 in this order: see BindRun.
+// insert_run and update_run bind ?1 … ?11 in this order (BindRun, then
+// BindProgress); update_run_except_progress ?1 … ?9.
 constexpr char kRunColumns[] =
     "name, request_id, state, create_time_ns, start_time_ns, end_time_ns, "
-    "error, spec, data";
-constexpr char kListRunsSql[] =
-    "SELECT spec, data FROM runs WHERE (?1 = 0 OR state = ?1) AND "
+    "error, spec, data, sizes_done, wrong";
+// What ReadRun reads, in this order.
+constexpr char kRunRead[] = "SELECT spec, data, sizes_done, wrong FROM runs ";
+constexpr char kListRunsWhere[] =
+    "WHERE (?1 = 0 OR state = ?1) AND "
     "(?2 IS NULL OR create_time_ns < ?2 OR "
     "(create_time_ns = ?2 AND name < ?3)) "
     "ORDER BY create_time_ns DESC, name DESC LIMIT ?4";
@@ -110,21 +131,26 @@ absl::StatusOr<Statements> PrepareStatements(sqlite3* db) {
   const std::pair<StatementPtr*, std::string> all[] = {
       {&s.insert_run, absl::StrCat("INSERT INTO runs (", kRunColumns,
                                    ") VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, "
-                                   "?9)")},
+                                   "?9, ?10, ?11)")},
       {&s.update_run,
        "UPDATE runs SET request_id = ?2, state = ?3, create_time_ns = ?4, "
        "start_time_ns = ?5, end_time_ns = ?6, error = ?7, spec = ?8, "
+       "data = ?9, sizes_done = ?10, wrong = ?11 WHERE name = ?1"},
+      {&s.update_run_except_progress,
+       "UPDATE runs SET request_id = ?2, state = ?3, create_time_ns = ?4, "
+       "start_time_ns = ?5, end_time_ns = ?6, error = ?7, spec = ?8, "
        "data = ?9 WHERE name = ?1"},
-      {&s.get_run, "SELECT spec, data FROM runs WHERE name = ?1"},
-      {&s.find_run_by_request_id,
-       "SELECT spec, data FROM runs WHERE request_id = ?1"},
-      {&s.list_runs, kListRunsSql},
+      {&s.get_run, absl::StrCat(kRunRead, "WHERE name = ?1")},
+      {&s.find_run_by_request_id, absl::StrCat(kRunRead, "WHERE request_id = ?1")},
+      {&s.list_runs, absl::StrCat(kRunRead, kListRunsWhere)},
       {&s.list_unfinished_runs,
-       "SELECT spec, data FROM runs WHERE state IN (?1, ?2, ?3) "
-       "ORDER BY create_time_ns, name"},
+       absl::StrCat(kRunRead, "WHERE state IN (?1, ?2, ?3) ORDER BY create_time_ns, name")},
       {&s.insert_result,
        "INSERT OR IGNORE INTO results (run, sequence, bytes, data) "
        "VALUES (?1, ?2, ?3, ?4)"},
+      {&s.add_progress,
+       "UPDATE runs SET sizes_done = sizes_done + ?2, wrong = wrong + ?3 "
+       "WHERE name = ?1"},
       {&s.list_results,
        "SELECT data FROM results WHERE run = ?1 ORDER BY sequence"},
       {&s.upsert_worker,
@@ -150,6 +176,38 @@ absl::StatusOr<Statements> PrepareStatements(sqlite3* db) {
     statement->reset(raw);
   }
   return s;
+}
+
+// Copies each run's progress from its `data` into the columns that
+// migration 3 added (inside the migration's transaction).
+absl::Status BackfillRunProgress(sqlite3* db) {
+  std::vector<std::pair<std::string, v1::Run>> runs;
+  {
+    sqlite3_stmt* raw = nullptr;
+    const char* sql = "SELECT name, data FROM runs";
+    const int rc = sqlite3_prepare_v2(db, sql, -1, &raw, nullptr);
+    if (rc != SQLITE_OK) return SqliteError(db, rc, "read run progress");
+    StatementPtr read(raw);
+    Query query(db, raw, "read run progress");
+    while (true) {
+      ASSIGN_OR_RETURN(const bool row, query.Step());
+      if (!row) break;
+      auto& [name, run] = runs.emplace_back();
+      name = query.ColumnText(0);
+      RETURN_IF_ERROR(query.ColumnProto(1, &run, "run"));
+    }
+  }
+  sqlite3_stmt* raw = nullptr;
+  const char* sql = "UPDATE runs SET sizes_done = ?2, wrong = ?3 WHERE name = ?1";
+  const int rc = sqlite3_prepare_v2(db, sql, -1, &raw, nullptr);
+  if (rc != SQLITE_OK) return SqliteError(db, rc, "backfill run progress");
+  StatementPtr update(raw);
+  for (const auto& [name, run] : runs) {
+    Query query(db, raw, "backfill run progress");
+    query.Text(name).Int(run.sizes_done()).Int(static_cast<int64_t>(run.wrong()));
+    RETURN_IF_ERROR(query.Execute().status());
+  }
+  return absl::OkStatus();
 }
 
 // Brings the schema to kSchemaVersion in one transaction, applying each
@@ -178,6 +236,9 @@ absl::Status Migrate(sqlite3* db) {
     for (int64_t next = version; next < kSchemaVersion; ++next) {
       RETURN_IF_ERROR(Exec(db, kMigrations[next],
                            absl::StrCat("migrate schema to ", next + 1)));
+      if (next + 1 == kProgressColumnsSchema) {
+        RETURN_IF_ERROR(BackfillRunProgress(db));
+      }
       RETURN_IF_ERROR(
           Exec(db,
                absl::StrCat("INSERT INTO schema_version VALUES (", next + 1,
@@ -234,6 +295,11 @@ void BindRun(Query& query, const v1::Run& run) {
       .Blob(data.SerializeAsString());
 }
 
+// Binds ?10 and ?11 of insert_run / update_run: the run's progress.
+void BindProgress(Query& query, const v1::Run& run) {
+  query.Int(run.sizes_done()).Int(static_cast<int64_t>(run.wrong()));
+}
+
 class SqliteStore final : public Store {
  public:
   SqliteStore(std::string path, ConnectionPtr db, Statements statements)
@@ -253,17 +319,16 @@ class SqliteStore final : public Store {
     RETURN_IF_ERROR(CheckRequestIdFree(run));
     Query query(db_.get(), statements_.insert_run.get(), "insert run");
     BindRun(query, run);
+    BindProgress(query, run);
     return Written(query.Execute().status());
   }
 
   absl::Status UpdateRun(const v1::Run& run) override {
-    absl::MutexLock lock(&mu_);
-    RETURN_IF_ERROR(CheckRequestIdFree(run));
-    Query query(db_.get(), statements_.update_run.get(), "update run");
-    BindRun(query, run);
-    const absl::StatusOr<int> changed = query.Execute();
-    if (!changed.ok()) return Written(changed.status());
-    return *changed == 0 ? RunNotFound(run.name()) : absl::OkStatus();
+    return Update(run, /*with_progress=*/true);
+  }
+
+  absl::Status UpdateRunExceptProgress(const v1::Run& run) override {
+    return Update(run, /*with_progress=*/false);
   }
 
   absl::StatusOr<v1::Run> GetRun(absl::string_view name) override {
@@ -315,10 +380,7 @@ class SqliteStore final : public Store {
 
   absl::StatusOr<bool> AddResult(absl::string_view run,
                                  const v1::SizeResult& result) override {
-    if (result.sequence() < 0) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "result sequence must not be negative, got ", result.sequence()));
-    }
+    RETURN_IF_ERROR(store_internal::ValidateResultSequence(result));
     absl::MutexLock lock(&mu_);
     RETURN_IF_ERROR(GetRunLocked(run).status());
     Query query(db_.get(), statements_.insert_result.get(), "insert result");
@@ -329,6 +391,28 @@ class SqliteStore final : public Store {
     const absl::StatusOr<int> inserted = query.Execute();
     if (!inserted.ok()) return Written(inserted.status());
     return *inserted == 1;
+  }
+
+  absl::StatusOr<std::vector<bool>> AddResults(
+      const std::vector<ResultRow>& rows) override {
+    for (const ResultRow& row : rows) {
+      RETURN_IF_ERROR(store_internal::ValidateResultSequence(row.result));
+    }
+    if (rows.empty()) return std::vector<bool>();
+    // Serialized before the lock: other callers need not wait for it.
+    std::vector<std::string> blobs;
+    blobs.reserve(rows.size());
+    for (const ResultRow& row : rows) blobs.push_back(row.result.SerializeAsString());
+    absl::MutexLock lock(&mu_);
+    RETURN_IF_ERROR(Written(Exec(db_.get(), "BEGIN IMMEDIATE", "begin add results")));
+    absl::StatusOr<std::vector<bool>> inserted = AddResultsLocked(rows, blobs);
+    absl::Status status = inserted.status();
+    if (status.ok()) status = Exec(db_.get(), "COMMIT", "commit add results");
+    if (!status.ok()) {
+      sqlite3_exec(db_.get(), "ROLLBACK", nullptr, nullptr, nullptr);
+      return Written(status);
+    }
+    return inserted;
   }
 
   absl::StatusOr<std::vector<v1::SizeResult>> ListResults(
@@ -419,6 +503,56 @@ class SqliteStore final : public Store {
   }
 
  private:
+  absl::Status Update(const v1::Run& run, bool with_progress) {
+    absl::MutexLock lock(&mu_);
+    RETURN_IF_ERROR(CheckRequestIdFree(run));
+    Query query(db_.get(),
+                with_progress ? statements_.update_run.get()
+                              : statements_.update_run_except_progress.get(),
+                "update run");
+    BindRun(query, run);
+    if (with_progress) BindProgress(query, run);
+    const absl::StatusOr<int> changed = query.Execute();
+    if (!changed.ok()) return Written(changed.status());
+    return *changed == 0 ? RunNotFound(run.name()) : absl::OkStatus();
+  }
+
+  // AddResults inside its transaction: the rows, then each run's progress
+  // once. NotFound when a run is not stored (the caller rolls back).
+  absl::StatusOr<std::vector<bool>> AddResultsLocked(
+      const std::vector<ResultRow>& rows, const std::vector<std::string>& blobs)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    struct Progress {
+      int64_t sizes_done = 0;
+      int64_t wrong = 0;
+    };
+    std::map<absl::string_view, Progress> progress;
+    std::vector<bool> inserted;
+    inserted.reserve(rows.size());
+    for (size_t i = 0; i < rows.size(); ++i) {
+      const ResultRow& row = rows[i];
+      Query query(db_.get(), statements_.insert_result.get(), "insert result");
+      query.Text(row.run)
+          .Int(row.result.sequence())
+          .Int(static_cast<int64_t>(row.result.bytes()))
+          .Blob(blobs[i]);
+      ASSIGN_OR_RETURN(const int added, query.Execute());
+      inserted.push_back(added == 1);
+      Progress& p = progress[row.run];
+      if (added == 1) {
+        ++p.sizes_done;
+        p.wrong += static_cast<int64_t>(row.result.wrong());
+      }
+    }
+    for (const auto& [run, p] : progress) {
+      Query query(db_.get(), statements_.add_progress.get(), "add progress");
+      query.Text(run).Int(p.sizes_done).Int(p.wrong);
+      ASSIGN_OR_RETURN(const int changed, query.Execute());
+      if (changed == 0) return RunNotFound(run);
+    }
+    return inserted;
+  }
+
   // UpsertWorkers after validation: one transaction, rolled back on error.
   absl::Status UpsertWorkersLocked(const std::vector<v1::Worker>& workers)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
