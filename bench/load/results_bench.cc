@@ -519,6 +519,7 @@ int RunResultsBench(int argc, char** argv) {
 
   // --- The stream, with API calls alongside ---------------------------------
   const ProcSample cpu_before = SampleProc(coordinator.pid());
+  const double bench_cpu_before = ProcessCpuSeconds();
   fleet.start = Clock::now();
   const double per_run_rate = o.rate / o.runs;
   std::atomic<bool> stop_api{false};
@@ -557,6 +558,7 @@ int RunResultsBench(int argc, char** argv) {
   stop_api.store(true);
   api_thread.join();
   const ProcSample cpu_after = SampleProc(coordinator.pid());
+  const double bench_cpu_after = ProcessCpuSeconds();
   const double stream_s = Seconds(last - fleet.start);
   const long acked = fleet.acked.load();
 
@@ -599,6 +601,8 @@ int RunResultsBench(int argc, char** argv) {
   std::printf("  coordinator: %.2f cores over the stream, RSS %.0f MiB (peak %.0f MiB)\n",
               (cpu_after.cpu_seconds - cpu_before.cpu_seconds) / stream_s, Mib(cpu_after.rss_kb),
               Mib(cpu_after.hwm_kb));
+  std::printf("  load_bench itself (every launcher and API caller): %.2f cores; load average %s\n",
+              (bench_cpu_after - bench_cpu_before) / stream_s, LoadAverage().c_str());
   std::printf("  runs all acknowledged, read back with sizes_done = results sent: %d of %d\n",
               stored_runs, o.runs);
   if (!mismatch.empty()) std::printf("  first mismatch: %s\n", mismatch.c_str());

@@ -16,6 +16,7 @@
 #include <memory>
 #include <string>
 #include <system_error>
+#include <type_traits>
 #include <utility>
 #include <vector>
 
@@ -300,12 +301,48 @@ void BindProgress(Query& query, const v1::Run& run) {
   query.Int(run.sizes_done()).Int(static_cast<int64_t>(run.wrong()));
 }
 
+// A second connection for reads. In WAL mode it reads the last commit
+// while the writer's connection is in a transaction, so an API read never
+// waits for a batch of results to reach the disk.
+struct ReadConnection {
+  absl::Mutex mu;
+  // Declared before the statements: they are finalized before it closes.
+  ConnectionPtr db;
+  Statements statements;
+};
+
+// The run `name` read with `db`'s get_run; NotFound naming it.
+absl::StatusOr<v1::Run> GetRunWith(sqlite3* db, const Statements& s,
+                                   absl::string_view name) {
+  Query query(db, s.get_run.get(), "get run");
+  query.Text(name);
+  ASSIGN_OR_RETURN(const bool found, query.Step());
+  if (!found) return RunNotFound(name);
+  return ReadRun(query);
+}
+
+absl::StatusOr<v1::Run> FindRunByRequestIdWith(sqlite3* db, const Statements& s,
+                                               absl::string_view request_id) {
+  Query query(db, s.find_run_by_request_id.get(), "find run by request_id");
+  query.Text(request_id);
+  ASSIGN_OR_RETURN(const bool found, query.Step());
+  if (!found) {
+    return absl::NotFoundError(
+        absl::StrCat("no run with request_id \"", request_id, "\""));
+  }
+  return ReadRun(query);
+}
+
 class SqliteStore final : public Store {
  public:
-  SqliteStore(std::string path, ConnectionPtr db, Statements statements)
+  // `reader` may be null (a database in memory has no second connection):
+  // reads then use the writer's connection.
+  SqliteStore(std::string path, ConnectionPtr db, Statements statements,
+              std::unique_ptr<ReadConnection> reader)
       : path_(std::move(path)),
         db_(std::move(db)),
-        statements_(std::move(statements)) {}
+        statements_(std::move(statements)),
+        reader_(std::move(reader)) {}
 
   absl::Status CreateRun(const v1::Run& run) override {
     RETURN_IF_ERROR(store_internal::ValidateRunName(run.name()));
@@ -332,22 +369,38 @@ class SqliteStore final : public Store {
   }
 
   absl::StatusOr<v1::Run> GetRun(absl::string_view name) override {
-    absl::MutexLock lock(&mu_);
-    return GetRunLocked(name);
+    return Read([&](sqlite3* db, const Statements& s) { return GetRunWith(db, s, name); });
   }
 
   absl::StatusOr<v1::Run> FindRunByRequestId(
       absl::string_view request_id) override {
-    absl::MutexLock lock(&mu_);
-    return FindRunByRequestIdLocked(request_id);
+    return Read([&](sqlite3* db, const Statements& s) {
+      return FindRunByRequestIdWith(db, s, request_id);
+    });
   }
 
   absl::StatusOr<RunPage> ListRuns(int page_size, absl::string_view page_token,
                                    v1::RunState state) override {
     ASSIGN_OR_RETURN(const int limit,
                      store_internal::EffectivePageSize(page_size));
-    absl::MutexLock lock(&mu_);
-    Query query(db_.get(), statements_.list_runs.get(), "list runs");
+    return Read([&](sqlite3* db, const Statements& s) {
+      return ListRunsWith(db, s, limit, page_token, state);
+    });
+  }
+
+  absl::StatusOr<std::vector<v1::Run>> ListUnfinishedRuns() override {
+    return Read([](sqlite3* db, const Statements& s) {
+      Query query(db, s.list_unfinished_runs.get(), "list unfinished runs");
+      query.Int(v1::QUEUED).Int(v1::SCHEDULED).Int(v1::RUNNING);
+      return ReadRuns(query);
+    });
+  }
+
+ private:
+  static absl::StatusOr<RunPage> ListRunsWith(sqlite3* db, const Statements& s, int limit,
+                                              absl::string_view page_token,
+                                              v1::RunState state) {
+    Query query(db, s.list_runs.get(), "list runs");
     query.Int(state);
     if (page_token.empty()) {
       query.Null().Null();
@@ -370,14 +423,7 @@ class SqliteStore final : public Store {
     return page;
   }
 
-  absl::StatusOr<std::vector<v1::Run>> ListUnfinishedRuns() override {
-    absl::MutexLock lock(&mu_);
-    Query query(db_.get(), statements_.list_unfinished_runs.get(),
-                "list unfinished runs");
-    query.Int(v1::QUEUED).Int(v1::SCHEDULED).Int(v1::RUNNING);
-    return ReadRuns(query);
-  }
-
+ public:
   absl::StatusOr<bool> AddResult(absl::string_view run,
                                  const v1::SizeResult& result) override {
     RETURN_IF_ERROR(store_internal::ValidateResultSequence(result));
@@ -417,11 +463,13 @@ class SqliteStore final : public Store {
 
   absl::StatusOr<std::vector<v1::SizeResult>> ListResults(
       absl::string_view run) override {
-    absl::MutexLock lock(&mu_);
-    RETURN_IF_ERROR(GetRunLocked(run).status());
-    Query query(db_.get(), statements_.list_results.get(), "list results");
-    query.Text(run);
-    return ReadAll<v1::SizeResult>(query, "result");
+    return Read([&](sqlite3* db, const Statements& s)
+                    -> absl::StatusOr<std::vector<v1::SizeResult>> {
+      RETURN_IF_ERROR(GetRunWith(db, s, run).status());
+      Query query(db, s.list_results.get(), "list results");
+      query.Text(run);
+      return ReadAll<v1::SizeResult>(query, "result");
+    });
   }
 
   absl::Status UpsertWorker(const v1::Worker& worker) override {
@@ -446,9 +494,10 @@ class SqliteStore final : public Store {
   }
 
   absl::StatusOr<std::vector<v1::Worker>> ListWorkers() override {
-    absl::MutexLock lock(&mu_);
-    Query query(db_.get(), statements_.list_workers.get(), "list workers");
-    return ReadAll<v1::Worker>(query, "worker");
+    return Read([](sqlite3* db, const Statements& s) {
+      Query query(db, s.list_workers.get(), "list workers");
+      return ReadAll<v1::Worker>(query, "worker");
+    });
   }
 
   absl::Status SetWorkerSecretHash(absl::string_view name,
@@ -463,16 +512,17 @@ class SqliteStore final : public Store {
 
   absl::StatusOr<std::map<std::string, std::string>> ListWorkerSecretHashes()
       override {
-    absl::MutexLock lock(&mu_);
-    Query query(db_.get(), statements_.list_secret_hashes.get(),
-                "list worker secret hashes");
-    std::map<std::string, std::string> hashes;
-    while (true) {
-      ASSIGN_OR_RETURN(const bool row, query.Step());
-      if (!row) break;
-      hashes[query.ColumnText(0)] = query.ColumnText(1);
-    }
-    return hashes;
+    return Read([](sqlite3* db, const Statements& s)
+                    -> absl::StatusOr<std::map<std::string, std::string>> {
+      Query query(db, s.list_secret_hashes.get(), "list worker secret hashes");
+      std::map<std::string, std::string> hashes;
+      while (true) {
+        ASSIGN_OR_RETURN(const bool row, query.Step());
+        if (!row) break;
+        hashes[query.ColumnText(0)] = query.ColumnText(1);
+      }
+      return hashes;
+    });
   }
 
   absl::Status DeleteWorker(absl::string_view name) override {
@@ -585,26 +635,25 @@ class SqliteStore final : public Store {
         "was written (", status.message(), ")"));
   }
 
+  // `read(db, statements)` on the read connection, or on the writer's.
+  template <typename F>
+  std::invoke_result_t<F, sqlite3*, const Statements&> Read(F read) ABSL_LOCKS_EXCLUDED(mu_) {
+    if (reader_ == nullptr) {
+      absl::MutexLock lock(&mu_);
+      return read(db_.get(), statements_);
+    }
+    absl::MutexLock lock(&reader_->mu);
+    return read(reader_->db.get(), reader_->statements);
+  }
+
   absl::StatusOr<v1::Run> GetRunLocked(absl::string_view name)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
-    Query query(db_.get(), statements_.get_run.get(), "get run");
-    query.Text(name);
-    ASSIGN_OR_RETURN(const bool found, query.Step());
-    if (!found) return RunNotFound(name);
-    return ReadRun(query);
+    return GetRunWith(db_.get(), statements_, name);
   }
 
   absl::StatusOr<v1::Run> FindRunByRequestIdLocked(absl::string_view request_id)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
-    Query query(db_.get(), statements_.find_run_by_request_id.get(),
-                "find run by request_id");
-    query.Text(request_id);
-    ASSIGN_OR_RETURN(const bool found, query.Step());
-    if (!found) {
-      return absl::NotFoundError(
-          absl::StrCat("no run with request_id \"", request_id, "\""));
-    }
-    return ReadRun(query);
+    return FindRunByRequestIdWith(db_.get(), statements_, request_id);
   }
 
   // AlreadyExists if another run than `run` holds its (non-empty) request id.
@@ -648,6 +697,7 @@ class SqliteStore final : public Store {
   // Declared before the statements: they are finalized before it closes.
   const ConnectionPtr db_ ABSL_GUARDED_BY(mu_);
   const Statements statements_ ABSL_GUARDED_BY(mu_);
+  const std::unique_ptr<ReadConnection> reader_;
 };
 
 // The parent folder of `path`, created if missing, so `--store
@@ -679,7 +729,19 @@ absl::StatusOr<std::unique_ptr<Store>> Open(const std::string& path) {
   RETURN_IF_ERROR(Configure(db.get()));
   RETURN_IF_ERROR(Migrate(db.get()));
   ASSIGN_OR_RETURN(Statements statements, PrepareStatements(db.get()));
-  return std::make_unique<SqliteStore>(path, std::move(db), std::move(statements));
+  std::unique_ptr<ReadConnection> reader;
+  if (path != ":memory:") {  // another connection would open another database
+    reader = std::make_unique<ReadConnection>();
+    sqlite3* raw_reader = nullptr;
+    const int read_rc = sqlite3_open_v2(path.c_str(), &raw_reader,
+                                        SQLITE_OPEN_READWRITE | SQLITE_OPEN_NOMUTEX, nullptr);
+    reader->db.reset(raw_reader);
+    if (read_rc != SQLITE_OK) return SqliteError(reader->db.get(), read_rc, "open for reading");
+    RETURN_IF_ERROR(Configure(reader->db.get()));
+    ASSIGN_OR_RETURN(reader->statements, PrepareStatements(reader->db.get()));
+  }
+  return std::make_unique<SqliteStore>(path, std::move(db), std::move(statements),
+                                       std::move(reader));
 }
 
 }  // namespace
