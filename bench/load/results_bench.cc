@@ -552,7 +552,11 @@ int RunResultsBench(int argc, char** argv) {
     std::this_thread::sleep_for(std::chrono::milliseconds(1));
   }
   const long sent = fleet.sent.load();
-  fleet.WaitFor(o.drain_s, [&] { return fleet.acked.load() >= sent; });
+  const auto drain_until = Clock::now() + std::chrono::duration_cast<Clock::duration>(
+                                              duration<double>(o.drain_s));
+  while (fleet.acked.load() < sent && Clock::now() < drain_until) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(2));
+  }
   // The stream's window ends at the last ack (or the end of the drain).
   const auto last = Clock::now();
   stop_api.store(true);
