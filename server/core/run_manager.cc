@@ -46,19 +46,17 @@ scheduling::PendingRun Pending(const v1::Run& run) {
 // they share IPC (a worker gone meanwhile has an empty inventory, and
 // shares nothing). One worker shares with itself.
 struct PlacementFacts {
-  std::vector<v1::Inventory> inventories;
+  std::vector<std::shared_ptr<const v1::Inventory>> inventories;
   IpcSharing sharing;
 };
 
-PlacementFacts FactsOf(const scheduling::WorkerRegistry& registry,
-                       const scheduling::Assignment& a) {
+PlacementFacts FactsOf(const scheduling::Assignment& a,
+                       std::vector<std::shared_ptr<const v1::Inventory>> inventories) {
   PlacementFacts facts;
+  facts.inventories = std::move(inventories);
   std::vector<WorkerIpc> ipc;
-  for (const scheduling::PlacedWorker& p : a.placement) {
-    v1::Inventory& inventory = facts.inventories.emplace_back();
-    absl::StatusOr<scheduling::WorkerSnapshot> w = registry.Get(p.worker);
-    if (!w.ok() || !inventory.ParseFromString(w->inventory)) inventory.Clear();
-    ipc.push_back(IpcOf(p.worker, inventory));
+  for (size_t i = 0; i < a.placement.size(); ++i) {
+    ipc.push_back(IpcOf(a.placement[i].worker, *facts.inventories[i]));
   }
   if (ipc.size() > 1) {
     facts.sharing = DecideIpcSharing(ipc);
@@ -83,7 +81,14 @@ RunManager::RunManager(Store* store, scheduling::WorkerRegistry* registry, Watch
       link_(link),
       options_(std::move(options)),
       create_limiter_(options_.create_rate),
-      register_limiter_(options_.register_rate) {}
+      register_limiter_(options_.register_rate) {
+  writer_ = std::make_unique<ResultWriter>(
+      store_,
+      [this](const ResultWriter::Batch& batch, const absl::StatusOr<std::vector<bool>>& inserted) {
+        OnResultsStored(batch, inserted);
+      },
+      options_.result_writer);
+}
 
 ValidationLimits RunManager::LimitsNow() const {
   ValidationLimits limits = options_.limits;
@@ -95,13 +100,12 @@ ValidationLimits RunManager::LimitsNow() const {
     total += w.slots;
     ++count;
     largest = std::max(largest, w.slots);
-    v1::Inventory inventory;
-    if (!inventory.ParseFromString(w.inventory)) inventory.Clear();
-    if (inventory.memory_bytes() > 0) {
-      min_memory = min_memory == 0 ? inventory.memory_bytes()
-                                   : std::min(min_memory, inventory.memory_bytes());
+    const std::shared_ptr<const v1::Inventory> inventory = InventoryOf(w.name);
+    if (inventory->memory_bytes() > 0) {
+      min_memory = min_memory == 0 ? inventory->memory_bytes()
+                                   : std::min(min_memory, inventory->memory_bytes());
     }
-    if (w.slots > 0) ipc.push_back(IpcOf(w.name, inventory));
+    if (w.slots > 0) ipc.push_back(IpcOf(w.name, *inventory));
   }
   // With no workers yet, queue and wait rather than reject.
   if (count > 0) {
@@ -218,7 +222,7 @@ absl::StatusOr<v1::Run> RunManager::CancelRun(absl::string_view name, absl::Time
     cancelled.set_state(v1::CANCELLED);
     cancelled.set_error(kReason);
     *cancelled.mutable_end_time() = TimestampFromTime(now);
-    RETURN_IF_ERROR(store_->UpdateRun(cancelled));
+    RETURN_IF_ERROR(store_->UpdateRunExceptProgress(cancelled));
     queue_.erase(std::find(queue_.begin(), queue_.end(), run_name));
     FinishLocked(*live, v1::CANCELLED, kReason, now);
   } else {
@@ -257,7 +261,9 @@ void RunManager::StartLocked(const scheduling::Assignment& a, absl::Time now) {
   if (live == nullptr) return;
   // Validation judged the workers registered then; these are the ones
   // picked. SHM across workers that do not share IPC cannot work.
-  const PlacementFacts facts = FactsOf(*registry_, a);
+  std::vector<std::shared_ptr<const v1::Inventory>> inventories;
+  for (const scheduling::PlacedWorker& p : a.placement) inventories.push_back(InventoryOf(p.worker));
+  const PlacementFacts facts = FactsOf(a, std::move(inventories));
   if (live->run.spec().transport() == v1::SHM &&
       (!facts.sharing.shared || !facts.sharing.pid_reason.empty())) {
     queue_.erase(std::find(queue_.begin(), queue_.end(), a.run));
@@ -315,8 +321,8 @@ void RunManager::StartLocked(const scheduling::Assignment& a, absl::Time now) {
     host->set_worker(p.worker);
     host->set_host_id(p.host_id);
     host->set_slots(p.ranks);
-    host->set_hostname(facts.inventories[i].hostname());
-    *host->mutable_container() = facts.inventories[i].container();
+    host->set_hostname(facts.inventories[i]->hostname());
+    *host->mutable_container() = facts.inventories[i]->container();
     host->mutable_container()->clear_signals();  // the worker's record keeps them
   }
   run.set_shared_ipc(message.shared_ipc());
@@ -393,7 +399,7 @@ void RunManager::FinishIfCompleteLocked(LiveRun& live, absl::Time now) {
 }
 
 absl::Status RunManager::SaveLocked(LiveRun& live) {
-  absl::Status status = store_->UpdateRun(live.run);
+  absl::Status status = store_->UpdateRunExceptProgress(live.run);
   if (!status.ok()) {
     absl::FPrintF(stderr, "collbench-coordinator: saving %s: %s\n", live.run.name(),
                   status.message());
@@ -407,6 +413,14 @@ void RunManager::PublishStateLocked(const LiveRun& live, absl::Time now) {
   *event.mutable_time() = TimestampFromTime(now);
   *event.mutable_state_change() = live.run;
   hub_->Publish(event);
+}
+
+std::shared_ptr<const v1::Inventory> RunManager::InventoryOf(const std::string& worker) const {
+  static const auto* const kNone = new std::shared_ptr<const v1::Inventory>(
+      std::make_shared<const v1::Inventory>());
+  absl::MutexLock lock(&inventories_mu_);
+  auto it = inventories_.find(worker);
+  return it == inventories_.end() ? *kNone : it->second;
 }
 
 RunManager::LiveRun* RunManager::FindLiveLocked(absl::string_view name) {

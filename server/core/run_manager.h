@@ -11,7 +11,14 @@
 //
 // Durability: a result is written to the store before it is acknowledged;
 // the launcher keeps unacknowledged results and re-sends them after a
-// reconnect; duplicates are ignored by (run, sequence). After a restart,
+// reconnect; duplicates are ignored by (run, sequence). Results are written
+// by a ResultWriter (group commit: many results and their runs' progress
+// per transaction) on its own thread, which holds no lock of this class
+// while it waits on the disk; once a batch is durable it takes the lock,
+// publishes the results and acknowledges them. A run's progress in the
+// store is counted by those transactions (Store::AddResults); the run's
+// other fields are saved with UpdateRunExceptProgress, so neither write
+// undoes the other. After a restart,
 // Recover() re-queues queued runs and waits `readopt_grace` for the launcher
 // of each scheduled or running run to reconnect and claim it.
 //
@@ -51,17 +58,22 @@
 // called periodically (heartbeat expiry, timeouts, grace periods, worker
 // rows).
 //
+// Inventories: a worker's inventory is kept as it came in its Register
+// (parsed once, by gRPC), shared read-only with every CreateRun, schedule
+// and worker listing that needs it.
+//
 // Thread safety: all public methods may be called concurrently; one mutex
 // guards the live state. Store, registry, hub and link calls are made with
-// it held, except OnDisconnect's registry call and the batched worker rows
-// (written under flush_mu_ alone); none of them calls back into the
-// manager.
+// it held, except OnDisconnect's registry call, the batched worker rows
+// (written under flush_mu_ alone) and the result writer's transactions;
+// none of them calls back into the manager.
 #ifndef COLLBENCH_SERVER_CORE_RUN_MANAGER_H_
 #define COLLBENCH_SERVER_CORE_RUN_MANAGER_H_
 
 #include <cstdint>
 #include <deque>
 #include <map>
+#include <memory>
 #include <set>
 #include <string>
 #include <vector>
@@ -77,6 +89,7 @@
 #include "server/auth/authorizer.h"
 #include "server/core/admission.h"
 #include "common/rate_limiter.h"
+#include "server/core/result_writer.h"
 #include "server/core/watch_hub.h"
 #include "server/core/worker_link.h"
 #include "server/scheduling/scheduler.h"
@@ -113,6 +126,8 @@ struct RunManagerOptions {
   // peer's IP) may register (per_second 0: no limit).
   int max_workers = 10000;
   RateLimit register_rate = {/*per_second=*/20, /*burst=*/200};
+  // Batching of result writes (group commit).
+  ResultWriterOptions result_writer;
   // Worker streams of one source address that have not registered yet,
   // beyond which the gateway refuses a new one (0: no limit).
   int max_unregistered_streams_per_source = 32;
@@ -134,7 +149,7 @@ class RunManager {
   // None of the pointers is owned; all must outlive the manager.
   RunManager(Store* store, scheduling::WorkerRegistry* registry, WatchHub* hub,
              WorkerLink* link, RunManagerOptions options);
-  // Writes worker rows not yet stored.
+  // Writes the results received and the worker rows not yet stored.
   ~RunManager();
 
   // Loads unfinished runs from the store after a start. Call once, before
@@ -203,7 +218,14 @@ class RunManager {
   void OnHeartbeat(const std::string& worker, uint64_t session, absl::Time now);
   void OnDisconnect(const std::string& worker, uint64_t session, absl::Time now);
   void OnRunStatus(const std::string& worker, const v1::RunStatus& status, absl::Time now);
+  // Checks the result and queues it for the writer; it is acknowledged to
+  // the worker once stored (a result stored already is acknowledged at
+  // once).
   void OnResult(const std::string& worker, const v1::RunResult& result, absl::Time now);
+  // Returns once every result received before the call is stored (or its
+  // write failed) and acknowledged.
+  void FlushResults();
+  ResultWriter::Stats result_writer_stats();
   void OnLog(const std::string& worker, const v1::RunLog& log, absl::Time now);
 
   // Expires heartbeats, enforces timeouts and grace periods, schedules,
@@ -242,6 +264,22 @@ class RunManager {
   absl::Status AbortLocked(LiveRun& live, v1::RunState state, const std::string& reason,
                            absl::Time now) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void FinishIfCompleteLocked(LiveRun& live, absl::Time now) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // The writer's report of one transaction: publishes what was new,
+  // acknowledges what is stored, finishes runs that are complete now.
+  void OnResultsStored(const ResultWriter::Batch& batch,
+                       const absl::StatusOr<std::vector<bool>>& inserted) ABSL_LOCKS_EXCLUDED(mu_);
+  // A new result of a live run is stored: progress and watchers.
+  void PublishResultLocked(LiveRun& live, const v1::SizeResult& result, absl::Time now)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // A result of a run that is no longer live: acknowledged (only to the
+  // run's launcher) when the run is stored, since it ended with all it got.
+  void OnResultOfEndedRunLocked(const std::string& worker, const v1::RunResult& message)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void SendAckLocked(const std::string& worker, const std::string& run, int64_t sequence)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // The worker's inventory as registered (empty when it never did).
+  std::shared_ptr<const v1::Inventory> InventoryOf(const std::string& worker) const
+      ABSL_LOCKS_EXCLUDED(inventories_mu_);
   // Fails the run the lost worker carries ranks of (or starts its
   // launcher's grace). Returns true if a run ended.
   bool WorkerLostLocked(const scheduling::WorkerSnapshot& worker, absl::Time now)
@@ -296,6 +334,13 @@ class RunManager {
   std::map<std::string, std::string> secret_hashes_ ABSL_GUARDED_BY(mu_);
   RateLimiter register_limiter_ ABSL_GUARDED_BY(mu_);
   WorkerCounts worker_counts_ ABSL_GUARDED_BY(mu_);
+  // Worker name -> its inventory as registered. A leaf lock: worker
+  // listings read it without mu_.
+  mutable absl::Mutex inventories_mu_ ABSL_ACQUIRED_AFTER(mu_);
+  std::map<std::string, std::shared_ptr<const v1::Inventory>, std::less<>> inventories_
+      ABSL_GUARDED_BY(inventories_mu_);
+  // Last: stopped (its queue written) before anything above goes.
+  std::unique_ptr<ResultWriter> writer_;
 };
 
 }  // namespace collbench

@@ -84,6 +84,10 @@ absl::Status RunManager::ForgetWorker(absl::string_view name) {
   absl::Status deleted = store_->DeleteWorker(full);
   if (!deleted.ok() && !absl::IsNotFound(deleted)) return deleted;
   (void)registry_->Remove(full);
+  {
+    absl::MutexLock inventories(&inventories_mu_);
+    inventories_.erase(full);
+  }
   secret_hashes_.erase(full);
   known_before_start_.erase(full);
   unsaved_workers_.erase(full);

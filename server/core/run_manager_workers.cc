@@ -1,6 +1,6 @@
 // RunManager: what workers tell the coordinator (registration, heartbeats,
-// run status, results, logs), the periodic tick, and recovery after a
-// restart.
+// run status, logs), the periodic tick, and recovery after a restart. The
+// result path is in run_manager_results.cc.
 #include <algorithm>
 #include <limits>
 
@@ -12,7 +12,6 @@
 #include "common/status_macros.h"
 #include "common/worker_labels.h"
 #include "api/convert.h"
-#include "api/result_bounds.h"
 #include "common/host_port.h"
 #include "server/core/run_manager.h"
 
@@ -140,7 +139,7 @@ absl::StatusOr<RunManager::Registration> RunManager::OnRegister(const v1::Regist
   registration.host_id = hello.inventory().host_id();
   registration.slots = hello.slots();
   registration.agent_address = hello.agent_address();
-  registration.inventory = hello.inventory().SerializeAsString();
+  // The registry's copy stays empty: the parsed inventory is kept here.
   if (absl::Status valid = scheduling::WorkerRegistry::Validate(registration); !valid.ok()) {
     return refused("refused_invalid", valid);
   }
@@ -151,6 +150,10 @@ absl::StatusOr<RunManager::Registration> RunManager::OnRegister(const v1::Regist
   if (!session.ok()) {
     ++worker_counts_.registrations["refused_invalid"];
     return session.status();
+  }
+  {
+    absl::MutexLock inventories(&inventories_mu_);
+    inventories_[registration.name] = std::make_shared<const v1::Inventory>(hello.inventory());
   }
   // Back after a restart: its registry entry is listed from now on (and the
   // store's row is the one SaveWorkerLocked writes below).
@@ -187,12 +190,7 @@ void RunManager::AdoptLocked(const std::string& worker, const std::string& run, 
     return;
   }
   live->launcher_away_since = absl::InfiniteFuture();
-  if (live->stored_through >= 0) {
-    v1::CoordinatorMessage ack;
-    ack.mutable_ack()->set_run(live->run.name());
-    ack.mutable_ack()->set_sequence(live->stored_through);
-    link_->Send(worker, ack);
-  }
+  if (live->stored_through >= 0) SendAckLocked(worker, live->run.name(), live->stored_through);
 }
 
 void RunManager::OnHeartbeat(const std::string& worker, uint64_t session, absl::Time now) {
@@ -235,7 +233,10 @@ bool RunManager::WorkerLostLocked(const scheduling::WorkerSnapshot& worker, absl
   return true;
 }
 
-RunManager::~RunManager() { FlushWorkerRows(); }
+RunManager::~RunManager() {
+  writer_->Stop();
+  FlushWorkerRows();
+}
 
 void RunManager::SaveWorkerLocked(v1::Worker worker) {
   std::string name = worker.name();
@@ -305,62 +306,6 @@ void RunManager::OnRunStatus(const std::string& worker, const v1::RunStatus& sta
   ScheduleLocked(now);
 }
 
-void RunManager::OnResult(const std::string& worker, const v1::RunResult& message,
-                          absl::Time now) {
-  absl::MutexLock lock(&mu_);
-  const v1::SizeResult& result = message.result();
-  LiveRun* live = FindLiveLocked(message.run());
-  int64_t ack_through = result.sequence();
-  if (live != nullptr && live->run.launcher() != worker) {
-    RefuseMessageLocked(worker, message.run(), "result_not_launcher");
-    return;
-  }
-  if (live != nullptr) {
-    if (live->max_results < 0) live->max_results = BoundsOfSpec(live->run.spec()).max_results;
-    if (result.sequence() < 0 || result.sequence() >= live->max_results) {
-      // Not stored and not acknowledged: no real run reports it.
-      RefuseMessageLocked(worker, message.run(), "results_beyond_spec");
-      return;
-    }
-    absl::StatusOr<bool> inserted = store_->AddResult(live->run.name(), result);
-    if (!inserted.ok()) return;  // not stored: not acknowledged, so it comes again
-    if (*inserted) {
-      live->run.set_sizes_done(live->run.sizes_done() + 1);
-      live->run.set_wrong(live->run.wrong() + result.wrong());
-      (void)SaveLocked(*live);
-      v1::RunEvent event;
-      event.set_run(live->run.name());
-      *event.mutable_time() = TimestampFromTime(now);
-      *event.mutable_result() = result;
-      hub_->Publish(event);
-      event.mutable_progress()->set_sizes_done(live->run.sizes_done());
-      event.mutable_progress()->set_sizes_total(live->run.sizes_total());
-      hub_->Publish(event);
-    }
-    // A reconnect's re-sends interleave with new results, so they can come
-    // out of order: advance over every stored one that is contiguous now.
-    if (result.sequence() > live->stored_through) live->stored_ahead.insert(result.sequence());
-    while (!live->stored_ahead.empty() &&
-           *live->stored_ahead.begin() <= live->stored_through + 1) {
-      live->stored_through = std::max(live->stored_through, *live->stored_ahead.begin());
-      live->stored_ahead.erase(live->stored_ahead.begin());
-    }
-    ack_through = live->stored_through;
-  } else if (absl::StatusOr<v1::Run> stored = store_->GetRun(message.run()); !stored.ok()) {
-    return;
-  } else if (stored->launcher() != worker) {
-    // A finished run's launcher re-sending after a reconnect is acked; no
-    // other worker is.
-    RefuseMessageLocked(worker, message.run(), "result_not_launcher");
-    return;
-  }
-  v1::CoordinatorMessage ack;
-  ack.mutable_ack()->set_run(message.run());
-  ack.mutable_ack()->set_sequence(ack_through);
-  link_->Send(worker, ack);
-  if (live != nullptr) FinishIfCompleteLocked(*live, now);
-}
-
 void RunManager::OnLog(const std::string& worker, const v1::RunLog& log, absl::Time now) {
   absl::MutexLock lock(&mu_);
   LiveRun* live = FindLiveLocked(log.run());
@@ -412,7 +357,7 @@ v1::Worker RunManager::WorkerProto(const scheduling::WorkerSnapshot& snapshot) c
   v1::Worker worker;
   worker.set_name(snapshot.name);
   worker.set_state(ToProtoState(snapshot.state));
-  worker.mutable_inventory()->ParseFromString(snapshot.inventory);
+  *worker.mutable_inventory() = *InventoryOf(snapshot.name);
   worker.set_display_name(worker.inventory().hostname());
   worker.set_agent_address(snapshot.agent_address);
   worker.set_slots(snapshot.slots);

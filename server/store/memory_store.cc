@@ -46,12 +46,18 @@ class MemoryStore final : public Store {
 
   absl::Status UpdateRun(const v1::Run& run) override {
     absl::MutexLock lock(&mu_);
+    if (!runs_.contains(run.name())) return store_internal::RunNotFound(run.name());
+    return ReplaceLocked(run);
+  }
+
+  absl::Status UpdateRunExceptProgress(const v1::Run& run) override {
+    absl::MutexLock lock(&mu_);
     auto it = runs_.find(run.name());
     if (it == runs_.end()) return store_internal::RunNotFound(run.name());
-    RETURN_IF_ERROR(CheckRequestIdFree(run));
-    Erase(run.name());
-    Insert(run);
-    return absl::OkStatus();
+    v1::Run updated = run;
+    updated.set_sizes_done(it->second.sizes_done());
+    updated.set_wrong(it->second.wrong());
+    return ReplaceLocked(updated);
   }
 
   absl::StatusOr<v1::Run> GetRun(absl::string_view name) override {
@@ -110,13 +116,33 @@ class MemoryStore final : public Store {
 
   absl::StatusOr<bool> AddResult(absl::string_view run,
                                  const v1::SizeResult& result) override {
-    if (result.sequence() < 0) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "result sequence must not be negative, got ", result.sequence()));
-    }
+    RETURN_IF_ERROR(store_internal::ValidateResultSequence(result));
     absl::MutexLock lock(&mu_);
     if (!runs_.contains(run)) return store_internal::RunNotFound(run);
     return results_[std::string(run)].emplace(result.sequence(), result).second;
+  }
+
+  absl::StatusOr<std::vector<bool>> AddResults(
+      const std::vector<ResultRow>& rows) override {
+    for (const ResultRow& row : rows) {
+      RETURN_IF_ERROR(store_internal::ValidateResultSequence(row.result));
+    }
+    absl::MutexLock lock(&mu_);
+    for (const ResultRow& row : rows) {  // all or nothing: check first
+      if (!runs_.contains(row.run)) return store_internal::RunNotFound(row.run);
+    }
+    std::vector<bool> inserted;
+    inserted.reserve(rows.size());
+    for (const ResultRow& row : rows) {
+      const bool added =
+          results_[row.run].emplace(row.result.sequence(), row.result).second;
+      inserted.push_back(added);
+      if (!added) continue;
+      v1::Run& run = runs_.at(row.run);
+      run.set_sizes_done(run.sizes_done() + 1);
+      run.set_wrong(run.wrong() + row.result.wrong());
+    }
+    return inserted;
   }
 
   absl::StatusOr<std::vector<v1::SizeResult>> ListResults(
@@ -198,6 +224,14 @@ class MemoryStore final : public Store {
     runs_[run.name()] = run;
     order_.insert(PositionOf(run));
     if (!run.request_id().empty()) request_ids_[run.request_id()] = run.name();
+  }
+
+  // Replaces the stored run named `run.name()`, which must exist.
+  absl::Status ReplaceLocked(const v1::Run& run) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    RETURN_IF_ERROR(CheckRequestIdFree(run));
+    Erase(run.name());
+    Insert(run);
+    return absl::OkStatus();
   }
 
   // Removes the stored run named `name`, which must exist.

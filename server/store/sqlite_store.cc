@@ -2,16 +2,21 @@
 // call reported as stored survives kill -9 and power loss (DESIGN §3).
 //
 // Each row keeps the whole serialized proto (the truth) next to the columns
-// that are queried or worth reading with the sqlite3 shell. One connection,
-// used under one mutex: the coordinator writes a few rows per second.
+// that are queried or worth reading with the sqlite3 shell; a run's progress
+// (sizes_done, wrong) is the exception, kept in columns that AddResults
+// counts up. One connection, used under one mutex: run and worker rows
+// change a few times per second, results come in batches (AddResults, one
+// transaction per batch).
 #include <sqlite3.h>
 
 #include <cstdint>
 #include <filesystem>
 #include <iterator>
+#include <map>
 #include <memory>
 #include <string>
 #include <system_error>
+#include <type_traits>
 #include <utility>
 #include <vector>
 
@@ -73,34 +78,51 @@ CREATE TABLE worker_credentials (
   update_time_ns INTEGER NOT NULL
 );
 )sql",
+    // A run's progress is counted where its results are written, in the
+    // same transaction, rather than rewritten with the whole row: these
+    // columns are its truth (the copies in `data` are not read). Rows of
+    // schema 2 get them from their `data` (BackfillRunProgress).
+    R"sql(
+ALTER TABLE runs ADD COLUMN sizes_done INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE runs ADD COLUMN wrong INTEGER NOT NULL DEFAULT 0;
+)sql",
 };
 constexpr int kSchemaVersion = std::size(kMigrations);
 
 // How long a write waits for another connection's lock before Unavailable.
 constexpr int kBusyTimeoutMs = 10'000;
 
-// The run in the current row of a query that selects (spec, data) first.
+// The schema whose migration added the progress columns.
+constexpr int kProgressColumnsSchema = 3;
+
+// The run in the current row of a query that selects kRunRead.
 absl::StatusOr<v1::Run> ReadRun(const Query& query) {
   v1::Run run;
   RETURN_IF_ERROR(query.ColumnProto(1, &run, "run"));
   RETURN_IF_ERROR(query.ColumnProto(0, run.mutable_spec(), "run spec"));
+  run.set_sizes_done(static_cast<int32_t>(query.ColumnInt(2)));
+  run.set_wrong(static_cast<uint64_t>(query.ColumnInt(3)));
   return run;
 }
 
 // Every statement the store runs, prepared once at open.
 struct Statements {
-  StatementPtr insert_run, update_run, get_run, find_run_by_request_id,
-      list_runs, list_unfinished_runs, insert_result, list_results,
+  StatementPtr insert_run, update_run, update_run_except_progress, get_run,
+      find_run_by_request_id, list_runs, list_unfinished_runs, insert_result,
+      add_progress, list_results,
       upsert_worker, list_workers, set_secret_hash, list_secret_hashes,
       delete_worker_row, delete_secret_hash;
 };
 
-// Both statements bind ?1 … ?9 in this order: see BindRun.
+// insert_run and update_run bind ?1 … ?11 in this order (BindRun, then
+// BindProgress); update_run_except_progress ?1 … ?9.
 constexpr char kRunColumns[] =
     "name, request_id, state, create_time_ns, start_time_ns, end_time_ns, "
-    "error, spec, data";
-constexpr char kListRunsSql[] =
-    "SELECT spec, data FROM runs WHERE (?1 = 0 OR state = ?1) AND "
+    "error, spec, data, sizes_done, wrong";
+// What ReadRun reads, in this order.
+constexpr char kRunRead[] = "SELECT spec, data, sizes_done, wrong FROM runs ";
+constexpr char kListRunsWhere[] =
+    "WHERE (?1 = 0 OR state = ?1) AND "
     "(?2 IS NULL OR create_time_ns < ?2 OR "
     "(create_time_ns = ?2 AND name < ?3)) "
     "ORDER BY create_time_ns DESC, name DESC LIMIT ?4";
@@ -110,21 +132,26 @@ absl::StatusOr<Statements> PrepareStatements(sqlite3* db) {
   const std::pair<StatementPtr*, std::string> all[] = {
       {&s.insert_run, absl::StrCat("INSERT INTO runs (", kRunColumns,
                                    ") VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, "
-                                   "?9)")},
+                                   "?9, ?10, ?11)")},
       {&s.update_run,
        "UPDATE runs SET request_id = ?2, state = ?3, create_time_ns = ?4, "
        "start_time_ns = ?5, end_time_ns = ?6, error = ?7, spec = ?8, "
+       "data = ?9, sizes_done = ?10, wrong = ?11 WHERE name = ?1"},
+      {&s.update_run_except_progress,
+       "UPDATE runs SET request_id = ?2, state = ?3, create_time_ns = ?4, "
+       "start_time_ns = ?5, end_time_ns = ?6, error = ?7, spec = ?8, "
        "data = ?9 WHERE name = ?1"},
-      {&s.get_run, "SELECT spec, data FROM runs WHERE name = ?1"},
-      {&s.find_run_by_request_id,
-       "SELECT spec, data FROM runs WHERE request_id = ?1"},
-      {&s.list_runs, kListRunsSql},
+      {&s.get_run, absl::StrCat(kRunRead, "WHERE name = ?1")},
+      {&s.find_run_by_request_id, absl::StrCat(kRunRead, "WHERE request_id = ?1")},
+      {&s.list_runs, absl::StrCat(kRunRead, kListRunsWhere)},
       {&s.list_unfinished_runs,
-       "SELECT spec, data FROM runs WHERE state IN (?1, ?2, ?3) "
-       "ORDER BY create_time_ns, name"},
+       absl::StrCat(kRunRead, "WHERE state IN (?1, ?2, ?3) ORDER BY create_time_ns, name")},
       {&s.insert_result,
        "INSERT OR IGNORE INTO results (run, sequence, bytes, data) "
        "VALUES (?1, ?2, ?3, ?4)"},
+      {&s.add_progress,
+       "UPDATE runs SET sizes_done = sizes_done + ?2, wrong = wrong + ?3 "
+       "WHERE name = ?1"},
       {&s.list_results,
        "SELECT data FROM results WHERE run = ?1 ORDER BY sequence"},
       {&s.upsert_worker,
@@ -150,6 +177,38 @@ absl::StatusOr<Statements> PrepareStatements(sqlite3* db) {
     statement->reset(raw);
   }
   return s;
+}
+
+// Copies each run's progress from its `data` into the columns that
+// migration 3 added (inside the migration's transaction).
+absl::Status BackfillRunProgress(sqlite3* db) {
+  std::vector<std::pair<std::string, v1::Run>> runs;
+  {
+    sqlite3_stmt* raw = nullptr;
+    const char* sql = "SELECT name, data FROM runs";
+    const int rc = sqlite3_prepare_v2(db, sql, -1, &raw, nullptr);
+    if (rc != SQLITE_OK) return SqliteError(db, rc, "read run progress");
+    StatementPtr read(raw);
+    Query query(db, raw, "read run progress");
+    while (true) {
+      ASSIGN_OR_RETURN(const bool row, query.Step());
+      if (!row) break;
+      auto& [name, run] = runs.emplace_back();
+      name = query.ColumnText(0);
+      RETURN_IF_ERROR(query.ColumnProto(1, &run, "run"));
+    }
+  }
+  sqlite3_stmt* raw = nullptr;
+  const char* sql = "UPDATE runs SET sizes_done = ?2, wrong = ?3 WHERE name = ?1";
+  const int rc = sqlite3_prepare_v2(db, sql, -1, &raw, nullptr);
+  if (rc != SQLITE_OK) return SqliteError(db, rc, "backfill run progress");
+  StatementPtr update(raw);
+  for (const auto& [name, run] : runs) {
+    Query query(db, raw, "backfill run progress");
+    query.Text(name).Int(run.sizes_done()).Int(static_cast<int64_t>(run.wrong()));
+    RETURN_IF_ERROR(query.Execute().status());
+  }
+  return absl::OkStatus();
 }
 
 // Brings the schema to kSchemaVersion in one transaction, applying each
@@ -178,6 +237,9 @@ absl::Status Migrate(sqlite3* db) {
     for (int64_t next = version; next < kSchemaVersion; ++next) {
       RETURN_IF_ERROR(Exec(db, kMigrations[next],
                            absl::StrCat("migrate schema to ", next + 1)));
+      if (next + 1 == kProgressColumnsSchema) {
+        RETURN_IF_ERROR(BackfillRunProgress(db));
+      }
       RETURN_IF_ERROR(
           Exec(db,
                absl::StrCat("INSERT INTO schema_version VALUES (", next + 1,
@@ -234,12 +296,53 @@ void BindRun(Query& query, const v1::Run& run) {
       .Blob(data.SerializeAsString());
 }
 
+// Binds ?10 and ?11 of insert_run / update_run: the run's progress.
+void BindProgress(Query& query, const v1::Run& run) {
+  query.Int(run.sizes_done()).Int(static_cast<int64_t>(run.wrong()));
+}
+
+// A second connection for reads. In WAL mode it reads the last commit
+// while the writer's connection is in a transaction, so an API read never
+// waits for a batch of results to reach the disk.
+struct ReadConnection {
+  absl::Mutex mu;
+  // Declared before the statements: they are finalized before it closes.
+  ConnectionPtr db;
+  Statements statements;
+};
+
+// The run `name` read with `db`'s get_run; NotFound naming it.
+absl::StatusOr<v1::Run> GetRunWith(sqlite3* db, const Statements& s,
+                                   absl::string_view name) {
+  Query query(db, s.get_run.get(), "get run");
+  query.Text(name);
+  ASSIGN_OR_RETURN(const bool found, query.Step());
+  if (!found) return RunNotFound(name);
+  return ReadRun(query);
+}
+
+absl::StatusOr<v1::Run> FindRunByRequestIdWith(sqlite3* db, const Statements& s,
+                                               absl::string_view request_id) {
+  Query query(db, s.find_run_by_request_id.get(), "find run by request_id");
+  query.Text(request_id);
+  ASSIGN_OR_RETURN(const bool found, query.Step());
+  if (!found) {
+    return absl::NotFoundError(
+        absl::StrCat("no run with request_id \"", request_id, "\""));
+  }
+  return ReadRun(query);
+}
+
 class SqliteStore final : public Store {
  public:
-  SqliteStore(std::string path, ConnectionPtr db, Statements statements)
+  // `reader` may be null (a database in memory has no second connection):
+  // reads then use the writer's connection.
+  SqliteStore(std::string path, ConnectionPtr db, Statements statements,
+              std::unique_ptr<ReadConnection> reader)
       : path_(std::move(path)),
         db_(std::move(db)),
-        statements_(std::move(statements)) {}
+        statements_(std::move(statements)),
+        reader_(std::move(reader)) {}
 
   absl::Status CreateRun(const v1::Run& run) override {
     RETURN_IF_ERROR(store_internal::ValidateRunName(run.name()));
@@ -253,36 +356,51 @@ class SqliteStore final : public Store {
     RETURN_IF_ERROR(CheckRequestIdFree(run));
     Query query(db_.get(), statements_.insert_run.get(), "insert run");
     BindRun(query, run);
+    BindProgress(query, run);
     return Written(query.Execute().status());
   }
 
   absl::Status UpdateRun(const v1::Run& run) override {
-    absl::MutexLock lock(&mu_);
-    RETURN_IF_ERROR(CheckRequestIdFree(run));
-    Query query(db_.get(), statements_.update_run.get(), "update run");
-    BindRun(query, run);
-    const absl::StatusOr<int> changed = query.Execute();
-    if (!changed.ok()) return Written(changed.status());
-    return *changed == 0 ? RunNotFound(run.name()) : absl::OkStatus();
+    return Update(run, /*with_progress=*/true);
+  }
+
+  absl::Status UpdateRunExceptProgress(const v1::Run& run) override {
+    return Update(run, /*with_progress=*/false);
   }
 
   absl::StatusOr<v1::Run> GetRun(absl::string_view name) override {
-    absl::MutexLock lock(&mu_);
-    return GetRunLocked(name);
+    return Read([&](sqlite3* db, const Statements& s) { return GetRunWith(db, s, name); });
   }
 
   absl::StatusOr<v1::Run> FindRunByRequestId(
       absl::string_view request_id) override {
-    absl::MutexLock lock(&mu_);
-    return FindRunByRequestIdLocked(request_id);
+    return Read([&](sqlite3* db, const Statements& s) {
+      return FindRunByRequestIdWith(db, s, request_id);
+    });
   }
 
   absl::StatusOr<RunPage> ListRuns(int page_size, absl::string_view page_token,
                                    v1::RunState state) override {
     ASSIGN_OR_RETURN(const int limit,
                      store_internal::EffectivePageSize(page_size));
-    absl::MutexLock lock(&mu_);
-    Query query(db_.get(), statements_.list_runs.get(), "list runs");
+    return Read([&](sqlite3* db, const Statements& s) {
+      return ListRunsWith(db, s, limit, page_token, state);
+    });
+  }
+
+  absl::StatusOr<std::vector<v1::Run>> ListUnfinishedRuns() override {
+    return Read([](sqlite3* db, const Statements& s) {
+      Query query(db, s.list_unfinished_runs.get(), "list unfinished runs");
+      query.Int(v1::QUEUED).Int(v1::SCHEDULED).Int(v1::RUNNING);
+      return ReadRuns(query);
+    });
+  }
+
+ private:
+  static absl::StatusOr<RunPage> ListRunsWith(sqlite3* db, const Statements& s, int limit,
+                                              absl::string_view page_token,
+                                              v1::RunState state) {
+    Query query(db, s.list_runs.get(), "list runs");
     query.Int(state);
     if (page_token.empty()) {
       query.Null().Null();
@@ -305,20 +423,10 @@ class SqliteStore final : public Store {
     return page;
   }
 
-  absl::StatusOr<std::vector<v1::Run>> ListUnfinishedRuns() override {
-    absl::MutexLock lock(&mu_);
-    Query query(db_.get(), statements_.list_unfinished_runs.get(),
-                "list unfinished runs");
-    query.Int(v1::QUEUED).Int(v1::SCHEDULED).Int(v1::RUNNING);
-    return ReadRuns(query);
-  }
-
+ public:
   absl::StatusOr<bool> AddResult(absl::string_view run,
                                  const v1::SizeResult& result) override {
-    if (result.sequence() < 0) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "result sequence must not be negative, got ", result.sequence()));
-    }
+    RETURN_IF_ERROR(store_internal::ValidateResultSequence(result));
     absl::MutexLock lock(&mu_);
     RETURN_IF_ERROR(GetRunLocked(run).status());
     Query query(db_.get(), statements_.insert_result.get(), "insert result");
@@ -331,13 +439,37 @@ class SqliteStore final : public Store {
     return *inserted == 1;
   }
 
+  absl::StatusOr<std::vector<bool>> AddResults(
+      const std::vector<ResultRow>& rows) override {
+    for (const ResultRow& row : rows) {
+      RETURN_IF_ERROR(store_internal::ValidateResultSequence(row.result));
+    }
+    if (rows.empty()) return std::vector<bool>();
+    // Serialized before the lock: other callers need not wait for it.
+    std::vector<std::string> blobs;
+    blobs.reserve(rows.size());
+    for (const ResultRow& row : rows) blobs.push_back(row.result.SerializeAsString());
+    absl::MutexLock lock(&mu_);
+    RETURN_IF_ERROR(Written(Exec(db_.get(), "BEGIN IMMEDIATE", "begin add results")));
+    absl::StatusOr<std::vector<bool>> inserted = AddResultsLocked(rows, blobs);
+    absl::Status status = inserted.status();
+    if (status.ok()) status = Exec(db_.get(), "COMMIT", "commit add results");
+    if (!status.ok()) {
+      sqlite3_exec(db_.get(), "ROLLBACK", nullptr, nullptr, nullptr);
+      return Written(status);
+    }
+    return inserted;
+  }
+
   absl::StatusOr<std::vector<v1::SizeResult>> ListResults(
       absl::string_view run) override {
-    absl::MutexLock lock(&mu_);
-    RETURN_IF_ERROR(GetRunLocked(run).status());
-    Query query(db_.get(), statements_.list_results.get(), "list results");
-    query.Text(run);
-    return ReadAll<v1::SizeResult>(query, "result");
+    return Read([&](sqlite3* db, const Statements& s)
+                    -> absl::StatusOr<std::vector<v1::SizeResult>> {
+      RETURN_IF_ERROR(GetRunWith(db, s, run).status());
+      Query query(db, s.list_results.get(), "list results");
+      query.Text(run);
+      return ReadAll<v1::SizeResult>(query, "result");
+    });
   }
 
   absl::Status UpsertWorker(const v1::Worker& worker) override {
@@ -362,9 +494,10 @@ class SqliteStore final : public Store {
   }
 
   absl::StatusOr<std::vector<v1::Worker>> ListWorkers() override {
-    absl::MutexLock lock(&mu_);
-    Query query(db_.get(), statements_.list_workers.get(), "list workers");
-    return ReadAll<v1::Worker>(query, "worker");
+    return Read([](sqlite3* db, const Statements& s) {
+      Query query(db, s.list_workers.get(), "list workers");
+      return ReadAll<v1::Worker>(query, "worker");
+    });
   }
 
   absl::Status SetWorkerSecretHash(absl::string_view name,
@@ -379,16 +512,17 @@ class SqliteStore final : public Store {
 
   absl::StatusOr<std::map<std::string, std::string>> ListWorkerSecretHashes()
       override {
-    absl::MutexLock lock(&mu_);
-    Query query(db_.get(), statements_.list_secret_hashes.get(),
-                "list worker secret hashes");
-    std::map<std::string, std::string> hashes;
-    while (true) {
-      ASSIGN_OR_RETURN(const bool row, query.Step());
-      if (!row) break;
-      hashes[query.ColumnText(0)] = query.ColumnText(1);
-    }
-    return hashes;
+    return Read([](sqlite3* db, const Statements& s)
+                    -> absl::StatusOr<std::map<std::string, std::string>> {
+      Query query(db, s.list_secret_hashes.get(), "list worker secret hashes");
+      std::map<std::string, std::string> hashes;
+      while (true) {
+        ASSIGN_OR_RETURN(const bool row, query.Step());
+        if (!row) break;
+        hashes[query.ColumnText(0)] = query.ColumnText(1);
+      }
+      return hashes;
+    });
   }
 
   absl::Status DeleteWorker(absl::string_view name) override {
@@ -419,6 +553,56 @@ class SqliteStore final : public Store {
   }
 
  private:
+  absl::Status Update(const v1::Run& run, bool with_progress) {
+    absl::MutexLock lock(&mu_);
+    RETURN_IF_ERROR(CheckRequestIdFree(run));
+    Query query(db_.get(),
+                with_progress ? statements_.update_run.get()
+                              : statements_.update_run_except_progress.get(),
+                "update run");
+    BindRun(query, run);
+    if (with_progress) BindProgress(query, run);
+    const absl::StatusOr<int> changed = query.Execute();
+    if (!changed.ok()) return Written(changed.status());
+    return *changed == 0 ? RunNotFound(run.name()) : absl::OkStatus();
+  }
+
+  // AddResults inside its transaction: the rows, then each run's progress
+  // once. NotFound when a run is not stored (the caller rolls back).
+  absl::StatusOr<std::vector<bool>> AddResultsLocked(
+      const std::vector<ResultRow>& rows, const std::vector<std::string>& blobs)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    struct Progress {
+      int64_t sizes_done = 0;
+      int64_t wrong = 0;
+    };
+    std::map<absl::string_view, Progress> progress;
+    std::vector<bool> inserted;
+    inserted.reserve(rows.size());
+    for (size_t i = 0; i < rows.size(); ++i) {
+      const ResultRow& row = rows[i];
+      Query query(db_.get(), statements_.insert_result.get(), "insert result");
+      query.Text(row.run)
+          .Int(row.result.sequence())
+          .Int(static_cast<int64_t>(row.result.bytes()))
+          .Blob(blobs[i]);
+      ASSIGN_OR_RETURN(const int added, query.Execute());
+      inserted.push_back(added == 1);
+      Progress& p = progress[row.run];
+      if (added == 1) {
+        ++p.sizes_done;
+        p.wrong += static_cast<int64_t>(row.result.wrong());
+      }
+    }
+    for (const auto& [run, p] : progress) {
+      Query query(db_.get(), statements_.add_progress.get(), "add progress");
+      query.Text(run).Int(p.sizes_done).Int(p.wrong);
+      ASSIGN_OR_RETURN(const int changed, query.Execute());
+      if (changed == 0) return RunNotFound(run);
+    }
+    return inserted;
+  }
+
   // UpsertWorkers after validation: one transaction, rolled back on error.
   absl::Status UpsertWorkersLocked(const std::vector<v1::Worker>& workers)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
@@ -451,26 +635,25 @@ class SqliteStore final : public Store {
         "was written (", status.message(), ")"));
   }
 
+  // `read(db, statements)` on the read connection, or on the writer's.
+  template <typename F>
+  std::invoke_result_t<F, sqlite3*, const Statements&> Read(F read) ABSL_LOCKS_EXCLUDED(mu_) {
+    if (reader_ == nullptr) {
+      absl::MutexLock lock(&mu_);
+      return read(db_.get(), statements_);
+    }
+    absl::MutexLock lock(&reader_->mu);
+    return read(reader_->db.get(), reader_->statements);
+  }
+
   absl::StatusOr<v1::Run> GetRunLocked(absl::string_view name)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
-    Query query(db_.get(), statements_.get_run.get(), "get run");
-    query.Text(name);
-    ASSIGN_OR_RETURN(const bool found, query.Step());
-    if (!found) return RunNotFound(name);
-    return ReadRun(query);
+    return GetRunWith(db_.get(), statements_, name);
   }
 
   absl::StatusOr<v1::Run> FindRunByRequestIdLocked(absl::string_view request_id)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
-    Query query(db_.get(), statements_.find_run_by_request_id.get(),
-                "find run by request_id");
-    query.Text(request_id);
-    ASSIGN_OR_RETURN(const bool found, query.Step());
-    if (!found) {
-      return absl::NotFoundError(
-          absl::StrCat("no run with request_id \"", request_id, "\""));
-    }
-    return ReadRun(query);
+    return FindRunByRequestIdWith(db_.get(), statements_, request_id);
   }
 
   // AlreadyExists if another run than `run` holds its (non-empty) request id.
@@ -514,6 +697,7 @@ class SqliteStore final : public Store {
   // Declared before the statements: they are finalized before it closes.
   const ConnectionPtr db_ ABSL_GUARDED_BY(mu_);
   const Statements statements_ ABSL_GUARDED_BY(mu_);
+  const std::unique_ptr<ReadConnection> reader_;
 };
 
 // The parent folder of `path`, created if missing, so `--store
@@ -545,7 +729,19 @@ absl::StatusOr<std::unique_ptr<Store>> Open(const std::string& path) {
   RETURN_IF_ERROR(Configure(db.get()));
   RETURN_IF_ERROR(Migrate(db.get()));
   ASSIGN_OR_RETURN(Statements statements, PrepareStatements(db.get()));
-  return std::make_unique<SqliteStore>(path, std::move(db), std::move(statements));
+  std::unique_ptr<ReadConnection> reader;
+  if (path != ":memory:") {  // another connection would open another database
+    reader = std::make_unique<ReadConnection>();
+    sqlite3* raw_reader = nullptr;
+    const int read_rc = sqlite3_open_v2(path.c_str(), &raw_reader,
+                                        SQLITE_OPEN_READWRITE | SQLITE_OPEN_NOMUTEX, nullptr);
+    reader->db.reset(raw_reader);
+    if (read_rc != SQLITE_OK) return SqliteError(reader->db.get(), read_rc, "open for reading");
+    RETURN_IF_ERROR(Configure(reader->db.get()));
+    ASSIGN_OR_RETURN(reader->statements, PrepareStatements(reader->db.get()));
+  }
+  return std::make_unique<SqliteStore>(path, std::move(db), std::move(statements),
+                                       std::move(reader));
 }
 
 }  // namespace

@@ -61,6 +61,12 @@ class Store {
   // AlreadyExists if the request id is changed to one another run holds.
   virtual absl::Status UpdateRun(const v1::Run& run) = 0;
 
+  // UpdateRun, except that the run's progress (sizes_done, wrong) stays as
+  // stored: AddResults owns it from then on. The coordinator saves a run's
+  // state with this while results of it are being written, so a state
+  // change never writes back an older count.
+  virtual absl::Status UpdateRunExceptProgress(const v1::Run& run) = 0;
+
   // The run named `name`; NotFound naming it if none is stored.
   virtual absl::StatusOr<v1::Run> GetRun(absl::string_view name) = 0;
 
@@ -91,13 +97,32 @@ class Store {
   // Stores `result` for the run named `run` unless a result with the same
   // sequence is already stored for it (a launcher re-sends what it has not
   // seen acked). Returns true if it stored the result, false if it was a
-  // duplicate (the stored one is kept unchanged).
+  // duplicate (the stored one is kept unchanged). The run's row is not
+  // touched (AddResults also counts the result into the run's progress).
   // Durable when it returns: the caller may ack the worker, and the result
   // survives a crash of the process or the machine right after.
   // NotFound if the run is not stored; InvalidArgument if the sequence is
   // negative.
   virtual absl::StatusOr<bool> AddResult(absl::string_view run,
                                          const v1::SizeResult& result) = 0;
+
+  // One result of AddResults: the run it belongs to ("runs/{id}") and it.
+  struct ResultRow {
+    std::string run;
+    v1::SizeResult result;
+  };
+
+  // The coordinator's result path (group commit): stores each row unless a
+  // result with its (run, sequence) is stored already (as AddResult), and
+  // adds each new one to its run's progress in the same transaction:
+  // sizes_done + 1 and wrong + result.wrong(). Returns, per row in order,
+  // whether it was new (a later row with the same key is a duplicate).
+  // One transaction for all rows: durable when it returns, like AddResult.
+  // All or nothing: NotFound naming a run that is not stored,
+  // InvalidArgument for a negative sequence, or the write's error (a full
+  // disk is ResourceExhausted), and then nothing of it is stored.
+  virtual absl::StatusOr<std::vector<bool>> AddResults(
+      const std::vector<ResultRow>& rows) = 0;
 
   // The run's results by ascending sequence; NotFound if the run is not
   // stored (a run without results yields an empty list).

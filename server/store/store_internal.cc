@@ -50,6 +50,12 @@ absl::Status RunNotFound(absl::string_view name) {
   return absl::NotFoundError(absl::StrCat("run ", name, " not found"));
 }
 
+absl::Status ValidateResultSequence(const v1::SizeResult& result) {
+  if (result.sequence() >= 0) return absl::OkStatus();
+  return absl::InvalidArgumentError(absl::StrCat(
+      "result sequence must not be negative, got ", result.sequence()));
+}
+
 int64_t TimestampNs(const google::protobuf::Timestamp& time) {
   return time.seconds() * 1'000'000'000 + time.nanos();
 }

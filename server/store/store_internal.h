@@ -25,6 +25,9 @@ absl::Status ValidateWorkerSecretHash(absl::string_view name, absl::string_view 
 // The NotFound every implementation returns for a run it does not hold.
 absl::Status RunNotFound(absl::string_view name);
 
+// InvalidArgument for a result whose sequence is negative.
+absl::Status ValidateResultSequence(const v1::SizeResult& result);
+
 // `time` in nanoseconds since the Unix epoch (0 when unset).
 int64_t TimestampNs(const google::protobuf::Timestamp& time);
 // `run.create_time()` in nanoseconds since the Unix epoch.

@@ -12,6 +12,7 @@
 #include "absl/strings/str_cat.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "tests/unit/server/forwarding_store.h"
 
 namespace collbench {
 namespace {
@@ -38,61 +39,43 @@ class FakeLink final : public WorkerLink {
 // state change must not cost one store transaction (one fsync on SQLite)
 // per worker. While `full`, run writes fail as the SQLite store's do on a
 // full disk.
-class CountingStore final : public Store {
+class CountingStore final : public ForwardingStore {
  public:
   absl::Status CreateRun(const v1::Run& run) override {
-    return full ? Full() : inner_->CreateRun(run);
+    return full ? Full() : ForwardingStore::CreateRun(run);
   }
   absl::Status UpdateRun(const v1::Run& run) override {
-    return full ? Full() : inner_->UpdateRun(run);
+    return full ? Full() : ForwardingStore::UpdateRun(run);
   }
-  absl::StatusOr<v1::Run> GetRun(absl::string_view name) override { return inner_->GetRun(name); }
-  absl::StatusOr<v1::Run> FindRunByRequestId(absl::string_view id) override {
-    return inner_->FindRunByRequestId(id);
+  absl::Status UpdateRunExceptProgress(const v1::Run& run) override {
+    return full ? Full() : ForwardingStore::UpdateRunExceptProgress(run);
   }
-  absl::StatusOr<RunPage> ListRuns(int size, absl::string_view token,
-                                   v1::RunState state) override {
-    return inner_->ListRuns(size, token, state);
-  }
-  absl::StatusOr<std::vector<v1::Run>> ListUnfinishedRuns() override {
-    return inner_->ListUnfinishedRuns();
-  }
-  absl::StatusOr<bool> AddResult(absl::string_view run, const v1::SizeResult& result) override {
-    return inner_->AddResult(run, result);
-  }
-  absl::StatusOr<std::vector<v1::SizeResult>> ListResults(absl::string_view run) override {
-    return inner_->ListResults(run);
+  absl::StatusOr<std::vector<bool>> AddResults(const std::vector<ResultRow>& rows) override {
+    ++result_writes;
+    if (results_fail) return Full();
+    return ForwardingStore::AddResults(rows);
   }
   absl::Status UpsertWorker(const v1::Worker& worker) override {
     ++worker_writes;
-    return inner_->UpsertWorker(worker);
+    return ForwardingStore::UpsertWorker(worker);
   }
   absl::Status UpsertWorkers(const std::vector<v1::Worker>& workers) override {
     ++worker_writes;
-    return inner_->UpsertWorkers(workers);
-  }
-  absl::StatusOr<std::vector<v1::Worker>> ListWorkers() override {
-    return inner_->ListWorkers();
+    return ForwardingStore::UpsertWorkers(workers);
   }
   absl::Status SetWorkerSecretHash(absl::string_view name, absl::string_view hash) override {
-    return full ? Full() : inner_->SetWorkerSecretHash(name, hash);
-  }
-  absl::StatusOr<std::map<std::string, std::string>> ListWorkerSecretHashes() override {
-    return inner_->ListWorkerSecretHashes();
-  }
-  absl::Status DeleteWorker(absl::string_view name) override {
-    return inner_->DeleteWorker(name);
+    return full ? Full() : ForwardingStore::SetWorkerSecretHash(name, hash);
   }
 
   int worker_writes = 0;  // transactions that wrote worker rows
   bool full = false;
+  int result_writes = 0;       // AddResults transactions
+  bool results_fail = false;   // AddResults fails as on a full disk
 
  private:
   static absl::Status Full() {
     return absl::ResourceExhaustedError("store test.db is full: no space left on its file system");
   }
-
-  std::unique_ptr<Store> inner_ = NewMemoryStore();
 };
 
 class RunManagerTest : public ::testing::Test {
@@ -176,6 +159,16 @@ class RunManagerTest : public ::testing::Test {
     result.mutable_result()->set_bytes(8 << sequence);
     result.mutable_result()->set_wrong(wrong);
     manager_->OnResult(worker, result, now_);
+    manager_->FlushResults();  // stored and acknowledged before the test looks
+  }
+
+  // The sequences acknowledged to `worker` since the last Take.
+  std::vector<int64_t> AckedSequences(const std::string& worker) {
+    std::vector<int64_t> acked;
+    for (const auto& m : link_.Take(worker)) {
+      if (m.has_ack()) acked.push_back(m.ack().sequence());
+    }
+    return acked;
   }
 
   std::unique_ptr<CountingStore> store_ = std::make_unique<CountingStore>();
@@ -186,6 +179,41 @@ class RunManagerTest : public ::testing::Test {
   absl::Time now_ = absl::FromUnixSeconds(1'800'000'000);
   std::map<std::string, std::string> secrets_;  // worker id -> its secret
 };
+
+// A result is acknowledged only once its write is durable: a write that
+// fails acknowledges nothing and counts nothing, and the launcher's
+// re-send is stored and acknowledged.
+TEST_F(RunManagerTest, ResultIsAcknowledgedOnlyOnceStored) {
+  Register("a", "host-a");
+  const v1::Run created = Create(Spec(2));
+  Status("workers/a", created.name(), v1::RUNNING);
+  link_.Take("workers/a");
+  store_->results_fail = true;
+  Result("workers/a", created.name(), 0);
+  int acks = 0;
+  for (const auto& m : link_.Take("workers/a")) acks += m.has_ack();
+  EXPECT_EQ(acks, 0);
+  EXPECT_TRUE(manager_->GetResults(created.name())->empty());
+  EXPECT_EQ(Get(created.name()).sizes_done(), 0);
+  store_->results_fail = false;
+  Result("workers/a", created.name(), 0);
+  EXPECT_EQ(AckedSequences("workers/a"), std::vector<int64_t>{0});
+  EXPECT_EQ(Get(created.name()).sizes_done(), 1);
+}
+
+// A re-send of a result already stored is acknowledged without a write.
+TEST_F(RunManagerTest, ResultStoredBeforeIsAcknowledgedWithoutAWrite) {
+  Register("a", "host-a");
+  const v1::Run created = Create(Spec(2));
+  Status("workers/a", created.name(), v1::RUNNING);
+  Result("workers/a", created.name(), 0);
+  const int writes = store_->result_writes;
+  link_.Take("workers/a");
+  Result("workers/a", created.name(), 0);
+  EXPECT_EQ(store_->result_writes, writes);
+  EXPECT_EQ(AckedSequences("workers/a"), std::vector<int64_t>{0});
+  EXPECT_EQ(Get(created.name()).sizes_done(), 1);
+}
 
 TEST_F(RunManagerTest, RunGoesThroughItsLifecycle) {
   Register("a", "host-a");

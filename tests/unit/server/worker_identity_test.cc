@@ -358,6 +358,7 @@ TEST_F(WorkerIdentityTest, ResultsBeyondWhatTheSpecCanProduceAreRefused) {
     result.mutable_result()->set_sequence(sequence);
     result.mutable_result()->set_bytes(8);
     manager_->OnResult("workers/a", result, now_);
+    manager_->FlushResults();
   };
   send(0);
   send(1);

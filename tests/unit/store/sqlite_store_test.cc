@@ -145,7 +145,32 @@ TEST_F(SqliteStoreTest, SchemaVersionIsRecordedOnce) {
   ASSERT_NE(Open(), nullptr);
   EXPECT_EQ(QueryDirectly("SELECT COUNT(*) || ':' || MAX(version) "
                           "FROM schema_version"),
-            "2:2");
+            "3:3");
+}
+
+// A store file of schema 2 (progress only inside each run's serialized
+// row) opens as schema 3 with every run's progress where it was.
+TEST_F(SqliteStoreTest, Schema2FileKeepsItsRunsProgress) {
+  v1::Run run = MakeRun(1, 10, v1::SUCCEEDED);
+  run.set_sizes_done(5);
+  run.set_wrong(2);
+  {
+    std::unique_ptr<Store> store = Open();
+    ASSERT_NE(store, nullptr);
+    ASSERT_TRUE(store->CreateRun(run).ok());
+  }
+  // Back to what schema 2 had: no progress columns, version 2.
+  QueryDirectly("ALTER TABLE runs DROP COLUMN sizes_done");
+  QueryDirectly("ALTER TABLE runs DROP COLUMN wrong");
+  QueryDirectly("DELETE FROM schema_version WHERE version = 3");
+  ASSERT_EQ(QueryDirectly("SELECT MAX(version) FROM schema_version"), "2");
+  std::unique_ptr<Store> store = Open();
+  ASSERT_NE(store, nullptr);
+  EXPECT_EQ(QueryDirectly("SELECT MAX(version) FROM schema_version"), "3");
+  EXPECT_EQ(store->GetRun(run.name())->DebugString(), run.DebugString());
+  // And counting goes on from there.
+  ASSERT_TRUE(store->AddResults({{run.name(), MakeResult(5, 8)}}).ok());
+  EXPECT_EQ(store->GetRun(run.name())->sizes_done(), 6);
 }
 
 TEST_F(SqliteStoreTest, NewerSchemaIsFailedPrecondition) {

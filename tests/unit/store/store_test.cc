@@ -390,6 +390,70 @@ TEST_P(StoreContractTest, WorkerSecretHashesSurviveRowWritesUntilDeleted) {
             absl::StatusCode::kInvalidArgument);
 }
 
+// The coordinator's result path: a batch of results and their runs'
+// progress in one call; each new result counts once, duplicates (within the
+// batch or stored before) not at all.
+TEST_P(StoreContractTest, AddResultsStoresNewRowsAndCountsThemIntoProgress) {
+  Create(MakeRun(1, 1, v1::RUNNING));
+  Create(MakeRun(2, 2, v1::RUNNING));
+  ASSERT_TRUE(store_->AddResult("runs/0001", MakeResult(0, 8)).ok());
+  v1::SizeResult wrong = MakeResult(2, 8);
+  wrong.set_wrong(3);
+  const std::vector<Store::ResultRow> rows = {
+      {"runs/0001", MakeResult(0, 8)},  // stored before
+      {"runs/0001", MakeResult(1, 8)},
+      {"runs/0002", MakeResult(0, 8)},
+      {"runs/0001", wrong},
+      {"runs/0001", MakeResult(1, 8)},  // twice in the batch
+  };
+  absl::StatusOr<std::vector<bool>> inserted = store_->AddResults(rows);
+  ASSERT_TRUE(inserted.ok()) << inserted.status();
+  EXPECT_THAT(*inserted, ElementsAre(false, true, true, true, false));
+  EXPECT_THAT(Sequences(store_->ListResults("runs/0001").value()), ElementsAre(0, 1, 2));
+  const v1::Run first = store_->GetRun("runs/0001").value();
+  EXPECT_EQ(first.sizes_done(), 2);  // AddResult alone counts nothing
+  EXPECT_EQ(first.wrong(), 3u);
+  EXPECT_EQ(store_->GetRun("runs/0002").value().sizes_done(), 1);
+  // Every way of reading a run sees the same progress.
+  EXPECT_EQ(store_->ListUnfinishedRuns().value()[0].sizes_done(), 2);
+  EXPECT_EQ(store_->ListRuns(0, "", v1::RUNNING).value().runs[1].sizes_done(), 2);
+}
+
+TEST_P(StoreContractTest, AddResultsIsAllOrNothing) {
+  Create(MakeRun(1, 1, v1::RUNNING));
+  absl::StatusOr<std::vector<bool>> missing =
+      store_->AddResults({{"runs/0001", MakeResult(0, 8)}, {"runs/0404", MakeResult(0, 8)}});
+  EXPECT_EQ(missing.status().code(), absl::StatusCode::kNotFound);
+  EXPECT_THAT(missing.status().message(), HasSubstr("runs/0404"));
+  absl::StatusOr<std::vector<bool>> negative =
+      store_->AddResults({{"runs/0001", MakeResult(0, 8)}, {"runs/0001", MakeResult(-1, 8)}});
+  EXPECT_EQ(negative.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_TRUE(store_->ListResults("runs/0001").value().empty());
+  EXPECT_EQ(store_->GetRun("runs/0001").value().sizes_done(), 0);
+  EXPECT_TRUE(store_->AddResults({}).value().empty());
+}
+
+// A state change saved while results are counted never writes an older
+// count back.
+TEST_P(StoreContractTest, UpdateRunExceptProgressKeepsTheStoredProgress) {
+  v1::Run run = MakeRun(1, 1, v1::RUNNING);
+  Create(run);
+  v1::SizeResult wrong = MakeResult(1, 8);
+  wrong.set_wrong(4);
+  ASSERT_TRUE(store_->AddResults({{run.name(), MakeResult(0, 8)}, {run.name(), wrong}}).ok());
+  run.set_state(v1::SUCCEEDED);
+  run.set_error("done");
+  run.set_sizes_done(0);  // what the caller held before the results
+  ASSERT_TRUE(store_->UpdateRunExceptProgress(run).ok());
+  const v1::Run got = store_->GetRun(run.name()).value();
+  EXPECT_EQ(got.state(), v1::SUCCEEDED);
+  EXPECT_EQ(got.error(), "done");
+  EXPECT_EQ(got.sizes_done(), 2);
+  EXPECT_EQ(got.wrong(), 4u);
+  EXPECT_EQ(store_->UpdateRunExceptProgress(MakeRun(9, 1, v1::RUNNING)).code(),
+            absl::StatusCode::kNotFound);
+}
+
 INSTANTIATE_TEST_SUITE_P(Implementations, StoreContractTest,
                          testing::Values(Kind::kMemory, Kind::kSqlite),
                          [](const testing::TestParamInfo<Kind>& info) {
