@@ -310,7 +310,7 @@ def case_live(c):
         sizes = ",".join(str(8 << i) for i in range(18))  # 8 B .. 1 MiB
         # Fixed iterations, not an adaptive budget: adaptive sizes can stop within
         # milliseconds, and the whole run must last long enough to be watched.
-        rid = make_run(c, "--sizes", sizes, "-n", "10000", "-w", "10")
+        rid = make_run(c, "--sizes", sizes, "-n", "5000", "-w", "10")
         page.navigate(c.url("/ui/runs/" + rid))
         page.evaluate("window.collbenchMarker = 1")
         seen = []  # (points, state) while the page stayed loaded
