@@ -52,8 +52,9 @@ commands:
   matrix [--operations L] [--placements L] [--transports L] [--mpis L] [run flags]
                                 one run per combination, then fastest vs slowest
   suite list | run NAME [--profile ci|paper] | show ID
-                                a seed paper's experiment: its runs, its tables
-                                and whether this run agrees with the paper
+                                one of the five published papers collbench
+                                reproduces (its seeds, docs/suites.md): its
+                                runs, its tables and whether this run agrees
   report RUN... | --suite ID -o FILE.html
                                 a self-contained HTML report: plots, ratios,
                                 per-rank view, environment differences
