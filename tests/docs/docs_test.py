@@ -11,7 +11,9 @@ Modes (one per ctest test):
             that cmd must fail). A block runs in one bash, so its commands
             share variables and background jobs; everything a block
             started is killed when it ends. A failure names the file, the
-            line and the command, with the end of its output.
+            line and the command, with the end of its output. Then, in every
+            sh block, runnable or not, each --flag given to a collbench
+            program must be one its --help names (the helps must exit 0).
   links     every relative link in README.md and docs/**/*.md names an
             existing file (and, with #anchor into a Markdown page, one of
             its headings); README.md is at most 12,288 bytes.
@@ -20,6 +22,7 @@ Modes (one per ctest test):
 import argparse
 import os
 import re
+import shlex
 import shutil
 import signal
 import subprocess
@@ -118,6 +121,76 @@ def runnable_blocks(root: Path, default_timeout_s: float):
     return blocks
 
 
+def sh_blocks(root: Path):
+    """Every fenced sh block, runnable or not: (page, Block)."""
+    for page in pages(root):
+        rel = page.relative_to(root)
+        for info, start, body in fenced_blocks(page.read_text()):
+            words = info.split()
+            if words and words[0] in ("sh", "bash", "shell"):
+                block = Block(rel, start - 1, 0)
+                block.commands = split_commands(body, start, str(rel))
+                yield block
+
+
+# The programs whose flags the docs must spell as their --help does, and the
+# help texts that name them (collbench's run-like commands take every
+# collbench-rank flag too).
+HELPS = {
+    "collbench": [["collbench", "--help"]] + [
+        ["collbench", c, "--help"]
+        for c in ("run", "matrix", "local", "suite", "report", "sweep", "advise", "health")
+    ] + [["collbench-rank", "--help"]],
+    "collbench-rank": [["collbench-rank", "--help"]],
+    "collbench-rank-mpich": [["collbench-rank-mpich", "--help"]],
+    "collbench-coordinator": [["collbench-coordinator", "--help"]],
+    "collbench-worker": [["collbench-worker", "--help"]],
+}
+
+
+def known_flags(bin_dir: Path):
+    """program -> the long flags its help texts name; or raises on a failing --help."""
+    flags = {}
+    for program, commands in HELPS.items():
+        names = set()
+        for argv in commands:
+            done = subprocess.run([str(bin_dir / argv[0])] + argv[1:], capture_output=True,
+                                  text=True, timeout=30)
+            if done.returncode != 0:
+                raise SystemExit(f"{' '.join(argv)}: exit {done.returncode}: {done.stderr.strip()}")
+            names |= set(re.findall(r"--[a-z][a-z0-9-]*", done.stdout))
+        flags[program] = names
+    return flags
+
+
+def check_flags(root: Path, bin_dir: Path) -> list:
+    """Messages for flags the docs give a collbench program that its help lacks."""
+    flags, problems, count = known_flags(bin_dir), [], 0
+    for block in sh_blocks(root):
+        for command in block.commands:
+            lexer = shlex.shlex(command.text.replace("\\\n", " "), posix=True,
+                                punctuation_chars=True)
+            lexer.whitespace_split = True
+            try:
+                tokens = list(lexer)
+            except ValueError:
+                continue
+            program = None
+            for token in tokens:
+                if token and set(token) <= set("|&;()<>"):
+                    program = None  # the end of one program's arguments
+                elif os.path.basename(token) in flags:
+                    program = os.path.basename(token)
+                elif program and token.startswith("--"):
+                    count += 1
+                    name = token.split("=", 1)[0]
+                    if name not in flags[program]:
+                        problems.append(f"{block.page}:{command.line}: {program} has no flag "
+                                        f"{name} (its --help does not name it)\n")
+    print(f"{count} flags of collbench programs checked against their --help")
+    return problems
+
+
 def checkout_view(root: Path, build_dir: Path, where: Path):
     """Links the checkout's top-level entries into `where`, build/ to build_dir."""
     for entry in root.iterdir():
@@ -207,6 +280,7 @@ def check_examples(root: Path, bin_dir: Path, default_timeout_s: float, only: st
     total = sum(len(b.commands) for b in blocks)
     print(f"{len(blocks)} runnable blocks, {total} commands, "
           f"{time.monotonic() - started:.1f} s")
+    failures += check_flags(root, bin_dir)
     for message in failures:
         print(message, file=sys.stderr, end="")
     return 1 if failures else 0
