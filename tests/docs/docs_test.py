@@ -148,6 +148,11 @@ HELPS = {
 }
 
 
+# Programs that run the program named after their own arguments.
+WRAPPERS = {"mpirun", "mpiexec", "mpiexec.mpich", "mpiexec.openmpi", "env", "nice", "timeout",
+            "sudo", "exec", "!"}
+
+
 def known_flags(bin_dir: Path):
     """program -> the long flags its help texts name; or raises on a failing --help."""
     flags = {}
@@ -175,13 +180,19 @@ def check_flags(root: Path, bin_dir: Path) -> list:
                 tokens = list(lexer)
             except ValueError:
                 continue
-            program = None
+            program, at_command, wrapped = None, True, False
             for token in tokens:
+                name = os.path.basename(token)
                 if token and set(token) <= set("|&;()<>"):
-                    program = None  # the end of one program's arguments
-                elif os.path.basename(token) in flags:
-                    program = os.path.basename(token)
-                elif program and token.startswith("--"):
+                    # The end of one program's arguments.
+                    program, at_command, wrapped = None, True, False
+                elif at_command and name in flags:
+                    program, at_command = name, False
+                elif at_command and name in WRAPPERS:
+                    wrapped = True  # its arguments come before the program it runs
+                elif at_command and not wrapped and "=" not in token:
+                    at_command = False  # another program: not checked
+                elif program and token.startswith("--") and token != "--":
                     count += 1
                     name = token.split("=", 1)[0]
                     if name not in flags[program]:
