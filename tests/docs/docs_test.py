@@ -16,7 +16,9 @@ Modes (one per ctest test):
             program must be one its --help names (the helps must exit 0).
   links     every relative link in README.md and docs/**/*.md names an
             existing file (and, with #anchor into a Markdown page, one of
-            its headings); README.md is at most 12,288 bytes.
+            its headings); README.md is at most 12,288 bytes, links the docs
+            index, and the index links every page under docs/ (two clicks
+            from README.md to any page).
 """
 
 import argparse
@@ -333,6 +335,30 @@ def prose_lines(text: str, keep_code: bool = False):
             yield number, line if keep_code else re.sub(r"`[^`]*`", "", line)
 
 
+def linked_files(page: Path):
+    """The files page links to, resolved."""
+    out = set()
+    for _, line in prose_lines(page.read_text()):
+        for target in LINK.findall(line):
+            path_part = target.partition("#")[0]
+            if path_part and not re.match(r"^[a-z][a-z0-9+.-]*:", target):
+                out.add((page.parent / path_part).resolve())
+    return out
+
+
+def unreachable_pages(root: Path) -> list:
+    """A newcomer's path: README.md links the docs index, which links every page."""
+    index = (root / "docs" / "README.md").resolve()
+    problems = []
+    if index not in linked_files(root / "README.md"):
+        problems.append("README.md: no link to docs/README.md, the docs index")
+    from_index = linked_files(index)
+    for page in sorted((root / "docs").rglob("*.md")):
+        if page.resolve() != index and page.resolve() not in from_index:
+            problems.append(f"docs/README.md: no link to {page.relative_to(root)}")
+    return problems
+
+
 def check_links(root: Path) -> int:
     problems = []
     readme = root / "README.md"
@@ -360,6 +386,7 @@ def check_links(root: Path) -> int:
                 if anchor and dest.suffix == ".md" and anchor not in anchors(dest):
                     problems.append(f"{rel}:{number}: no heading #{anchor} in "
                                     f"{dest.relative_to(root.resolve())}")
+    problems += unreachable_pages(root)
     print(f"{count} relative links checked; README.md is {size} bytes")
     for p in problems:
         print(p, file=sys.stderr)
