@@ -49,6 +49,7 @@ class Block:
     page: Path
     line: int  # the opening fence's line
     timeout_s: float
+    runnable: bool
     commands: list = field(default_factory=list)
 
 
@@ -103,36 +104,27 @@ def split_commands(body, first_line: int, where: str):
     return commands
 
 
-def runnable_blocks(root: Path, default_timeout_s: float):
-    blocks = []
+def sh_blocks(root: Path, default_timeout_s: float = 0):
+    """Every fenced sh block of README.md and docs/, runnable or not."""
     for page in pages(root):
         rel = page.relative_to(root)
         for info, start, body in fenced_blocks(page.read_text()):
-            words = info.split()
-            if "runnable" not in words[1:]:
-                continue
+            words = info.split() or [""]
             if words[0] not in ("sh", "bash", "shell"):
-                raise SystemExit(f"{rel}:{start - 1}: a runnable example must be sh, not '{words[0]}'")
-            timeout_s = default_timeout_s
+                if "runnable" in words[1:]:
+                    raise SystemExit(f"{rel}:{start - 1}: a runnable example must be sh, "
+                                     f"not '{words[0]}'")
+                continue
+            block = Block(rel, start - 1, default_timeout_s, "runnable" in words[1:])
             for w in words[1:]:
                 if w.startswith("timeout="):
-                    timeout_s = float(w.split("=", 1)[1])
-            block = Block(rel, start - 1, timeout_s)
+                    block.timeout_s = float(w.split("=", 1)[1])
             block.commands = split_commands(body, start, str(rel))
-            blocks.append(block)
-    return blocks
+            yield block
 
 
-def sh_blocks(root: Path):
-    """Every fenced sh block, runnable or not: (page, Block)."""
-    for page in pages(root):
-        rel = page.relative_to(root)
-        for info, start, body in fenced_blocks(page.read_text()):
-            words = info.split()
-            if words and words[0] in ("sh", "bash", "shell"):
-                block = Block(rel, start - 1, 0)
-                block.commands = split_commands(body, start, str(rel))
-                yield block
+def runnable_blocks(root: Path, default_timeout_s: float):
+    return [b for b in sh_blocks(root, default_timeout_s) if b.runnable]
 
 
 # The programs whose flags the docs must spell as their --help does, and the
