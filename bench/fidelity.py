@@ -8,10 +8,10 @@ minimal_mpi_loop (bench/minimal_mpi_loop.cc) with the same --sync under the
 same launcher settings, with the same library, float32 buffers, element
 counts, warmup and iteration counts, interleaved over several rounds (the
 order rotates each round), and compares the reported averages (mean over
-ranks of per-rank means, DESIGN §2) round by round: each ratio is the median
-over rounds of collbench-rank's average divided by the reference's of the
-same round, shown with a distribution-free 95% confidence interval for that
-median.
+ranks of per-rank means, docs/concepts/measurement.md) round by round: each
+ratio is the median over rounds of collbench-rank's average divided by the
+reference's of the same round, shown with a distribution-free 95% confidence
+interval for that median.
 
 The minimal loop runs three ways, which differ only in how a call is timed:
   tsc    each call bracketed by the same time-stamp-counter reads

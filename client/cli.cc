@@ -3,6 +3,7 @@
 #include <grpcpp/grpcpp.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 
@@ -43,7 +44,7 @@ commands:
   health [HOST:PORT] [--service S] [--timeout D]
                                 the gRPC health status of the coordinator (or of
                                 a worker's --listen address); exit 0 if SERVING
-  runs [--state S]              runs, newest first
+  runs [--state S] [--limit N]  runs, newest first
   show RUN [--output F]         a run and its results
   watch RUN                     follow a run as it goes on
   cancel RUN                    stop a run
@@ -52,8 +53,9 @@ commands:
   matrix [--operations L] [--placements L] [--transports L] [--mpis L] [run flags]
                                 one run per combination, then fastest vs slowest
   suite list | run NAME [--profile ci|paper] | show ID
-                                a seed paper's experiment: its runs, its tables
-                                and whether this run agrees with the paper
+                                one of the five published papers collbench
+                                reproduces (its seeds, docs/suites.md): its
+                                runs, its tables and whether this run agrees
   report RUN... | --suite ID -o FILE.html
                                 a self-contained HTML report: plots, ratios,
                                 per-rank view, environment differences
@@ -210,12 +212,17 @@ int Compare(CoordinatorClient& client, const std::vector<std::string>& args) {
   return kExitOk;
 }
 
+// Whether a command whose flags go on to run specs was asked for its usage.
+bool AsksForHelp(const std::vector<std::string>& args) {
+  return std::find_if(args.begin(), args.end(), [](const std::string& arg) {
+           return arg == "--help" || arg == "-h";
+         }) != args.end();
+}
+
 int Run(CoordinatorClient& client, const std::vector<std::string>& args) {
-  for (const std::string& arg : args) {
-    if (arg == "--help" || arg == "-h") {
-      std::fputs(RunUsage().c_str(), stdout);
-      return kExitOk;
-    }
+  if (AsksForHelp(args)) {
+    std::fputs(RunUsage().c_str(), stdout);
+    return kExitOk;
   }
   absl::StatusOr<RunRequest> request = ParseRunFlags(args);
   if (!request.ok()) return Report(request.status());
@@ -241,7 +248,18 @@ int Run(CoordinatorClient& client, const std::vector<std::string>& args) {
   return Succeeded(*ended) ? kExitOk : kExitFailed;
 }
 
+constexpr char kMatrixUsage[] =
+    R"(usage: collbench matrix [--operations L] [--placements L] [--transports L] [--mpis L] [run flags]
+One run per combination of the lists (defaults: allreduce,bcast,gather; pack,spread;
+shm,tcp; openmpi), each with the same run flags (see collbench run --help), then
+each operation side by side and the fastest and slowest configuration per size.
+)";
+
 int Matrix(CoordinatorClient& client, const std::vector<std::string>& args) {
+  if (AsksForHelp(args)) {
+    std::fputs(kMatrixUsage, stdout);
+    return kExitOk;
+  }
   absl::StatusOr<MatrixPlan> plan = ParseMatrixFlags(args);
   if (!plan.ok()) return Report(plan.status());
   std::vector<MatrixRun> done;

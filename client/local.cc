@@ -224,6 +224,14 @@ int RunLocal(const std::vector<std::string>& args) {
                " a run names one by its bare name, e.g. --env"
                " OMPI_MCA_coll_tuned_dynamic_rules_filename=openmpi-rules.conf (default: none)");
   const absl::Status parsed = flags.Parse(args, /*stop_at_positional=*/true);
+  if (parsed.ok() && flags.help() && flags.rest().empty()) {
+    absl::PrintF(
+        "usage: collbench local [flags] COMMAND...\n"
+        "An embedded coordinator and K local workers on 127.0.0.1 for one command;\n"
+        "nothing is left running. COMMAND is any collbench command.\n%s",
+        flags.Usage());
+    return 0;
+  }
   if (!parsed.ok() || flags.rest().empty() || workers < 1) {
     absl::FPrintF(stderr, "collbench local: %s\n",
                   !parsed.ok() ? std::string(parsed.message())

@@ -22,8 +22,10 @@ namespace {
 constexpr char kUsage[] = R"(usage: collbench suite list
        collbench suite run NAME [--profile ci|paper] [--dry-run]
        collbench suite show ID
-A suite is one seed paper's experiment: the runs it makes, its tables and
-the paper's values, with a column saying whether this run agrees.
+A suite is one seed paper's experiment (the seeds are the five published
+studies collbench reproduces; docs/suites.md names them): the runs it makes,
+its tables and the paper's values, with a column saying whether this run
+agrees.
 )";
 
 // The workers at hand, as a suite needs to know them.

@@ -766,7 +766,7 @@ def case_local(c):
     reap_orphans()
     before = descendants([os.getpid()])
     expect(not before, "processes below this test before the case: %s" % describe_all(before))
-    # As the README gives it: no --wait, yet the results are printed.
+    # As the README and docs/reference/cli.md give it: no --wait, yet the results are printed.
     argv = [c.binary("collbench"), "local", "--workers", "2", "run", "allreduce", "--ranks", "2",
             "--placement", "spread", "--check"]
     started = time.monotonic()
