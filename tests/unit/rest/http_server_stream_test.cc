@@ -335,23 +335,13 @@ TEST_F(RestStreamTest, AClientThatClosesIsForgottenAtOnce) {
   watchers_ = &limits;
   Start();
   const std::string run = NewRun(2);
-  const int fd = socket(AF_INET, SOCK_STREAM, 0);
-  ASSERT_GE(fd, 0);
-  sockaddr_in address{};
-  address.sin_family = AF_INET;
-  address.sin_port = htons(static_cast<uint16_t>(server_->port()));
-  address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  ASSERT_EQ(connect(fd, reinterpret_cast<sockaddr*>(&address), sizeof(address)), 0);
-  const std::string request = "GET " + WatchPath(run) +
-                              " HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer " + kRead +
-                              "\r\n\r\n";
-  ASSERT_EQ(send(fd, request.data(), request.size(), 0), static_cast<ssize_t>(request.size()));
-  char head[256];
-  ASSERT_GT(recv(fd, head, sizeof(head), 0), 0);  // the stream is open
-  ASSERT_EQ(limits.open(), 1);
-  ASSERT_EQ(c_.hub().watcher_count(), 1u);
-  close(fd);
-  for (int i = 0; i < 200 && (limits.open() != 0 || c_.hub().watcher_count() != 0); ++i) {
+  {
+    Watcher watcher(server_->port(), WatchPath(run), kRead);
+    ASSERT_TRUE(watcher.WaitForEvents(1));
+    ASSERT_EQ(limits.open(), 1);
+    ASSERT_EQ(c_.hub().watcher_count(), 1u);
+  }  // the client ends its request and closes the connection
+  for (int i = 0; i < 300 && (limits.open() != 0 || c_.hub().watcher_count() != 0); ++i) {
     absl::SleepFor(absl::Milliseconds(10));
   }
   EXPECT_EQ(limits.open(), 0);
