@@ -134,7 +134,8 @@ void SseWriter::CloseAll() {
 void SseWriter::Forget(Stream& s) {
   s.events->SetNotify(nullptr);
   s.events->Detach();
-  streams_.erase(s.id);
+  const uint64_t id = s.id;  // `s` goes with the erase
+  streams_.erase(id);
 }
 
 void SseWriter::Abandon() {
