@@ -7,6 +7,11 @@ find_package(Threads REQUIRED)
 find_package(Protobuf REQUIRED)
 find_package(gRPC CONFIG REQUIRED)
 find_package(prometheus-cpp CONFIG REQUIRED)
+# The coordinator's HTTP listener (server/rest): libevent's evhttp
+# (libevent_extra), its OpenSSL bufferevents and the pthread locks that
+# let other threads post to its event loop.
+pkg_check_modules(LIBEVENT REQUIRED IMPORTED_TARGET libevent_extra libevent_openssl
+                  libevent_pthreads)
 
 # Open MPI is the default MPI; MPICH is the second axis. Both come as
 # pkg-config modules on Debian and can be installed side by side.
@@ -48,5 +53,7 @@ endif()
 
 if(COLLBENCH_BUILD_TESTS OR NOT DEFINED COLLBENCH_BUILD_TESTS)
   find_package(GTest REQUIRED)
+  # The HTTP tests' client (tests/unit/rest/http_test_client.h).
+  find_package(CURL REQUIRED)
 endif()
 find_package(benchmark QUIET)

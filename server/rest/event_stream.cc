@@ -144,34 +144,4 @@ std::string EventStream::Format(const v1::RunEvent& event) {
   return absl::StrCat("event: ", name, "\ndata: ", ProtoToJson(event), "\n\n");
 }
 
-void EventStreams::Add(const std::shared_ptr<EventStream>& stream) {
-  bool closed;
-  {
-    absl::MutexLock lock(&mu_);
-    closed = closed_;
-    streams_[stream.get()] = stream;
-  }
-  if (closed) stream->Close();
-}
-
-void EventStreams::Remove(const EventStream* stream) {
-  absl::MutexLock lock(&mu_);
-  streams_.erase(stream);
-}
-
-void EventStreams::CloseAll() {
-  std::map<const EventStream*, std::shared_ptr<EventStream>> open;
-  {
-    absl::MutexLock lock(&mu_);
-    closed_ = true;
-    open = streams_;
-  }
-  for (auto& [key, stream] : open) stream->Close();
-}
-
-size_t EventStreams::size() const {
-  absl::MutexLock lock(&mu_);
-  return streams_.size();
-}
-
 }  // namespace collbench

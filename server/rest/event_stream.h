@@ -22,9 +22,10 @@
 // and the events still queued are dropped, so a stalled reader costs
 // bounded memory and delays nobody.
 //
-// Two ways to read it: Next() blocks (a thread per stream, the TLS
-// listener), Take() does not and the notify callback says when to call it
-// again (the SseWriter's event loop, server/rest/sse_writer.h).
+// Two ways to read it: Take() does not block and the notify callback says
+// when to call it again (the HTTP server's event loop,
+// server/rest/sse_writer.h); Next() blocks, for a reader with a thread of
+// its own (tests).
 //
 // Ownership: shared by the hub (until Detach) and the HTTP response.
 // Thread safety: the hub calls OnEvent/OnEnd from any thread; one reader
@@ -33,7 +34,6 @@
 #define COLLBENCH_SERVER_REST_EVENT_STREAM_H_
 
 #include <functional>
-#include <map>
 #include <memory>
 #include <string>
 
@@ -110,23 +110,6 @@ class EventStream final : public RunEventSink {
   bool closed_ ABSL_GUARDED_BY(mu_) = false;  // end now
   bool subscribed_ ABSL_GUARDED_BY(mu_) = false;
   std::string too_slow_ ABSL_GUARDED_BY(mu_);  // the final error event, once it fell behind
-};
-
-// The open streams of one HTTP server, so Shutdown() can end them all.
-// Thread-safe.
-class EventStreams {
- public:
-  // Tracks `stream`; closes it at once when CloseAll() has been called.
-  void Add(const std::shared_ptr<EventStream>& stream);
-  void Remove(const EventStream* stream);
-  // Closes every stream, now and from now on.
-  void CloseAll();
-  size_t size() const;
-
- private:
-  mutable absl::Mutex mu_;
-  std::map<const EventStream*, std::shared_ptr<EventStream>> streams_ ABSL_GUARDED_BY(mu_);
-  bool closed_ ABSL_GUARDED_BY(mu_) = false;
 };
 
 }  // namespace collbench

@@ -1,44 +1,42 @@
-// HttpServer on cpp-httplib, the only file of the project that includes it.
-// Debian's libcpp-httplib is a compiled library built with OpenSSL, zlib
-// and Brotli; its pkg-config module defines the matching CPPHTTPLIB_*
-// macros for this target only (server/rest/CMakeLists.txt).
+// HttpServer on libevent's evhttp (server/README.md says why this library).
+// Only this file, event_loop.cc and sse_writer.cc include libevent; it
+// stays private to server/rest (server/rest/CMakeLists.txt).
 //
-// Request flow: the pre-routing hook notes the start time, refuses what the
-// request guard refuses (server/rest/request_guard.h: body types, foreign
-// Origins, foreign Host names on loopback; a refused body is not read and
-// its connection is closed) and serves every request without a body itself; requests with a body
-// arrive through a content-reader handler that enforces max_body_bytes while reading (also for
-// chunked or compressed bodies, which httplib does not limit). Both end in Serve(): route match,
-// token check, query names, handler, reply. The logger reports each finished request to on_request.
+// Threads: one event loop (server/rest/event_loop.h) owns the listening
+// socket and every connection, plain or TLS (a bufferevent_openssl per
+// connection, made in the bevcb). evhttp reads a whole request, within
+// the header, body and time limits, and calls Serve() on the loop. The
+// request guard, the route match, the token check and the query names
+// are checked there; quick routes (health, readiness, the login form)
+// answer at once, the others run their handler on the WorkPool and post
+// the reply back to the loop, which writes it. An event stream is started
+// by the loop and written by the SseWriter, also from the loop: no
+// connection ever holds a thread.
 //
-// Event streams: httplib serves a request on one of its threads and offers
-// no way to keep a connection past the handler without that thread. So an
-// answered watch request's socket is taken over: found among the process's
-// descriptors by its two endpoints (httplib gives them, not the
-// descriptor), duplicated for the SseWriter, and replaced under httplib by
-// /dev/null, where httplib's own reply goes nowhere and its close does not
-// touch the connection. The thread is free at once. Over TLS the session
-// lives inside httplib, so there a stream keeps its thread as before.
+// Bodies: evhttp reads up to kDrainFactor times max_body_bytes (beyond
+// that it answers 413 itself and closes); a body over max_body_bytes is
+// answered 413 with the JSON error body here.
 #include "server/rest/http_server.h"
 
-#include <dirent.h>
-#include <fcntl.h>
-#include <httplib.h>
+#include <event2/buffer.h>
+#include <event2/bufferevent.h>
+#include <event2/bufferevent_ssl.h>
+#include <event2/event.h>
+#include <event2/http.h>
+#include <event2/keyvalq_struct.h>
 #include <netdb.h>
 #include <netinet/in.h>
+#include <openssl/ssl.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <atomic>
+#include <cstdio>
 #include <cstdlib>
-#include <fstream>
 #include <optional>
-#include <sstream>
-#include <thread>
 #include <utility>
 
-#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/time/clock.h"
@@ -46,118 +44,127 @@
 #include "common/host_port.h"
 #include "server/auth/listen_policy.h"
 #include "server/core/admission.h"
+#include "server/rest/event_loop.h"
 #include "server/rest/event_stream.h"
 #include "server/rest/request_guard.h"
 #include "server/rest/rest_json.h"
 #include "server/rest/routes.h"
 #include "server/rest/sse_writer.h"
+#include "server/rest/tls_context.h"
 #include "server/rest/ui_pages.h"
 #include "server/rest/ui_session.h"
 #include "server/rest/ui_sessions.h"
+#include "server/rest/work_pool.h"
 
 namespace collbench {
 namespace {
 
-// When the request served on this thread began: set before routing, read
-// and cleared by the logger (httplib serves a request on one thread).
-thread_local absl::Time request_start = absl::InfinitePast();
-
-// Idle keep-alive connections hold a server thread and delay Shutdown()
-// by up to this long.
-constexpr int kKeepAliveTimeoutS = 1;
-// Retry-After of a watch stream refused for want of a request thread (TLS).
-constexpr int64_t kStreamRetryAfterS = 5;
-
-// A body over the limit is read and dropped up to this many times the
-// limit before the connection is given up.
+// A body over the limit is still read, up to this many times the limit,
+// so the client, still sending, sees the JSON 413 rather than a reset.
 constexpr size_t kDrainFactor = 16;
+// The request line and headers together.
+constexpr ev_ssize_t kMaxHeaderBytes = 64 * 1024;
+// A connection that sends nothing (while a request is due) or takes
+// nothing (while an answer is due) for this long is closed.
+constexpr int kIdleTimeoutS = 5;
+// An event stream whose client takes nothing for this long is closed.
+constexpr absl::Duration kStreamWriteTimeout = absl::Seconds(60);
+// Requests waiting for a handler thread beyond which more are refused
+// (429), per handler thread.
+constexpr size_t kQueuedPerThread = 64;
+constexpr int64_t kBusyRetryAfterS = 1;
+// How long Shutdown() lets the last chunks of the streams go out.
+constexpr absl::Duration kShutdownFlush = absl::Seconds(2);
 
-// Whether httplib would read a body for this request.
-bool HasBody(const httplib::Request& req) {
-  const bool body_method = req.method == "POST" || req.method == "PUT" || req.method == "PATCH" ||
-                           req.method == "DELETE";
-  if (!body_method) return false;
-  if (req.has_header("Transfer-Encoding")) return true;
-  const std::string length = req.get_header_value("Content-Length");
-  return !length.empty() && length != "0";
+// A request as the dispatcher needs it, copied out of evhttp's.
+struct Incoming {
+  std::string method;
+  std::string target;  // as sent: path and query
+  std::string path;    // percent-decoded, without the query
+  std::string peer;    // the client's address
+  std::optional<std::string> host, origin, content_type;
+  std::string authorization, cookie;
+  bool has_body = false;
+  std::string body;
+};
+
+std::string MethodName(evhttp_cmd_type type) {
+  switch (type) {
+    case EVHTTP_REQ_GET:
+      return "GET";
+    case EVHTTP_REQ_POST:
+      return "POST";
+    case EVHTTP_REQ_HEAD:
+      return "HEAD";
+    case EVHTTP_REQ_PUT:
+      return "PUT";
+    case EVHTTP_REQ_DELETE:
+      return "DELETE";
+    case EVHTTP_REQ_OPTIONS:
+      return "OPTIONS";
+    case EVHTTP_REQ_TRACE:
+      return "TRACE";
+    case EVHTTP_REQ_CONNECT:
+      return "CONNECT";
+    case EVHTTP_REQ_PATCH:
+      return "PATCH";
+  }
+  return "UNKNOWN";
 }
 
-std::optional<absl::string_view> Header(const httplib::Request& req, const char* name) {
-  if (!req.has_header(name)) return std::nullopt;
-  // httplib keeps headers in a multimap; the reference outlives the check.
-  return absl::string_view(req.headers.find(name)->second);
+std::optional<std::string> Header(evkeyvalq* headers, const char* name) {
+  const char* value = evhttp_find_header(headers, name);
+  if (value == nullptr) return std::nullopt;
+  return std::string(value);
 }
 
-// The message of an error httplib itself answered (the body is empty then).
-absl::string_view HttplibErrorMessage(int status) {
+// The path of a request target, percent-decoded ('+' stays).
+std::string DecodedPath(absl::string_view target) {
+  const std::string raw(target.substr(0, target.find('?')));
+  size_t size = 0;
+  char* decoded = evhttp_uridecode(raw.c_str(), /*decode_plus=*/0, &size);
+  if (decoded == nullptr) return raw;
+  std::string path(decoded, size);
+  std::free(decoded);
+  return path;
+}
+
+Incoming Read(evhttp_request* req) {
+  Incoming in;
+  in.method = MethodName(evhttp_request_get_command(req));
+  in.target = evhttp_request_get_uri(req);
+  in.path = DecodedPath(in.target);
+  evkeyvalq* headers = evhttp_request_get_input_headers(req);
+  in.host = Header(headers, "Host");
+  in.origin = Header(headers, "Origin");
+  in.content_type = Header(headers, "Content-Type");
+  in.authorization = Header(headers, "Authorization").value_or("");
+  in.cookie = Header(headers, "Cookie").value_or("");
+  const std::string length = Header(headers, "Content-Length").value_or("");
+  in.has_body = IsStateChanging(in.method) && (Header(headers, "Transfer-Encoding").has_value() ||
+                                               (!length.empty() && length != "0"));
+  char* address = nullptr;
+  uint16_t port = 0;
+  evhttp_connection_get_peer(evhttp_request_get_connection(req), &address, &port);
+  if (address != nullptr) in.peer = address;
+  evbuffer* body = evhttp_request_get_input_buffer(req);
+  in.body.resize(evbuffer_get_length(body));
+  evbuffer_copyout(body, in.body.data(), in.body.size());
+  return in;
+}
+
+// libevent knows the phrases of RFC 2616 only.
+const char* ReasonPhrase(int status) {
   switch (status) {
-    case 400:
-      return "malformed HTTP request";
-    case 404:
-      return "no such route";
     case 413:
-      return "request body too large";
-    case 414:
-      return "request URI too long";
-    case 416:
-      return "bad Range header";
+      return "Payload Too Large";
+    case 421:
+      return "Misdirected Request";
+    case 429:
+      return "Too Many Requests";
     default:
-      return "internal error";
+      return nullptr;  // libevent's
   }
-}
-
-// The port of a socket address; -1 for other families.
-int PortOf(const sockaddr_storage& address) {
-  if (address.ss_family == AF_INET) {
-    return ntohs(reinterpret_cast<const sockaddr_in&>(address).sin_port);
-  }
-  if (address.ss_family == AF_INET6) {
-    return ntohs(reinterpret_cast<const sockaddr_in6&>(address).sin6_port);
-  }
-  return -1;
-}
-
-// The descriptor of this process's connected socket with the request's
-// endpoints, or -1. httplib names addresses as getnameinfo() does.
-int FindConnection(const httplib::Request& req) {
-  DIR* dir = opendir("/proc/self/fd");
-  if (dir == nullptr) return -1;
-  int found = -1;
-  while (const dirent* entry = readdir(dir)) {
-    char* end = nullptr;
-    const long fd = std::strtol(entry->d_name, &end, 10);
-    if (end == entry->d_name || *end != '\0' || fd == dirfd(dir)) continue;
-    sockaddr_storage local{};
-    socklen_t length = sizeof(local);
-    if (getsockname(static_cast<int>(fd), reinterpret_cast<sockaddr*>(&local), &length) != 0 ||
-        PortOf(local) != req.local_port) {
-      continue;
-    }
-    sockaddr_storage peer{};
-    length = sizeof(peer);
-    if (getpeername(static_cast<int>(fd), reinterpret_cast<sockaddr*>(&peer), &length) != 0 ||
-        PortOf(peer) != req.remote_port) {
-      continue;
-    }
-    char host[NI_MAXHOST];
-    if (getnameinfo(reinterpret_cast<sockaddr*>(&peer), length, host, sizeof(host), nullptr, 0,
-                    NI_NUMERICHOST) != 0 ||
-        req.remote_addr != host) {
-      continue;
-    }
-    found = static_cast<int>(fd);
-    break;
-  }
-  closedir(dir);
-  return found;
-}
-
-// Whether `path` can be read and holds a PEM certificate.
-bool HoldsPemCertificate(const std::string& path) {
-  std::ifstream in(path);
-  std::stringstream text;
-  text << in.rdbuf();
-  return in && absl::StrContains(text.str(), "-----BEGIN CERTIFICATE-----");
 }
 
 class HttpServerImpl final : public HttpServer {
@@ -184,28 +191,29 @@ class HttpServerImpl final : public HttpServer {
   int64_t guard_refusals() const override { return guard_refusals_.load(); }
 
  private:
-  // Answers a request the guard refuses; false when it may be routed.
-  bool Refused(const httplib::Request& req, httplib::Response& res);
-  absl::Status MakeServer();
-  void Install();
-  void ServeWithBody(const httplib::Request& req, httplib::Response& res,
-                     const httplib::ContentReader& reader);
-  void Serve(const httplib::Request& req, httplib::Response& res, std::string body);
+  absl::Status CheckTlsOptions();
+  absl::Status MakeHttp();
+  // Binds and listens on host:port (port 0: any); the socket's port.
+  absl::StatusOr<int> Bind(const std::string& host, int port);
+  // Frees what Listen() made when the loop never ran.
+  void Discard();
+
+  static void OnRequest(evhttp_request* req, void* arg);
+  static bufferevent* MakeBufferevent(event_base* base, void* arg);
+  void Serve(evhttp_request* req);
+  // The answer when the request guard refuses the request.
+  std::optional<RestReply> Refused(const Incoming& in);
+  // Runs the route's handler on the pool; the reply comes back to the loop.
+  void Dispatch(evhttp_request* req, const RestRoute& route, RestRequest request,
+                std::string route_name, absl::Time start);
+  void Finish(evhttp_request* req, RestReply reply, absl::string_view route_name,
+              absl::Time start);
+  void Reply(evhttp_request* req, const RestReply& reply);
   // The token check for a route; OK for public routes and without tokens.
-  absl::Status Authorize(const httplib::Request& req, const RestRoute& route) const;
+  absl::Status Authorize(const Incoming& in, const RestRoute& route) const;
   // The /ui/ session's check: a route of `needed` with the cookie's session.
-  absl::Status AuthorizeSession(const httplib::Request& req, Role needed) const;
-  absl::Status ParseQuery(const httplib::Request& req, const RestRoute& route,
-                          RestRequest* request) const;
-  void Write(RestReply reply, httplib::Response& res);
-  // Gives the request's connection and `reply`'s stream to the writer;
-  // false when it cannot (TLS), and nothing changed.
-  bool HandOver(const httplib::Request& req, RestReply& reply, httplib::Response& res);
-  // Streams that keep a request thread (TLS) may take StreamThreadLimit()
-  // threads; the others (an eighth, at least 2) stay for other requests.
-  int StreamThreadLimit() const;
-  bool ThreadForStream() const;
-  void LogRequest(const httplib::Request& req, const httplib::Response& res);
+  absl::Status AuthorizeSession(const Incoming& in, Role needed) const;
+  absl::Status ParseQuery(const Incoming& in, const RestRoute& route, RestRequest* request) const;
 
   const HttpServerOptions options_;
   const HttpServerDependencies deps_;
@@ -213,16 +221,21 @@ class HttpServerImpl final : public HttpServer {
   mutable UiSessions sessions_;       // Find() drops an expired session
   GuardedListener guarded_listener_;  // set by Listen()
   std::atomic<int64_t> guard_refusals_{0};
-  EventStreams streams_;  // those served on request threads (TLS)
-  std::unique_ptr<SseWriter> writer_;  // null with TLS
-  std::unique_ptr<httplib::Server> server_;
-  std::thread listener_;
+  SslContext tls_;  // null without TLS
+  std::unique_ptr<EventLoop> loop_;
+  std::unique_ptr<WorkPool> pool_;
+  // The loop thread's (and Listen()'s, before the loop runs):
+  evhttp* http_ = nullptr;
+  evhttp_bound_socket* bound_ = nullptr;
+  std::unique_ptr<SseWriter> streams_;
+  int pending_ = 0;        // requests whose handler has not answered yet
+  bool stopping_ = false;  // Shutdown() began: new requests get 503
   int port_ = 0;
-  int listen_socket_ = -1;  // httplib's, to lengthen its backlog
+  bool started_ = false;  // the loop runs
   bool shut_down_ = false;
 };
 
-absl::Status HttpServerImpl::MakeServer() {
+absl::Status HttpServerImpl::CheckTlsOptions() {
   if (options_.tls_cert.empty() != options_.tls_key.empty()) {
     return absl::InvalidArgumentError("TLS needs both a certificate and a key");
   }
@@ -230,78 +243,77 @@ absl::Status HttpServerImpl::MakeServer() {
     if (!options_.tls_client_ca.empty()) {
       return absl::InvalidArgumentError("--tls-client-ca needs --tls-cert and --tls-key");
     }
-    server_ = std::make_unique<httplib::Server>();
-    absl::StatusOr<std::unique_ptr<SseWriter>> writer = SseWriter::Start(options_.event_keepalive);
-    if (!writer.ok()) return writer.status();
-    writer_ = *std::move(writer);
     return absl::OkStatus();
   }
-  // httplib ignores a client CA file it cannot load (every client is then
-  // refused), so an unreadable one is named here instead.
-  if (!options_.tls_client_ca.empty() && !HoldsPemCertificate(options_.tls_client_ca)) {
-    return absl::InvalidArgumentError(absl::StrCat("--tls-client-ca: '", options_.tls_client_ca,
-                                                   "' cannot be read or holds no certificate"));
-  }
-  // With a client CA, httplib's SSLServer sets SSL_VERIFY_PEER |
-  // SSL_VERIFY_FAIL_IF_NO_PEER_CERT: no certificate from that CA, no request.
-  auto tls = std::make_unique<httplib::SSLServer>(
-      options_.tls_cert.c_str(), options_.tls_key.c_str(),
-      options_.tls_client_ca.empty() ? nullptr : options_.tls_client_ca.c_str());
-  if (!tls->is_valid()) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "cannot load the TLS certificate ", options_.tls_cert, " and key ", options_.tls_key));
-  }
-  server_ = std::move(tls);
+  absl::StatusOr<SslContext> tls =
+      MakeServerTlsContext(options_.tls_cert, options_.tls_key, options_.tls_client_ca);
+  if (!tls.ok()) return tls.status();
+  tls_ = *std::move(tls);
   return absl::OkStatus();
 }
 
-void HttpServerImpl::Install() {
-  const int threads = std::max(options_.threads, 1);
-  server_->new_task_queue = [threads] { return new httplib::ThreadPool(threads); };
-  server_->set_payload_max_length(options_.max_body_bytes);
-  server_->set_keep_alive_timeout(kKeepAliveTimeoutS);
-  // httplib's default adds SO_REUSEPORT, which would let a second server
-  // share the port and take part of its requests. A restart may still
-  // rebind while old connections linger.
-  server_->set_socket_options([this](socket_t sock) {
-    int yes = 1;
-    setsockopt(sock, SOL_SOCKET, SO_REUSEADDR, &yes, sizeof(yes));
-    listen_socket_ = sock;  // the last one offered is the one bound
-  });
-  server_->set_pre_routing_handler([this](const httplib::Request& req, httplib::Response& res) {
-    request_start = absl::Now();
-    if (Refused(req, res)) return httplib::Server::HandlerResponse::Handled;
-    if (HasBody(req)) return httplib::Server::HandlerResponse::Unhandled;
-    Serve(req, res, "");
-    return httplib::Server::HandlerResponse::Handled;
-  });
-  auto with_body = [this](const httplib::Request& req, httplib::Response& res,
-                          const httplib::ContentReader& reader) {
-    ServeWithBody(req, res, reader);
-  };
-  server_->Post(".*", with_body);
-  server_->Put(".*", with_body);
-  server_->Patch(".*", with_body);
-  server_->Delete(".*", with_body);
-  // Errors httplib answers itself (malformed requests, bodies over the
-  // limit) get the JSON error body too; replies of ours already have one.
-  server_->set_error_handler(
-      httplib::Server::HandlerWithResponse([](const httplib::Request& req, httplib::Response& res) {
-        if (!res.body.empty()) return httplib::Server::HandlerResponse::Unhandled;
-        const absl::StatusCode code = res.status == 413  ? absl::StatusCode::kResourceExhausted
-                                      : res.status < 500 ? absl::StatusCode::kInvalidArgument
-                                                         : absl::StatusCode::kInternal;
-        res.set_content(ErrorJson(absl::Status(code, HttplibErrorMessage(res.status))),
-                        "application/json");
-        return httplib::Server::HandlerResponse::Handled;
-      }));
-  server_->set_exception_handler(
-      [](const httplib::Request& req, httplib::Response& res, std::exception_ptr error) {
-        res.status = 500;
-        res.set_content(ErrorJson(absl::InternalError("internal error")), "application/json");
-      });
-  server_->set_logger(
-      [this](const httplib::Request& req, const httplib::Response& res) { LogRequest(req, res); });
+absl::Status HttpServerImpl::MakeHttp() {
+  absl::StatusOr<std::unique_ptr<EventLoop>> loop = EventLoop::Create();
+  if (!loop.ok()) return loop.status();
+  loop_ = *std::move(loop);
+  http_ = evhttp_new(loop_->base());
+  if (http_ == nullptr) return absl::InternalError("libevent: evhttp_new failed");
+  evhttp_set_allowed_methods(http_, EVHTTP_REQ_GET | EVHTTP_REQ_POST | EVHTTP_REQ_HEAD |
+                                        EVHTTP_REQ_PUT | EVHTTP_REQ_DELETE | EVHTTP_REQ_PATCH |
+                                        EVHTTP_REQ_OPTIONS);
+  const size_t drain_limit = options_.max_body_bytes * kDrainFactor;
+  evhttp_set_max_body_size(http_, static_cast<ev_ssize_t>(
+                                      std::min<size_t>(drain_limit, size_t{1} << 40)));
+  evhttp_set_max_headers_size(http_, kMaxHeaderBytes);
+  evhttp_set_timeout(http_, kIdleTimeoutS);
+  evhttp_set_default_content_type(http_, nullptr);
+  evhttp_set_gencb(http_, &HttpServerImpl::OnRequest, this);
+  if (tls_ != nullptr) evhttp_set_bevcb(http_, &HttpServerImpl::MakeBufferevent, this);
+  streams_ = std::make_unique<SseWriter>(loop_.get(), options_.event_keepalive,
+                                         kStreamWriteTimeout);
+  return absl::OkStatus();
+}
+
+absl::StatusOr<int> HttpServerImpl::Bind(const std::string& host, int port) {
+  addrinfo hints{};
+  hints.ai_family = AF_UNSPEC;
+  hints.ai_socktype = SOCK_STREAM;
+  hints.ai_flags = AI_PASSIVE | AI_NUMERICSERV;
+  addrinfo* found = nullptr;
+  const std::string service = std::to_string(port);
+  if (getaddrinfo(host.c_str(), service.c_str(), &hints, &found) != 0) {
+    return absl::UnavailableError(absl::StrCat("cannot listen on ", options_.listen));
+  }
+  int fd = -1;
+  for (addrinfo* a = found; a != nullptr && fd < 0; a = a->ai_next) {
+    fd = socket(a->ai_family, a->ai_socktype | SOCK_NONBLOCK | SOCK_CLOEXEC, a->ai_protocol);
+    if (fd < 0) continue;
+    // SO_REUSEADDR only: a restart may rebind while old connections
+    // linger, but no second server shares the port (no SO_REUSEPORT).
+    const int yes = 1;
+    setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &yes, sizeof(yes));
+    // A burst of connections (hundreds of watchers reconnecting) must not
+    // see SYNs dropped: the longest backlog there is.
+    if (bind(fd, a->ai_addr, a->ai_addrlen) != 0 || listen(fd, SOMAXCONN) != 0) {
+      close(fd);
+      fd = -1;
+    }
+  }
+  freeaddrinfo(found);
+  if (fd < 0) return absl::UnavailableError(absl::StrCat("cannot listen on ", options_.listen));
+  sockaddr_storage bound{};
+  socklen_t length = sizeof(bound);
+  getsockname(fd, reinterpret_cast<sockaddr*>(&bound), &length);
+  const int bound_port =
+      bound.ss_family == AF_INET6
+          ? ntohs(reinterpret_cast<const sockaddr_in6&>(bound).sin6_port)
+          : ntohs(reinterpret_cast<const sockaddr_in&>(bound).sin_port);
+  bound_ = evhttp_accept_socket_with_handle(http_, fd);
+  if (bound_ == nullptr) {
+    close(fd);
+    return absl::UnavailableError(absl::StrCat("cannot listen on ", options_.listen));
+  }
+  return bound_port;
 }
 
 absl::Status HttpServerImpl::Listen() {
@@ -311,192 +323,209 @@ absl::Status HttpServerImpl::Listen() {
         absl::StrCat("http listen address: ", address.status().message()));
   }
   const std::string host = address->host.empty() ? "0.0.0.0" : address->host;
-  int port = address->port;
   guarded_listener_.loopback = IsLoopbackHost(host);
-  if (absl::Status made = MakeServer(); !made.ok()) return made;
-  Install();
-  if (port == 0) {
-    port = server_->bind_to_any_port(host);
-  } else if (!server_->bind_to_port(host, port)) {
-    port = -1;
-  }
-  if (port <= 0) {
-    return absl::UnavailableError(absl::StrCat("cannot listen on ", options_.listen));
-  }
-  // httplib listens with a backlog of 5: a burst of connections (hundreds
-  // of watchers reconnecting) would see SYNs dropped and wait a second or
-  // more each. Listening again only lengthens the queue.
-  if (listen_socket_ >= 0) listen(listen_socket_, SOMAXCONN);
-  port_ = port;
-  listener_ = std::thread([this] { server_->listen_after_bind(); });
-  // Wait until it accepts, so that a Shutdown() right away stops it.
-  const absl::Time deadline = absl::Now() + absl::Seconds(10);
-  while (!server_->is_running() && absl::Now() < deadline) absl::SleepFor(absl::Milliseconds(1));
+  if (absl::Status tls = CheckTlsOptions(); !tls.ok()) return tls;
+  if (absl::Status made = MakeHttp(); !made.ok()) return made;
+  absl::StatusOr<int> port = Bind(host, address->port);
+  if (!port.ok()) return port.status();
+  port_ = *port;
+  const int threads = std::max(options_.threads, 1);
+  pool_ = std::make_unique<WorkPool>(threads, kQueuedPerThread * static_cast<size_t>(threads));
+  loop_->Start();
+  started_ = true;
   return absl::OkStatus();
+}
+
+void HttpServerImpl::Discard() {
+  streams_.reset();
+  if (http_ != nullptr) evhttp_free(http_);
+  http_ = nullptr;
+  loop_.reset();
 }
 
 void HttpServerImpl::Shutdown() {
   if (shut_down_) return;
   shut_down_ = true;
-  if (server_ == nullptr) return;
-  // Stop first: a stream that ends then does not go back to waiting for
-  // another request on its connection.
-  server_->stop();
-  streams_.CloseAll();
-  if (writer_ != nullptr) writer_->Shutdown();
-  if (listener_.joinable()) listener_.join();
+  if (!started_) return Discard();
+  // Stop taking connections and requests, and end every stream.
+  loop_->RunAndWait([this] {
+    stopping_ = true;
+    if (bound_ != nullptr) evhttp_del_accept_socket(http_, bound_);
+    bound_ = nullptr;
+    streams_->CloseAll();
+  });
+  // Every handler answers; its reply is posted to the loop before the
+  // pool's threads end.
+  pool_->Shutdown();
+  const absl::Time deadline = absl::Now() + kShutdownFlush;
+  for (;;) {
+    bool flushed = false;
+    loop_->RunAndWait([this, &flushed] { flushed = pending_ == 0 && streams_->size() == 0; });
+    if (flushed || absl::Now() >= deadline) break;
+    absl::SleepFor(absl::Milliseconds(5));
+  }
+  loop_->RunAndWait([this] {
+    streams_->Abandon();  // a client too slow to take its last chunk
+    evhttp_free(http_);   // closes every connection
+    http_ = nullptr;
+  });
+  // Work posted from now on (a stream's last notification) never runs, so
+  // the writer may go once the loop has stopped.
+  loop_->Stop();
+  streams_.reset();
+  loop_.reset();
 }
 
-bool HttpServerImpl::Refused(const httplib::Request& req, httplib::Response& res) {
+void HttpServerImpl::OnRequest(evhttp_request* req, void* arg) {
+  static_cast<HttpServerImpl*>(arg)->Serve(req);
+}
+
+bufferevent* HttpServerImpl::MakeBufferevent(event_base* base, void* arg) {
+  auto* self = static_cast<HttpServerImpl*>(arg);
+  SSL* ssl = SSL_new(self->tls_.get());
+  // Without an SSL object libevent would serve the connection in plain
+  // text: never.
+  if (ssl == nullptr) {
+    std::fputs("collbench-coordinator: out of memory for a TLS connection\n", stderr);
+    std::abort();
+  }
+  bufferevent* bev = bufferevent_openssl_socket_new(base, -1, ssl, BUFFEREVENT_SSL_ACCEPTING,
+                                                    BEV_OPT_CLOSE_ON_FREE);
+  // Clients that close without a close_notify are common (and harmless
+  // here: every message has its own length).
+  if (bev != nullptr) bufferevent_openssl_set_allow_dirty_shutdown(bev, 1);
+  return bev;
+}
+
+std::optional<RestReply> HttpServerImpl::Refused(const Incoming& in) {
   GuardedRequest guarded;
-  guarded.method = req.method;
-  guarded.path = req.path;
-  guarded.host = Header(req, "Host");
-  guarded.origin = Header(req, "Origin");
-  guarded.content_type = Header(req, "Content-Type");
-  guarded.has_body = HasBody(req);
+  guarded.method = in.method;
+  guarded.path = in.path;
+  guarded.host = in.host;
+  guarded.origin = in.origin;
+  guarded.content_type = in.content_type;
+  guarded.has_body = in.has_body;
   const std::optional<GuardRefusal> refusal = CheckRequest(guarded, guarded_listener_);
-  if (!refusal) return false;
+  if (!refusal) return std::nullopt;
   guard_refusals_.fetch_add(1);
   const absl::StatusCode code = refusal->http_status == 415 ? absl::StatusCode::kInvalidArgument
                                                             : absl::StatusCode::kPermissionDenied;
-  res.status = refusal->http_status;
-  res.set_content(ErrorJson(absl::Status(code, refusal->message)), "application/json");
-  // The body, if any, is not read: the connection cannot serve another.
-  if (guarded.has_body) res.set_header("Connection", "close");
-  return true;
+  RestReply reply = ErrorReply(absl::Status(code, refusal->message));
+  reply.http_status = refusal->http_status;
+  // A refused body is never used: the connection serves no other request.
+  if (in.has_body) reply.headers["Connection"] = "close";
+  return reply;
 }
 
-void HttpServerImpl::ServeWithBody(const httplib::Request& req, httplib::Response& res,
-                                   const httplib::ContentReader& reader) {
-  std::string body;
-  bool too_large = false;
-  // Past the limit the rest is read and dropped (up to a bound), so the
-  // client, still sending, sees the 413 rather than a reset connection.
-  const size_t drain_limit = options_.max_body_bytes * kDrainFactor;
-  size_t received = 0;
-  const bool read = reader([&](const char* data, size_t size) {
-    received += size;
-    too_large = too_large || received > options_.max_body_bytes;
-    if (!too_large) body.append(data, size);
-    return received <= drain_limit;
-  });
-  if (read && !too_large) {
-    Serve(req, res, std::move(body));
-    return;
+void HttpServerImpl::Serve(evhttp_request* req) {
+  const absl::Time start = absl::Now();
+  const Incoming in = Read(req);
+  const RouteMatch match = MatchRoute(in.method, in.path);
+  std::string route_name = match.route != nullptr ? match.route->Template() : "unmatched";
+  auto answer = [&](RestReply reply) { Finish(req, std::move(reply), route_name, start); };
+  if (stopping_) {
+    RestReply reply = ErrorReply(absl::UnavailableError("the coordinator is shutting down"));
+    reply.headers["Connection"] = "close";
+    return answer(std::move(reply));
   }
-  // Part of the body may still be unread: this connection is done.
-  if (!read) res.set_header("Connection", "close");
-  if (too_large || res.status == 413) {
-    res.status = 413;
-    res.set_content(ErrorJson(absl::ResourceExhaustedError(absl::StrCat(
-                        "request body: larger than ", options_.max_body_bytes, " bytes"))),
-                    "application/json");
-    return;
+  if (std::optional<RestReply> refused = Refused(in)) return answer(*std::move(refused));
+  if (in.body.size() > options_.max_body_bytes) {
+    RestReply reply = ErrorReply(absl::ResourceExhaustedError(
+        absl::StrCat("request body: larger than ", options_.max_body_bytes, " bytes")));
+    reply.http_status = 413;
+    return answer(std::move(reply));
   }
-  const absl::Status error = absl::InvalidArgumentError("request body: could not be read");
-  res.status = HttpStatusFor(error.code());
-  res.set_content(ErrorJson(error), "application/json");
-}
-
-void HttpServerImpl::Serve(const httplib::Request& req, httplib::Response& res, std::string body) {
-  const RouteMatch match = MatchRoute(req.method, req.path);
   if (match.route == nullptr && match.path_known) {
-    res.set_header("Allow", match.allow);
     RestReply reply = ErrorReply(absl::UnimplementedError(absl::StrCat(
-        req.method, " is not allowed on ", req.path, " (allowed: ", match.allow, ")")));
+        in.method, " is not allowed on ", in.path, " (allowed: ", match.allow, ")")));
     reply.http_status = 405;
-    return Write(std::move(reply), res);
+    reply.headers["Allow"] = match.allow;
+    return answer(std::move(reply));
   }
   if (match.route == nullptr) {
-    return Write(
-        ErrorReply(absl::NotFoundError(absl::StrCat("no route for ", req.method, " ", req.path))),
-        res);
+    return answer(
+        ErrorReply(absl::NotFoundError(absl::StrCat("no route for ", in.method, " ", in.path))));
   }
-  if (absl::Status allowed = Authorize(req, *match.route); !allowed.ok()) {
+  if (absl::Status allowed = Authorize(in, *match.route); !allowed.ok()) {
     if (IsUiPath(match.route->path)) {  // a browser: the login form, not JSON
       const std::string why = absl::IsUnauthenticated(allowed)
                                   ? "Sign in with a token that has read access."
                                   : std::string(allowed.message());
-      return Write(UiLoginReply(HttpStatusFor(allowed.code()), SafeUiTarget(req.target), why),
-                   res);
+      return answer(UiLoginReply(HttpStatusFor(allowed.code()), SafeUiTarget(in.target), why));
     }
+    RestReply reply = ErrorReply(allowed);
     if (absl::IsUnauthenticated(allowed)) {
-      res.set_header("WWW-Authenticate", "Bearer realm=\"collbench\"");
+      reply.headers["WWW-Authenticate"] = "Bearer realm=\"collbench\"";
     }
-    return Write(ErrorReply(allowed), res);
+    return answer(std::move(reply));
   }
   RestRequest request;
   request.id = match.id;
-  request.body = std::move(body);
-  request.caller =
-      deps_.authorizer != nullptr
-          ? deps_.authorizer->CallerOf(req.get_header_value("Authorization"), req.remote_addr)
-          : Authorizer().CallerOf("", req.remote_addr);
-  if (IsUiPath(match.route->path)) {
-    request.session = UiSessionFromCookies(req.get_header_value("Cookie"));
+  request.body = in.body;
+  request.caller = deps_.authorizer != nullptr
+                       ? deps_.authorizer->CallerOf(in.authorization, in.peer)
+                       : Authorizer().CallerOf("", in.peer);
+  if (IsUiPath(match.route->path)) request.session = UiSessionFromCookies(in.cookie);
+  if (absl::Status parsed = ParseQuery(in, *match.route, &request); !parsed.ok()) {
+    return answer(ErrorReply(parsed));
   }
-  if (absl::Status parsed = ParseQuery(req, *match.route, &request); !parsed.ok()) {
-    return Write(ErrorReply(parsed), res);
-  }
-  RestReply reply = match.route->handler(context_, request);
-  if (reply.stream != nullptr && HandOver(req, reply, res)) return;
-  if (reply.stream != nullptr && !ThreadForStream()) {
-    // Over TLS a stream keeps its request thread: refuse it before the
-    // threads /healthz, /readyz, /metrics and the API need are all taken.
-    if (deps_.watchers != nullptr) deps_.watchers->CountThreadsBusy();
-    return Write(ErrorReply(WithRetryAfter(
-                     absl::ResourceExhaustedError(absl::StrCat(
-                         "watcher limit: over TLS each watch stream holds one of the ",
-                         options_.threads, " HTTP request threads, and ", StreamThreadLimit(),
-                         " are taken (the rest are kept for other requests); retry after ",
-                         kStreamRetryAfterS, " s, or watch over gRPC")),
-                     kStreamRetryAfterS)),
-                 res);
-  }
-  Write(std::move(reply), res);
+  if (match.route->quick) return answer(match.route->handler(context_, request));
+  Dispatch(req, *match.route, std::move(request), std::move(route_name), start);
 }
 
-int HttpServerImpl::StreamThreadLimit() const {
-  return std::max(1, options_.threads - std::max(2, options_.threads / 8));
+void HttpServerImpl::Dispatch(evhttp_request* req, const RestRoute& route, RestRequest request,
+                              std::string route_name, absl::Time start) {
+  // Until the answer, nothing more is read from the connection (bytes a
+  // client sends ahead would reach evhttp in a state it does not expect).
+  bufferevent_disable(evhttp_connection_get_bufferevent(evhttp_request_get_connection(req)),
+                      EV_READ);
+  ++pending_;
+  const bool queued =
+      pool_->TrySubmit([this, req, handler = route.handler, request = std::move(request),
+                        route_name, start]() mutable {
+        RestReply reply = handler(context_, request);
+        loop_->Post([this, req, reply = std::move(reply), route_name, start]() mutable {
+          --pending_;
+          Finish(req, std::move(reply), route_name, start);
+        });
+      });
+  if (queued) return;
+  --pending_;
+  Finish(req,
+         ErrorReply(WithRetryAfter(absl::ResourceExhaustedError(absl::StrCat(
+                                       "the coordinator's ", options_.threads,
+                                       " HTTP handler threads are all busy and their queue is "
+                                       "full; retry after ",
+                                       kBusyRetryAfterS, " s")),
+                                   kBusyRetryAfterS)),
+         route_name, start);
 }
 
-bool HttpServerImpl::ThreadForStream() const {
-  return static_cast<int>(streams_.size()) < StreamThreadLimit();
-}
-
-bool HttpServerImpl::HandOver(const httplib::Request& req, RestReply& reply,
-                              httplib::Response& res) {
-  if (writer_ == nullptr) return false;
-  const int fd = FindConnection(req);
-  if (fd < 0) return false;
-  const int mine = fcntl(fd, F_DUPFD_CLOEXEC, 0);
-  if (mine < 0) return false;
-  const int null_fd = open("/dev/null", O_RDWR | O_CLOEXEC);
-  if (null_fd < 0 || dup3(null_fd, fd, O_CLOEXEC) < 0) {
-    if (null_fd >= 0) close(null_fd);
-    close(mine);
-    return false;
+void HttpServerImpl::Finish(evhttp_request* req, RestReply reply, absl::string_view route_name,
+                            absl::Time start) {
+  const int status = reply.http_status;
+  if (reply.stream != nullptr) {
+    streams_->Start(req, status, reply.headers, std::move(reply.stream));
+  } else {
+    Reply(req, reply);
   }
-  close(null_fd);
-  fcntl(mine, F_SETFL, fcntl(mine, F_GETFL) | O_NONBLOCK);
-  std::string head = absl::StrCat("HTTP/1.1 ", reply.http_status,
-                                  " OK\r\nContent-Type: text/event-stream\r\n"
-                                  "Cache-Control: no-cache\r\n"
-                                  "X-Accel-Buffering: no\r\n"  // proxies: pass events on at once
-                                  "Transfer-Encoding: chunked\r\nConnection: close\r\n");
-  for (const auto& [name, value] : reply.headers) absl::StrAppend(&head, name, ": ", value, "\r\n");
-  head += "\r\n";
-  writer_->Add(mine, std::move(head), std::move(reply.stream));
-  // httplib answers into /dev/null and ends the connection it thinks it has.
-  res.status = reply.http_status;
-  res.set_header("Connection", "close");
-  return true;
+  if (deps_.on_request) deps_.on_request(route_name, status, absl::Now() - start);
 }
 
-absl::Status HttpServerImpl::AuthorizeSession(const httplib::Request& req, Role needed) const {
-  absl::StatusOr<Role> role =
-      sessions_.Find(UiSessionFromCookies(req.get_header_value("Cookie")), absl::Now());
+void HttpServerImpl::Reply(evhttp_request* req, const RestReply& reply) {
+  evkeyvalq* out = evhttp_request_get_output_headers(req);
+  evhttp_add_header(out, "Content-Type", reply.content_type.c_str());
+  for (const auto& [name, value] : reply.headers) {
+    evhttp_add_header(out, name.c_str(), value.c_str());
+  }
+  evbuffer* body = evbuffer_new();
+  evbuffer_add(body, reply.body.data(), reply.body.size());
+  evhttp_send_reply(req, reply.http_status, ReasonPhrase(reply.http_status), body);
+  evbuffer_free(body);
+}
+
+absl::Status HttpServerImpl::AuthorizeSession(const Incoming& in, Role needed) const {
+  absl::StatusOr<Role> role = sessions_.Find(UiSessionFromCookies(in.cookie), absl::Now());
   if (!role.ok()) return role.status();
   if (needed == Role::kOperator && *role != Role::kOperator) {
     return absl::PermissionDeniedError(
@@ -505,24 +534,21 @@ absl::Status HttpServerImpl::AuthorizeSession(const httplib::Request& req, Role 
   return absl::OkStatus();
 }
 
-absl::Status HttpServerImpl::Authorize(const httplib::Request& req, const RestRoute& route) const {
+absl::Status HttpServerImpl::Authorize(const Incoming& in, const RestRoute& route) const {
   if (route.access == Access::kPublic || deps_.authorizer == nullptr) return absl::OkStatus();
   const Role needed = route.access == Access::kOperator ? Role::kOperator : Role::kRead;
-  const std::string header = req.get_header_value("Authorization");
-  if (!header.empty() || !IsUiPath(route.path) || !deps_.authorizer->Protects(needed)) {
-    return deps_.authorizer->Check(header, needed);
+  if (!in.authorization.empty() || !IsUiPath(route.path) || !deps_.authorizer->Protects(needed)) {
+    return deps_.authorizer->Check(in.authorization, needed);
   }
-  return AuthorizeSession(req, needed);
+  return AuthorizeSession(in, needed);
 }
 
-absl::Status HttpServerImpl::ParseQuery(const httplib::Request& req, const RestRoute& route,
+absl::Status HttpServerImpl::ParseQuery(const Incoming& in, const RestRoute& route,
                                         RestRequest* request) const {
-  // From the raw target: httplib's own parsing cuts a value at its second
-  // '=' (filter=state=RUNNING).
-  const size_t mark = req.target.find('?');
+  const size_t mark = in.target.find('?');
   if (mark == std::string::npos) return absl::OkStatus();
   absl::StatusOr<std::vector<std::pair<std::string, std::string>>> params =
-      ParseQueryString(absl::string_view(req.target).substr(mark + 1));
+      ParseQueryString(absl::string_view(in.target).substr(mark + 1));
   if (!params.ok()) return params.status();
   for (auto& [raw_name, value] : *params) {
     const std::string name = SnakeCase(raw_name);
@@ -538,45 +564,6 @@ absl::Status HttpServerImpl::ParseQuery(const httplib::Request& req, const RestR
     }
   }
   return absl::OkStatus();
-}
-
-void HttpServerImpl::Write(RestReply reply, httplib::Response& res) {
-  res.status = reply.http_status;
-  for (const auto& [name, value] : reply.headers) res.set_header(name, value);
-  if (reply.stream == nullptr) {
-    res.set_content(reply.body, reply.content_type);
-    return;
-  }
-  std::shared_ptr<EventStream> stream = std::move(reply.stream);
-  streams_.Add(stream);
-  res.set_header("Cache-Control", "no-cache");
-  res.set_header("X-Accel-Buffering", "no");  // proxies: pass events on at once
-  res.set_chunked_content_provider(
-      "text/event-stream",
-      [stream](size_t offset, httplib::DataSink& sink) {
-        EventStream::Chunk chunk = stream->Next();
-        // An empty write would end httplib's loop; only write text.
-        if (!chunk.text.empty() && !sink.write(chunk.text.data(), chunk.text.size())) {
-          return false;  // the client went away
-        }
-        if (chunk.last) sink.done();
-        return true;
-      },
-      [this, stream](bool success) {
-        stream->Detach();
-        streams_.Remove(stream.get());
-      });
-}
-
-void HttpServerImpl::LogRequest(const httplib::Request& req, const httplib::Response& res) {
-  const absl::Time start = request_start;
-  request_start = absl::InfinitePast();
-  if (!deps_.on_request) return;
-  const RouteMatch match = MatchRoute(req.method, req.path);
-  const absl::Duration latency =
-      start == absl::InfinitePast() ? absl::ZeroDuration() : absl::Now() - start;
-  deps_.on_request(match.route != nullptr ? match.route->Template() : "unmatched", res.status,
-                   latency);
 }
 
 }  // namespace

@@ -1,6 +1,7 @@
 // The coordinator's HTTP listener (DESIGN §4, §5): the REST/JSON API under
 // /v1 (the same operations and validation as the gRPC Coordinator service),
-// /metrics, /healthz and /readyz. cpp-httplib stays private to this module.
+// /metrics, /healthz and /readyz, and the /ui/ pages. libevent (evhttp)
+// stays private to this module.
 //
 // Errors: every failed request gets a JSON body {code, status, message,
 // details} (server/rest/rest_json.h) with the HTTP status HttpStatusFor()
@@ -12,8 +13,18 @@
 // /metrics need a bearer token of the route's role (server/rest/routes.h);
 // missing or unknown gets 401, a read token on an operator route 403.
 //
-// Thread safety: Start() and Shutdown() from one thread; requests are served
-// on the server's own threads.
+// Threads: one event loop owns every connection (plain or TLS) and writes
+// every answer and event stream; handlers that may block (the store,
+// report rendering, CreateRun) run on `threads` handler threads and post
+// their reply back to the loop. No connection, event streams included,
+// holds a thread.
+//
+// Limits: request line and headers 64 KiB; a connection idle for 5 s
+// while a request or an answer is due is closed; an event stream whose
+// client takes nothing for 60 s is closed; beyond `threads` x 64 requests
+// waiting for a handler thread, 429 with Retry-After.
+//
+// Thread safety: Start() and Shutdown() from one thread.
 #ifndef COLLBENCH_SERVER_REST_HTTP_SERVER_H_
 #define COLLBENCH_SERVER_REST_HTTP_SERVER_H_
 
@@ -42,11 +53,10 @@ struct HttpServerOptions {
   // bearer tokens still apply.
   std::string tls_client_ca;
   size_t max_body_bytes = 1 << 20;  // larger request bodies get 413
-  // Requests are served by this many threads. An open event stream
-  // (GET /v1/runs/{id}:watch) holds none: once answered, its socket goes
-  // to the event stream writer (server/rest/sse_writer.h). Only with TLS
-  // does a stream hold a thread while it lasts.
-  int threads = 64;
+  // Handlers that may block run on this many threads. Health, readiness
+  // and open event streams (GET /v1/runs/{id}:watch) need none: the event
+  // loop serves them (server/rest/sse_writer.h), with or without TLS.
+  int threads = 16;
   // An event stream sends a comment after this long without an event.
   absl::Duration event_keepalive = absl::Seconds(15);
   // The /ui/ sessions' lifetime and cap, and the login throttle.
@@ -66,9 +76,9 @@ struct HttpServerDependencies {
   std::function<bool()> ready;
   // Called once per finished request with the route's template (e.g.
   // "GET /v1/runs/{id}", or "unmatched" for a request no route serves),
-  // the HTTP status and the time it took (for an event stream: until it
-  // was handed to the writer; with TLS, until it ended). Called on the
-  // server's threads; may be empty.
+  // the HTTP status and the time it took (for an event stream: until its
+  // response started). Called on the server's event loop; must not block;
+  // may be empty.
   std::function<void(absl::string_view route, int http_status, absl::Duration latency)> on_request;
 };
 
@@ -79,10 +89,10 @@ class HttpServer {
   virtual ~HttpServer() = default;
   // The port it listens on (useful with port 0).
   virtual int port() const = 0;
-  // Stops listening, ends open event streams (each with a clean end of
-  // its response) and joins the server's threads. Idle keep-alive
-  // connections are closed within about a second. Idempotent; the
-  // destructor calls it.
+  // Stops listening, answers requests already read (new ones on open
+  // connections get 503), ends open event streams (each with a clean end
+  // of its response, given up to 2 s to go out), closes every connection
+  // and joins the server's threads. Idempotent; the destructor calls it.
   virtual void Shutdown() = 0;
   // /ui/login attempts refused by the throttle (429), and requests the
   // request guard refused (403, 415, 421), since Start().

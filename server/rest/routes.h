@@ -33,6 +33,10 @@ struct RestRoute {
   std::string summary;                    // one line, also in the OpenAPI file
   std::vector<std::string> query_params;  // the query parameters it takes
   RestHandler handler;
+  // Never blocks (no store, no rendering): answered on the HTTP server's
+  // event loop itself, so health and readiness answer however busy the
+  // handler threads are. The others run on those threads.
+  bool quick = false;
 
   // "GET /v1/runs/{id}": the route's name in metrics and logs.
   std::string Template() const { return method + " " + path; }

@@ -1,18 +1,19 @@
-// Writes event streams (GET /v1/runs/{id}:watch) from one thread of its
-// own, so open watchers hold none of the HTTP server's request threads:
-// once a watch request is answered, its socket is handed here and the
-// request thread goes back to serving /healthz, /metrics and the API.
+// Writes event streams (GET /v1/runs/{id}:watch) from the HTTP server's
+// event loop, with or without TLS: no stream holds a thread. The loop
+// starts the response (chunked transfer coding, Connection: close), then
+// writes each EventStream's events as HTTP chunks when the stream
+// notifies it, a keep-alive comment after `keepalive` without output, and
+// the final chunk when the stream ends.
 //
-// One epoll loop owns every handed-over socket (non-blocking). It writes
-// the response head, then each EventStream's events as HTTP chunks when
-// the stream notifies it, a keep-alive comment after `keepalive` without
-// output, and the final chunk when the stream ends. It takes more from a
-// stream only once what it took before is written, so a client that does
-// not read leaves its events in the stream's bounded queue
-// (EventStream's slow-reader rule) and never slows the others. A client
-// that closes its end, or a write that fails, ends its stream.
+// It takes more from a stream only once what it took before is written,
+// so a client that does not read leaves its events in the stream's
+// bounded queue (EventStream's slow-reader rule) and never slows the
+// others; a write that makes no progress for `write_timeout` ends the
+// connection. A client that closes its end, or a failed write, ends its
+// stream at once (the hub forgets the watcher, its limit slot is freed).
 //
-// Thread safety: Add() and Shutdown() from any thread.
+// Thread safety: every method runs on the loop thread (the streams'
+// notifications are posted to it).
 #ifndef COLLBENCH_SERVER_REST_SSE_WRITER_H_
 #define COLLBENCH_SERVER_REST_SSE_WRITER_H_
 
@@ -21,75 +22,75 @@
 #include <memory>
 #include <set>
 #include <string>
-#include <thread>
-#include <vector>
 
 #include "absl/base/thread_annotations.h"
-#include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
+#include "server/rest/event_loop.h"
 #include "server/rest/event_stream.h"
+
+struct event;
+struct evhttp_connection;
+struct evhttp_request;
 
 namespace collbench {
 
 class SseWriter {
  public:
-  static absl::StatusOr<std::unique_ptr<SseWriter>> Start(absl::Duration keepalive);
-  ~SseWriter();  // Shutdown()
+  // `loop` outlives the writer; the writer is destroyed on the loop thread
+  // or after the loop stopped.
+  SseWriter(EventLoop* loop, absl::Duration keepalive, absl::Duration write_timeout);
+  ~SseWriter();
 
-  // Takes `fd` (a connected socket whose request was read; closed by the
-  // writer) and writes `head` (status line and headers, chunked transfer
-  // coding), then `stream` until it ends.
-  void Add(int fd, std::string head, std::shared_ptr<EventStream> stream);
-  // Ends every stream with the final chunk (best effort, without waiting
-  // on slow clients), closes the sockets and joins the thread. Idempotent.
-  void Shutdown();
-  size_t size() const;
+  // Answers `req` with `http_status`, `headers` and then `stream` until it
+  // ends.
+  void Start(evhttp_request* req, int http_status, const std::map<std::string, std::string>& headers,
+             std::shared_ptr<EventStream> stream);
+  // Ends every stream with its final chunk, now and from now on (a stream
+  // started later ends at once).
+  void CloseAll();
+  // Streams not yet completely written (ended ones whose last bytes are
+  // still on their way count too).
+  size_t size() const { return streams_.size(); }
+  // Forgets every stream without touching its request or connection (the
+  // caller is about to free them all). The streams are detached.
+  void Abandon();
 
  private:
-  struct Connection {
-    int fd = -1;
-    std::shared_ptr<EventStream> stream;
-    std::string out;  // bytes still to write, from `sent`
-    size_t sent = 0;
-    bool last = false;          // `out` ends the response
-    bool want_writable = false;  // registered for EPOLLOUT
+  struct Stream {
+    SseWriter* writer;
+    uint64_t id;
+    evhttp_request* req;
+    evhttp_connection* connection;
+    std::shared_ptr<EventStream> events;
+    bool writing = false;  // a chunk is on its way; take nothing more
+    bool ended = false;    // the final chunk was queued
     absl::Time last_output;
   };
-  struct Added {
-    uint64_t id;
-    int fd;
-    std::string head;
-    std::shared_ptr<EventStream> stream;
-  };
 
-  SseWriter(int epoll_fd, int wake_fd, absl::Duration keepalive)
-      : epoll_fd_(epoll_fd), wake_fd_(wake_fd), keepalive_(keepalive) {}
-  void Loop();
-  void Wake();
-  void MarkReady(uint64_t id);
-  // Takes what the stream has when nothing is pending, then writes.
-  void Pump(uint64_t id, Connection& c);
-  // Writes what is pending; false when the connection is done (closed).
-  bool Flush(uint64_t id, Connection& c);
-  void KeepAlive(absl::Time now);
-  void Drop(uint64_t id);
+  void MarkReady(uint64_t id) ABSL_LOCKS_EXCLUDED(mu_);
+  void PumpReady() ABSL_LOCKS_EXCLUDED(mu_);
+  // Takes what the stream has unless a chunk is on its way, and writes it.
+  void Pump(Stream& s);
+  void WriteChunk(Stream& s, const std::string& text);
+  void KeepAlive();
+  void Forget(Stream& s);
 
-  const int epoll_fd_;
-  const int wake_fd_;
+  static void OnWritten(evhttp_connection* connection, void* arg);
+  static void OnComplete(evhttp_request* req, void* arg);
+  static void OnClosed(evhttp_connection* connection, void* arg);
+  static void OnTick(int fd, short what, void* arg);
+
+  EventLoop* const loop_;
   const absl::Duration keepalive_;
-  std::thread thread_;
+  const absl::Duration write_timeout_;
+  event* tick_ = nullptr;
+  uint64_t next_id_ = 1;
+  bool closing_ = false;
+  std::map<uint64_t, std::unique_ptr<Stream>> streams_;
 
-  // The loop thread's own.
-  std::map<uint64_t, Connection> connections_;
-
-  mutable absl::Mutex mu_;
-  std::vector<Added> added_ ABSL_GUARDED_BY(mu_);
+  absl::Mutex mu_;  // the streams' notifications, from any thread
   std::set<uint64_t> ready_ ABSL_GUARDED_BY(mu_);
-  uint64_t next_id_ ABSL_GUARDED_BY(mu_) = 1;
-  size_t open_ ABSL_GUARDED_BY(mu_) = 0;
-  bool stopping_ ABSL_GUARDED_BY(mu_) = false;
-  bool shut_down_ = false;  // Shutdown()'s caller only
 };
 
 }  // namespace collbench

@@ -2,12 +2,10 @@
 # certificate from the client CA, or with another CA's, create nothing over
 # gRPC or HTTP; workers and the CLI get through with theirs
 # (mtls_attack_test.cc, a real coordinator and workers on 127.0.0.1).
-find_package(PkgConfig REQUIRED)
-pkg_check_modules(MTLS_TEST_HTTPLIB REQUIRED IMPORTED_TARGET cpp-httplib)
-find_package(OpenSSL REQUIRED)
+# HTTP calls go through the REST tests' libcurl client (tests/unit/rest).
 add_executable(mtls_attack_test mtls_attack_test.cc)
 target_link_libraries(mtls_attack_test PRIVATE
-  collbench::proto gRPC::grpc++ PkgConfig::MTLS_TEST_HTTPLIB OpenSSL::SSL absl::strings
+  collbench::proto gRPC::grpc++ collbench_http_test_client absl::strings
   absl::time GTest::gtest_main)
 target_include_directories(mtls_attack_test PRIVATE ${PROJECT_SOURCE_DIR})
 target_compile_definitions(mtls_attack_test PRIVATE

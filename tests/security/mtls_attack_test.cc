@@ -14,10 +14,10 @@
 //   * --tls-client-ca without --tls-cert/--tls-key is refused before the
 //     store is created, naming the flags.
 // The binaries come from the build (COLLBENCH_*_BIN); needs openssl.
-#include <httplib.h>
 #include <sys/stat.h>
 
 #include <cctype>
+#include <csignal>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -33,6 +33,7 @@
 #include "grpcpp/grpcpp.h"
 #include "gtest/gtest.h"
 #include "tests/security/child_process.h"
+#include "tests/unit/rest/http_test_client.h"
 
 namespace collbench {
 namespace {
@@ -82,7 +83,7 @@ int PortAfter(const std::string& log, const std::string& marker) {
 class MtlsAttackTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    // A refused handshake closes the socket under httplib's SSL_write,
+    // A refused handshake closes the socket under the client's write,
     // which would end the test with SIGPIPE instead of a failed request.
     signal(SIGPIPE, SIG_IGN);
     char pattern[] = "/tmp/collbench-mtls-attack-XXXXXX";
@@ -132,13 +133,13 @@ class MtlsAttackTest : public ::testing::Test {
     return v1::Coordinator::NewStub(grpc::CreateChannel(grpc_address_, grpc::SslCredentials(ssl)));
   }
 
-  std::unique_ptr<httplib::SSLClient> Http(Caller caller) const {
-    std::unique_ptr<httplib::SSLClient> client;
+  std::unique_ptr<test_http::SSLClient> Http(Caller caller) const {
+    std::unique_ptr<test_http::SSLClient> client;
     if (caller == Caller::kNoCertificate) {
-      client = std::make_unique<httplib::SSLClient>("127.0.0.1", http_port_);
+      client = std::make_unique<test_http::SSLClient>("127.0.0.1", http_port_);
     } else {
       const std::string name = caller == Caller::kTrusted ? "client" : "foreign";
-      client = std::make_unique<httplib::SSLClient>("127.0.0.1", http_port_, Pem(name), Key(name));
+      client = std::make_unique<test_http::SSLClient>("127.0.0.1", http_port_, Pem(name), Key(name));
     }
     client->set_ca_cert_path(Pem("ca").c_str());
     client->enable_server_certificate_verification(true);
@@ -264,28 +265,28 @@ TEST_F(MtlsAttackTest, GrpcCreatesNothingForCallersWithoutACertificateFromTheCa)
 }
 
 TEST_F(MtlsAttackTest, HttpCreatesNothingForCallersWithoutACertificateFromTheCa) {
-  const httplib::Headers auth = {{"Authorization", absl::StrCat("Bearer ", kOperatorToken)}};
+  const test_http::Headers auth = {{"Authorization", absl::StrCat("Bearer ", kOperatorToken)}};
   const std::string body =
       R"({"spec": {"operation": "allreduce", "ranks": 1, "sizesBytes": ["8"]}})";
   for (Caller caller : {Caller::kNoCertificate, Caller::kForeign}) {
-    std::unique_ptr<httplib::SSLClient> http = Http(caller);
-    httplib::Result created = http->Post("/v1/runs", auth, body, "application/json");
+    std::unique_ptr<test_http::SSLClient> http = Http(caller);
+    test_http::Result created = http->Post("/v1/runs", auth, body, "application/json");
     // Refused by the handshake: no HTTP answer at all, not even a 401.
     EXPECT_FALSE(created) << "HTTP " << created->status << ": " << created->body;
-    httplib::Result health = http->Get("/healthz");
+    test_http::Result health = http->Get("/healthz");
     EXPECT_FALSE(health) << "HTTP " << health->status;
   }
   EXPECT_EQ(RunCount(), 0) << "a request without a trusted certificate created a run";
 
-  std::unique_ptr<httplib::SSLClient> trusted = Http(Caller::kTrusted);
-  httplib::Result health = trusted->Get("/healthz");
-  ASSERT_TRUE(health) << httplib::to_string(health.error()) << "\n" << Logs();
+  std::unique_ptr<test_http::SSLClient> trusted = Http(Caller::kTrusted);
+  test_http::Result health = trusted->Get("/healthz");
+  ASSERT_TRUE(health) << test_http::to_string(health.error()) << "\n" << Logs();
   EXPECT_EQ(health->status, 200);
-  httplib::Result no_token = trusted->Post("/v1/runs", body, "application/json");
+  test_http::Result no_token = trusted->Post("/v1/runs", body, "application/json");
   ASSERT_TRUE(no_token);
   EXPECT_EQ(no_token->status, 401) << no_token->body;
   EXPECT_EQ(RunCount(), 0);
-  httplib::Result created = trusted->Post("/v1/runs", auth, body, "application/json");
+  test_http::Result created = trusted->Post("/v1/runs", auth, body, "application/json");
   ASSERT_TRUE(created);
   EXPECT_EQ(created->status, 200) << created->body;
   EXPECT_EQ(RunCount(), 1);

@@ -17,7 +17,7 @@ class HttpGuardTest : public RestHttpTest {
   // Even without tokens (the case a browser attack aims at).
   void SetUp() override { authorizer_ = Authorizer(); }
 
-  httplib::Result Send(const std::string& content_type, httplib::Headers headers,
+  test_http::Result Send(const std::string& content_type, test_http::Headers headers,
                        const std::string& body) {
     return NewClient()->Post("/v1/runs", headers, body, content_type);
   }
@@ -31,12 +31,12 @@ class HttpGuardTest : public RestHttpTest {
 TEST_F(HttpGuardTest, CrossOriginTextPlainCreateIsRefusedAndCreatesNothing) {
   Start();
   // What a form or fetch(no-cors) on another site sends: a "simple" request.
-  httplib::Result simple = Send("text/plain", {{"Origin", "http://evil.example"}}, CreateBody());
+  test_http::Result simple = Send("text/plain", {{"Origin", "http://evil.example"}}, CreateBody());
   ASSERT_TRUE(simple);
   EXPECT_EQ(simple->status, 403);
   EXPECT_THAT(Json(simple)["message"].get<std::string>(), HasSubstr("evil.example"));
   // The same body as text/plain without an Origin: still not JSON.
-  httplib::Result plain = Send("text/plain", {}, CreateBody());
+  test_http::Result plain = Send("text/plain", {}, CreateBody());
   EXPECT_EQ(plain->status, 415);
   EXPECT_THAT(Json(plain)["message"].get<std::string>(), HasSubstr("text/plain"));
   EXPECT_EQ(Send("", {}, CreateBody())->status, 415);
@@ -52,11 +52,11 @@ TEST_F(HttpGuardTest, CrossOriginTextPlainCreateIsRefusedAndCreatesNothing) {
 
 TEST_F(HttpGuardTest, AForeignHostOnLoopbackIsRefused) {
   Start();
-  httplib::Result rebound = Send("application/json", {{"Host", "evil.example:8080"}}, CreateBody());
+  test_http::Result rebound = Send("application/json", {{"Host", "evil.example:8080"}}, CreateBody());
   ASSERT_TRUE(rebound);
   EXPECT_EQ(rebound->status, 421);
   EXPECT_THAT(Json(rebound)["message"].get<std::string>(), HasSubstr("evil.example:8080"));
-  httplib::Result read = NewClient()->Get("/v1/runs", {{"Host", "evil.example"}});
+  test_http::Result read = NewClient()->Get("/v1/runs", {{"Host", "evil.example"}});
   EXPECT_EQ(read->status, 421);
   EXPECT_EQ(RunCount(), 0u);
   EXPECT_EQ(NewClient()->Get("/healthz", {{"Host", "localhost:1"}})->status, 200);
@@ -65,15 +65,15 @@ TEST_F(HttpGuardTest, AForeignHostOnLoopbackIsRefused) {
 
 TEST_F(HttpGuardTest, ARefusedBodyIsNotReadAndTheConnectionCloses) {
   Start();
-  std::unique_ptr<httplib::Client> client = NewClient();
+  std::unique_ptr<test_http::Client> client = NewClient();
   client->set_keep_alive(true);
-  httplib::Result refused = client->Post("/v1/runs", CreateBody(), "text/plain");
+  test_http::Result refused = client->Post("/v1/runs", CreateBody(), "text/plain");
   ASSERT_TRUE(refused);
   EXPECT_EQ(refused->status, 415);
   EXPECT_EQ(refused->get_header_value("Connection"), "close");
   // The next request on the same client is answered normally.
-  httplib::Result next = client->Get("/healthz");
-  ASSERT_TRUE(next) << httplib::to_string(next.error());
+  test_http::Result next = client->Get("/healthz");
+  ASSERT_TRUE(next) << test_http::to_string(next.error());
   EXPECT_EQ(next->status, 200);
 }
 

@@ -38,11 +38,11 @@ class Watcher {
     client_.set_read_timeout(60, 0);
     if (tls) client_.enable_server_certificate_verification(false);
     thread_ = std::thread([this, path, token] {
-      httplib::Headers headers;
+      test_http::Headers headers;
       if (!token.empty()) headers.emplace("Authorization", "Bearer " + token);
-      httplib::Result result = client_.Get(
+      test_http::Result result = client_.Get(
           path.c_str(), headers,
-          [this](const httplib::Response& response) {
+          [this](const test_http::Response& response) {
             absl::MutexLock lock(&mu_);
             status_ = response.status;
             content_type_ = response.get_header_value("Content-Type");
@@ -123,7 +123,7 @@ class Watcher {
   bool done_ ABSL_GUARDED_BY(mu_) = false;
   int status_ ABSL_GUARDED_BY(mu_) = 0;
   std::string content_type_ ABSL_GUARDED_BY(mu_);
-  httplib::Client client_;
+  test_http::Client client_;
   std::thread thread_;
 };
 
@@ -267,7 +267,7 @@ TEST_F(RestStreamTest, OpenStreamsLeaveTheRequestThreadsFree) {
     auto client = NewClient();
     client->set_read_timeout(2, 0);
     const absl::Time start = absl::Now();
-    httplib::Result health = client->Get("/healthz");
+    test_http::Result health = client->Get("/healthz");
     ASSERT_TRUE(health) << "no answer to /healthz with 16 streams open on 2 threads";
     EXPECT_EQ(health->status, 200);
     EXPECT_LT(absl::Now() - start, absl::Seconds(1));
@@ -283,42 +283,69 @@ TEST_F(RestStreamTest, OpenStreamsLeaveTheRequestThreadsFree) {
   }
 }
 
-// Over TLS a stream keeps its request thread (it cannot be handed to the
-// writer): with 4 threads two streams may be open, a third is refused with
-// 429 and Retry-After, and /healthz is still answered.
-TEST_F(RestStreamTest, OverTlsStreamsLeaveThreadsForOtherRequests) {
+// Over TLS too, open streams hold no thread: with 2 handler threads and
+// 16 TLS streams open, /healthz is answered at once, no watcher is refused
+// for want of a thread, and every stream gets every event.
+TEST_F(RestStreamTest, OverTlsOpenStreamsLeaveTheThreadsFree) {
   const std::string dir = ::testing::TempDir() + "/rest_stream_tls";
   if (!MakeLoopbackCertificate(dir)) GTEST_SKIP() << "no openssl command to make a certificate";
   WatcherLimits limits(WatcherLimitOptions{});
   watchers_ = &limits;
   HttpServerOptions options;
-  options.threads = 4;
+  options.threads = 2;
   options.tls_cert = dir + "/cert.pem";
   options.tls_key = dir + "/key.pem";
   Start(options);
   const std::string run = NewRun(1);
-  Watcher first(server_->port(), WatchPath(run), kRead, /*tls=*/true);
-  Watcher second(server_->port(), WatchPath(run), kRead, /*tls=*/true);
-  ASSERT_TRUE(first.WaitForEvents(1));
-  ASSERT_TRUE(second.WaitForEvents(1));
-  Watcher third(server_->port(), WatchPath(run), kRead, /*tls=*/true);
-  ASSERT_TRUE(third.WaitDone());
-  EXPECT_EQ(third.status(), 429);
-  EXPECT_EQ(limits.rejections().threads, 1);
-  httplib::Client tls("https://127.0.0.1:" + std::to_string(server_->port()));
+  std::vector<std::unique_ptr<Watcher>> watchers;
+  for (int i = 0; i < 16; ++i) {
+    watchers.push_back(
+        std::make_unique<Watcher>(server_->port(), WatchPath(run), kRead, /*tls=*/true));
+  }
+  for (auto& w : watchers) ASSERT_TRUE(w->WaitForEvents(1));
+  EXPECT_EQ(limits.open(), 16);
+  test_http::Client tls("https://127.0.0.1:" + std::to_string(server_->port()));
   tls.enable_server_certificate_verification(false);
   tls.set_read_timeout(2, 0);
-  httplib::Result health = tls.Get("/healthz");
-  ASSERT_TRUE(health) << "no answer to /healthz with the stream threads taken";
+  const absl::Time start = absl::Now();
+  test_http::Result health = tls.Get("/healthz");
+  ASSERT_TRUE(health) << "no answer to /healthz with 16 TLS streams open on 2 threads";
   EXPECT_EQ(health->status, 200);
+  EXPECT_LT(absl::Now() - start, absl::Seconds(1));
   c_.Running(run, 1);
   c_.Result(run, 0);
   c_.Succeeded(run, 1);
-  ASSERT_TRUE(first.WaitDone());
-  EXPECT_EQ(Names(first.Events()).back(), "state");
-  // The streams hold places in `limits`: the server ends them before it goes.
+  for (auto& w : watchers) {
+    ASSERT_TRUE(w->WaitDone());
+    EXPECT_EQ(w->status(), 200);
+    EXPECT_EQ(Names(w->Events()).back(), "state");
+    EXPECT_EQ(w->Events().size(), 5u);  // 3 states, 1 result, 1 progress
+  }
+  EXPECT_EQ(limits.rejections().threads, 0);
+  // The streams held places in `limits`: the server ends them before it goes.
   server_->Shutdown();
   server_.reset();
+}
+
+// A client that closes its connection is forgotten at once: the hub drops
+// its watcher and its place in the limits is free again, without waiting
+// for an event or a keep-alive to fail.
+TEST_F(RestStreamTest, AClientThatClosesIsForgottenAtOnce) {
+  WatcherLimits limits(WatcherLimitOptions{});
+  watchers_ = &limits;
+  Start();
+  const std::string run = NewRun(2);
+  {
+    Watcher watcher(server_->port(), WatchPath(run), kRead);
+    ASSERT_TRUE(watcher.WaitForEvents(1));
+    ASSERT_EQ(limits.open(), 1);
+    ASSERT_EQ(c_.hub().watcher_count(), 1u);
+  }  // the client ends its request and closes the connection
+  for (int i = 0; i < 300 && (limits.open() != 0 || c_.hub().watcher_count() != 0); ++i) {
+    absl::SleepFor(absl::Milliseconds(10));
+  }
+  EXPECT_EQ(limits.open(), 0);
+  EXPECT_EQ(c_.hub().watcher_count(), 0u);
 }
 
 // A client that stops reading is ended with a final `event: error` once it

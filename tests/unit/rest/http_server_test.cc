@@ -26,18 +26,18 @@ std::string ViolatedField(const nlohmann::json& error) {
 
 TEST_F(RestHttpTest, HealthReadinessAndMetricsNeedNoToken) {
   Start();
-  httplib::Result health = Get("/healthz", "");
+  test_http::Result health = Get("/healthz", "");
   ASSERT_TRUE(health);
   EXPECT_EQ(health->status, 200);
   EXPECT_EQ(health->body, "ok\n");
-  httplib::Result ready = Get("/readyz", "");
+  test_http::Result ready = Get("/readyz", "");
   ASSERT_TRUE(ready);
   EXPECT_EQ(ready->status, 200);
   ready_ = false;
   ready = Get("/readyz", "");
   EXPECT_EQ(ready->status, 503);
   EXPECT_EQ(Json(ready)["status"], "UNAVAILABLE");
-  httplib::Result metrics = Get("/metrics", "");
+  test_http::Result metrics = Get("/metrics", "");
   ASSERT_TRUE(metrics);
   EXPECT_EQ(metrics->status, 200);
   EXPECT_EQ(metrics->body, "collbench_build_info 1\n");
@@ -47,7 +47,7 @@ TEST_F(RestHttpTest, HealthReadinessAndMetricsNeedNoToken) {
 TEST_F(RestHttpTest, CreateGetAndListRuns) {
   c_.Register("a");
   Start();
-  httplib::Result created = Post("/v1/runs", CreateBody());
+  test_http::Result created = Post("/v1/runs", CreateBody());
   ASSERT_TRUE(created);
   ASSERT_EQ(created->status, 200) << created->body;
   const nlohmann::json run = Json(created);
@@ -55,7 +55,7 @@ TEST_F(RestHttpTest, CreateGetAndListRuns) {
   EXPECT_EQ(run["state"], "SCHEDULED");
   EXPECT_EQ(run["spec"]["ranks"], 2);
 
-  httplib::Result got = Get("/v1/runs/" + Id(run));
+  test_http::Result got = Get("/v1/runs/" + Id(run));
   ASSERT_EQ(got->status, 200);
   EXPECT_EQ(Json(got)["name"], run["name"]);
 
@@ -88,7 +88,7 @@ TEST_F(RestHttpTest, CreatesBeyondTheRateAre429WithRetryAfter) {
   bool refused = false;
   std::string retry_after, body;
   for (int i = 0; i < 40 && !refused; ++i) {
-    httplib::Result created = Post("/v1/runs", CreateBody());
+    test_http::Result created = Post("/v1/runs", CreateBody());
     ASSERT_TRUE(created);
     if (created->status == 429) {
       refused = true;
@@ -110,7 +110,7 @@ TEST_F(RestHttpTest, CreatesBeyondTheRateAre429WithRetryAfter) {
 
 TEST_F(RestHttpTest, InvalidSpecIs400NamingTheField) {
   Start();
-  httplib::Result bad = Post("/v1/runs", CreateBody(0));
+  test_http::Result bad = Post("/v1/runs", CreateBody(0));
   ASSERT_EQ(bad->status, 400);
   const nlohmann::json error = Json(bad);
   EXPECT_EQ(error["code"], 3);
@@ -131,7 +131,7 @@ TEST_F(RestHttpTest, InvalidSpecIs400NamingTheField) {
 
 TEST_F(RestHttpTest, MalformedOrUnknownJsonIs400) {
   Start();
-  httplib::Result bad = Post("/v1/runs", "{\"spec\": {");
+  test_http::Result bad = Post("/v1/runs", "{\"spec\": {");
   ASSERT_EQ(bad->status, 400);
   std::string message = Json(bad)["message"];
   EXPECT_THAT(message, StartsWith("request body: "));
@@ -159,7 +159,7 @@ TEST_F(RestHttpTest, BadQueryParametersAre400NamingThem) {
       {"/v1/workers?page_token=x", "page_token"},
   };
   for (const auto& [path, field] : cases) {
-    httplib::Result bad = Get(path);
+    test_http::Result bad = Get(path);
     ASSERT_EQ(bad->status, 400) << path;
     EXPECT_EQ(ViolatedField(Json(bad)), field) << path;
   }
@@ -169,12 +169,12 @@ TEST_F(RestHttpTest, UnknownRunsAndWorkersAre404) {
   Start();
   for (const std::string& path :
        {"/v1/runs/nope", "/v1/runs/nope/results", "/v1/runs/nope:watch", "/v1/workers/nope"}) {
-    httplib::Result missing = Get(path);
+    test_http::Result missing = Get(path);
     ASSERT_TRUE(missing) << path;
     EXPECT_EQ(missing->status, 404) << path;
     EXPECT_EQ(Json(missing)["status"], "NOT_FOUND") << path;
   }
-  httplib::Result cancel = Post("/v1/runs/nope:cancel", "");
+  test_http::Result cancel = Post("/v1/runs/nope:cancel", "");
   EXPECT_EQ(cancel->status, 404);
   EXPECT_EQ(Json(cancel)["code"], 5);
   EXPECT_EQ(Post("/v1/workers/nope:drain", "")->status, 404);
@@ -182,10 +182,10 @@ TEST_F(RestHttpTest, UnknownRunsAndWorkersAre404) {
 
 TEST_F(RestHttpTest, UnknownPathsAre404AndOtherMethods405) {
   Start();
-  httplib::Result missing = Get("/v2/runs");
+  test_http::Result missing = Get("/v2/runs");
   EXPECT_EQ(missing->status, 404);
   EXPECT_EQ(Json(missing)["status"], "NOT_FOUND");
-  httplib::Result wrong = client_->Delete("/v1/runs", Auth(kOperator));
+  test_http::Result wrong = client_->Delete("/v1/runs", Auth(kOperator));
   ASSERT_TRUE(wrong);
   EXPECT_EQ(wrong->status, 405);
   EXPECT_EQ(wrong->get_header_value("Allow"), "POST, GET");
@@ -198,13 +198,13 @@ TEST_F(RestHttpTest, CancelQueuedThenCancelAgainIs412) {
   Post("/v1/runs", CreateBody());
   const nlohmann::json queued = Json(Post("/v1/runs", CreateBody()));
   ASSERT_EQ(queued["state"], "QUEUED");
-  httplib::Result cancelled = Post("/v1/runs/" + Id(queued) + ":cancel", "");
+  test_http::Result cancelled = Post("/v1/runs/" + Id(queued) + ":cancel", "");
   ASSERT_EQ(cancelled->status, 200) << cancelled->body;
   EXPECT_EQ(Json(cancelled)["state"], "CANCELLED");
-  httplib::Result again = Post("/v1/runs/" + Id(queued) + ":cancel", "{}");
+  test_http::Result again = Post("/v1/runs/" + Id(queued) + ":cancel", "{}");
   EXPECT_EQ(again->status, 412);
   EXPECT_EQ(Json(again)["status"], "FAILED_PRECONDITION");
-  httplib::Result mismatch = Post("/v1/runs/" + Id(queued) + ":cancel", R"({"name": "runs/x"})");
+  test_http::Result mismatch = Post("/v1/runs/" + Id(queued) + ":cancel", R"({"name": "runs/x"})");
   EXPECT_EQ(mismatch->status, 400);
   EXPECT_EQ(ViolatedField(Json(mismatch)), "name");
 }
@@ -212,7 +212,7 @@ TEST_F(RestHttpTest, CancelQueuedThenCancelAgainIs412) {
 TEST_F(RestHttpTest, CancelWithAnEmptyBody) {
   Start();
   const nlohmann::json run = Json(Post("/v1/runs", CreateBody()));
-  httplib::Result cancelled =
+  test_http::Result cancelled =
       client_->Post(("/v1/runs/" + Id(run) + ":cancel").c_str(), Auth(kOperator));
   ASSERT_TRUE(cancelled);
   EXPECT_EQ(cancelled->status, 200);
@@ -251,21 +251,21 @@ TEST_F(RestHttpTest, ListGetAndDrainWorkers) {
   EXPECT_EQ(worker["name"], "workers/a");
   EXPECT_EQ(worker["slots"], 2);
   EXPECT_EQ(worker["state"], "READY");
-  httplib::Result drained = Post("/v1/workers/b:drain", "");
+  test_http::Result drained = Post("/v1/workers/b:drain", "");
   ASSERT_EQ(drained->status, 200);
   EXPECT_EQ(Json(drained)["state"], "DRAINING");
 }
 
 TEST_F(RestHttpTest, TokensAreCheckedPerRole) {
   Start();
-  httplib::Result none = Get("/v1/runs", "");
+  test_http::Result none = Get("/v1/runs", "");
   ASSERT_EQ(none->status, 401);
   EXPECT_EQ(Json(none)["status"], "UNAUTHENTICATED");
   EXPECT_THAT(none->get_header_value("WWW-Authenticate"), StartsWith("Bearer"));
   EXPECT_EQ(Get("/v1/runs", "wrong")->status, 401);
   EXPECT_EQ(Get("/v1/runs", "w-token")->status, 403);  // a worker token may not read
   EXPECT_EQ(Post("/v1/runs", CreateBody(), "")->status, 401);
-  httplib::Result denied = Post("/v1/runs", CreateBody(), kRead);
+  test_http::Result denied = Post("/v1/runs", CreateBody(), kRead);
   ASSERT_EQ(denied->status, 403);
   EXPECT_EQ(Json(denied)["status"], "PERMISSION_DENIED");
   EXPECT_EQ(Json(Get("/v1/runs"))["runs"].size(), 0u) << "a denied create queued a run";
@@ -286,22 +286,22 @@ TEST_F(RestHttpTest, BodiesOverTheLimitAre413) {
   options.max_body_bytes = 4096;
   Start(options);
   const std::string big(8192, ' ');
-  httplib::Result large = Post("/v1/runs", big);
+  test_http::Result large = Post("/v1/runs", big);
   ASSERT_TRUE(large);
   EXPECT_EQ(large->status, 413);
   EXPECT_EQ(Json(large)["status"], "RESOURCE_EXHAUSTED");
 
-  // Chunked, so httplib cannot see the length up front.
-  std::unique_ptr<httplib::Client> client = NewClient();
-  httplib::Result chunked = client->Post(
+  // Chunked, so the server cannot see the length up front.
+  std::unique_ptr<test_http::Client> client = NewClient();
+  test_http::Result chunked = client->Post(
       "/v1/runs", Auth(kOperator),
-      [&big](size_t offset, httplib::DataSink& sink) {
+      [&big](size_t offset, test_http::DataSink& sink) {
         sink.write(big.data(), big.size());
         sink.done();
         return true;
       },
       "application/json");
-  ASSERT_TRUE(chunked) << httplib::to_string(chunked.error());
+  ASSERT_TRUE(chunked) << test_http::to_string(chunked.error());
   EXPECT_EQ(chunked->status, 413);
   EXPECT_EQ(Json(chunked)["status"], "RESOURCE_EXHAUSTED");
   // A body within the limit still works.
@@ -326,13 +326,13 @@ TEST_F(RestHttpTest, EveryRequestIsReportedOnceWithItsRoute) {
 
 TEST_F(RestHttpTest, ServesTlsWhenGivenACertificate) {
   if (!StartTls("rest_tls")) GTEST_SKIP() << "no openssl command to make a certificate";
-  httplib::Result health = tls_client_->Get("/healthz");
-  ASSERT_TRUE(health) << httplib::to_string(health.error());
+  test_http::Result health = tls_client_->Get("/healthz");
+  ASSERT_TRUE(health) << test_http::to_string(health.error());
   EXPECT_EQ(health->status, 200);
-  httplib::Result runs = tls_client_->Get("/v1/runs", Auth(kRead));
+  test_http::Result runs = tls_client_->Get("/v1/runs", Auth(kRead));
   ASSERT_TRUE(runs);
   EXPECT_EQ(runs->status, 200);
-  httplib::Result plain = client_->Get("/healthz");  // plain HTTP gets no answer
+  test_http::Result plain = client_->Get("/healthz");  // plain HTTP gets no answer
   EXPECT_FALSE(plain && plain->status == 200);
 }
 

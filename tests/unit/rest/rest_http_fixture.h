@@ -1,10 +1,11 @@
 // An HttpServer on 127.0.0.1 (port 0) over a FakeCoordinator, with a read
-// token "r-token" and an operator token "o-token", and an httplib client.
+// token "r-token" and an operator token "o-token", and an HTTP client
+// (http_test_client.h).
 // Records every on_request call.
 #ifndef COLLBENCH_TESTS_UNIT_REST_REST_HTTP_FIXTURE_H_
 #define COLLBENCH_TESTS_UNIT_REST_REST_HTTP_FIXTURE_H_
 
-#include <httplib.h>
+#include "http_test_client.h"
 
 #include <atomic>
 #include <cstdlib>
@@ -77,32 +78,32 @@ class RestHttpTest : public ::testing::Test {
     options.tls_key = dir + "/key.pem";
     Start(options);
     tls_client_ =
-        std::make_unique<httplib::Client>("https://127.0.0.1:" + std::to_string(server_->port()));
+        std::make_unique<test_http::Client>("https://127.0.0.1:" + std::to_string(server_->port()));
     tls_client_->enable_server_certificate_verification(false);
     return true;
   }
 
-  std::unique_ptr<httplib::Client> NewClient() {
-    auto client = std::make_unique<httplib::Client>("127.0.0.1", server_->port());
+  std::unique_ptr<test_http::Client> NewClient() {
+    auto client = std::make_unique<test_http::Client>("127.0.0.1", server_->port());
     client->set_read_timeout(30, 0);
     return client;
   }
 
-  static httplib::Headers Auth(const std::string& token) {
+  static test_http::Headers Auth(const std::string& token) {
     if (token.empty()) return {};
     return {{"Authorization", "Bearer " + token}};
   }
 
-  httplib::Result Get(const std::string& path, const std::string& token = kRead) {
+  test_http::Result Get(const std::string& path, const std::string& token = kRead) {
     return client_->Get(path.c_str(), Auth(token));
   }
-  httplib::Result Post(const std::string& path, const std::string& body,
+  test_http::Result Post(const std::string& path, const std::string& body,
                        const std::string& token = kOperator) {
     return client_->Post(path.c_str(), Auth(token), body, "application/json");
   }
 
-  static nlohmann::json Json(const httplib::Result& result) {
-    EXPECT_TRUE(result) << "no response: " << httplib::to_string(result.error());
+  static nlohmann::json Json(const test_http::Result& result) {
+    EXPECT_TRUE(result) << "no response: " << test_http::to_string(result.error());
     if (!result) return nlohmann::json();
     EXPECT_EQ(result->get_header_value("Content-Type"), "application/json") << result->body;
     return nlohmann::json::parse(result->body, nullptr, /*allow_exceptions=*/false);
@@ -136,8 +137,8 @@ class RestHttpTest : public ::testing::Test {
   WatcherLimits* watchers_ = nullptr;  // set before Start() to bound watchers
   std::atomic<bool> ready_{true};
   std::unique_ptr<HttpServer> server_;
-  std::unique_ptr<httplib::Client> client_;
-  std::unique_ptr<httplib::Client> tls_client_;  // after StartTls()
+  std::unique_ptr<test_http::Client> client_;
+  std::unique_ptr<test_http::Client> tls_client_;  // after StartTls()
   absl::Mutex mu_;
   std::vector<std::pair<std::string, int>> requests_ ABSL_GUARDED_BY(mu_);
 };

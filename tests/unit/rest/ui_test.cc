@@ -20,22 +20,22 @@ using ::testing::StartsWith;
 
 class UiTest : public RestHttpTest {
  protected:
-  httplib::Result WithCookie(const std::string& path, const std::string& session) {
+  test_http::Result WithCookie(const std::string& path, const std::string& session) {
     return client_->Get(path.c_str(), {{"Cookie", "a=1; collbench_session=" + session}});
   }
-  httplib::Result Login(const std::string& form) {
+  test_http::Result Login(const std::string& form) {
     return client_->Post("/ui/login", form, "application/x-www-form-urlencoded");
   }
   // Signs in with `token`; the session id of the cookie set ("" if none).
   std::string SignIn(const std::string& token) {
-    httplib::Result login = Login("token=" + token);
+    test_http::Result login = Login("token=" + token);
     if (!login || login->status != 303) return "";
     const std::string cookie = login->get_header_value("Set-Cookie");
     const std::string prefix = "collbench_session=";
     if (cookie.rfind(prefix, 0) != 0) return "";
     return cookie.substr(prefix.size(), cookie.find(';') - prefix.size());
   }
-  httplib::Result Logout(const std::string& session, httplib::Headers headers = {}) {
+  test_http::Result Logout(const std::string& session, test_http::Headers headers = {}) {
     headers.emplace("Cookie", "collbench_session=" + session);
     return client_->Post("/ui/logout", headers, "", "application/x-www-form-urlencoded");
   }
@@ -55,7 +55,7 @@ class UiTest : public RestHttpTest {
 
 TEST_F(UiTest, PagesWithoutATokenShowTheLoginForm) {
   Start();
-  httplib::Result page = Get("/ui/", "");
+  test_http::Result page = Get("/ui/", "");
   ASSERT_TRUE(page);
   EXPECT_EQ(page->status, 401);
   EXPECT_THAT(page->get_header_value("Content-Type"), StartsWith("text/html"));
@@ -66,7 +66,7 @@ TEST_F(UiTest, PagesWithoutATokenShowTheLoginForm) {
 
 TEST_F(UiTest, SigningInSetsAStrictHttpOnlyCookie) {
   Start();
-  httplib::Result ok = Login("token=r-token&next=%2Fui%2Fcompare%3Fruns%3Da");
+  test_http::Result ok = Login("token=r-token&next=%2Fui%2Fcompare%3Fruns%3Da");
   ASSERT_TRUE(ok);
   EXPECT_EQ(ok->status, 303);
   EXPECT_EQ(ok->get_header_value("Location"), "/ui/compare?runs=a");
@@ -75,7 +75,7 @@ TEST_F(UiTest, SigningInSetsAStrictHttpOnlyCookie) {
   EXPECT_THAT(cookie, testing::MatchesRegex("collbench_session=[0-9a-f]{64}; HttpOnly; "
                                             "SameSite=Strict; Path=/; Max-Age=43200"));
   EXPECT_THAT(cookie, Not(HasSubstr("r-token")));
-  httplib::Result wrong = Login("token=nope&next=/ui/");
+  test_http::Result wrong = Login("token=nope&next=/ui/");
   EXPECT_EQ(wrong->status, 401);
   EXPECT_THAT(wrong->body, HasSubstr("does not give read access"));
   EXPECT_EQ(wrong->get_header_value("Set-Cookie"), "");
@@ -100,7 +100,7 @@ TEST_F(UiTest, TheCookieOpensThePagesAndNotTheApi) {
   EXPECT_EQ(WithCookie("/ui/", kRead)->status, 401);
   const std::string operator_session = SignIn(kOperator);
   ASSERT_FALSE(operator_session.empty());
-  httplib::Result cancel =
+  test_http::Result cancel =
       client_->Post(("/v1/runs/" + id + ":cancel").c_str(),
                     {{"Cookie", "collbench_session=" + operator_session}}, "", "application/json");
   EXPECT_EQ(cancel->status, 401);
@@ -112,10 +112,10 @@ TEST_F(UiTest, LogoutEndsTheSession) {
   const std::string other = SignIn(kRead);
   ASSERT_EQ(WithCookie("/ui/", session)->status, 200);
   // From another site's page: refused, and the session lives on.
-  httplib::Result foreign = Logout(session, {{"Origin", "http://evil.example"}});
+  test_http::Result foreign = Logout(session, {{"Origin", "http://evil.example"}});
   EXPECT_EQ(foreign->status, 403);
   EXPECT_EQ(WithCookie("/ui/", session)->status, 200);
-  httplib::Result out =
+  test_http::Result out =
       Logout(session, {{"Origin", "http://127.0.0.1:" + std::to_string(server_->port())}});
   ASSERT_TRUE(out);
   EXPECT_EQ(out->status, 303);
@@ -144,7 +144,7 @@ TEST_F(UiTest, LoginsAreThrottledPerClient) {
   Start(options);
   for (int i = 0; i < 3; ++i) EXPECT_EQ(Login("token=guess-" + std::to_string(i))->status, 401);
   // Even the right token waits now: guessing costs time, not just a 401.
-  httplib::Result refused = Login("token=r-token");
+  test_http::Result refused = Login("token=r-token");
   ASSERT_TRUE(refused);
   EXPECT_EQ(refused->status, 429);
   EXPECT_EQ(refused->get_header_value("Set-Cookie"), "");
@@ -162,7 +162,7 @@ TEST_F(UiTest, PagesCarryTheSecurityHeaders) {
   for (const std::string& path : {std::string("/ui/"), "/ui/runs/" + id,
                                   "/ui/compare?runs=" + id + "," + id, std::string("/ui/login")}) {
     SCOPED_TRACE(path);
-    httplib::Result page = Get(path);
+    test_http::Result page = Get(path);
     ASSERT_TRUE(page);
     EXPECT_EQ(page->status, 200);
     const std::string csp = page->get_header_value("Content-Security-Policy");
@@ -180,8 +180,8 @@ TEST_F(UiTest, ALiveRunsPageRunsOneScriptByItsNonce) {
   c_.Register("a");
   Start();
   const std::string id = MakeRun(/*finish=*/false);
-  httplib::Result first = Get("/ui/runs/" + id);
-  httplib::Result second = Get("/ui/runs/" + id);
+  test_http::Result first = Get("/ui/runs/" + id);
+  test_http::Result second = Get("/ui/runs/" + id);
   const std::string csp = first->get_header_value("Content-Security-Policy");
   const size_t at = csp.find("'nonce-");
   ASSERT_NE(at, std::string::npos) << csp;
@@ -195,7 +195,7 @@ TEST_F(UiTest, ALiveRunsPageRunsOneScriptByItsNonce) {
 
 TEST_F(UiTest, UnknownRunsAndBadComparisonsArePages) {
   Start();
-  httplib::Result missing = Get("/ui/runs/nope");
+  test_http::Result missing = Get("/ui/runs/nope");
   EXPECT_EQ(missing->status, 404);
   EXPECT_THAT(missing->get_header_value("Content-Type"), StartsWith("text/html"));
   EXPECT_EQ(Get("/ui/compare")->status, 400);
@@ -204,9 +204,9 @@ TEST_F(UiTest, UnknownRunsAndBadComparisonsArePages) {
 
 TEST_F(UiTest, OverTlsTheCookieIsSecure) {
   if (!StartTls("ui_tls")) GTEST_SKIP() << "no openssl command to make a certificate";
-  httplib::Result login =
+  test_http::Result login =
       tls_client_->Post("/ui/login", "token=r-token", "application/x-www-form-urlencoded");
-  ASSERT_TRUE(login) << httplib::to_string(login.error());
+  ASSERT_TRUE(login) << test_http::to_string(login.error());
   EXPECT_EQ(login->status, 303);
   EXPECT_THAT(login->get_header_value("Set-Cookie"),
               testing::MatchesRegex("collbench_session=[0-9a-f]{64}; HttpOnly; SameSite=Strict; "
@@ -217,7 +217,7 @@ TEST_F(UiTest, WithoutATokenFileThePagesAreOpen) {
   authorizer_ = Authorizer();
   Start();
   EXPECT_EQ(Get("/ui/", "")->status, 200);
-  httplib::Result login = Login("token=anything");
+  test_http::Result login = Login("token=anything");
   EXPECT_EQ(login->status, 303);
   EXPECT_EQ(login->get_header_value("Set-Cookie"), "");
 }
