@@ -73,6 +73,7 @@ class FakeCoordinator {
     result.mutable_result()->set_bytes(uint64_t{8} << sequence);
     result.mutable_result()->set_avg_s(1e-6);
     manager_->OnResult("workers/a", result, absl::Now());
+    manager_->FlushResults();  // results are published once their batch is stored
   }
   void Succeeded(const std::string& run, int64_t results_total) {
     v1::RunStatus status;
