@@ -247,9 +247,7 @@ bool ParseOptions(int argc, char** argv, Options* o) {
 // ---------------------------------------------------------------------------
 // Fleet: counters shared by the streams
 
-struct Fleet {
-  std::atomic<int> registered{0};
-  std::atomic<int> done{0};  // Connect streams whose OnDone ran
+struct Fleet : StreamFleet {
   std::atomic<int> broken{0};  // streams that failed before the teardown
   std::atomic<long> heartbeats_sent{0};
   std::atomic<long> heartbeats_skipped{0};  // previous write still pending
@@ -257,20 +255,7 @@ struct Fleet {
   std::atomic<long> assignments{0};
   std::atomic<long> run_tokens{0};
   std::atomic<long> other_messages{0};
-  std::atomic<bool> tearing_down{false};
-  std::mutex mu;
-  std::condition_variable cv;
-  std::vector<double> register_ms;  // Register sent -> Registered received
-  std::vector<std::string> first_errors;
-
-  void Note(const std::string& error) {
-    std::lock_guard<std::mutex> lock(mu);
-    if (first_errors.size() < 5) first_errors.push_back(error);
-  }
-  void Wake() {
-    std::lock_guard<std::mutex> lock(mu);
-    cv.notify_all();
-  }
+  std::vector<double> register_ms;  // Register sent -> Registered received (under mu)
 };
 
 // One simulated worker: a Connect stream that registers, then heartbeats
@@ -346,14 +331,7 @@ class FakeWorker final : public grpc::ClientBidiReactor<v1::WorkerMessage, v1::C
     StartRead(&incoming_);
   }
 
-  void OnDone(const grpc::Status& status) override {
-    if (!status.ok() && !fleet_->tearing_down.load()) {
-      fleet_->Note("Connect: " + std::to_string(status.error_code()) + " " +
-                   status.error_message());
-    }
-    fleet_->done.fetch_add(1);
-    fleet_->Wake();
-  }
+  void OnDone(const grpc::Status& status) override { fleet_->StreamEnded(status); }
 
   bool failed() const { return failed_.load(); }
 
@@ -441,12 +419,6 @@ bool ListAllWorkers(v1::Coordinator::Stub* api, std::chrono::system_clock::time_
     token = response.next_page_token();
   } while (!token.empty());
   return true;
-}
-
-template <typename Pred>
-bool WaitFor(Fleet* fleet, double seconds, Pred pred) {
-  std::unique_lock<std::mutex> lock(fleet->mu);
-  return fleet->cv.wait_for(lock, duration<double>(seconds), pred);
 }
 
 v1::RunSpec LoadRunSpec(int ranks) {
@@ -540,7 +512,7 @@ RoundResult RunRound(const Options& o, const std::string& store_kind) {
   });
 
   const bool all_registered =
-      WaitFor(&fleet, 120, [&] { return fleet.registered.load() >= o.workers; });
+      fleet.WaitFor(120, [&] { return fleet.registered.load() >= o.workers; });
   const double ramp_s = Seconds(Clock::now() - t_start);
   const ProcSample after_ramp = SampleProc(pid);
   if (!all_registered) {
@@ -579,7 +551,7 @@ RoundResult RunRound(const Options& o, const std::string& store_kind) {
     watchers.back()->Start(api.get(), run);
   }
   // Each watcher first gets the run's current state.
-  WaitFor(&fleet, 30, [&] {
+  fleet.WaitFor(30, [&] {
     for (const auto& w : watchers) {
       if (w->events() == 0) return false;
     }
@@ -724,7 +696,7 @@ RoundResult RunRound(const Options& o, const std::string& store_kind) {
   heartbeat_thread.join();
   for (auto& w : workers) w->Stop();
   for (auto& w : watchers) w->Stop();
-  const bool all_done = WaitFor(&fleet, 30, [&] {
+  const bool all_done = fleet.WaitFor(30, [&] {
     if (fleet.done.load() < o.workers) return false;
     for (const auto& w : watchers) {
       if (!w->done()) return false;

@@ -18,6 +18,7 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <condition_variable>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
@@ -116,6 +117,41 @@ inline ProcSample SampleProc(pid_t pid, bool count_sockets = false) {
 }
 
 inline double Mib(long kb) { return static_cast<double>(kb) / 1024.0; }
+
+// ---------------------------------------------------------------------------
+// What both modes' fleets of fake Connect streams share: registration and
+// end counts, the first few errors, and a wait on them.
+
+struct StreamFleet {
+  std::atomic<int> registered{0};
+  std::atomic<int> done{0};  // Connect streams whose OnDone ran
+  std::atomic<bool> tearing_down{false};
+  std::mutex mu;
+  std::condition_variable cv;
+  std::vector<std::string> first_errors;
+
+  void Note(const std::string& error) {
+    std::lock_guard<std::mutex> lock(mu);
+    if (first_errors.size() < 5) first_errors.push_back(error);
+  }
+  void Wake() {
+    std::lock_guard<std::mutex> lock(mu);
+    cv.notify_all();
+  }
+  template <typename Pred>
+  bool WaitFor(double seconds, Pred pred) {
+    std::unique_lock<std::mutex> lock(mu);
+    return cv.wait_for(lock, duration<double>(seconds), pred);
+  }
+  // A stream's OnDone: an error before the teardown is noted.
+  void StreamEnded(const grpc::Status& status) {
+    if (!status.ok() && !tearing_down.load()) {
+      Note("Connect: " + std::to_string(status.error_code()) + " " + status.error_message());
+    }
+    done.fetch_add(1);
+    Wake();
+  }
+};
 
 // ---------------------------------------------------------------------------
 // The coordinator as a child process

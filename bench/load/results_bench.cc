@@ -146,33 +146,13 @@ v1::RunSpec ResultsRunSpec() {
 }
 
 // Counters shared by the launchers.
-struct ResultsFleet {
-  std::atomic<int> registered{0};
+struct ResultsFleet : StreamFleet {
   std::atomic<int> assigned{0};
   std::atomic<int> finished{0};  // every result acked, SUCCEEDED sent
-  std::atomic<int> done{0};      // streams ended
   std::atomic<long> sent{0};
   std::atomic<long> acked{0};
-  std::atomic<bool> tearing_down{false};
   Clock::time_point start;  // of the stream; set before the first result
   std::unique_ptr<std::atomic<long>[]> acks_per_second{new std::atomic<long>[kMaxSeconds + 60]()};
-  std::mutex mu;
-  std::condition_variable cv;
-  std::vector<std::string> first_errors;
-
-  void Note(const std::string& error) {
-    std::lock_guard<std::mutex> lock(mu);
-    if (first_errors.size() < 5) first_errors.push_back(error);
-  }
-  void Wake() {
-    std::lock_guard<std::mutex> lock(mu);
-    cv.notify_all();
-  }
-  template <typename Pred>
-  bool WaitFor(double seconds, Pred pred) {
-    std::unique_lock<std::mutex> lock(mu);
-    return cv.wait_for(lock, duration<double>(seconds), pred);
-  }
 };
 
 // One fake launcher: registers, takes the run it is assigned, reports it
@@ -259,14 +239,7 @@ class FakeLauncher final
     StartRead(&incoming_);
   }
 
-  void OnDone(const grpc::Status& status) override {
-    if (!status.ok() && !fleet_->tearing_down.load()) {
-      fleet_->Note("Connect: " + std::to_string(status.error_code()) + " " +
-                   status.error_message());
-    }
-    fleet_->done.fetch_add(1);
-    fleet_->Wake();
-  }
+  void OnDone(const grpc::Status& status) override { fleet_->StreamEnded(status); }
 
   // Latencies of the results sent (ms); one not acknowledged counts as
   // +infinity. Call after the stream is quiet.
