@@ -6,6 +6,7 @@
 #include <thread>
 
 #include "absl/strings/numbers.h"
+#include "absl/synchronization/mutex.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "common/flag_parser.h"
@@ -58,6 +59,10 @@ absl::StatusOr<std::string> JoinToken(const std::string& file) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  // Debian's Abseil is built with deadlock detection on, which takes a
+  // process-wide lock on every Mutex acquisition; the tests keep it, the
+  // daemon serves without it.
+  absl::SetMutexDeadlockDetectionMode(absl::OnDeadlockCycle::kIgnore);
   collbench::CoordinatorOptions options;
   int heartbeat_timeout_s = 6;
   collbench::FlagParser flags;
