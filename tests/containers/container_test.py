@@ -411,6 +411,23 @@ class Test:
         if proc.returncode != 0:
             raise Failure(f"scripts/images build exited {proc.returncode}:\n{proc.stdout[-4000:]}")
         log("images:\n" + "\n".join(sizes[-4:]))
+        self.check_license()
+
+    def check_license(self):
+        """Each image names the project's license and carries its text."""
+        with open(os.path.join(ROOT, "LICENSE")) as f:
+            license_text = f.read()
+        for kind in ("coordinator", "worker"):
+            image = f"collbench-{kind}:{TAG}"
+            _, label = self.podman("--log-level=error", "image", "inspect", "-f",
+                                   '{{index .Labels "org.opencontainers.image.licenses"}}', image)
+            if label.strip() != "Apache-2.0":
+                raise Failure(f"{image}: license label {label.strip()!r}, not Apache-2.0")
+            _, text = self.podman("--log-level=error", "run", "--rm", "--network", "none",
+                                  "--entrypoint", "cat", image,
+                                  "/usr/share/doc/collbench/LICENSE", quiet=True)
+            if text != license_text:
+                raise Failure(f"{image}: /usr/share/doc/collbench/LICENSE differs from LICENSE")
 
     def create_network(self):
         self.podman("network", "create", "--internal", "--disable-dns", "--subnet", SUBNET,
