@@ -6,6 +6,7 @@
 #include <cerrno>
 #include <cmath>
 #include <cstring>
+#include <functional>
 #include <set>
 #include <utility>
 
@@ -254,28 +255,89 @@ std::vector<Table> AdviceTables(const Advice& advice) {
   return tables;
 }
 
+namespace {
+
+// One group's message rules: a forced algorithm only where its win is
+// significant, Open MPI's own decision below the smallest size measured,
+// where no win is significant and above the largest size measured. Adjacent
+// sizes with the same algorithm share a rule, which holds from its first
+// size up to the next rule's.
+std::vector<OpenMpiMessageRule> MessageRules(const AdviceGroup& g, const MpiFlavor& flavor) {
+  std::vector<OpenMpiMessageRule> rules;
+  auto add = [&rules](uint64_t from, int algorithm, std::string why) {
+    if (!rules.empty() && rules.back().algorithm == algorithm) {
+      absl::StrAppend(&rules.back().why, "; ", why);
+      return;
+    }
+    rules.push_back({from, algorithm, 0, 0, std::move(why)});
+  };
+  add(0, 0, absl::StrCat("below ", FormatBytes(g.contests.front().bytes), ": not measured"));
+  for (const SizeContest& c : g.contests) {
+    const RunWithResults* run = RunNamed(g, c.winner);
+    const int number = c.significant && run != nullptr
+                           ? flavor.AlgorithmNumber(g.operation, ForcedAlgorithm(run->run.spec()))
+                           : 0;
+    std::string why = absl::StrCat(FormatBytes(c.bytes), ": ", c.winner);
+    if (c.runner_up.empty()) {
+      absl::StrAppend(&why, " ran alone");
+    } else {
+      absl::StrAppend(&why, " ", Percent(c.margin), "% ahead of ", c.runner_up,
+                      c.significant ? "" : ", not significant");
+    }
+    add(c.bytes, number, std::move(why));
+  }
+  add(g.contests.back().bytes + 1, 0,
+      absl::StrCat("above ", FormatBytes(g.contests.back().bytes), ": not measured"));
+  return rules;
+}
+
+bool ForcesAnAlgorithm(const std::vector<OpenMpiMessageRule>& rules) {
+  return std::any_of(rules.begin(), rules.end(),
+                     [](const OpenMpiMessageRule& m) { return m.algorithm != 0; });
+}
+
+// `measured` (communicator size -> its rules) with Open MPI's own decision
+// on every communicator size between and around them: Open MPI applies a
+// communicator size's rules from that size up to the next one listed.
+std::vector<OpenMpiCommRule> ScopedComms(std::map<int, std::vector<OpenMpiMessageRule>> measured) {
+  std::vector<OpenMpiCommRule> comms;
+  auto unmeasured = [](int from, std::string why) {
+    return OpenMpiCommRule{from, {{0, 0, 0, 0, ""}}, std::move(why)};
+  };
+  if (measured.begin()->first > 1) {
+    comms.push_back(unmeasured(1, absl::StrCat("below ", measured.begin()->first,
+                                               " ranks: not measured")));
+  }
+  for (auto it = measured.begin(); it != measured.end(); ++it) {
+    const int size = it->first;
+    comms.push_back({size, std::move(it->second), absl::StrCat(size, " ranks: measured")});
+    const auto next = std::next(it);
+    if (next == measured.end() || next->first > size + 1) {
+      const std::string span =
+          next == measured.end()        ? absl::StrCat("from ", size + 1, " ranks up")
+          : next->first == size + 2     ? absl::StrCat(size + 1, " ranks")
+                                        : absl::StrCat(size + 1, "-", next->first - 1, " ranks");
+      comms.push_back(unmeasured(size + 1, absl::StrCat(span, ": not measured")));
+    }
+  }
+  return comms;
+}
+
+}  // namespace
+
 OpenMpiRules OpenMpiRulesFrom(const Advice& advice) {
   std::map<int, std::map<int, std::vector<OpenMpiMessageRule>>> by_collective;
   for (const AdviceGroup& g : advice.groups) {
     // Groups of one library that reads numbered rules files ("mixed" has none).
     const MpiFlavor* flavor = FindFlavor(g.mpi);
     const int id = flavor == nullptr ? -1 : flavor->RulesFileCollectiveId(g.operation);
-    if (id < 0 || g.backend != "mpi" || !AlgorithmOnly(g)) continue;
-    std::vector<OpenMpiMessageRule> messages;
-    for (const SizeRange& r : g.ranges) {
-      const RunWithResults* run = RunNamed(g, r.winner);
-      const std::string algorithm = run == nullptr ? "" : ForcedAlgorithm(run->run.spec());
-      const int number = flavor->AlgorithmNumber(g.operation, algorithm);
-      if (!messages.empty() && messages.back().algorithm == number) continue;
-      messages.push_back({messages.empty() ? 0 : r.from, number, 0, 0});
-    }
-    by_collective[id][g.ranks] = std::move(messages);
+    if (id < 0 || g.backend != "mpi" || !AlgorithmOnly(g) || g.contests.empty()) continue;
+    std::vector<OpenMpiMessageRule> messages = MessageRules(g, *flavor);
+    if (ForcesAnAlgorithm(messages)) by_collective[id][g.ranks] = std::move(messages);
   }
   OpenMpiRules rules;
   for (auto& [id, comms] : by_collective) {
-    OpenMpiCollectiveRules collective{id, {}};
-    for (auto& [size, messages] : comms) collective.comms.push_back({size, std::move(messages)});
-    rules.collectives.push_back(std::move(collective));
+    rules.collectives.push_back({id, ScopedComms(std::move(comms))});
   }
   return rules;
 }
@@ -289,9 +351,11 @@ std::string FormatOpenMpiRules(const OpenMpiRules& rules, const Advice& advice) 
       "#   --mca coll_tuned_use_dynamic_rules 1 --mca coll_tuned_dynamic_rules_filename FILE.\n"
       "# No coll_tuned_<op>_algorithm setting: it would override the file. A message\n"
       "# size is the bytes of the whole vector (allreduce, bcast, reduce) or of all ranks'\n"
-      "# blocks (allgather, gather, alltoall, reduce_scatter), as collbench's size column;\n"
-      "# a rule holds from its size up to the next rule's; algorithm 0 leaves the choice\n"
-      "# to Open MPI.\n";
+      "# blocks (allgather, gather, alltoall, reduce_scatter), as collbench's size column.\n"
+      "# Rules force an algorithm only where its win was significant (the two means' 95%\n"
+      "# intervals, from the histograms, do not overlap), and only on the communicator\n"
+      "# and message sizes measured: everywhere else algorithm 0 leaves the choice to\n"
+      "# Open MPI. A rule holds from its size up to the next rule's.\n";
   absl::StrAppend(&out, rules.collectives.size(), "  # collectives\n");
   for (const OpenMpiCollectiveRules& c : rules.collectives) {
     std::string op;
@@ -302,26 +366,13 @@ std::string FormatOpenMpiRules(const OpenMpiRules& rules, const Advice& advice) 
     absl::StrAppend(&out, c.collective_id, "  # collective id: ", op, "\n", c.comms.size(),
                     "  # communicator sizes\n");
     for (const OpenMpiCommRule& comm : c.comms) {
-      absl::StrAppend(&out, comm.comm_size, "  # from ", comm.comm_size, " ranks up\n",
-                      comm.messages.size(), "  # message sizes\n");
-      const AdviceGroup* group = nullptr;
-      for (const AdviceGroup& g : advice.groups) {
-        if (g.operation == op && g.ranks == comm.comm_size) group = &g;
-      }
+      absl::StrAppend(&out, comm.comm_size, "  # ", comm.why, "\n", comm.messages.size(),
+                      "  # message sizes\n");
       for (const OpenMpiMessageRule& m : comm.messages) {
-        const std::string name = m.algorithm == 0 ? "Open MPI's own choice"
-                                                  : names[m.algorithm - 1];
-        std::string why;
-        if (group != nullptr) {
-          for (const SizeRange& r : group->ranges) {
-            if (r.from >= m.min_bytes) {  // the range the rule starts with
-              why = RangeComment(*group, r);
-              break;
-            }
-          }
-        }
+        const bool named = m.algorithm > 0 && m.algorithm <= static_cast<int>(names.size());
         absl::StrAppend(&out, m.min_bytes, " ", m.algorithm, " ", m.faninout, " ", m.segsize,
-                        "  # ", name, why.empty() ? "" : "; " + why, "\n");
+                        "  # ", named ? names[m.algorithm - 1] : "Open MPI's own decision",
+                        m.why.empty() ? "" : "; ", m.why, "\n");
       }
     }
   }
@@ -383,7 +434,7 @@ absl::StatusOr<OpenMpiRules> ParseOpenMpiRules(const std::string& text) {
               ": the first message rule must start at size 0 (Open MPI refuses the file)"));
         }
         comm.messages.push_back({static_cast<uint64_t>(v[0]), static_cast<int>(v[1]),
-                                 static_cast<int>(v[2]), static_cast<int>(v[3])});
+                                 static_cast<int>(v[2]), static_cast<int>(v[3]), ""});
       }
       c.comms.push_back(std::move(comm));
     }
@@ -396,81 +447,88 @@ absl::StatusOr<OpenMpiRules> ParseOpenMpiRules(const std::string& text) {
   return rules;
 }
 
+namespace {
+
+// The value `value_of` gives the winner of every size of `g`, when every
+// win is significant and all give the same value; "" otherwise.
+std::string SignificantEverywhere(
+    const AdviceGroup& g, const std::function<std::string(const RunWithResults&)>& value_of) {
+  std::string value;
+  for (const SizeContest& c : g.contests) {
+    const RunWithResults* run = RunNamed(g, c.winner);
+    if (!c.significant || run == nullptr) return "";
+    const std::string v = value_of(*run);
+    if (v.empty() || (!value.empty() && v != value)) return "";
+    value = v;
+  }
+  return value;
+}
+
+// An environment setting holds at every communicator and message size, so
+// the files carry it commented out, with the scope it was measured on.
+std::string SuggestedSetting(const AdviceGroup& g, const std::string& key,
+                             const std::string& value) {
+  return absl::StrCat("# ", key, "=", value, " won significantly at every size measured on ",
+                      g.ranks, " ranks (", FormatBytes(g.contests.front().bytes), "-",
+                      FormatBytes(g.contests.back().bytes),
+                      "). A variable holds at every communicator and message size,\n"
+                      "# beyond what was measured: set it for jobs like these only.\n# ",
+                      key, "=", value, "\n");
+}
+
+std::string GroupHead(const AdviceGroup& g) {
+  std::string ranges;
+  UsualWinner(g, &ranges);
+  return absl::StrCat("# ", g.operation, " on ", g.ranks, " ranks, by size range:\n", ranges);
+}
+
+}  // namespace
+
 std::string FormatMpichEnv(const Advice& advice, EnvSettings* settings) {
   std::string out;
-  // Per operation, the group with the most ranks among the libraries that
-  // force an algorithm by name with one variable ("mixed" groups have none).
-  std::map<std::string, std::pair<const AdviceGroup*, const MpiFlavor*>> chosen;
   for (const AdviceGroup& g : advice.groups) {
+    // Libraries that force an algorithm by name with one variable ("mixed"
+    // groups have none).
     const MpiFlavor* flavor = FindFlavor(g.mpi);
     if (flavor == nullptr || flavor->AlgorithmVariable(g.operation).empty()) continue;
-    if (g.backend != "mpi" || !AlgorithmOnly(g)) continue;
+    if (g.backend != "mpi" || !AlgorithmOnly(g) || g.contests.empty()) continue;
     if (flavor->Algorithms(g.operation).empty()) continue;
-    auto& slot = chosen[g.operation];
-    if (slot.first == nullptr || g.ranks > slot.first->ranks) slot = {&g, flavor};
-  }
-  for (const auto& [op, choice] : chosen) {
-    const auto& [group, flavor] = choice;
-    std::string ranges;
-    const std::string winner = UsualWinner(*group, &ranges);
-    const std::string variable = flavor->AlgorithmVariable(op);
-    absl::StrAppend(&out, "# ", op, " on ", group->ranks, " ranks, by size range:\n", ranges);
-    if (winner.empty()) {
-      absl::StrAppend(&out, "# ", flavor->display_name(), "'s own choice wins the most sizes: leave ",
-                      variable, " unset\n");
-      continue;
-    }
-    if (group->ranges.size() > 1) {
-      absl::StrAppend(&out, "# a CVAR holds for every size: this is the algorithm that wins the "
-                            "most sizes\n");
-    }
-    absl::StrAppend(&out, variable, "=", winner, "\n");
+    const std::string variable = flavor->AlgorithmVariable(g.operation);
+    const std::string winner = SignificantEverywhere(
+        g, [](const RunWithResults& r) { return ForcedAlgorithm(r.run.spec()); });
+    if (winner.empty()) continue;  // the library's own choice, or no significant winner
+    absl::StrAppend(&out, GroupHead(g), SuggestedSetting(g, variable, winner));
     (*settings)[variable] = winner;
   }
   if (out.empty()) return out;
   return absl::StrCat(
-      "# MPICH collective selection from collbench advise: export these variables or pass\n"
-      "# them as `mpiexec -genv KEY VALUE` / `collbench run --env KEY=VALUE`.\n",
+      "# MPICH collective selection from collbench advise: each setting is commented out\n"
+      "# with the communicator and message sizes it was measured on; uncomment it, or pass\n"
+      "# it as `mpiexec -genv KEY VALUE` / `collbench run --env KEY=VALUE`, for such jobs.\n",
       out);
 }
 
 std::string FormatNcclEnv(const Advice& advice, EnvSettings* settings) {
   std::string out;
-  std::map<std::string, int> algo_sizes, proto_sizes;
   for (const AdviceGroup& g : advice.groups) {
-    if (g.backend != "nccl" || !AlgorithmOnly(g)) continue;
-    absl::StrAppend(&out, "# ", g.operation, " on ", g.ranks, " ranks, by size range:\n");
-    std::string ranges;
-    UsualWinner(g, &ranges);
-    absl::StrAppend(&out, ranges);
-    for (const SizeRange& r : g.ranges) {
-      const RunWithResults* run = RunNamed(g, r.winner);
-      if (run == nullptr) continue;
-      const auto& env = run->run.spec().env();
-      algo_sizes[env.contains("NCCL_ALGO") ? env.at("NCCL_ALGO") : ""] += r.sizes;
-      proto_sizes[env.contains("NCCL_PROTO") ? env.at("NCCL_PROTO") : ""] += r.sizes;
+    if (g.backend != "nccl" || !AlgorithmOnly(g) || g.contests.empty()) continue;
+    std::string block;
+    for (const char* key : {"NCCL_ALGO", "NCCL_PROTO"}) {
+      const std::string value = SignificantEverywhere(g, [key](const RunWithResults& r) {
+        const auto& env = r.run.spec().env();
+        return env.contains(key) ? env.at(key) : std::string();
+      });
+      if (value.empty()) continue;
+      absl::StrAppend(&block, SuggestedSetting(g, key, value));
+      (*settings)[key] = value;
     }
+    if (!block.empty()) absl::StrAppend(&out, GroupHead(g), block);
   }
   if (out.empty()) return out;
-  auto most = [](const std::map<std::string, int>& counts) {
-    std::string best;
-    int n = -1;
-    for (const auto& [value, count] : counts) {
-      if (count > n) n = count, best = value;
-    }
-    return best;
-  };
-  std::string head =
-      "# NCCL settings from collbench advise. NCCL_ALGO and NCCL_PROTO hold for every\n"
-      "# size and collective: these are the values that win the most sizes; an unset\n"
-      "# one leaves NCCL's tuner its choice.\n";
-  for (const auto& [key, counts] : {std::pair{"NCCL_ALGO", algo_sizes}, {"NCCL_PROTO", proto_sizes}}) {
-    const std::string value = most(counts);
-    if (value.empty()) continue;
-    absl::StrAppend(&out, key, "=", value, "\n");
-    (*settings)[key] = value;
-  }
-  return head + out;
+  return absl::StrCat(
+      "# NCCL settings from collbench advise: each is commented out with the communicator\n"
+      "# and message sizes it was measured on; an unset one leaves NCCL's tuner its choice.\n",
+      out);
 }
 
 absl::StatusOr<EnvSettings> ParseEnvFile(const std::string& text) {
@@ -490,12 +548,29 @@ absl::StatusOr<EnvSettings> ParseEnvFile(const std::string& text) {
   return settings;
 }
 
+namespace {
+
+// Why no tuning file is written: each group's significant sizes.
+absl::Status NothingSignificant(const Advice& advice) {
+  std::vector<std::string> groups;
+  for (const AdviceGroup& g : advice.groups) {
+    int significant = 0;
+    for (const SizeContest& c : g.contests) significant += c.significant ? 1 : 0;
+    groups.push_back(absl::StrCat(g.operation, " on ", g.ranks, " ranks (", g.mpi, ", ",
+                                  g.backend, "): ", significant, " of ", g.contests.size(),
+                                  " sizes significant"));
+  }
+  return absl::FailedPreconditionError(absl::StrCat(
+      "--write-rules: no tuning file written: no group of runs that differ only in their "
+      "algorithm has a win whose 95% interval is apart from the runner-up's (",
+      groups.empty() ? "no groups" : absl::StrJoin(groups, "; "),
+      "). Measure longer (-n, --time-budget) or compare fewer algorithms"));
+}
+
+}  // namespace
+
 absl::StatusOr<std::vector<std::string>> WriteTuningFiles(const Advice& advice,
                                                           const std::string& dir) {
-  if (::mkdir(dir.c_str(), 0755) != 0 && errno != EEXIST) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("--write-rules: cannot create ", dir, ": ", std::strerror(errno)));
-  }
   std::vector<std::pair<std::string, std::string>> files;
   const OpenMpiRules rules = OpenMpiRulesFrom(advice);
   if (!rules.collectives.empty()) {
@@ -507,6 +582,11 @@ absl::StatusOr<std::vector<std::string>> WriteTuningFiles(const Advice& advice,
   }
   if (std::string text = FormatNcclEnv(advice, &ignored); !text.empty()) {
     files.emplace_back("nccl.env", text);
+  }
+  if (files.empty()) return NothingSignificant(advice);
+  if (::mkdir(dir.c_str(), 0755) != 0 && errno != EEXIST) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--write-rules: cannot create ", dir, ": ", std::strerror(errno)));
   }
   std::vector<std::string> written;
   for (const auto& [name, text] : files) {

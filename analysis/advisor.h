@@ -86,10 +86,12 @@ struct OpenMpiMessageRule {
   int algorithm = 0;  // 0: Open MPI's own decision
   int faninout = 0;
   int segsize = 0;
+  std::string why;  // the evidence, written as the line's comment (not parsed)
 };
 struct OpenMpiCommRule {
   int comm_size = 0;
   std::vector<OpenMpiMessageRule> messages;  // the first one from 0 bytes
+  std::string why;  // measured or not, written as a comment (not parsed)
 };
 struct OpenMpiCollectiveRules {
   int collective_id = 0;
@@ -99,8 +101,13 @@ struct OpenMpiRules {
   std::vector<OpenMpiCollectiveRules> collectives;  // in increasing id
 };
 
-// From the groups whose runs are all Open MPI over the mpi backend and whose
-// winners are coll_tuned algorithms or the default (0). Empty when none.
+// From the groups whose runs are all Open MPI over the mpi backend and
+// differ only in their coll_tuned algorithm. A size's rule forces its
+// winner only when the win is significant (SizeContest::significant);
+// elsewhere, and below, between and above the communicator sizes and
+// message sizes measured, the rules say 0 (Open MPI's own decision), so a
+// 2-rank sweep's wins hold on 2 ranks and its sizes only. A collective with
+// no significant win is left out; empty when no collective has one.
 OpenMpiRules OpenMpiRulesFrom(const Advice& advice);
 // The file Open MPI reads with coll_tuned_use_dynamic_rules=1 and
 // coll_tuned_dynamic_rules_filename=FILE; comments say which range and
@@ -115,16 +122,22 @@ absl::StatusOr<OpenMpiRules> ParseOpenMpiRules(const std::string& text);
 // KEY=VALUE lines, "#" comments: what `--env` and `mpiexec -genv` take.
 using EnvSettings = std::map<std::string, std::string>;
 
-// Per operation with an MPICH winner that is a forced algorithm: the
-// algorithm that wins over the most sizes. The CVARs hold for every size,
-// so ranges with another winner are named in the comments.
+// Per MPICH group whose runs differ only in a forced algorithm: the
+// algorithm variable, when one algorithm wins significantly at every size
+// measured. A variable holds at every communicator and message size, so the
+// setting is written commented out, with the ranks and sizes it was
+// measured on and the evidence per size range; `settings` gets the
+// suggestions. "" when there is none.
 std::string FormatMpichEnv(const Advice& advice, EnvSettings* settings);
-// NCCL_ALGO / NCCL_PROTO from the NCCL groups' winners, the same way.
+// NCCL_ALGO / NCCL_PROTO from the NCCL groups, the same way.
 std::string FormatNcclEnv(const Advice& advice, EnvSettings* settings);
+// KEY=VALUE lines; "#" starts a comment (a suggestion is not a setting).
 absl::StatusOr<EnvSettings> ParseEnvFile(const std::string& text);
 
 // Writes openmpi-rules.conf, mpich.env and nccl.env (those that have
-// content) into `dir`, creating it; returns the paths written.
+// content) into `dir`, creating it (not its parents); returns the paths
+// written. FailedPrecondition, naming each group's significant sizes and
+// writing nothing, when no file has a significant win to carry.
 absl::StatusOr<std::vector<std::string>> WriteTuningFiles(const Advice& advice,
                                                           const std::string& dir);
 

@@ -29,7 +29,11 @@ Runs are compared within one operation and rank count.
   --sweep ID         the runs of an algorithm sweep (collbench sweep …)
   --write-rules DIR  also write the tuning files: openmpi-rules.conf (Open MPI
                      coll_tuned dynamic rules), mpich.env (algorithm CVARs),
-                     nccl.env (NCCL_ALGO/NCCL_PROTO), where the runs allow
+                     nccl.env (NCCL_ALGO/NCCL_PROTO), where the runs allow;
+                     rules only from significant wins and only on the rank
+                     counts and sizes measured (env settings, which hold at
+                     every size, commented out); nothing when no win is
+                     significant
 )";
 
 constexpr char kSweepUsage[] = R"(usage: collbench sweep OPERATION [--algorithms A,B,...] [--write-rules DIR] [run flags]

@@ -219,12 +219,31 @@ def main():
             fail("the rules file has no allreduce rule for %d ranks" % args.ranks)
         if rules[0][0] != 0:
             fail("the first rule does not start at 0 bytes")
+        with open(rules_path) as f:
+            rules_text = f.read()
+        size_labels = dict(zip(sizes, args.sizes.split(",")))
         for nbytes in sizes:
             name = winner[nbytes][0]
             want = 0 if name == "default" else ALGORITHMS.index(name) + 1
-            if algorithm_for(rules, nbytes) != want:
-                fail("at %d B the sweep's winner is %s (%d) but the rules file says %d"
-                     % (nbytes, name, want, algorithm_for(rules, nbytes)))
+            got = algorithm_for(rules, nbytes)
+            if got == want:
+                continue
+            # A win the advisor judged not significant leaves the choice to
+            # Open MPI (0); the file must say so for that size.
+            not_significant = re.search(r"; %s: %s [0-9.]+%% ahead of \S+, not significant"
+                                        % (re.escape(size_labels[nbytes]), re.escape(name)),
+                                        rules_text)
+            if got != 0 or not not_significant:
+                fail("at %d B the sweep's winner is %s (%d) but the rules file says %d:\n%s"
+                     % (nbytes, name, want, got, rules_text))
+            print("  %d B: %s's win is not significant; the rules leave it to Open MPI"
+                  % (nbytes, name))
+            winner[nbytes] = ("default", measured["default"][nbytes][1])
+        # Scoped to the ranks measured: from one more rank up, Open MPI decides.
+        above = read_rules(rules_path).get((2, args.ranks + 1))
+        if above is None or [r[1] for r in above] != [0]:
+            fail("the rules file does not leave %d ranks to Open MPI:\n%s"
+                 % (args.ranks + 1, rules_text))
 
         ranges = []  # consecutive sizes with one winner
         for nbytes in sizes:

@@ -5,6 +5,7 @@
 
 #include <cmath>
 #include <cstdio>
+#include <filesystem>
 #include <fstream>
 #include <random>
 #include <sstream>
@@ -188,22 +189,89 @@ TEST(OpenMpiRulesTest, WrittenFromTheWinnersAndParsedBack) {
   ASSERT_TRUE(parsed.ok()) << parsed.status() << "\n" << text;
   ASSERT_EQ(parsed->collectives.size(), 1u);
   EXPECT_EQ(parsed->collectives[0].collective_id, 2);
-  ASSERT_EQ(parsed->collectives[0].comms.size(), 2u);
-  const OpenMpiCommRule& two = parsed->collectives[0].comms[0];
+  // Measured on 2 and 4 ranks: Open MPI's own decision below 2, on 3 and
+  // from 5 ranks up.
+  const std::vector<OpenMpiCommRule>& comms = parsed->collectives[0].comms;
+  ASSERT_EQ(comms.size(), 5u) << text;
+  EXPECT_EQ(comms[0].comm_size, 1);
+  EXPECT_EQ(comms[2].comm_size, 3);
+  EXPECT_EQ(comms[4].comm_size, 5);
+  for (int unmeasured : {0, 2, 4}) {
+    ASSERT_EQ(comms[unmeasured].messages.size(), 1u);
+    EXPECT_EQ(comms[unmeasured].messages[0].algorithm, 0);
+  }
+  const OpenMpiCommRule& two = comms[1];
   EXPECT_EQ(two.comm_size, 2);
-  // 8 B: default (0); 1 KiB-64 KiB: recursive_doubling (3); 1 MiB: ring (4).
-  ASSERT_EQ(two.messages.size(), 3u);
+  // 8 B: default (0); 1 KiB-64 KiB: recursive_doubling (3); 1 MiB: ring (4);
+  // above 1 MiB: not measured (0).
+  ASSERT_EQ(two.messages.size(), 4u) << text;
   EXPECT_EQ(two.messages[0].min_bytes, 0u);
   EXPECT_EQ(two.messages[0].algorithm, 0);
   EXPECT_EQ(two.messages[1].min_bytes, 1024u);
   EXPECT_EQ(two.messages[1].algorithm, 3);
   EXPECT_EQ(two.messages[2].min_bytes, 1u << 20);
   EXPECT_EQ(two.messages[2].algorithm, 4);
-  const OpenMpiCommRule& four = parsed->collectives[0].comms[1];
+  EXPECT_EQ(two.messages[3].min_bytes, (1u << 20) + 1);
+  EXPECT_EQ(two.messages[3].algorithm, 0);
+  const OpenMpiCommRule& four = comms[3];
   EXPECT_EQ(four.comm_size, 4);
-  ASSERT_EQ(four.messages.size(), 1u);
-  EXPECT_EQ(four.messages[0].algorithm, 3);
+  // Below 8 B: not measured; 8 B: recursive_doubling; above: not measured.
+  ASSERT_EQ(four.messages.size(), 3u) << text;
+  EXPECT_EQ(four.messages[1].min_bytes, 8u);
+  EXPECT_EQ(four.messages[1].algorithm, 3);
+  EXPECT_EQ(four.messages[2].min_bytes, 9u);
+  EXPECT_EQ(four.messages[2].algorithm, 0);
   EXPECT_THAT(text, HasSubstr("coll_tuned_use_dynamic_rules"));
+  EXPECT_THAT(text, HasSubstr("1K: recursive_doubling 50."));  // the evidence
+  EXPECT_THAT(text, HasSubstr("% ahead of default; 64K: recursive_doubling"));
+}
+
+// A 2-rank sweep holds on 2 ranks only, and a win whose interval overlaps
+// the runner-up's forces nothing.
+TEST(OpenMpiRulesTest, ATwoRankSweepIsScopedToTwoRanksAndSignificantWins) {
+  std::vector<RunWithResults> runs = {
+      // 8 B: ring ahead by 0.4% with ±20% noise (not significant); 64 KiB:
+      // ring far ahead (significant).
+      OpenMpiRun("runs/d", "", {{8, 10.04}, {65536, 80}}, 2, 0.2),
+      OpenMpiRun("runs/g", "ring", {{8, 10.0}, {65536, 40}}, 2, 0.2),
+  };
+  const Advice advice = Advise(runs);
+  ASSERT_EQ(advice.groups.size(), 1u);
+  ASSERT_FALSE(advice.groups[0].contests[0].significant);
+  ASSERT_TRUE(advice.groups[0].contests[1].significant);
+  const std::string text = FormatOpenMpiRules(OpenMpiRulesFrom(advice), advice);
+  absl::StatusOr<OpenMpiRules> parsed = ParseOpenMpiRules(text);
+  ASSERT_TRUE(parsed.ok()) << parsed.status() << "\n" << text;
+  const std::vector<OpenMpiCommRule>& comms = parsed->collectives[0].comms;
+  ASSERT_EQ(comms.size(), 3u) << text;
+  EXPECT_EQ(comms[0].comm_size, 1);
+  EXPECT_EQ(comms[1].comm_size, 2);
+  EXPECT_EQ(comms[2].comm_size, 3);  // from 3 ranks up: Open MPI's own decision
+  EXPECT_THAT(comms[2].messages, ::testing::SizeIs(1));
+  EXPECT_EQ(comms[2].messages[0].algorithm, 0);
+  // On 2 ranks: 0 up to 64 KiB (8 B's win is not significant), ring (4) at
+  // 64 KiB, 0 above it.
+  const std::vector<OpenMpiMessageRule>& two = comms[1].messages;
+  ASSERT_EQ(two.size(), 3u) << text;
+  EXPECT_EQ(two[0].algorithm, 0);
+  EXPECT_EQ(two[1].min_bytes, 65536u);
+  EXPECT_EQ(two[1].algorithm, 4);
+  EXPECT_EQ(two[2].min_bytes, 65537u);
+  EXPECT_EQ(two[2].algorithm, 0);
+  EXPECT_THAT(text, HasSubstr("not significant"));
+  EXPECT_THAT(text, HasSubstr("from 3 ranks up: not measured"));
+}
+
+TEST(WriteTuningFilesTest, NothingSignificantIsRefusedWithTheReason) {
+  std::vector<RunWithResults> runs = {OpenMpiRun("runs/d", "", {{8, 10.04}}, 2, 0.2),
+                                      OpenMpiRun("runs/g", "ring", {{8, 10.0}}, 2, 0.2)};
+  const std::string dir = ::testing::TempDir() + "/advisor_nothing_significant";
+  absl::StatusOr<std::vector<std::string>> written = WriteTuningFiles(Advise(runs), dir);
+  ASSERT_FALSE(written.ok());
+  EXPECT_EQ(written.status().code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_THAT(written.status().message(),
+              HasSubstr("allreduce on 2 ranks (openmpi, mpi): 0 of 1 sizes significant"));
+  EXPECT_FALSE(std::filesystem::exists(dir));  // nothing written, not even the folder
 }
 
 TEST(OpenMpiRulesTest, GroupsThatDifferInMoreThanTheAlgorithmWriteNoRules) {
@@ -224,7 +292,7 @@ TEST(OpenMpiRulesTest, MalformedFilesAreRefusedWithTheLine) {
               HasSubstr("line 7: more numbers than the counts say"));
 }
 
-TEST(EnvFilesTest, MpichCvarsFromTheWinnerOfMostSizesParsedBack) {
+TEST(EnvFilesTest, MpichCvarOnlyFromOneSignificantWinnerAndCommentedOut) {
   auto mpich = [](const std::string& name, const std::string& algorithm,
                   const std::vector<std::pair<uint64_t, double>>& points) {
     RunWithResults r = OpenMpiRun(name, "", points);
@@ -241,11 +309,22 @@ TEST(EnvFilesTest, MpichCvarsFromTheWinnerOfMostSizesParsedBack) {
   };
   EnvSettings settings;
   const std::string text = FormatMpichEnv(Advise(runs), &settings);
+  // recursive_doubling wins 8 B and 1 KiB, reduce_scatter_allgather 64 KiB:
+  // no one algorithm holds at every size, so nothing is suggested.
+  EXPECT_TRUE(settings.empty()) << text;
+  EXPECT_EQ(text, "");
+  std::vector<RunWithResults> one_winner = {
+      mpich("runs/d", "", {{8, 5}, {1024, 9}}),
+      mpich("runs/r", "recursive_doubling", {{8, 3}, {1024, 6}}),
+  };
+  const std::string suggested = FormatMpichEnv(Advise(one_winner), &settings);
   EXPECT_EQ(settings.at("MPIR_CVAR_ALLREDUCE_INTRA_ALGORITHM"), "recursive_doubling");
-  EXPECT_THAT(text, HasSubstr("reduce_scatter_allgather"));  // the other range is named
-  absl::StatusOr<EnvSettings> parsed = ParseEnvFile(text);
+  EXPECT_THAT(suggested, HasSubstr("measured on 2 ranks (8-1K)"));
+  // Commented out: a variable holds beyond the sizes measured.
+  absl::StatusOr<EnvSettings> parsed = ParseEnvFile(suggested);
   ASSERT_TRUE(parsed.ok()) << parsed.status();
-  EXPECT_EQ(*parsed, settings);
+  EXPECT_TRUE(parsed->empty()) << suggested;
+  EXPECT_THAT(suggested, HasSubstr("# MPIR_CVAR_ALLREDUCE_INTRA_ALGORITHM=recursive_doubling\n"));
   EXPECT_THAT(ParseEnvFile("# c\nNOEQUALS\n").status().message(), HasSubstr("line 2"));
 }
 
@@ -261,7 +340,8 @@ TEST(EnvFilesTest, NcclAlgoAndProtoFromTheWinners) {
   const std::string text = FormatNcclEnv(Advise(runs), &settings);
   EXPECT_EQ(settings.at("NCCL_ALGO"), "Ring");
   EXPECT_EQ(settings.count("NCCL_PROTO"), 0u);
-  EXPECT_EQ(*ParseEnvFile(text), settings);
+  EXPECT_THAT(text, HasSubstr("# NCCL_ALGO=Ring\n"));
+  EXPECT_TRUE(ParseEnvFile(text)->empty());  // a suggestion, not a setting
 }
 
 TEST(WriteTuningFilesTest, WritesOnlyTheFilesWithContent) {
