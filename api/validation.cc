@@ -378,4 +378,11 @@ v1::IterationSync ResolvedSync(const v1::RunSpec& spec) {
   return spec.sync() == v1::ITERATION_SYNC_UNSPECIFIED ? v1::SYNC_BARRIER : spec.sync();
 }
 
+v1::RunSpec StoredSpec(const v1::RunSpec& spec) {
+  v1::RunSpec stored = spec;
+  stored.set_sync(ResolvedSync(spec));
+  if (stored.transport() == v1::TRANSPORT_UNSPECIFIED) stored.set_transport(v1::AUTO);
+  return stored;
+}
+
 }  // namespace collbench

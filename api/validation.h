@@ -97,6 +97,11 @@ absl::Status ValidateRunSpec(const v1::RunSpec& spec, const ValidationLimits& li
 // REQUIRES: ValidateRunSpec(spec, ...) is OK.
 v1::IterationSync ResolvedSync(const v1::RunSpec& spec);
 
+// `spec` as the coordinator stores it: the sync resolved (ResolvedSync) and
+// an unset transport as AUTO, so stored runs compare by what they ran with.
+// REQUIRES: ValidateRunSpec(spec, ...) is OK.
+v1::RunSpec StoredSpec(const v1::RunSpec& spec);
+
 }  // namespace collbench
 
 #endif  // COLLBENCH_API_VALIDATION_H_

@@ -3,6 +3,8 @@
 // in run_manager_workers.cc, worker identity in run_manager_identity.cc.
 #include "server/core/run_manager.h"
 
+#include <google/protobuf/util/message_differencer.h>
+
 #include <random>
 
 #include "absl/strings/match.h"
@@ -124,7 +126,7 @@ absl::StatusOr<v1::Run> RunManager::CreateRun(const v1::RunSpec& spec,
   absl::MutexLock lock(&mu_);
   if (!request_id.empty()) {
     absl::StatusOr<v1::Run> existing = store_->FindRunByRequestId(request_id);
-    if (existing.ok()) return existing;
+    if (existing.ok()) return SameRequestLocked(*existing, spec, request_id);
     if (!absl::IsNotFound(existing.status())) return existing.status();
   }
   // Every attempt spends the caller's rate, malformed ones too: they cost
@@ -136,9 +138,9 @@ absl::StatusOr<v1::Run> RunManager::CreateRun(const v1::RunSpec& spec,
   v1::Run& run = live.run;
   run.set_name(absl::StrCat("runs/", absl::FormatTime("%Y%m%d-%H%M%S", now, absl::UTCTimeZone()),
                             "-", RandomHex(3)));
-  *run.mutable_spec() = spec;
-  // Stored resolved, so every result says how its iterations were separated.
-  run.mutable_spec()->set_sync(ResolvedSync(spec));
+  // Stored resolved, so every result says how its iterations were
+  // separated and runs compare by the transport they asked for.
+  *run.mutable_spec() = StoredSpec(spec);
   run.set_state(v1::QUEUED);
   *run.mutable_create_time() = TimestampFromTime(now);
   run.set_request_id(request_id);
@@ -149,6 +151,21 @@ absl::StatusOr<v1::Run> RunManager::CreateRun(const v1::RunSpec& spec,
   PublishStateLocked(live_[name], now);
   ScheduleLocked(now);
   return store_->GetRun(name);
+}
+
+absl::StatusOr<v1::Run> RunManager::SameRequestLocked(const v1::Run& existing,
+                                                      const v1::RunSpec& spec,
+                                                      const std::string& request_id) {
+  // A retry of the same request gets the run it made; the same id with
+  // another spec is a caller's mistake, not a retry (AIP-155).
+  if (ValidateRunSpec(spec, ValidationLimits()).ok() &&
+      google::protobuf::util::MessageDifferencer::Equals(StoredSpec(spec), existing.spec())) {
+    return existing;
+  }
+  return absl::AlreadyExistsError(absl::StrCat(
+      "request_id: \"", request_id, "\" was used for ", existing.name(),
+      " with a different spec; a retry must send the same spec, a new run needs a new "
+      "request_id"));
 }
 
 absl::StatusOr<v1::Run> RunManager::GetRun(absl::string_view name) {

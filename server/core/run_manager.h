@@ -290,6 +290,11 @@ class RunManager {
   // Tick's work on the live state (everything but the worker rows).
   void TickLiveState(absl::Time now) ABSL_LOCKS_EXCLUDED(mu_);
   // Admission checks of CreateRun (see there).
+  // The run `existing` made under `request_id` if `spec` is the one it was
+  // made with, else AlreadyExists.
+  absl::StatusOr<v1::Run> SameRequestLocked(const v1::Run& existing, const v1::RunSpec& spec,
+                                            const std::string& request_id)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   absl::Status AdmitLocked(absl::string_view caller, absl::Time now)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   absl::Status CheckQueueLengthLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);

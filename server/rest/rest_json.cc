@@ -6,10 +6,13 @@
 #include <nlohmann/json.hpp>
 
 #include "absl/strings/ascii.h"
+#include "absl/strings/match.h"
+#include "absl/strings/str_join.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "api/status_mapping.h"
+#include "common/status_macros.h"
 #include "server/core/admission.h"
 
 namespace collbench {
@@ -63,6 +66,74 @@ absl::StatusOr<std::string> DecodeComponent(absl::string_view text) {
   return out;
 }
 
+// The field of `message` a JSON key names (its JSON name or its own).
+const google::protobuf::FieldDescriptor* FieldNamed(const google::protobuf::Descriptor& message,
+                                                    const std::string& key) {
+  for (int i = 0; i < message.field_count(); ++i) {
+    const google::protobuf::FieldDescriptor* field = message.field(i);
+    if (field->json_name() == key || field->name() == key) return field;
+  }
+  return nullptr;
+}
+
+absl::Status NormalizeEnumsIn(nlohmann::json& value, const google::protobuf::Descriptor& message,
+                              const std::string& path);
+
+// One value of `field` (an element, for a repeated field): an enum given by
+// name in any case becomes its canonical name; messages are walked.
+absl::Status NormalizeValue(nlohmann::json& value, const google::protobuf::FieldDescriptor& field,
+                            const std::string& path) {
+  if (field.type() == google::protobuf::FieldDescriptor::TYPE_ENUM && value.is_string()) {
+    const google::protobuf::EnumDescriptor& type = *field.enum_type();
+    const std::string given = value.get<std::string>();
+    std::vector<std::string> names;
+    for (int i = 0; i < type.value_count(); ++i) {
+      const std::string& name = type.value(i)->name();
+      if (absl::EqualsIgnoreCase(name, given)) {
+        value = name;
+        return absl::OkStatus();
+      }
+      if (i > 0 || !absl::EndsWith(name, "_UNSPECIFIED")) names.push_back(name);
+    }
+    return absl::InvalidArgumentError(absl::StrCat(path, ": \"", given, "\" is not one of ",
+                                                   absl::StrJoin(names, ", "), " (any case)"));
+  }
+  if (field.type() != google::protobuf::FieldDescriptor::TYPE_MESSAGE || !value.is_object()) {
+    return absl::OkStatus();
+  }
+  const google::protobuf::Descriptor& type = *field.message_type();
+  // Well-known types have JSON forms of their own (a duration is "1.5s").
+  if (type.file()->package() == "google.protobuf") return absl::OkStatus();
+  return NormalizeEnumsIn(value, type, path);
+}
+
+// Walks a JSON object against `message`: every enum field, wherever it is
+// (nested, repeated, a map's values), is matched by name in any case, and
+// one that matches no name is refused naming its path and the valid names.
+absl::Status NormalizeEnumsIn(nlohmann::json& value, const google::protobuf::Descriptor& message,
+                              const std::string& path) {
+  for (auto& [key, child] : value.items()) {
+    const google::protobuf::FieldDescriptor* field = FieldNamed(message, key);
+    if (field == nullptr) continue;  // the parser names unknown fields
+    const std::string child_path = path.empty() ? field->name() : absl::StrCat(path, ".", field->name());
+    if (field->is_map()) {
+      if (!child.is_object()) continue;
+      const google::protobuf::FieldDescriptor& mapped = *field->message_type()->map_value();
+      for (auto& [map_key, map_value] : child.items()) {
+        RETURN_IF_ERROR(
+            NormalizeValue(map_value, mapped, absl::StrCat(child_path, ".", map_key)));
+      }
+    } else if (field->is_repeated() && child.is_array()) {
+      for (size_t i = 0; i < child.size(); ++i) {
+        RETURN_IF_ERROR(NormalizeValue(child[i], *field, absl::StrCat(child_path, "[", i, "]")));
+      }
+    } else {
+      RETURN_IF_ERROR(NormalizeValue(child, *field, child_path));
+    }
+  }
+  return absl::OkStatus();
+}
+
 }  // namespace
 
 absl::StatusOr<std::vector<std::pair<std::string, std::string>>> ParseQueryString(
@@ -96,10 +167,18 @@ absl::Status ProtoFromJson(absl::string_view body, bool empty_ok,
     return absl::InvalidArgumentError(absl::StrCat("request body: expected a JSON object (",
                                                    message->GetDescriptor()->name(), ")"));
   }
+  // Enums by name in any case ("mpich" as well as "MPICH"): rewritten to
+  // their canonical names first, which protobuf's parser requires.
+  std::string normalized(body);
+  nlohmann::json json = nlohmann::json::parse(body, nullptr, /*allow_exceptions=*/false);
+  if (json.is_object()) {
+    RETURN_IF_ERROR(NormalizeEnumsIn(json, *message->GetDescriptor(), ""));
+    normalized = json.dump();
+  }
   google::protobuf::util::JsonParseOptions options;
   options.ignore_unknown_fields = false;
   const auto status = google::protobuf::util::JsonStringToMessage(
-      google::protobuf::StringPiece(body.data(), body.size()), message, options);
+      google::protobuf::StringPiece(normalized.data(), normalized.size()), message, options);
   if (status.ok()) return absl::OkStatus();
   const auto what = status.message();
   return absl::InvalidArgumentError(

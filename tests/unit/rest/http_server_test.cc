@@ -6,6 +6,7 @@
 #include <utility>
 #include <vector>
 
+#include "absl/strings/str_cat.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "rest_http_fixture.h"
@@ -78,6 +79,28 @@ TEST_F(RestHttpTest, SameRequestIdSameRun) {
   const nlohmann::json second = Json(Post("/v1/runs", CreateBody(2, "req-1")));
   EXPECT_EQ(first["name"], second["name"]);
   EXPECT_EQ(first["requestId"], "req-1");
+}
+
+// The same requestId with another spec is a mistake, not a retry: 409, and
+// nothing new is queued.
+TEST_F(RestHttpTest, SameRequestIdOtherSpecIs409) {
+  Start();
+  const nlohmann::json first = Json(Post("/v1/runs", CreateBody(2, "req-1")));
+  test_http::Result other = Post("/v1/runs", CreateBody(4, "req-1"));
+  ASSERT_TRUE(other);
+  EXPECT_EQ(other->status, 409) << other->body;
+  const nlohmann::json error = Json(other);
+  EXPECT_EQ(error["status"], "ALREADY_EXISTS");
+  EXPECT_THAT(error["message"].get<std::string>(),
+              HasSubstr(absl::StrCat("was used for ", first["name"].get<std::string>())));
+  EXPECT_EQ(Json(Get("/v1/runs"))["runs"].size(), 1u);
+}
+
+// An unset transport is stored as AUTO, so runs compare by what they ran.
+TEST_F(RestHttpTest, TheStoredSpecSaysItsTransport) {
+  Start();
+  const nlohmann::json run = Json(Post("/v1/runs", CreateBody(2)));
+  EXPECT_EQ(run["spec"]["transport"], "AUTO");
 }
 
 // DESIGN §5: beyond the caller's create rate (default 10/s, burst 20) the

@@ -88,8 +88,9 @@ TEST(OpenApiTest, EveryRouteIsDescribed) {
     } else {
       EXPECT_EQ(security, nullptr);
       EXPECT_NE(responses->Get("401"), nullptr);
+      // A worker token is refused on reads too.
+      EXPECT_NE(responses->Get("403"), nullptr);
     }
-    if (route.access == Access::kOperator) EXPECT_NE(responses->Get("403"), nullptr);
   }
 }
 
@@ -109,6 +110,21 @@ TEST(OpenApiTest, EveryDescribedOperationIsARoute) {
     }
   }
   EXPECT_EQ(operations, static_cast<int>(RestRoutes().size()));
+}
+
+// What every route may answer besides its own responses: a method the path
+// does not define (405), a foreign Host on loopback (421), and enums in any
+// case; and a RunSpec's required fields.
+TEST(OpenApiTest, DescribesAnswersCommonToEveryRoute) {
+  const YamlNode doc = LoadOpenApi();
+  const std::string& description = doc.Get("info")->Get("description")->scalar;
+  EXPECT_THAT(description, ::testing::HasSubstr("405 with an Allow header"));
+  EXPECT_THAT(description, ::testing::HasSubstr("421"));
+  EXPECT_THAT(description, ::testing::HasSubstr("accepted in any case"));
+  const YamlNode* spec = doc.Get("components")->Get("schemas")->Get("RunSpec");
+  ASSERT_NE(spec, nullptr);
+  ASSERT_NE(spec->Get("required"), nullptr);
+  EXPECT_EQ(spec->Get("required")->scalar, "[operation, ranks]");
 }
 
 TEST(OpenApiTest, DescribesBearerTokensAndTheErrorBody) {

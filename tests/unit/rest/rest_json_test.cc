@@ -62,6 +62,35 @@ TEST(RestJsonTest, BodiesAcceptBothFieldSpellings) {
   EXPECT_EQ(request.request_id(), "r1");
 }
 
+// Enums by name in any case, wherever they are; an unknown name is refused
+// with its field path and the valid names (protobuf's own parser gives a
+// type URL and no names).
+TEST(RestJsonTest, EnumsInAnyCaseAndUnknownOnesListTheValidNames) {
+  v1::CreateRunRequest request;
+  ASSERT_TRUE(ProtoFromJson(R"({"spec": {"operation": "bcast", "mpi": "mpich",
+                                         "transport": "Tcp", "sync": "sync_none",
+                                         "placement": {"policy": "spread"}}})",
+                            false, &request)
+                  .ok());
+  EXPECT_EQ(request.spec().mpi(), v1::MPICH);
+  EXPECT_EQ(request.spec().transport(), v1::TCP);
+  EXPECT_EQ(request.spec().sync(), v1::SYNC_NONE);
+  EXPECT_EQ(request.spec().placement().policy(), v1::SPREAD);
+
+  const absl::Status bad =
+      ProtoFromJson(R"({"spec": {"operation": "bcast", "mpi": "mpich2"}})", false, &request);
+  EXPECT_EQ(bad.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(bad.message(), "spec.mpi: \"mpich2\" is not one of OPENMPI, MPICH (any case)");
+  EXPECT_EQ(FieldOf(bad.message()), "spec.mpi");
+  const absl::Status nested = ProtoFromJson(
+      R"({"spec": {"operation": "bcast", "placement": {"policy": "scatter"}}})", false, &request);
+  EXPECT_THAT(nested.message(),
+              HasSubstr("spec.placement.policy: \"scatter\" is not one of PACK, SPREAD, EXPLICIT"));
+  // Numbers stay numbers; the parser judges them.
+  EXPECT_TRUE(ProtoFromJson(R"({"spec": {"mpi": 2}})", false, &request).ok());
+  EXPECT_EQ(request.spec().mpi(), v1::MPICH);
+}
+
 TEST(RestJsonTest, MalformedJsonAndUnknownFieldsAreInvalidArguments) {
   v1::CreateRunRequest request;
   absl::Status malformed = ProtoFromJson("{\"spec\": ", false, &request);
