@@ -11,6 +11,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "common/status_macros.h"
+#include "api/capabilities.h"
 #include "api/convert.h"
 #include "api/ipc_sharing.h"
 
@@ -41,6 +42,7 @@ scheduling::PendingRun Pending(const v1::Run& run) {
                          run.spec().placement().workers().end());
   pending.ranks_per_worker = run.spec().placement().ranks_per_worker();
   pending.share_host = run.spec().placement().share_host();
+  pending.needs = NeedsOf(run.spec());
   return pending;
 }
 
@@ -133,6 +135,7 @@ absl::StatusOr<v1::Run> RunManager::CreateRun(const v1::RunSpec& spec,
   // the coordinator as much.
   RETURN_IF_ERROR(AdmitLocked(caller, now));
   RETURN_IF_ERROR(ValidateRunSpec(spec, LimitsNow()));
+  RETURN_IF_ERROR(CheckFleetCanRunLocked(spec));
   RETURN_IF_ERROR(CheckQueueLengthLocked());
   LiveRun live;
   v1::Run& run = live.run;
@@ -151,6 +154,17 @@ absl::StatusOr<v1::Run> RunManager::CreateRun(const v1::RunSpec& spec,
   PublishStateLocked(live_[name], now);
   ScheduleLocked(now);
   return store_->GetRun(name);
+}
+
+absl::Status RunManager::CheckFleetCanRunLocked(const v1::RunSpec& spec) {
+  const std::vector<scheduling::WorkerInfo> workers = registry_->SchedulerWorkers();
+  // With no workers yet, queue and wait rather than reject.
+  if (workers.empty()) return absl::OkStatus();
+  v1::Run run;
+  *run.mutable_spec() = spec;
+  const absl::Status status = scheduling::CheckSatisfiable(Pending(run), workers);
+  if (status.ok()) return status;
+  return absl::InvalidArgumentError(absl::StrCat("spec.", status.message()));
 }
 
 absl::StatusOr<v1::Run> RunManager::SameRequestLocked(const v1::Run& existing,

@@ -290,6 +290,12 @@ class RunManager {
   // Tick's work on the live state (everything but the worker rows).
   void TickLiveState(absl::Time now) ABSL_LOCKS_EXCLUDED(mu_);
   // Admission checks of CreateRun (see there).
+  // InvalidArgument naming the field when no placement on the registered
+  // workers (lost and draining ones included: they may come back) could
+  // ever run `spec`: a named worker that is not registered, a backend, MPI
+  // implementation or memory kind no worker offers, more ranks than the
+  // workers that offer them have slots. OK with no workers registered yet.
+  absl::Status CheckFleetCanRunLocked(const v1::RunSpec& spec) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // The run `existing` made under `request_id` if `spec` is the one it was
   // made with, else AlreadyExists.
   absl::StatusOr<v1::Run> SameRequestLocked(const v1::Run& existing, const v1::RunSpec& spec,

@@ -11,6 +11,7 @@
 #include "absl/strings/str_format.h"
 #include "common/status_macros.h"
 #include "common/worker_labels.h"
+#include "api/capabilities.h"
 #include "api/convert.h"
 #include "common/host_port.h"
 #include "server/core/run_manager.h"
@@ -139,7 +140,7 @@ absl::StatusOr<RunManager::Registration> RunManager::OnRegister(const v1::Regist
   registration.host_id = hello.inventory().host_id();
   registration.slots = hello.slots();
   registration.agent_address = hello.agent_address();
-  // The registry's copy stays empty: the parsed inventory is kept here.
+  registration.offers = OffersOf(hello.inventory());
   if (absl::Status valid = scheduling::WorkerRegistry::Validate(registration); !valid.ok()) {
     return refused("refused_invalid", valid);
   }

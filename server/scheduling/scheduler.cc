@@ -13,6 +13,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
 #include "absl/strings/strip.h"
 
 namespace collbench::scheduling {
@@ -51,6 +52,43 @@ absl::string_view PolicyName(PlacementPolicy policy) {
   return "?";
 }
 
+bool Offers(const WorkerInfo& worker, absl::string_view need) {
+  const absl::string_view field = need.substr(0, need.find('='));
+  for (const std::string& offer : worker.offers) {
+    if (offer == need || offer == absl::StrCat(field, "=*")) return true;
+  }
+  return false;
+}
+
+// The first need no worker with slots offers, as a field error listing what
+// the workers do offer for that field.
+absl::Status CheckNeedsOffered(const PendingRun& run, const std::vector<WorkerInfo>& workers) {
+  for (const std::string& need : run.needs) {
+    const size_t eq = need.find('=');
+    const absl::string_view field = absl::string_view(need).substr(0, eq);
+    const absl::string_view value = absl::string_view(need).substr(eq + 1);
+    absl::btree_set<std::string> offered;
+    bool found = false;
+    for (const WorkerInfo& worker : workers) {
+      if (worker.slots <= 0) continue;
+      if (Offers(worker, need)) {
+        found = true;
+        break;
+      }
+      for (const std::string& offer : worker.offers) {
+        if (absl::StartsWith(offer, absl::StrCat(field, "="))) offered.insert(offer.substr(eq + 1));
+      }
+    }
+    if (found) continue;
+    return FieldError(field, absl::StrCat("no registered worker offers \"", value, "\" (",
+                                          offered.empty() ? "they offer none"
+                                                          : absl::StrCat("they offer ",
+                                                                         absl::StrJoin(offered, ", ")),
+                                          ")"));
+  }
+  return absl::OkStatus();
+}
+
 // The checks that need no workers, then those against the registered ones.
 absl::Status CheckExplicit(const PendingRun& run,
                            const std::vector<WorkerInfo>& all_workers) {
@@ -84,6 +122,12 @@ absl::Status CheckExplicit(const PendingRun& run,
       return FieldError(
           "placement.workers",
           absl::StrCat("worker \"", requested, "\" is not registered"));
+    }
+    for (const std::string& need : run.needs) {
+      if (!Offers(*worker, need)) {
+        return FieldError("placement.workers",
+                          absl::StrCat(worker->name, " does not offer ", need));
+      }
     }
     if (worker->slots < run.ranks_per_worker) {
       return FieldError(
@@ -173,6 +217,7 @@ using Occupancies = std::vector<const Occupancy*>;
 bool Usable(const Cluster& cluster, const WorkerInfo& worker,
             const PendingRun& run, const Occupancies& occupied) {
   if (!worker.schedulable || worker.slots <= 0) return false;
+  if (!OffersAll(worker, run.needs)) return false;
   for (const Occupancy* occupancy : occupied) {
     if (occupancy->taken_workers.contains(worker.name)) return false;
     if (occupancy->whole_hosts.contains(worker.host_id)) return false;
@@ -316,6 +361,13 @@ bool WorkerNameMatches(absl::string_view requested,
   return !requested.empty() && BareId(requested) == BareId(worker_name);
 }
 
+bool OffersAll(const WorkerInfo& worker, const std::vector<std::string>& needs) {
+  for (const std::string& need : needs) {
+    if (!Offers(worker, need)) return false;
+  }
+  return true;
+}
+
 absl::Status CheckSatisfiable(const PendingRun& run,
                               const std::vector<WorkerInfo>& all_workers) {
   if (run.ranks < 1) {
@@ -323,7 +375,7 @@ absl::Status CheckSatisfiable(const PendingRun& run,
                       absl::StrFormat("must be at least 1, got %d", run.ranks));
   }
   if (run.policy == PlacementPolicy::kExplicit) {
-    return CheckExplicit(run, all_workers);
+    return CheckExplicit(run, all_workers);  // judges each named worker's offers
   }
   if (!run.workers.empty()) {
     return FieldError("placement.workers",
@@ -331,24 +383,29 @@ absl::Status CheckSatisfiable(const PendingRun& run,
                                    "list; the policy is ",
                                    PolicyName(run.policy)));
   }
+  if (absl::Status offered = CheckNeedsOffered(run, all_workers); !offered.ok()) {
+    return offered;
+  }
   int total_slots = 0;
   int usable_workers = 0;
   for (const WorkerInfo& worker : all_workers) {
-    if (worker.slots <= 0) continue;
+    if (worker.slots <= 0 || !OffersAll(worker, run.needs)) continue;
     total_slots += worker.slots;
     ++usable_workers;
   }
+  const std::string which =
+      run.needs.empty() ? "registered workers"
+                        : absl::StrCat("registered workers that offer ", absl::StrJoin(run.needs, ", "));
   if (run.policy == PlacementPolicy::kSpread && run.ranks > usable_workers) {
     return FieldError(
         "ranks", absl::StrFormat("SPREAD places one rank per worker, and %d "
-                                 "ranks exceed the %d registered workers",
-                                 run.ranks, usable_workers));
+                                 "ranks exceed the %d %s",
+                                 run.ranks, usable_workers, which));
   }
   if (run.ranks > total_slots) {
     return FieldError("ranks",
-                      absl::StrFormat("%d ranks exceed the %d slots of all %d "
-                                      "registered workers",
-                                      run.ranks, total_slots, usable_workers));
+                      absl::StrFormat("%d ranks exceed the %d slots of all %d %s",
+                                      run.ranks, total_slots, usable_workers, which));
   }
   return absl::OkStatus();
 }

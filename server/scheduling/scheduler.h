@@ -79,6 +79,11 @@ struct WorkerInfo {
   // that is BUSY but otherwise healthy is schedulable (whether it is held
   // comes from ScheduleInput::active); DRAINING and LOST workers are not.
   bool schedulable = true;
+  // What its inventory offers, as "field=value" tokens a run's needs are
+  // matched against ("backend=nccl", "mpi=mpich", "memory=hbw"); "field=*"
+  // where the inventory does not say (a worker reporting no backends is not
+  // judged on them).
+  std::vector<std::string> offers;
 };
 
 // A run that holds workers now (scheduled or running).
@@ -97,6 +102,9 @@ struct PendingRun {
   std::vector<std::string> workers;
   int ranks_per_worker = 0;  // EXPLICIT only; ignored otherwise
   bool share_host = false;
+  // "field=value" tokens every worker it runs on must offer
+  // (WorkerInfo::offers); the field is the RunSpec field that asks for it.
+  std::vector<std::string> needs;
 };
 
 struct ScheduleInput {
@@ -145,7 +153,9 @@ struct ScheduleResult {
 
 // OK if `run` could start on `all_workers` were none of them held, draining
 // or lost; otherwise InvalidArgument whose message starts with the offending
-// field: "ranks", "placement.workers" or "placement.ranks_per_worker".
+// field: "ranks", "placement.workers", "placement.ranks_per_worker", or the
+// field of a need no worker offers ("backend", "mpi", "memory"). Only the
+// workers that offer every need count towards slots and workers.
 // `all_workers` is every registered worker (the `schedulable` flag is not
 // consulted).
 absl::Status CheckSatisfiable(const PendingRun& run,
@@ -155,6 +165,9 @@ absl::Status CheckSatisfiable(const PendingRun& run,
 // "workers/{id}".
 bool WorkerNameMatches(absl::string_view requested,
                        absl::string_view worker_name);
+
+// True if `worker` offers every one of `needs`.
+bool OffersAll(const WorkerInfo& worker, const std::vector<std::string>& needs);
 
 class Scheduler {
  public:

@@ -223,7 +223,7 @@ std::vector<WorkerInfo> WorkerRegistry::SchedulerWorkers() const {
   infos.reserve(workers_.size());
   for (const auto& [name, entry] : workers_) {
     infos.push_back({name, entry.registration.host_id, entry.registration.slots,
-                     !entry.lost && !entry.draining});
+                     !entry.lost && !entry.draining, entry.registration.offers});
   }
   return infos;
 }
@@ -268,7 +268,7 @@ WorkerSnapshot WorkerRegistry::ToSnapshot(const Entry& entry) {
   snapshot.host_id = entry.registration.host_id;
   snapshot.slots = entry.registration.slots;
   snapshot.agent_address = entry.registration.agent_address;
-  snapshot.inventory = entry.registration.inventory;
+  snapshot.offers = entry.registration.offers;
   snapshot.state = StateOf(entry.lost, entry.draining, entry.current_run);
   snapshot.draining = entry.draining;
   snapshot.current_run = entry.current_run;

@@ -52,7 +52,8 @@ struct WorkerRegistration {
   std::string host_id;        // shared by co-resident containers
   int slots = 1;              // ranks it may host
   std::string agent_address;  // HOST:PORT of its Agent service
-  std::string inventory;      // serialized collbench.v1.Inventory; opaque here
+  // What its inventory offers to runs' needs (WorkerInfo::offers).
+  std::vector<std::string> offers;
 };
 
 struct WorkerSnapshot {
@@ -60,7 +61,7 @@ struct WorkerSnapshot {
   std::string host_id;
   int slots = 0;
   std::string agent_address;
-  std::string inventory;
+  std::vector<std::string> offers;
   WorkerState state = WorkerState::kReady;
   bool draining = false;
   std::string current_run;  // "runs/{id}" holding it, or empty

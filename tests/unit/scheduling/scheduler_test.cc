@@ -17,7 +17,7 @@ using ::testing::IsEmpty;
 
 WorkerInfo Worker(const std::string& id, const std::string& host, int slots = 1,
                   bool schedulable = true) {
-  return {"workers/" + id, host, slots, schedulable};
+  return {"workers/" + id, host, slots, schedulable, {}};
 }
 
 PendingRun Pack(const std::string& id, int ranks, bool share_host = false) {
@@ -288,6 +288,41 @@ TEST(SatisfiableTest, ReasonsNameTheField) {
   PendingRun pack_with_list = Pack("r", 1);
   pack_with_list.workers = {"a"};
   ExpectUnsatisfiable(pack_with_list, workers, "placement.workers");
+}
+
+// A need no worker offers names its field and what the workers do offer;
+// only the workers that offer every need count, and only they get ranks.
+TEST(SatisfiableTest, NeedsOnlyTheWorkersThatOfferThemCount) {
+  WorkerInfo cpu = Worker("cpu", "h1", 4);
+  cpu.offers = {"backend=mpi", "mpi=openmpi"};
+  WorkerInfo gpu = Worker("gpu", "h2", 2);
+  gpu.offers = {"backend=mpi", "backend=nccl", "mpi=openmpi"};
+  const std::vector<WorkerInfo> workers = {cpu, gpu};
+  PendingRun nccl = Pack("r", 2);
+  nccl.needs = {"backend=nccl", "mpi=openmpi"};
+  EXPECT_TRUE(CheckSatisfiable(nccl, workers).ok());
+  nccl.ranks = 3;  // 3 ranks, but the one nccl worker has 2 slots
+  ExpectUnsatisfiable(nccl, workers, "ranks");
+  EXPECT_THAT(std::string(CheckSatisfiable(nccl, workers).message()),
+              ::testing::HasSubstr("registered workers that offer backend=nccl"));
+  PendingRun mpich = Pack("r", 1);
+  mpich.needs = {"backend=mpi", "mpi=mpich"};
+  ExpectUnsatisfiable(mpich, workers, "mpi");
+  EXPECT_EQ(CheckSatisfiable(mpich, workers).message(),
+            "mpi: no registered worker offers \"mpich\" (they offer openmpi)");
+  PendingRun named = Explicit("r", {"cpu"}, 1);
+  named.needs = {"backend=nccl"};
+  ExpectUnsatisfiable(named, workers, "placement.workers");
+  // Placed on the worker that offers the needs, although the other has
+  // more slots.
+  nccl.ranks = 2;
+  ScheduleResult result = Schedule(workers, {nccl});
+  ASSERT_EQ(result.started.size(), 1u);
+  EXPECT_THAT(result.started[0].placement, ElementsAre(PlacedWorker{"workers/gpu", "h2", 2}));
+  // A worker that reports no list is not judged on it.
+  WorkerInfo quiet = Worker("quiet", "h3", 1);
+  quiet.offers = {"backend=*", "mpi=*"};
+  EXPECT_TRUE(CheckSatisfiable(mpich, {quiet}).ok());
 }
 
 TEST(SatisfiableTest, UnavailableWorkersStillCount) {

@@ -24,7 +24,7 @@ const absl::Time kStart = absl::FromUnixSeconds(1700000000);
 
 WorkerRegistration Registration(const std::string& id,
                                 const std::string& host = "h1", int slots = 1) {
-  return {"workers/" + id, host, slots, id + ":7070", "inventory-of-" + id};
+  return {"workers/" + id, host, slots, id + ":7070", {"backend=" + id}};
 }
 
 class WorkerRegistryTest : public ::testing::Test {
@@ -53,7 +53,7 @@ TEST_F(WorkerRegistryTest, RegisteredWorkerIsReadyWithWhatItReported) {
   EXPECT_EQ(workers[0].name, "workers/a");
   EXPECT_EQ(workers[0].state, WorkerState::kReady);
   EXPECT_EQ(workers[0].agent_address, "a:7070");
-  EXPECT_EQ(workers[0].inventory, "inventory-of-a");
+  EXPECT_THAT(workers[0].offers, ElementsAre("backend=a"));
   EXPECT_EQ(workers[0].register_time, kStart);
   EXPECT_EQ(workers[1].name, "workers/b");
   ASSERT_TRUE(registry_.Get("a").ok());  // the bare id finds it too
@@ -67,7 +67,7 @@ TEST_F(WorkerRegistryTest, ListPageIsTheSameSliceOfTheSortedList) {
   ASSERT_EQ(middle.workers.size(), 3);
   EXPECT_EQ(middle.workers[0].name, "workers/b");
   EXPECT_EQ(middle.workers[2].name, "workers/d");
-  EXPECT_EQ(middle.workers[2].inventory, "inventory-of-d");
+  EXPECT_THAT(middle.workers[2].offers, ElementsAre("backend=d"));
   WorkerRegistry::Page last = registry_.ListPage(4, 3);
   ASSERT_EQ(last.workers.size(), 1);
   EXPECT_EQ(last.workers[0].name, "workers/e");
@@ -209,8 +209,8 @@ TEST_F(WorkerRegistryTest, FeedsTheScheduler) {
   // until the first is released.
   MustRegister("a", kStart, "h1");
   MustRegister("b", kStart, "h1");
-  PendingRun first{"runs/1", 1, PlacementPolicy::kPack, {}, 0, false};
-  PendingRun second{"runs/2", 1, PlacementPolicy::kPack, {}, 0, false};
+  PendingRun first{"runs/1", 1, PlacementPolicy::kPack, {}, 0, false, {}};
+  PendingRun second{"runs/2", 1, PlacementPolicy::kPack, {}, 0, false, {}};
   Scheduler scheduler;
 
   ScheduleResult result = scheduler.Schedule(

@@ -18,6 +18,7 @@ namespace collbench {
 namespace {
 
 using ::testing::HasSubstr;
+using ::testing::StartsWith;
 
 class FakeLink final : public WorkerLink {
  public:
@@ -288,6 +289,49 @@ TEST_F(RunManagerTest, SecondRunWaitsWhileTheFirstHoldsTheWorkers) {
   EXPECT_EQ(Get(second.name()).state(), v1::SCHEDULED);
 }
 
+// What the registered workers can never run is refused at create time,
+// naming the field, and nothing is queued: a named worker that is not
+// registered, a backend or MPI implementation no worker offers.
+TEST_F(RunManagerTest, WhatNoWorkerCanRunIsRefusedAtCreate) {
+  v1::Register hello;
+  hello.set_worker_id("a");
+  hello.set_slots(2);
+  hello.set_agent_address("a:7000");
+  hello.mutable_inventory()->set_host_id("host-a");
+  hello.mutable_inventory()->add_backends("mpi");
+  hello.mutable_inventory()->add_mpi_implementations("openmpi");
+  ASSERT_TRUE(manager_->OnRegister(hello, now_).ok());
+
+  v1::RunSpec named = Spec(2, v1::EXPLICIT);
+  named.mutable_placement()->add_workers("nodeX");
+  named.mutable_placement()->add_workers("nodeY");
+  named.mutable_placement()->set_ranks_per_worker(1);
+  absl::StatusOr<v1::Run> refused = manager_->CreateRun(named, "", now_);
+  ASSERT_FALSE(refused.ok());
+  EXPECT_EQ(refused.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(refused.status().message(),
+            "spec.placement.workers: worker \"nodeX\" is not registered");
+
+  v1::RunSpec nccl = Spec(2);
+  nccl.set_backend("nccl");
+  refused = manager_->CreateRun(nccl, "", now_);
+  ASSERT_FALSE(refused.ok());
+  EXPECT_EQ(refused.status().message(),
+            "spec.backend: no registered worker offers \"nccl\" (they offer mpi)");
+
+  v1::RunSpec mpich = Spec(2);
+  mpich.set_mpi(v1::MPICH);
+  refused = manager_->CreateRun(mpich, "", now_);
+  ASSERT_FALSE(refused.ok());
+  EXPECT_THAT(std::string(refused.status().message()), StartsWith("spec.mpi: "));
+
+  EXPECT_EQ(manager_->queued_count(), 0);
+  absl::StatusOr<Store::RunPage> page = manager_->ListRuns(10, "", v1::RUN_STATE_UNSPECIFIED);
+  ASSERT_TRUE(page.ok());
+  EXPECT_TRUE(page->runs.empty()) << "nothing may be stored";
+  EXPECT_EQ(Create(Spec(2)).state(), v1::SCHEDULED);  // what it offers runs
+}
+
 TEST_F(RunManagerTest, SpreadTellsPeersTheTokenBeforeTheLauncherStarts) {
   Register("a", "host-a");
   Register("b", "host-b");
@@ -366,8 +410,16 @@ TEST_F(RunManagerTest, ShmAcrossWorkersSharingIpcIsRecordedWithEachWorkersFacts)
 }
 
 TEST_F(RunManagerTest, ShmFailsAtStartWhenThePickedWorkersDoNotShareIpc) {
-  // c is unknown when the run is validated; it registers with its own IPC.
+  // a and c share IPC when the run is validated; while it waits, c comes
+  // back (a restarted container) with an IPC namespace of its own.
   Register("a", "host-a", 2, {}, Podman(4026532300, 4026532301));
+  Register("c", "host-a", 1, {}, Podman(4026532300, 4026532301));
+  v1::RunSpec first = Spec(1, v1::EXPLICIT);
+  first.mutable_placement()->add_workers("a");
+  first.mutable_placement()->set_ranks_per_worker(1);
+  const v1::Run holder = Create(first);  // holds host-a whole
+  ASSERT_EQ(holder.state(), v1::SCHEDULED);
+  ASSERT_TRUE(AssignmentFor("workers/a").has_value());  // the holder's, taken
   v1::RunSpec spec = Spec(2, v1::EXPLICIT);
   spec.mutable_placement()->add_workers("a");
   spec.mutable_placement()->add_workers("c");
@@ -377,6 +429,7 @@ TEST_F(RunManagerTest, ShmFailsAtStartWhenThePickedWorkersDoNotShareIpc) {
   const v1::Run queued = Create(spec);
   EXPECT_EQ(queued.state(), v1::QUEUED);
   Register("c", "host-a", 1, {}, Podman(4026532500, 4026532501));
+  Status(holder.launcher(), holder.name(), v1::SUCCEEDED, 0);
   const v1::Run failed = Get(queued.name());
   EXPECT_EQ(failed.state(), v1::FAILED);
   EXPECT_EQ(failed.error(),
