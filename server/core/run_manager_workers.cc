@@ -2,6 +2,7 @@
 // run status, logs), the periodic tick, and recovery after a restart. The
 // result path is in run_manager_results.cc.
 #include <algorithm>
+#include <memory>
 #include <limits>
 
 #include "absl/strings/ascii.h"
@@ -140,7 +141,8 @@ absl::StatusOr<RunManager::Registration> RunManager::OnRegister(const v1::Regist
   registration.host_id = hello.inventory().host_id();
   registration.slots = hello.slots();
   registration.agent_address = hello.agent_address();
-  registration.offers = OffersOf(hello.inventory());
+  registration.offers =
+      std::make_shared<const std::vector<std::string>>(OffersOf(hello.inventory()));
   if (absl::Status valid = scheduling::WorkerRegistry::Validate(registration); !valid.ok()) {
     return refused("refused_invalid", valid);
   }

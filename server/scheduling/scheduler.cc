@@ -53,8 +53,9 @@ absl::string_view PolicyName(PlacementPolicy policy) {
 }
 
 bool Offers(const WorkerInfo& worker, absl::string_view need) {
+  if (worker.offers == nullptr) return true;
   const absl::string_view field = need.substr(0, need.find('='));
-  for (const std::string& offer : worker.offers) {
+  for (const std::string& offer : *worker.offers) {
     if (offer == need || offer == absl::StrCat(field, "=*")) return true;
   }
   return false;
@@ -75,7 +76,8 @@ absl::Status CheckNeedsOffered(const PendingRun& run, const std::vector<WorkerIn
         found = true;
         break;
       }
-      for (const std::string& offer : worker.offers) {
+      if (worker.offers == nullptr) continue;
+      for (const std::string& offer : *worker.offers) {
         if (absl::StartsWith(offer, absl::StrCat(field, "="))) offered.insert(offer.substr(eq + 1));
       }
     }

@@ -60,6 +60,7 @@
 #ifndef COLLBENCH_SERVER_SCHEDULING_SCHEDULER_H_
 #define COLLBENCH_SERVER_SCHEDULING_SCHEDULER_H_
 
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -82,8 +83,9 @@ struct WorkerInfo {
   // What its inventory offers, as "field=value" tokens a run's needs are
   // matched against ("backend=nccl", "mpi=mpich", "memory=hbw"); "field=*"
   // where the inventory does not say (a worker reporting no backends is not
-  // judged on them).
-  std::vector<std::string> offers;
+  // judged on them), and null when nothing is known (judged on nothing).
+  // Shared: the fleet is copied for every schedule.
+  std::shared_ptr<const std::vector<std::string>> offers;
 };
 
 // A run that holds workers now (scheduled or running).

@@ -27,6 +27,7 @@
 #define COLLBENCH_SERVER_SCHEDULING_WORKER_REGISTRY_H_
 
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -53,7 +54,7 @@ struct WorkerRegistration {
   int slots = 1;              // ranks it may host
   std::string agent_address;  // HOST:PORT of its Agent service
   // What its inventory offers to runs' needs (WorkerInfo::offers).
-  std::vector<std::string> offers;
+  std::shared_ptr<const std::vector<std::string>> offers;
 };
 
 struct WorkerSnapshot {
@@ -61,7 +62,7 @@ struct WorkerSnapshot {
   std::string host_id;
   int slots = 0;
   std::string agent_address;
-  std::vector<std::string> offers;
+  std::shared_ptr<const std::vector<std::string>> offers;
   WorkerState state = WorkerState::kReady;
   bool draining = false;
   std::string current_run;  // "runs/{id}" holding it, or empty

@@ -17,7 +17,7 @@ using ::testing::IsEmpty;
 
 WorkerInfo Worker(const std::string& id, const std::string& host, int slots = 1,
                   bool schedulable = true) {
-  return {"workers/" + id, host, slots, schedulable, {}};
+  return {"workers/" + id, host, slots, schedulable, nullptr};
 }
 
 PendingRun Pack(const std::string& id, int ranks, bool share_host = false) {
@@ -294,9 +294,11 @@ TEST(SatisfiableTest, ReasonsNameTheField) {
 // only the workers that offer every need count, and only they get ranks.
 TEST(SatisfiableTest, NeedsOnlyTheWorkersThatOfferThemCount) {
   WorkerInfo cpu = Worker("cpu", "h1", 4);
-  cpu.offers = {"backend=mpi", "mpi=openmpi"};
+  cpu.offers = std::make_shared<const std::vector<std::string>>(
+      std::vector<std::string>{"backend=mpi", "mpi=openmpi"});
   WorkerInfo gpu = Worker("gpu", "h2", 2);
-  gpu.offers = {"backend=mpi", "backend=nccl", "mpi=openmpi"};
+  gpu.offers = std::make_shared<const std::vector<std::string>>(
+      std::vector<std::string>{"backend=mpi", "backend=nccl", "mpi=openmpi"});
   const std::vector<WorkerInfo> workers = {cpu, gpu};
   PendingRun nccl = Pack("r", 2);
   nccl.needs = {"backend=nccl", "mpi=openmpi"};
@@ -321,7 +323,8 @@ TEST(SatisfiableTest, NeedsOnlyTheWorkersThatOfferThemCount) {
   EXPECT_THAT(result.started[0].placement, ElementsAre(PlacedWorker{"workers/gpu", "h2", 2}));
   // A worker that reports no list is not judged on it.
   WorkerInfo quiet = Worker("quiet", "h3", 1);
-  quiet.offers = {"backend=*", "mpi=*"};
+  quiet.offers = std::make_shared<const std::vector<std::string>>(
+      std::vector<std::string>{"backend=*", "mpi=*"});
   EXPECT_TRUE(CheckSatisfiable(mpich, {quiet}).ok());
 }
 

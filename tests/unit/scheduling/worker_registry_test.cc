@@ -24,7 +24,9 @@ const absl::Time kStart = absl::FromUnixSeconds(1700000000);
 
 WorkerRegistration Registration(const std::string& id,
                                 const std::string& host = "h1", int slots = 1) {
-  return {"workers/" + id, host, slots, id + ":7070", {"backend=" + id}};
+  return {"workers/" + id, host, slots, id + ":7070",
+          std::make_shared<const std::vector<std::string>>(
+              std::vector<std::string>{"backend=" + id})};
 }
 
 class WorkerRegistryTest : public ::testing::Test {
@@ -53,7 +55,8 @@ TEST_F(WorkerRegistryTest, RegisteredWorkerIsReadyWithWhatItReported) {
   EXPECT_EQ(workers[0].name, "workers/a");
   EXPECT_EQ(workers[0].state, WorkerState::kReady);
   EXPECT_EQ(workers[0].agent_address, "a:7070");
-  EXPECT_THAT(workers[0].offers, ElementsAre("backend=a"));
+  ASSERT_NE(workers[0].offers, nullptr);
+  EXPECT_THAT(*workers[0].offers, ElementsAre("backend=a"));
   EXPECT_EQ(workers[0].register_time, kStart);
   EXPECT_EQ(workers[1].name, "workers/b");
   ASSERT_TRUE(registry_.Get("a").ok());  // the bare id finds it too
@@ -67,7 +70,8 @@ TEST_F(WorkerRegistryTest, ListPageIsTheSameSliceOfTheSortedList) {
   ASSERT_EQ(middle.workers.size(), 3);
   EXPECT_EQ(middle.workers[0].name, "workers/b");
   EXPECT_EQ(middle.workers[2].name, "workers/d");
-  EXPECT_THAT(middle.workers[2].offers, ElementsAre("backend=d"));
+  ASSERT_NE(middle.workers[2].offers, nullptr);
+  EXPECT_THAT(*middle.workers[2].offers, ElementsAre("backend=d"));
   WorkerRegistry::Page last = registry_.ListPage(4, 3);
   ASSERT_EQ(last.workers.size(), 1);
   EXPECT_EQ(last.workers[0].name, "workers/e");
