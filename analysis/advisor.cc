@@ -554,17 +554,29 @@ namespace {
 absl::Status NothingSignificant(const Advice& advice) {
   std::vector<std::string> groups;
   for (const AdviceGroup& g : advice.groups) {
-    int significant = 0;
-    for (const SizeContest& c : g.contests) significant += c.significant ? 1 : 0;
-    groups.push_back(absl::StrCat(g.operation, " on ", g.ranks, " ranks (", g.mpi, ", ",
-                                  g.backend, "): ", significant, " of ", g.contests.size(),
-                                  " sizes significant"));
+    int significant = 0, own_choice = 0;
+    for (const SizeContest& c : g.contests) {
+      if (!c.significant) continue;
+      ++significant;
+      const RunWithResults* run = RunNamed(g, c.winner);
+      if (run != nullptr && ForcedAlgorithm(run->run.spec()).empty()) ++own_choice;
+    }
+    std::string text = absl::StrCat(g.operation, " on ", g.ranks, " ranks (", g.mpi, ", ",
+                                    g.backend, "): ", significant, " of ", g.contests.size(),
+                                    " sizes significant");
+    if (own_choice > 0) {
+      absl::StrAppend(&text, ", ", own_choice == significant ? "all" : absl::StrCat(own_choice),
+                      " won by the library's own choice");
+    }
+    groups.push_back(std::move(text));
   }
   return absl::FailedPreconditionError(absl::StrCat(
-      "--write-rules: no tuning file written: no group of runs that differ only in their "
-      "algorithm has a win whose 95% interval is apart from the runner-up's (",
+      "--write-rules: no tuning file written: no forced algorithm or setting wins "
+      "significantly (its and the runner-up's 95% intervals apart) in runs that differ only "
+      "in it (",
       groups.empty() ? "no groups" : absl::StrJoin(groups, "; "),
-      "). Measure longer (-n, --time-budget) or compare fewer algorithms"));
+      "). Where the library's own choice wins there is nothing to tune; elsewhere measure "
+      "longer (-n, --time-budget) or compare fewer algorithms"));
 }
 
 }  // namespace

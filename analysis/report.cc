@@ -80,6 +80,9 @@ std::string Summary(const std::vector<RunWithResults>& runs, const std::vector<s
                                           : absl::StrCat(runs[i].results.size()),
                     " sizes</span>");
     if (!run.error().empty()) absl::StrAppend(&out, " — ", HtmlEscape(run.error()));
+    if (!run.waiting_reason().empty()) {
+      absl::StrAppend(&out, " — <span class=\"why\">", HtmlEscape(run.waiting_reason()), "</span>");
+    }
     out += "</li>";
   }
   return out + "</ul>\n";

@@ -234,7 +234,7 @@ int Run(CoordinatorClient& client, const std::vector<std::string>& args) {
     return Report(s);
   }
   if (!request->wait && !request->watch) {
-    absl::PrintF("%s: %s\n", run.name(), RunStateName(run.state()));
+    absl::PrintF("%s: %s\n", run.name(), RunStateText(run));
     return kExitOk;
   }
   absl::StatusOr<v1::Run> ended =

@@ -91,6 +91,11 @@ absl::StatusOr<OutputKind> ParseOutputKind(absl::string_view text) {
 }
 
 std::string RunStateName(v1::RunState state) { return Lower(v1::RunState_Name(state)); }
+
+std::string RunStateText(const v1::Run& run) {
+  if (run.waiting_reason().empty()) return RunStateName(run.state());
+  return absl::StrCat(RunStateName(run.state()), " (", run.waiting_reason(), ")");
+}
 std::string WorkerStateName(v1::WorkerState state) { return Lower(v1::WorkerState_Name(state)); }
 
 std::string DescribeRun(const v1::Run& run) {
@@ -112,7 +117,8 @@ std::string FormatRunList(const std::vector<v1::Run>& runs) {
                           absl::StrCat(s.backend().empty() ? "mpi" : s.backend(), "/",
                                        MpiName(s.mpi())),
                           s.ranks(), PlacementName(s.placement()), run.sizes_done(),
-                          run.sizes_total(), TimeText(run.create_time()), OrDash(run.error()));
+                          run.sizes_total(), TimeText(run.create_time()),
+                          OrDash(run.error().empty() ? run.waiting_reason() : run.error()));
   }
   return out;
 }
@@ -187,7 +193,7 @@ std::string FormatRunResults(const v1::Run& run, const std::vector<v1::SizeResul
     }
     return out;
   }
-  out = absl::StrFormat("# %s: %s, %s\n", run.name(), DescribeRun(run), RunStateName(run.state()));
+  out = absl::StrFormat("# %s: %s, %s\n", run.name(), DescribeRun(run), RunStateText(run));
   absl::StrAppend(&out, "# sync ", SyncOf(run), ": ", IterationSyncMeaning(SyncOf(run)), "\n");
   if (!run.mpi_version().empty()) absl::StrAppend(&out, "# ", run.mpi_version(), "\n");
   if (const std::string placement = DescribePlacement(run); !placement.empty()) {

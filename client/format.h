@@ -20,6 +20,9 @@ absl::StatusOr<OutputKind> ParseOutputKind(absl::string_view text);
 
 // "queued", "running", ... (lower case, for tables).
 std::string RunStateName(v1::RunState state);
+// The state, and for a queued run why it waits: "queued (waiting for
+// workers/x (draining))".
+std::string RunStateText(const v1::Run& run);
 std::string WorkerStateName(v1::WorkerState state);
 
 // One line per run: name, state, operation, backend/mpi, ranks, placement,

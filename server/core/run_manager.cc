@@ -153,7 +153,9 @@ absl::StatusOr<v1::Run> RunManager::CreateRun(const v1::RunSpec& spec,
   queue_.push_back(name);
   PublishStateLocked(live_[name], now);
   ScheduleLocked(now);
-  return store_->GetRun(name);
+  ASSIGN_OR_RETURN(v1::Run created, store_->GetRun(name));
+  WithWaitingReasonLocked(&created);
+  return created;
 }
 
 absl::Status RunManager::CheckFleetCanRunLocked(const v1::RunSpec& spec) {
@@ -183,12 +185,31 @@ absl::StatusOr<v1::Run> RunManager::SameRequestLocked(const v1::Run& existing,
 }
 
 absl::StatusOr<v1::Run> RunManager::GetRun(absl::string_view name) {
-  return store_->GetRun(name);
+  ASSIGN_OR_RETURN(v1::Run run, store_->GetRun(name));
+  if (run.state() == v1::QUEUED) {
+    absl::MutexLock lock(&mu_);
+    WithWaitingReasonLocked(&run);
+  }
+  return run;
 }
 
 absl::StatusOr<Store::RunPage> RunManager::ListRuns(int page_size, absl::string_view page_token,
                                                     v1::RunState state) {
-  return store_->ListRuns(page_size, page_token, state);
+  ASSIGN_OR_RETURN(Store::RunPage page, store_->ListRuns(page_size, page_token, state));
+  const bool any_queued = std::any_of(page.runs.begin(), page.runs.end(),
+                                      [](const v1::Run& r) { return r.state() == v1::QUEUED; });
+  if (any_queued) {
+    absl::MutexLock lock(&mu_);
+    for (v1::Run& run : page.runs) WithWaitingReasonLocked(&run);
+  }
+  return page;
+}
+
+void RunManager::WithWaitingReasonLocked(v1::Run* run) {
+  if (run->state() != v1::QUEUED) return;
+  if (const LiveRun* live = FindLiveLocked(run->name())) {
+    run->set_waiting_reason(live->run.waiting_reason());
+  }
 }
 
 absl::StatusOr<std::vector<v1::SizeResult>> RunManager::GetResults(absl::string_view name) {
@@ -276,11 +297,19 @@ void RunManager::ScheduleLocked(absl::Time now) {
   input.active = registry_->ActiveRuns();
   for (const std::string& name : queue_) input.queue.push_back(Pending(live_[name].run));
   const scheduling::ScheduleResult result = scheduler_.Schedule(input);
+  for (const scheduling::WaitingRun& waiting : result.waiting) {
+    if (LiveRun* live = FindLiveLocked(waiting.run)) live->run.set_waiting_reason(waiting.reason);
+  }
   for (const scheduling::UnsatisfiableRun& bad : result.unsatisfiable) {
     LiveRun* live = FindLiveLocked(bad.run);
     if (live == nullptr) continue;
     const absl::Time created = TimeFromTimestamp(live->run.create_time());
-    if (now - created < kUnsatisfiableGrace) continue;
+    if (now - created < kUnsatisfiableGrace) {
+      live->run.set_waiting_reason(absl::StrCat(
+          "waiting for workers to register: spec.", bad.reason.message(), " (it fails ",
+          absl::FormatDuration(kUnsatisfiableGrace), " after it was created unless they do)"));
+      continue;
+    }
     queue_.erase(std::find(queue_.begin(), queue_.end(), bad.run));
     FinishLocked(*live, v1::FAILED, std::string(bad.reason.message()), now);
   }
@@ -290,6 +319,7 @@ void RunManager::ScheduleLocked(absl::Time now) {
 void RunManager::StartLocked(const scheduling::Assignment& a, absl::Time now) {
   LiveRun* live = FindLiveLocked(a.run);
   if (live == nullptr) return;
+  live->run.clear_waiting_reason();
   // Validation judged the workers registered then; these are the ones
   // picked. SHM across workers that do not share IPC cannot work.
   std::vector<std::shared_ptr<const v1::Inventory>> inventories;
@@ -403,6 +433,7 @@ void RunManager::FinishLocked(LiveRun& live, v1::RunState state, const std::stri
   const std::string run = live.run.name();
   live.run.set_state(state);
   live.run.set_error(error);
+  live.run.clear_waiting_reason();
   *live.run.mutable_end_time() = TimestampFromTime(now);
   (void)SaveLocked(live);  // logged; the run is over either way
   PublishStateLocked(live, now);

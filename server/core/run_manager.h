@@ -296,6 +296,8 @@ class RunManager {
   // implementation or memory kind no worker offers, more ranks than the
   // workers that offer them have slots. OK with no workers registered yet.
   absl::Status CheckFleetCanRunLocked(const v1::RunSpec& spec) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // A QUEUED run's waiting reason, kept in memory by ScheduleLocked.
+  void WithWaitingReasonLocked(v1::Run* run) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // The run `existing` made under `request_id` if `spec` is the one it was
   // made with, else AlreadyExists.
   absl::StatusOr<v1::Run> SameRequestLocked(const v1::Run& existing, const v1::RunSpec& spec,

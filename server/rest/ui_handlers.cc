@@ -120,7 +120,12 @@ std::string RunRow(const v1::Run& run) {
   if (cell != s.labels().end()) absl::StrAppend(&labels, " ", HtmlEscape(cell->second));
   return absl::StrCat(
       "<tr><td>", Link("/ui/runs/" + Id(run), Id(run)), "</td><td><span class=\"badge ", state,
-      "\">", state, "</span></td><td>", HtmlEscape(s.operation()), "</td><td>",
+      "\"", run.waiting_reason().empty() ? "" : absl::StrCat(" title=\"", HtmlEscape(run.waiting_reason()), "\""),
+      ">", state, "</span>",
+      run.waiting_reason().empty()
+          ? ""
+          : absl::StrCat("<div class=\"why\">", HtmlEscape(run.waiting_reason()), "</div>"),
+      "</td><td>", HtmlEscape(s.operation()), "</td><td>",
       HtmlEscape(absl::StrCat(MpiName(s.mpi()), "/", s.backend().empty() ? "mpi" : s.backend(),
                               "/", TransportName(s.transport()), " ", PlacementName(s.placement()),
                               " ", s.ranks(), s.ranks() == 1 ? " rank" : " ranks")),

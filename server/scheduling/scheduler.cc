@@ -356,6 +356,73 @@ std::optional<Placement> Place(const Cluster& cluster, const PendingRun& run,
   return std::nullopt;
 }
 
+// The registered workers `run` could ever put ranks on: the named ones
+// for EXPLICIT, else every one with slots that offers its needs.
+std::vector<const WorkerInfo*> Eligible(const Cluster& cluster, const PendingRun& run,
+                                        const std::vector<WorkerInfo>& workers) {
+  std::vector<const WorkerInfo*> eligible;
+  if (run.policy == PlacementPolicy::kExplicit) {
+    for (const std::string& requested : run.workers) {
+      if (const WorkerInfo* worker = cluster.Find(requested)) eligible.push_back(worker);
+    }
+    return eligible;
+  }
+  for (const WorkerInfo& worker : workers) {
+    if (worker.slots > 0 && OffersAll(worker, run.needs)) eligible.push_back(&worker);
+  }
+  return eligible;
+}
+
+// Names, at most a few, then how many more.
+std::string FewOf(const std::vector<std::string>& names) {
+  constexpr size_t kShown = 4;
+  if (names.size() <= kShown) return absl::StrJoin(names, ", ");
+  return absl::StrCat(absl::StrJoin(names.begin(), names.begin() + kShown, ", "), " and ",
+                      names.size() - kShown, " more");
+}
+
+// Why `run`, which fits on the registered workers, does not start now.
+std::string WhyWaiting(const Cluster& cluster, const PendingRun& run,
+                       const std::vector<WorkerInfo>& workers,
+                       const std::vector<ActiveRun>& active, const Occupancy& held) {
+  const std::vector<const WorkerInfo*> eligible = Eligible(cluster, run, workers);
+  if (!Place(cluster, run, {}).has_value()) {
+    // Even with nothing held it does not fit: it needs workers that take
+    // no work now.
+    std::vector<std::string> away;
+    for (const WorkerInfo* worker : eligible) {
+      if (!worker->schedulable) {
+        away.push_back(absl::StrCat(worker->name, " (",
+                                    worker->unavailable.empty() ? "unavailable" : worker->unavailable,
+                                    ")"));
+      }
+    }
+    return absl::StrCat("waiting for ", away.empty() ? "free slots" : FewOf(away));
+  }
+  if (!Place(cluster, run, {&held}).has_value()) {
+    absl::flat_hash_set<std::string> hosts;
+    absl::flat_hash_set<std::string> names;
+    for (const WorkerInfo* worker : eligible) {
+      hosts.insert(worker->host_id);
+      names.insert(worker->name);
+    }
+    std::vector<std::string> holders;
+    for (const ActiveRun& a : active) {
+      for (const std::string& held_worker : a.held_workers) {
+        const WorkerInfo* worker = cluster.Find(held_worker);
+        if (names.contains(held_worker) ||
+            (worker != nullptr && !run.share_host && hosts.contains(worker->host_id))) {
+          holders.push_back(a.name);
+          break;
+        }
+      }
+    }
+    return absl::StrCat("waiting for ", holders.empty() ? "running runs" : FewOf(holders),
+                        " to release workers");
+  }
+  return "waiting behind runs queued earlier (the workers it needs are kept for them)";
+}
+
 }  // namespace
 
 bool WorkerNameMatches(absl::string_view requested,
@@ -427,7 +494,10 @@ ScheduleResult Scheduler::Schedule(const ScheduleInput& input) const {
       result.unsatisfiable.push_back({run.name, std::move(status)});
       continue;
     }
-    if (someone_waits && !options_.backfill) continue;
+    if (someone_waits && !options_.backfill) {
+      result.waiting.push_back({run.name, "waiting behind runs queued earlier (no backfill)"});
+      continue;
+    }
     if (std::optional<Placement> placement =
             Place(cluster, run, {&held, &reserved})) {
       Assignment started{run.name, std::move(*placement), {}, run.share_host};
@@ -437,6 +507,7 @@ ScheduleResult Scheduler::Schedule(const ScheduleInput& input) const {
       continue;
     }
     someone_waits = true;
+    result.waiting.push_back({run.name, WhyWaiting(cluster, run, input.workers, input.active, held)});
     // Where it would go once the held workers are free: keep that for it,
     // apart from earlier reservations when it fits beside them.
     std::optional<Placement> future = Place(cluster, run, {&reserved});

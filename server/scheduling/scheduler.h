@@ -80,6 +80,8 @@ struct WorkerInfo {
   // that is BUSY but otherwise healthy is schedulable (whether it is held
   // comes from ScheduleInput::active); DRAINING and LOST workers are not.
   bool schedulable = true;
+  // Why it is not schedulable ("draining", "lost"), for waiting runs' reasons.
+  std::string unavailable;
   // What its inventory offers, as "field=value" tokens a run's needs are
   // matched against ("backend=nccl", "mpi=mpich", "memory=hbw"); "field=*"
   // where the inventory does not say (a worker reporting no backends is not
@@ -146,9 +148,19 @@ struct UnsatisfiableRun {
   absl::Status reason;  // InvalidArgument naming the field
 };
 
+// A run that can start some day but not now, and why: "waiting for
+// workers/x (draining)" when it needs workers that take no work now,
+// "waiting for runs/a to release workers" when running runs hold what it
+// needs, "waiting behind ..." when earlier queued runs have them reserved.
+struct WaitingRun {
+  std::string run;
+  std::string reason;
+};
+
 struct ScheduleResult {
   std::vector<Assignment> started;  // in queue order
   std::vector<UnsatisfiableRun> unsatisfiable;
+  std::vector<WaitingRun> waiting;  // in queue order
   // Workers kept free for runs that wait (see "reservations" above), sorted.
   std::vector<std::string> reserved_workers;
 };

@@ -223,7 +223,9 @@ std::vector<WorkerInfo> WorkerRegistry::SchedulerWorkers() const {
   infos.reserve(workers_.size());
   for (const auto& [name, entry] : workers_) {
     infos.push_back({name, entry.registration.host_id, entry.registration.slots,
-                     !entry.lost && !entry.draining, entry.registration.offers});
+                     !entry.lost && !entry.draining,
+                     entry.lost ? "lost" : entry.draining ? "draining" : "",
+                     entry.registration.offers});
   }
   return infos;
 }

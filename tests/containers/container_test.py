@@ -423,11 +423,16 @@ class Test:
                                    '{{index .Labels "org.opencontainers.image.licenses"}}', image)
             if label.strip() != "Apache-2.0":
                 raise Failure(f"{image}: license label {label.strip()!r}, not Apache-2.0")
-            _, text = self.podman("--log-level=error", "run", "--rm", "--network", "none",
-                                  "--entrypoint", "cat", image,
-                                  "/usr/share/doc/collbench/LICENSE", quiet=True)
-            if text != license_text:
-                raise Failure(f"{image}: /usr/share/doc/collbench/LICENSE differs from LICENSE")
+            # stdout alone: podman's own warnings go to stderr.
+            shown = subprocess.run(["podman", "--log-level=error", "run", "--rm", "--network",
+                                    "none", "--entrypoint", "cat", image,
+                                    "/usr/share/doc/collbench/LICENSE"],
+                                   env=self.podman.env, stdout=subprocess.PIPE,
+                                   stderr=subprocess.PIPE, text=True, timeout=120)
+            if shown.returncode != 0 or shown.stdout != license_text:
+                raise Failure(f"{image}: /usr/share/doc/collbench/LICENSE differs from LICENSE "
+                              f"(exit {shown.returncode}, {len(shown.stdout)} of "
+                              f"{len(license_text)} bytes): {shown.stderr.strip()[-300:]}")
 
     def create_network(self):
         self.podman("network", "create", "--internal", "--disable-dns", "--subnet", SUBNET,

@@ -6,7 +6,7 @@ on 127.0.0.1, and Prometheus (Debian's `prometheus`) scraping it every
 second from its own temporary folder and loopback port. With Prometheus
 already scraping, the test runs a small matrix with the `collbench` CLI
 (allreduce and bcast; pack and spread; Open MPI and MPICH), one run that
-fails (`--memory hbw` on a machine without high-bandwidth memory), one that
+fails (an allreduce algorithm MPICH does not know), one that
 is cancelled and a few API calls that fail, so that every panel has
 something to show. Once Prometheus has scraped the final state it checks,
 for every dashboard in dashboards/:
@@ -444,11 +444,22 @@ def produce_runs(c):
                           "%s %s %s" % (operation, placement, mpi))
     not_found()
 
-    # A run that fails at run time: no high-bandwidth memory here.
+    # A memory kind no worker offers is refused at create time (a failed
+    # API call for the panels); a run that fails at run time: an allreduce
+    # algorithm MPICH does not know (it fails at MPI_Init), or, without
+    # MPICH, an Open MPI rules file that is not in the tuning folder.
+    refused = c.cli("run", "allreduce", "--ranks", 2, "--sizes", "8", "--memory", "hbw",
+                    expect_code=2)
+    expect("spec.memory" in refused.stderr, "--memory hbw: %r" % refused.stderr)
+    if mpich:
+        failing = ("--mpi", "mpich", "--env", "MPIR_CVAR_ALLREDUCE_INTRA_ALGORITHM=no_such_algorithm")
+    else:
+        failing = ("--env", "OMPI_MCA_coll_tuned_use_dynamic_rules=1", "--env",
+                   "OMPI_MCA_coll_tuned_dynamic_rules_filename=no-such-rules.conf")
     failed = c.create_run("allreduce", "--ranks", 2, "--placement", "pack", "--sizes", "8",
-                          "-n", 10, "--memory", "hbw")
+                          "-n", 10, *failing)
     state = c.wait_state(failed, ("succeeded", "failed", "cancelled"), 60)
-    expect(state == "failed", "%s (--memory hbw) ended %s, expected failed" % (failed, state))
+    expect(state == "failed", "%s (%s) ended %s, expected failed" % (failed, failing[-1], state))
 
     cancelled = c.create_run("allreduce", "--ranks", 2, "--placement", "spread", "--sizes",
                              "1M", "-n", 100000, "-w", 1)

@@ -17,7 +17,7 @@ using ::testing::IsEmpty;
 
 WorkerInfo Worker(const std::string& id, const std::string& host, int slots = 1,
                   bool schedulable = true) {
-  return {"workers/" + id, host, slots, schedulable, nullptr};
+  return {"workers/" + id, host, slots, schedulable, schedulable ? "" : "draining", nullptr};
 }
 
 PendingRun Pack(const std::string& id, int ranks, bool share_host = false) {
@@ -326,6 +326,32 @@ TEST(SatisfiableTest, NeedsOnlyTheWorkersThatOfferThemCount) {
   quiet.offers = std::make_shared<const std::vector<std::string>>(
       std::vector<std::string>{"backend=*", "mpi=*"});
   EXPECT_TRUE(CheckSatisfiable(mpich, {quiet}).ok());
+}
+
+// A run that fits but cannot start says why: the workers it needs take no
+// work now, running runs hold them, or earlier runs have them reserved.
+TEST(WaitingTest, EveryWaitingRunSaysWhy) {
+  const std::vector<WorkerInfo> workers = {Worker("a", "h1"), Worker("b", "h2", 1, false),
+                                           Worker("c", "h3")};
+  ScheduleResult result = Schedule(workers, {Explicit("named", {"a", "b"}, 1)});
+  ASSERT_EQ(result.waiting.size(), 1u);
+  EXPECT_EQ(result.waiting[0].run, "runs/named");
+  EXPECT_EQ(result.waiting[0].reason, "waiting for workers/b (draining)");
+
+  result = Schedule(workers, {Spread("two", 2), Spread("more", 2)},
+                    {ActiveRun{"runs/holder", {"workers/a"}, false}});
+  ASSERT_EQ(result.waiting.size(), 2u);
+  EXPECT_EQ(result.waiting[0].reason, "waiting for runs/holder to release workers");
+  // The second waits for the same workers, which the first keeps.
+  EXPECT_EQ(result.waiting[1].run, "runs/more");
+  EXPECT_EQ(result.waiting[1].reason, "waiting for runs/holder to release workers");
+
+  result = Schedule({Worker("a", "h1"), Worker("c", "h3")}, {Spread("first", 2), Pack("small", 1)},
+                    {ActiveRun{"runs/holder", {"workers/a"}, false}});
+  // "small" fits on c, but c is kept for "first", queued before it.
+  ASSERT_EQ(result.waiting.size(), 2u);
+  EXPECT_EQ(result.waiting[1].run, "runs/small");
+  EXPECT_THAT(result.waiting[1].reason, ::testing::StartsWith("waiting behind runs queued earlier"));
 }
 
 TEST(SatisfiableTest, UnavailableWorkersStillCount) {

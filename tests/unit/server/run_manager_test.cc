@@ -332,6 +332,42 @@ TEST_F(RunManagerTest, WhatNoWorkerCanRunIsRefusedAtCreate) {
   EXPECT_EQ(Create(Spec(2)).state(), v1::SCHEDULED);  // what it offers runs
 }
 
+// A queued run says why it waits, in CreateRun's answer, GetRun and
+// ListRuns, and stops saying it once it starts.
+TEST_F(RunManagerTest, AQueuedRunSaysWhyItWaits) {
+  Register("a", "host-a");
+  Register("b", "host-b");
+  ASSERT_TRUE(manager_->DrainWorker("b").ok());
+  v1::RunSpec spec = Spec(2, v1::EXPLICIT);
+  spec.mutable_placement()->add_workers("a");
+  spec.mutable_placement()->add_workers("b");
+  spec.mutable_placement()->set_ranks_per_worker(1);
+  const v1::Run queued = Create(spec);
+  EXPECT_EQ(queued.state(), v1::QUEUED);
+  EXPECT_EQ(queued.waiting_reason(), "waiting for workers/b (draining)");
+  EXPECT_EQ(Get(queued.name()).waiting_reason(), "waiting for workers/b (draining)");
+  absl::StatusOr<Store::RunPage> page = manager_->ListRuns(10, "", v1::QUEUED);
+  ASSERT_TRUE(page.ok());
+  ASSERT_EQ(page->runs.size(), 1u);
+  EXPECT_EQ(page->runs[0].waiting_reason(), "waiting for workers/b (draining)");
+  ASSERT_TRUE(manager_->CancelRun(queued.name(), now_).ok());
+  EXPECT_EQ(Get(queued.name()).waiting_reason(), "");
+
+  // Held by a running run, then started once it ends.
+  v1::RunSpec on_a = Spec(1, v1::EXPLICIT);
+  on_a.mutable_placement()->add_workers("a");
+  on_a.mutable_placement()->set_ranks_per_worker(1);
+  const v1::Run holder = Create(on_a);
+  ASSERT_EQ(holder.state(), v1::SCHEDULED);
+  const v1::Run second = Create(on_a);
+  EXPECT_EQ(second.waiting_reason(),
+            absl::StrCat("waiting for ", holder.name(), " to release workers"));
+  Status(holder.launcher(), holder.name(), v1::SUCCEEDED, 0);
+  const v1::Run started = Get(second.name());
+  EXPECT_EQ(started.state(), v1::SCHEDULED);
+  EXPECT_EQ(started.waiting_reason(), "");
+}
+
 TEST_F(RunManagerTest, SpreadTellsPeersTheTokenBeforeTheLauncherStarts) {
   Register("a", "host-a");
   Register("b", "host-b");
