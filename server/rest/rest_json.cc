@@ -173,7 +173,7 @@ absl::Status ProtoFromJson(absl::string_view body, bool empty_ok,
   nlohmann::json json = nlohmann::json::parse(body, nullptr, /*allow_exceptions=*/false);
   if (json.is_object()) {
     RETURN_IF_ERROR(NormalizeEnumsIn(json, *message->GetDescriptor(), ""));
-    normalized = json.dump();
+    normalized = json.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
   }
   google::protobuf::util::JsonParseOptions options;
   options.ignore_unknown_fields = false;
