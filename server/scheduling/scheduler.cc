@@ -382,11 +382,13 @@ std::string FewOf(const std::vector<std::string>& names) {
 }
 
 // Why `run`, which fits on the registered workers, does not start now.
+// `fits_when_free`: whether it fits once nothing is held or reserved.
 std::string WhyWaiting(const Cluster& cluster, const PendingRun& run,
                        const std::vector<WorkerInfo>& workers,
-                       const std::vector<ActiveRun>& active, const Occupancy& held) {
+                       const std::vector<ActiveRun>& active, const Occupancy& held,
+                       bool fits_when_free) {
   const std::vector<const WorkerInfo*> eligible = Eligible(cluster, run, workers);
-  if (!Place(cluster, run, {}).has_value()) {
+  if (!fits_when_free) {
     // Even with nothing held it does not fit: it needs workers that take
     // no work now.
     std::vector<std::string> away;
@@ -507,11 +509,12 @@ ScheduleResult Scheduler::Schedule(const ScheduleInput& input) const {
       continue;
     }
     someone_waits = true;
-    result.waiting.push_back({run.name, WhyWaiting(cluster, run, input.workers, input.active, held)});
     // Where it would go once the held workers are free: keep that for it,
     // apart from earlier reservations when it fits beside them.
     std::optional<Placement> future = Place(cluster, run, {&reserved});
     if (!future.has_value()) future = Place(cluster, run, {});
+    result.waiting.push_back({run.name, WhyWaiting(cluster, run, input.workers, input.active,
+                                                   held, future.has_value())});
     if (future.has_value()) {
       cluster.Occupy(cluster.Held(*future, run.share_host), run.share_host,
                      &reserved);
