@@ -215,11 +215,16 @@ class Cluster {
 
 using Occupancies = std::vector<const Occupancy*>;
 
+// Whether `worker` could ever take ranks of `run`: it has slots and offers
+// every need. Held, draining and lost workers included.
+bool CanHost(const WorkerInfo& worker, const PendingRun& run) {
+  return worker.slots > 0 && OffersAll(worker, run.needs);
+}
+
 // Whether `run` may put ranks on `worker` given what is held or reserved.
 bool Usable(const Cluster& cluster, const WorkerInfo& worker,
             const PendingRun& run, const Occupancies& occupied) {
-  if (!worker.schedulable || worker.slots <= 0) return false;
-  if (!OffersAll(worker, run.needs)) return false;
+  if (!worker.schedulable || !CanHost(worker, run)) return false;
   for (const Occupancy* occupancy : occupied) {
     if (occupancy->taken_workers.contains(worker.name)) return false;
     if (occupancy->whole_hosts.contains(worker.host_id)) return false;
@@ -368,7 +373,7 @@ std::vector<const WorkerInfo*> Eligible(const Cluster& cluster, const PendingRun
     return eligible;
   }
   for (const WorkerInfo& worker : workers) {
-    if (worker.slots > 0 && OffersAll(worker, run.needs)) eligible.push_back(&worker);
+    if (CanHost(worker, run)) eligible.push_back(&worker);
   }
   return eligible;
 }
@@ -460,7 +465,7 @@ absl::Status CheckSatisfiable(const PendingRun& run,
   int total_slots = 0;
   int usable_workers = 0;
   for (const WorkerInfo& worker : all_workers) {
-    if (worker.slots <= 0 || !OffersAll(worker, run.needs)) continue;
+    if (!CanHost(worker, run)) continue;
     total_slots += worker.slots;
     ++usable_workers;
   }
