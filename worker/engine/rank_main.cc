@@ -20,6 +20,7 @@
 #include "engine_spec/job_checks.h"
 #include "worker/engine/memory/memory_kind.h"
 #include "worker/engine/mpi/mpi_communicator.h"
+#include "worker/engine/oversubscription.h"
 #include "engine_spec/options.h"
 #include "worker/engine/report/fingerprint.h"
 #include "worker/engine/report/reporter.h"
@@ -124,8 +125,18 @@ absl::Status Agree(Engine& e, const absl::Status& local) {
   return AgreeOnStatus(*e.world, local);
 }
 
+// Warns once, from rank 0, when a host has more ranks than CPUs for them.
+absl::Status WarnIfOversubscribed(Engine& e) {
+  ASSIGN_OR_RETURN(std::vector<std::string> cpus, e.world->GatherStrings(AllowedCpus()));
+  if (e.world->rank() != 0) return absl::OkStatus();
+  const std::string warning = OversubscriptionWarning(e.hosts, cpus);
+  if (!warning.empty()) absl::FPrintF(stderr, "collbench-rank: %s\n", warning);
+  return absl::OkStatus();
+}
+
 absl::Status ReportStart(Engine& e) {
   ASSIGN_OR_RETURN(e.hosts, e.world->GatherStrings(HostName()));
+  RETURN_IF_ERROR(WarnIfOversubscribed(e));
   if (!e.reporter) return absl::OkStatus();
   StartRecord start;
   start.spec = SpecEcho(e.options);
@@ -178,6 +189,7 @@ absl::StatusOr<SweepTotals> RunOperation(Engine& e) {
     ASSIGN_OR_RETURN(SweepTotals one, RunSweep(env));
     totals.sizes += one.sizes;
     totals.wrong += one.wrong;
+    totals.busbw_sum_Bps += one.busbw_sum_Bps;
   }
   return totals;
 }
@@ -221,7 +233,10 @@ int Finish(Engine& e, const absl::StatusOr<SweepTotals>& result) {
     return code;
   }
   const bool wrong = result->wrong > 0;
-  if (e.reporter) e.reporter->End({wrong ? "wrong" : "ok", result->sizes, result->wrong, elapsed_s});
+  if (e.reporter) {
+    e.reporter->End({wrong ? "wrong" : "ok", result->sizes, result->wrong, elapsed_s,
+                     result->AverageBusbwBps()});
+  }
   if (wrong && e.world->rank() == 0) {
     absl::FPrintF(stderr, "collbench-rank: validation failed: %d wrong elements\n", result->wrong);
   }
