@@ -13,6 +13,8 @@
 #include "analysis/svg_plot.h"
 #include "api/convert.h"
 #include "common/units.h"
+#include "engine_spec/operations.h"
+#include "engine_spec/types.h"
 
 namespace collbench::report_internal {
 namespace {
@@ -48,7 +50,8 @@ std::vector<std::pair<std::string, std::string>> Facts(const v1::Run& run) {
       {"time budget", s.has_time_budget() ? absl::StrCat(s.time_budget().seconds() +
                                                          s.time_budget().nanos() * 1e-9, " s")
                                           : "none"},
-      {"dtype", s.dtype().empty() ? "float32" : s.dtype()},
+      {"dtype", s.dtype().empty() ? std::string(DataTypeName(DefaultDataType(s.operation())))
+                                  : s.dtype()},
       {"redop", s.redop().empty() ? "sum" : s.redop()},
       {"root", absl::StrCat(s.root())},
       {"check", s.check() ? "yes" : "no"},

@@ -132,7 +132,7 @@ GivenArgs ScanGiven(const std::vector<std::string>& args) {
     }
     const size_t eq = arg.find('=');
     std::string name = LongName(arg.substr(0, eq));
-    const bool takes_value = name != "--check" && name != "--help";
+    const bool takes_value = name != "--check" && name != "--help" && name != "--in-place";
     if (takes_value && eq == absl::string_view::npos) ++i;  // skip the value
     given.flags.insert(std::move(name));
   }
@@ -180,6 +180,7 @@ void SetDataFromOptions(const EngineOptions& o, const GivenArgs& given, v1::RunS
   spec->set_root(o.root);
   spec->set_memory(o.memory);
   spec->set_check(o.check);
+  spec->set_in_place(o.in_place);
   if (o.sync.has_value()) {
     spec->set_sync(IterationSyncFromText(IterationSyncName(*o.sync)));
   }
@@ -332,6 +333,7 @@ std::vector<std::string> EngineArgs(const v1::RunSpec& spec) {
   if (spec.root() != 0) AppendFlag(&args, "--root", absl::StrCat(spec.root()));
   if (!spec.memory().empty()) AppendFlag(&args, "--memory", spec.memory());
   if (spec.check()) args.push_back("--check");
+  if (spec.in_place()) args.push_back("--in-place");
   if (spec.sync() != v1::ITERATION_SYNC_UNSPECIFIED) {
     AppendFlag(&args, "--sync", IterationSyncText(spec.sync()));
   }

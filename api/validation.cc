@@ -38,8 +38,11 @@ bool Contains(const Range& names, absl::string_view name) {
                      [&](absl::string_view n) { return n == name; });
 }
 
-std::vector<DataType> ResolveDataTypes(absl::string_view name, const BackendSpec* backend) {
-  if (name.empty()) return {DataType::kFloat32};
+// `operation` names the operation or scenario run: without a dtype the
+// engine measures its DefaultDataType.
+std::vector<DataType> ResolveDataTypes(absl::string_view name, absl::string_view operation,
+                                       const BackendSpec* backend) {
+  if (name.empty()) return {DefaultDataType(operation)};
   if (name != "all") {
     absl::StatusOr<DataType> t = ParseDataType(name);
     return t.ok() ? std::vector<DataType>{*t} : std::vector<DataType>{};
@@ -316,7 +319,8 @@ Context Resolve(const v1::RunSpec& spec, const ValidationLimits& limits) {
   }
   const std::string backend = spec.backend().empty() ? "mpi" : spec.backend();
   ctx.backend = FindBackendSpec(backend);
-  ctx.dtypes = ResolveDataTypes(spec.dtype(), ctx.backend);
+  ctx.dtypes = ResolveDataTypes(spec.dtype(), ctx.scenario.empty() ? spec.operation() : ctx.scenario,
+                                ctx.backend);
   ctx.redops = ResolveReduceOps(spec.redop());
   const EngineOptions defaults;
   ctx.min_bytes = spec.min_bytes() != 0 ? spec.min_bytes() : defaults.min_bytes;
@@ -354,6 +358,8 @@ std::string FieldPathOf(const RuleError& error) {
     case Setting::kBucketBytes: return "spec.bucket_bytes";
     case Setting::kSteps: return "spec.steps";
     case Setting::kComputeTime: return "spec.compute_time";
+    case Setting::kFactor: return "spec.factor";
+    case Setting::kInPlace: return "spec.in_place";
   }
   return "spec";
 }

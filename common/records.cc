@@ -140,6 +140,7 @@ Json ToJson(const SizeRecord& r) {
     j["slowest_rank"] = r.slowest_rank;
     j["slowest_vs_median"] = r.slowest_vs_median;
   }
+  if (r.in_place) j["in_place"] = true;
   return j;
 }
 
@@ -155,11 +156,13 @@ RankTiming RankTimingFromJson(const Json& j) {
 }
 
 Json ToJson(const EndRecord& r) {
-  return Json{{"kind", "end"},
-              {"status", r.status},
-              {"sizes", r.sizes},
-              {"wrong", r.wrong},
-              {"elapsed_s", r.elapsed_s}};
+  Json j{{"kind", "end"},
+         {"status", r.status},
+         {"sizes", r.sizes},
+         {"wrong", r.wrong},
+         {"elapsed_s", r.elapsed_s}};
+  if (r.avg_busbw_Bps > 0) j["avg_busbw_Bps"] = r.avg_busbw_Bps;
+  return j;
 }
 
 Json ToJson(const ErrorRecord& r) {
@@ -213,6 +216,7 @@ absl::StatusOr<Record> FromJson(const Json& j) {
     }
     r.slowest_rank = GetIntOr(j, "slowest_rank", -1);
     r.slowest_vs_median = j.value("slowest_vs_median", 0.0);
+    r.in_place = j.value("in_place", false);
     return r;
   }
   if (kind == "end") {
@@ -221,6 +225,7 @@ absl::StatusOr<Record> FromJson(const Json& j) {
     r.sizes = GetUnsignedOr(j, "sizes", 0);
     r.wrong = GetUnsignedOr(j, "wrong", 0);
     r.elapsed_s = j.value("elapsed_s", 0.0);
+    r.avg_busbw_Bps = j.value("avg_busbw_Bps", 0.0);
     return r;
   }
   if (kind == "error") {

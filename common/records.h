@@ -77,6 +77,8 @@ struct SizeRecord {
   std::vector<RankTiming> ranks;
   int slowest_rank = -1;
   double slowest_vs_median = 0;
+  // One buffer was input and output (--in-place); written only when true.
+  bool in_place = false;
 
   bool operator==(const SizeRecord&) const = default;
 };
@@ -86,6 +88,10 @@ struct EndRecord {
   uint64_t sizes = 0;
   uint64_t wrong = 0;
   double elapsed_s = 0;
+  // The run's summary figure, as nccl-tests' "Avg bus bandwidth": the mean
+  // of busbw_Bps over the size records it reported. Written only when
+  // positive (a run that measured something).
+  double avg_busbw_Bps = 0;
 
   bool operator==(const EndRecord&) const = default;
 };

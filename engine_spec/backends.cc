@@ -7,7 +7,7 @@ namespace collbench {
 
 const std::vector<BackendSpec>& BackendSpecs() {
   static const auto* specs = new std::vector<BackendSpec>{
-      {"mpi", MemorySpace::kHost, false, "MPI collectives on host memory"},
+      {"mpi", MemorySpace::kHost, false, "MPI collectives on host memory", InPlaceForm::kMpi},
       {"host-staged", MemorySpace::kHost, false,
        "host buffers copied through staging buffers around MPI calls (the cudaMemcpy "
        "stand-in without a GPU)"},
@@ -15,8 +15,10 @@ const std::vector<BackendSpec>& BackendSpecs() {
        "every message serialized, sent as bytes and deserialized; reductions after "
        "deserialization (the object path of mpi4py's lower-case calls)"},
       {"mpi-staged", MemorySpace::kDevice, true, "device buffers copied to host around MPI calls"},
-      {"mpi-cuda", MemorySpace::kDevice, true, "MPI on device pointers (needs a CUDA-aware MPI)"},
-      {kNcclBackend, MemorySpace::kDevice, true, "NCCL collectives on device memory"},
+      {"mpi-cuda", MemorySpace::kDevice, true, "MPI on device pointers (needs a CUDA-aware MPI)",
+       InPlaceForm::kMpi},
+      {kNcclBackend, MemorySpace::kDevice, true, "NCCL collectives on device memory",
+       InPlaceForm::kNccl},
   };
   return *specs;
 }

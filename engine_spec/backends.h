@@ -18,11 +18,17 @@
 
 namespace collbench {
 
+// The in-place form a backend's collectives take (--in-place): none (it
+// stages or serializes every buffer, so there is no one buffer to share),
+// MPI's MPI_IN_PLACE, or NCCL's same pointer.
+enum class InPlaceForm { kNone, kMpi, kNccl };
+
 struct BackendSpec {
   const char* name;
   MemorySpace space;  // where its collectives' buffers live
   bool needs_cuda;    // exists only in builds with CUDA
   const char* description;
+  InPlaceForm in_place = InPlaceForm::kNone;
 };
 
 // mpi, host-staged, mpi-object, mpi-staged, mpi-cuda, nccl, in that order.

@@ -66,11 +66,46 @@ std::optional<RuleError> CheckElementWidth(const EngineOptions& o) {
   const uint64_t width = ElementSize(o.dtype);
   const std::vector<uint64_t> sizes = SweepSizes(o);
   for (size_t i = 0; i < sizes.size(); ++i) {
-    if (sizes[i] >= width) continue;
-    const bool listed = !o.sizes_bytes.empty();
-    return RuleError{listed ? Setting::kSizes : Setting::kMinBytes, listed ? static_cast<int>(i) : -1,
-                     absl::StrCat(sizes[i], " bytes is less than one ", DataTypeName(o.dtype),
-                                  " element (", width, " bytes)")};
+    const uint64_t bytes = sizes[i];
+    if (bytes >= width && bytes % width == 0) continue;
+    const std::string element =
+        absl::StrCat(DataTypeName(o.dtype), " element", bytes < width ? "" : "s", " (", width,
+                     " bytes", bytes < width ? ")" : " each)");
+    const std::string what = bytes < width ? absl::StrCat("is less than one ", element)
+                                           : absl::StrCat("is not a whole number of ", element);
+    if (!o.sizes_bytes.empty() || i == 0) {
+      return RuleError{o.sizes_bytes.empty() ? Setting::kMinBytes : Setting::kSizes,
+                       o.sizes_bytes.empty() ? -1 : static_cast<int>(i),
+                       absl::StrCat(bytes, " bytes ", what, "; use a multiple of ", width,
+                                    " bytes or the int8 dtype")};
+    }
+    return Broken(Setting::kFactor,
+                  absl::StrCat(o.factor, " from ", o.min_bytes, " bytes makes ", bytes,
+                               " bytes, which ", what, "; use a whole factor or the int8 dtype"));
+  }
+  return std::nullopt;
+}
+
+std::optional<RuleError> CheckInPlace(const EngineOptions& o, const OperationSpec& op,
+                                      const BackendSpec& backend) {
+  if (!o.in_place) return std::nullopt;
+  if (!op.traits.in_place) {
+    return Broken(Setting::kInPlace,
+                  absl::StrCat("does not apply to ", op.name,
+                               ": it has no in-place form (in-place runs allreduce, reduce, "
+                               "bcast, allgather, gather and alltoall)"));
+  }
+  if (backend.in_place == InPlaceForm::kNone) {
+    return Broken(Setting::kInPlace,
+                  absl::StrCat("does not apply to backend ", backend.name,
+                               ": it stages or serializes every buffer; in-place runs on mpi, "
+                               "mpi-cuda and nccl"));
+  }
+  if (backend.in_place == InPlaceForm::kNccl && !op.traits.in_place_on_nccl) {
+    return Broken(Setting::kInPlace,
+                  absl::StrCat("does not apply to ", op.name, " on nccl: NCCL has no ", op.name,
+                               " call to give one pointer (on nccl in-place runs allreduce, "
+                               "reduce, bcast and allgather)"));
   }
   return std::nullopt;
 }
@@ -93,6 +128,8 @@ absl::string_view FlagOf(Setting setting) {
     case Setting::kBucketBytes: return "--bucket-bytes";
     case Setting::kSteps: return "--steps";
     case Setting::kComputeTime: return "--compute-time";
+    case Setting::kFactor: return "--factor";
+    case Setting::kInPlace: return "--in-place";
   }
   return "";
 }
@@ -142,6 +179,7 @@ std::optional<RuleError> CheckJob(const EngineOptions& o, const OperationSpec& o
                                                 "type)"));
   }
   if (std::optional<RuleError> width = CheckElementWidth(o)) return width;
+  if (std::optional<RuleError> in_place = CheckInPlace(o, op, backend)) return in_place;
   if (o.check && traits.reduces) {
     if (absl::Status s = CheckReductionExact(o.dtype, o.redop, nranks); !s.ok()) {
       return RuleErrorFrom(Setting::kCheck, s);
@@ -223,8 +261,12 @@ uint64_t PeakBufferBytes(const EngineOptions& options, const OperationSpec& op, 
     ctx.dtype = options.dtype;
     ctx.count = bytes / width;
     ctx.root = options.root;
+    ctx.in_place = options.in_place;
     const OpBuffers b = op.buffers(ctx);
-    peak = std::max<uint64_t>(peak, (uint64_t{b.send_count} + b.recv_count) * width);
+    const uint64_t count = options.in_place && op.traits.in_place
+                               ? InPlaceLayoutOf(op, ctx).buffer_count
+                               : uint64_t{b.send_count} + b.recv_count;
+    peak = std::max<uint64_t>(peak, count * width);
   }
   return peak;
 }

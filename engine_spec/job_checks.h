@@ -45,6 +45,8 @@ enum class Setting {
   kBucketBytes,
   kSteps,
   kComputeTime,
+  kFactor,   // the sweep's factor (a size it generates)
+  kInPlace,
 };
 
 // collbench-rank's flag for `setting` ("--root"); "" for the operation and
@@ -92,13 +94,20 @@ struct RunPlan {
 std::optional<RuleError> PlanRun(const EngineOptions& options, int nranks, RunPlan* plan);
 
 // Root in range, pairs for point-to-point, dtype the backend can carry, every
-// size at least one element, exact validation possible, and which memory
-// kinds serve the buffers, for the one combination options.dtype/redop.
+// size whole elements, an in-place form when --in-place asks, exact
+// validation possible, and which memory kinds serve the buffers, for the one
+// combination options.dtype/redop.
 std::optional<RuleError> CheckJob(const EngineOptions& options, const OperationSpec& op,
                                   const BackendSpec& backend, int nranks, MemoryPlan* plan);
 
-// Every size of the sweep holds at least one element of options.dtype.
+// Every size the run measures is a whole number of options.dtype elements
+// (refused, never rounded): a --sizes entry, the sweep's --min-bytes and
+// every size --factor makes from it. --max-bytes is only a bound.
 std::optional<RuleError> CheckElementWidth(const EngineOptions& options);
+
+// --in-place asked of an operation or a backend without an in-place form.
+std::optional<RuleError> CheckInPlace(const EngineOptions& options, const OperationSpec& op,
+                                      const BackendSpec& backend);
 
 // The backend an operation runs on: copies (and gemm) always run on "mpi"
 // (they use no collective), everything else on --backend.

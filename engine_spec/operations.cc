@@ -1,5 +1,6 @@
 #include "engine_spec/operations.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdlib>
 
@@ -48,21 +49,22 @@ constexpr OpTraits kDeviceCopy = {.op_class = OpClass::kCopy, .needs_device = tr
 
 const std::vector<OperationSpec>& OperationSpecs() {
   static const auto* specs = new std::vector<OperationSpec>{
-      {"allgather", {}, AllgatherBuffers},
-      {"allreduce", {.reduces = true}, Same},
-      {"alltoall", {}, AlltoallBuffers},
-      {"bcast", {.rooted = true}, Same},
+      {"allgather", {.in_place = true, .in_place_on_nccl = true}, AllgatherBuffers},
+      {"allreduce", {.reduces = true, .in_place = true, .in_place_on_nccl = true}, Same},
+      {"alltoall", {.in_place = true}, AlltoallBuffers},
+      {"bcast", {.rooted = true, .in_place = true, .in_place_on_nccl = true}, Same},
       {"bibw", kPointToPoint, Same},
       {"bw", kPointToPoint, Same},
       {"d2d", kDeviceCopy, CopyBuffers<kDevice, kDevice>},
       {"d2h", kDeviceCopy, CopyBuffers<kDevice, kHost>},
-      {"gather", {.rooted = true}, GatherBuffers},
+      {"gather", {.rooted = true, .in_place = true}, GatherBuffers},
       // A local probe like the copies: each rank works on its own buffers.
       {"gemm", {.op_class = OpClass::kCopy, .floats_only = true}, GemmBuffers},
       {"h2d", kDeviceCopy, CopyBuffers<kHost, kDevice>},
       {"h2h", {.op_class = OpClass::kCopy}, CopyBuffers<kHost, kHost>},
       {"latency", kPointToPoint, Same},
-      {"reduce", {.rooted = true, .reduces = true}, Same},
+      {"reduce", {.rooted = true, .reduces = true, .in_place = true, .in_place_on_nccl = true},
+       Same},
       {"reduce_scatter", {.reduces = true}, ReduceScatterBuffers},
   };
   return *specs;
@@ -86,6 +88,25 @@ const OperationSpec& OperationSpecNamed(absl::string_view name) {
   absl::StatusOr<const OperationSpec*> spec = FindOperationSpec(name);
   if (!spec.ok()) std::abort();  // a programming error: the table names every operation
   return **spec;
+}
+
+DataType DefaultDataType(absl::string_view operation) {
+  absl::StatusOr<const OperationSpec*> op = FindOperationSpec(operation);
+  if (!op.ok()) return DataType::kFloat32;
+  const OpTraits traits = (*op)->traits;
+  return traits.reduces || traits.floats_only ? DataType::kFloat32 : DataType::kInt8;
+}
+
+InPlaceLayout InPlaceLayoutOf(const OperationSpec& op, const OpContext& ctx) {
+  const OpBuffers apart = op.buffers(ctx);
+  InPlaceLayout layout;
+  layout.input_count = apart.send_count;
+  const absl::string_view name = op.name;
+  if (name == "allgather" || (name == "gather" && ctx.rank == ctx.root)) {
+    layout.input_offset = static_cast<size_t>(ctx.rank) * ctx.count;
+  }
+  layout.buffer_count = std::max(apart.recv_count, layout.input_offset + layout.input_count);
+  return layout;
 }
 
 size_t GemmSide(size_t count) {

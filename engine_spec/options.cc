@@ -9,6 +9,7 @@
 #include "absl/strings/str_join.h"
 #include "common/status_macros.h"
 #include "common/units.h"
+#include "engine_spec/operations.h"
 
 namespace collbench {
 namespace {
@@ -107,6 +108,8 @@ const std::vector<Flag>& Flags() {
        }},
       {"--check", "-c", false,
        [](EngineOptions* o, absl::string_view) { o->check = true; return absl::OkStatus(); }},
+      {"--in-place", "", false,
+       [](EngineOptions* o, absl::string_view) { o->in_place = true; return absl::OkStatus(); }},
       {"--sync", "", true,
        [](EngineOptions* o, absl::string_view v) -> absl::Status {
          ASSIGN_OR_RETURN(o->sync, ParseIterationSync(v));
@@ -220,6 +223,7 @@ absl::Status CheckConsistency(const EngineOptions& o, bool explicit_range) {
 absl::StatusOr<EngineOptions> ParseEngineArgs(const std::vector<std::string>& args) {
   EngineOptions options;
   bool explicit_range = false;
+  bool dtype_given = false;
   for (size_t i = 0; i < args.size(); ++i) {
     absl::string_view arg = args[i];
     if (arg.empty() || arg[0] != '-' || arg == "-") {
@@ -251,6 +255,7 @@ absl::StatusOr<EngineOptions> ParseEngineArgs(const std::vector<std::string>& ar
       return absl::InvalidArgumentError(absl::StrCat("flag ", name, " takes no value"));
     }
     RETURN_IF_ERROR(flag->set(&options, value));
+    if (flag->long_name == absl::string_view("--dtype")) dtype_given = true;
     if (flag->long_name == absl::string_view("--min-bytes") ||
         flag->long_name == absl::string_view("--max-bytes")) {
       explicit_range = true;
@@ -265,6 +270,7 @@ absl::StatusOr<EngineOptions> ParseEngineArgs(const std::vector<std::string>& ar
   if (!options.scenario.empty() && options.operation.empty()) {
     options.operation = options.scenario;
   }
+  if (!dtype_given) options.dtype = DefaultDataType(options.operation);
   RETURN_IF_ERROR(CheckConsistency(options, explicit_range));
   return options;
 }
@@ -327,6 +333,7 @@ std::map<std::string, std::string> SpecEcho(const EngineOptions& o) {
   std::vector<std::string> sizes;
   for (uint64_t b : SweepSizes(o)) sizes.push_back(FormatBytes(b));
   spec["sizes"] = absl::StrJoin(sizes, ",");
+  if (o.in_place) spec["in_place"] = "true";
   spec["iters"] = o.iters ? absl::StrCat(*o.iters) : "auto";
   spec["warmup"] = o.warmup ? absl::StrCat(*o.warmup) : "auto";
   if (o.time_budget_s) spec["time_budget"] = FormatDuration(*o.time_budget_s);
@@ -373,10 +380,16 @@ Data:
                             dax_kmem numa:N pinned device
   -d, --dtype T             int8 int32 int64 float32 float64; float16 bfloat16
                             on nccl; all = every type the backend carries
-                            (default float32)
+                            (default float32 for reductions and gemm, int8
+                            for operations that only move bytes); every
+                            size must be a whole number of elements
   -o, --redop OP            sum prod min max, or all (default sum)
   -r, --root R              root of bcast, gather, reduce (default 0)
   -c, --check               validate every size; count wrong elements
+      --in-place            one buffer for input and output (MPI_IN_PLACE,
+                            NCCL's same pointer): allreduce reduce bcast
+                            allgather gather alltoall, on mpi and mpi-cuda
+                            (nccl: allreduce reduce bcast allgather)
       --sync S              between timed iterations of a collective:
                             barrier (default: an untimed barrier, each sample
                             one isolated operation, as OSU) or none (back to

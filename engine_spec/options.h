@@ -39,6 +39,8 @@ struct EngineOptions {
 
   std::string backend = "mpi";
   std::string memory;  // empty: the backend's natural kind
+  // ParseEngineArgs sets the operation's DefaultDataType when --dtype is
+  // not given.
   DataType dtype = DataType::kFloat32;
   ReduceOp redop = ReduceOp::kSum;
   // `--dtype all` / `--redop all` (as nccl-tests' -d all -o all): run every
@@ -51,6 +53,10 @@ struct EngineOptions {
   // resolved by the engine before it runs.
   std::optional<IterationSync> sync;
   bool check = false;
+  // --in-place: one buffer is input and output (MPI_IN_PLACE, NCCL's same
+  // pointer), as nccl-tests' in-place columns; operations and backends
+  // without such a form are refused (CheckJob).
+  bool in_place = false;
   OutputFormat format = OutputFormat::kTable;
   int window = 64;  // messages in flight for bw / bibw, as osu_bw
 
@@ -94,7 +100,8 @@ inline constexpr size_t kMaxSweepSizes = 10000;
 
 // Parses everything after the program name. Errors are InvalidArgument
 // naming the flag and the bad value, or the flags that together ask for
-// more than kMaxSweepSizes sizes.
+// more than kMaxSweepSizes sizes. Without --dtype the type is the
+// operation's DefaultDataType (engine_spec/operations.h).
 absl::StatusOr<EngineOptions> ParseEngineArgs(const std::vector<std::string>& args);
 
 // The geometric sweep: in increasing order min, min*f, ... (rounded, each

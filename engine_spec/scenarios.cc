@@ -115,17 +115,22 @@ std::optional<RuleError> GradientReplayRules(const EngineOptions& options, int n
 }
 
 std::optional<RuleError> ScenarioRules(const EngineOptions& options, int nranks) {
+  if (options.in_place) {
+    return Broken(Setting::kInPlace,
+                  absl::StrCat("does not apply to scenario ", options.scenario,
+                               ": it chooses its own buffers"));
+  }
   return options.scenario == kParameterServer ? ParameterServerRules(options, nranks)
                                               : GradientReplayRules(options, nranks);
 }
 
 absl::Status ValidateParameterServer(const EngineOptions& options, int nranks) {
-  std::optional<RuleError> broken = ParameterServerRules(options, nranks);
+  std::optional<RuleError> broken = ScenarioRules(options, nranks);
   return broken ? EngineError(*broken) : absl::OkStatus();
 }
 
 absl::Status ValidateGradientReplay(const EngineOptions& options, int nranks) {
-  std::optional<RuleError> broken = GradientReplayRules(options, nranks);
+  std::optional<RuleError> broken = ScenarioRules(options, nranks);
   return broken ? EngineError(*broken) : absl::OkStatus();
 }
 

@@ -8,7 +8,10 @@ checked, with the expected total of wrong elements, the iteration
 synchronization the operation runs with, and every rank's statistics and
 host. With --expect-slowest R every size must name rank R as the slowest
 and flag it as a straggler, in the JSON lines and in the table (a second
-run with --format table).
+run with --format table). The end record must carry the mean busbw of the
+size records (nccl-tests' "Avg bus bandwidth"), every size record must say
+whether it ran in place (--in-place), and stderr must warn about
+oversubscription exactly when the ranks outnumber this machine's CPUs.
 """
 import argparse
 import json
@@ -74,6 +77,27 @@ def check_ranks(args, records, sizes):
             if slowest != args.expect_slowest or flagged != [args.expect_slowest]:
                 failures.append(f"{label}: slowest {slowest}, stragglers {flagged}, expected "
                                 f"rank {args.expect_slowest} alone ({ranks})")
+    return failures
+
+
+def check_summary(args, records, sizes, stderr):
+    """The end record's average busbw, the in-place flag and the warning."""
+    failures = []
+    ends = [r for r in records if r.get("kind") == "end"]
+    busbw = [r["busbw_Bps"] for r in sizes]
+    if ends and busbw and sum(busbw) > 0:
+        mean = sum(busbw) / len(busbw)
+        got = ends[0].get("avg_busbw_Bps", 0)
+        if abs(got - mean) > 1e-9 * mean:
+            failures.append(f"end record avg_busbw_Bps {got}, the sizes' mean busbw is {mean}")
+    in_place = "--in-place" in args.extra
+    if any(r.get("in_place", False) != in_place for r in sizes):
+        failures.append(f"a size record does not say in_place {in_place}")
+    crowded = args.np > len(os.sched_getaffinity(0))
+    warned = "dominated by scheduling" in stderr
+    if warned != crowded:
+        failures.append(f"{args.np} ranks on {len(os.sched_getaffinity(0))} CPUs: "
+                        f"oversubscription warning {'printed' if warned else 'missing'}")
     return failures
 
 
@@ -164,6 +188,8 @@ def main():
             failures.append(f"size {r['bytes']} {r['dtype']}: bad timing or histogram")
             break
     failures += check_ranks(args, records, sizes)
+    if args.expect_error is None:
+        failures += check_summary(args, records, sizes, result.stderr)
     if args.expect_slowest is not None and not failures:
         failures += check_table(command, env, args.expect_slowest)
     print(f"{len(sizes)} sizes checked, {wrong} wrong, exit {result.returncode}")

@@ -20,6 +20,7 @@
 #include "engine_spec/job_checks.h"
 #include "worker/engine/memory/memory_kind.h"
 #include "worker/engine/mpi/mpi_communicator.h"
+#include "worker/engine/oversubscription.h"
 #include "engine_spec/options.h"
 #include "worker/engine/report/fingerprint.h"
 #include "worker/engine/report/reporter.h"
@@ -124,8 +125,18 @@ absl::Status Agree(Engine& e, const absl::Status& local) {
   return AgreeOnStatus(*e.world, local);
 }
 
+// Warns once, from rank 0, when a host has more ranks than CPUs for them.
+absl::Status WarnIfOversubscribed(Engine& e) {
+  ASSIGN_OR_RETURN(std::vector<std::string> cpus, e.world->GatherStrings(AllowedCpus()));
+  if (e.world->rank() != 0) return absl::OkStatus();
+  const std::string warning = OversubscriptionWarning(e.hosts, cpus);
+  if (!warning.empty()) absl::FPrintF(stderr, "collbench-rank: %s\n", warning);
+  return absl::OkStatus();
+}
+
 absl::Status ReportStart(Engine& e) {
   ASSIGN_OR_RETURN(e.hosts, e.world->GatherStrings(HostName()));
+  RETURN_IF_ERROR(WarnIfOversubscribed(e));
   if (!e.reporter) return absl::OkStatus();
   StartRecord start;
   start.spec = SpecEcho(e.options);
@@ -143,12 +154,27 @@ absl::Status ReportStart(Engine& e) {
   return absl::OkStatus();
 }
 
+// MPICH 4.0's MPI_Reduce reads MPI_IN_PLACE as a buffer at a root other
+// than rank 0 from 64 KiB on (a segfault at its address, 0xff..ff): refused
+// on every rank before anything runs, rather than crashing the job.
+absl::Status CheckLibraryInPlace(const EngineOptions& options) {
+  if (absl::string_view(COLLBENCH_MPI_FLAVOR) != "mpich" || !options.in_place ||
+      options.operation != "reduce" || options.root == 0) {
+    return absl::OkStatus();
+  }
+  return absl::InvalidArgumentError(
+      "--in-place reduce with a --root other than 0 is refused on MPICH: its MPI_Reduce "
+      "crashes on MPI_IN_PLACE at a non-zero root from 64 KiB (MPICH 4.0); use --root 0 or "
+      "collbench-rank (Open MPI)");
+}
+
 // Runs an operation sweep for every combination; returns the totals.
 absl::StatusOr<SweepTotals> RunOperation(Engine& e) {
   RunPlan plan;
   if (std::optional<RuleError> broken = PlanRun(e.options, e.world->size(), &plan)) {
     return EngineError(*broken);
   }
+  RETURN_IF_ERROR(CheckLibraryInPlace(e.options));
   ASSIGN_OR_RETURN(const Operation* op, e.operations.Find(plan.op->name));
   RETURN_IF_ERROR(e.backends.Info(plan.backend->name).status());
   e.options.sync = plan.runs.front().sync;
@@ -178,6 +204,7 @@ absl::StatusOr<SweepTotals> RunOperation(Engine& e) {
     ASSIGN_OR_RETURN(SweepTotals one, RunSweep(env));
     totals.sizes += one.sizes;
     totals.wrong += one.wrong;
+    totals.busbw_sum_Bps += one.busbw_sum_Bps;
   }
   return totals;
 }
@@ -221,7 +248,10 @@ int Finish(Engine& e, const absl::StatusOr<SweepTotals>& result) {
     return code;
   }
   const bool wrong = result->wrong > 0;
-  if (e.reporter) e.reporter->End({wrong ? "wrong" : "ok", result->sizes, result->wrong, elapsed_s});
+  if (e.reporter) {
+    e.reporter->End({wrong ? "wrong" : "ok", result->sizes, result->wrong, elapsed_s,
+                     result->AverageBusbwBps()});
+  }
   if (wrong && e.world->rank() == 0) {
     absl::FPrintF(stderr, "collbench-rank: validation failed: %d wrong elements\n", result->wrong);
   }

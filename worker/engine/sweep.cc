@@ -20,10 +20,12 @@
 namespace collbench {
 namespace {
 
-// Send and receive buffers of one size, wherever they live.
+// Send and receive buffers of one size, wherever they live. In place
+// (--in-place) only `recv` is allocated and `send_data` points into it.
 struct SizeBuffers {
   Buffer send;
   Buffer recv;
+  void* send_data = nullptr;  // what the operation is given as its send buffer
 };
 
 MemorySpace SpaceFor(const std::optional<MemorySpace>& wanted, const Backend& backend) {
@@ -55,7 +57,30 @@ absl::Status Fill(const SweepEnv& env, const Buffer& buffer, DataType dtype, siz
   return env.device->Copy(buffer.data(), staging.data(), staging.size());
 }
 
+// The in-place buffer's contents before a call: this rank's input where
+// the layout puts it, the poison everywhere else.
+absl::Status FillInPlace(const SweepEnv& env, const OpContext& ctx, const Buffer& buffer) {
+  const InPlaceLayout layout = env.op->InPlace(ctx);
+  return Fill(env, buffer, ctx.dtype, layout.buffer_count, [&](size_t i) {
+    const bool input = i >= layout.input_offset && i - layout.input_offset < layout.input_count;
+    return input ? env.op->InputValue(ctx, i - layout.input_offset) : kPoison;
+  });
+}
+
+absl::StatusOr<SizeBuffers> PrepareInPlace(const SweepEnv& env, const OpContext& ctx) {
+  const InPlaceLayout layout = env.op->InPlace(ctx);
+  const size_t width = ElementSize(ctx.dtype);
+  SizeBuffers buffers;
+  ASSIGN_OR_RETURN(buffers.recv, AllocateIn(env, SpaceFor(env.op->Buffers(ctx).recv_space,
+                                                          *env.backend),
+                                            layout.buffer_count * width));
+  buffers.send_data = static_cast<char*>(buffers.recv.data()) + layout.input_offset * width;
+  RETURN_IF_ERROR(FillInPlace(env, ctx, buffers.recv));
+  return buffers;
+}
+
 absl::StatusOr<SizeBuffers> Prepare(const SweepEnv& env, const OpContext& ctx) {
+  if (ctx.in_place) return PrepareInPlace(env, ctx);
   const OpBuffers counts = env.op->Buffers(ctx);
   const size_t width = ElementSize(ctx.dtype);
   SizeBuffers buffers;
@@ -63,6 +88,7 @@ absl::StatusOr<SizeBuffers> Prepare(const SweepEnv& env, const OpContext& ctx) {
                                             counts.send_count * width));
   ASSIGN_OR_RETURN(buffers.recv, AllocateIn(env, SpaceFor(counts.recv_space, *env.backend),
                                             counts.recv_count * width));
+  buffers.send_data = buffers.send.data();
   RETURN_IF_ERROR(Fill(env, buffers.send, ctx.dtype, counts.send_count,
                        [&](size_t i) { return env.op->InputValue(ctx, i); }));
   // Receive buffers start poisoned too, so untouched memory never looks right.
@@ -75,7 +101,7 @@ absl::StatusOr<SizeBuffers> Prepare(const SweepEnv& env, const OpContext& ctx) {
 // completes_asynchronously(), asked once per size rather than per call.
 absl::Status RunOnce(const SweepEnv& env, const OpContext& ctx, SizeBuffers& buffers,
                      bool synchronize) {
-  RETURN_IF_ERROR(env.op->Run(*env.backend, env.device, ctx, buffers.send.data(),
+  RETURN_IF_ERROR(env.op->Run(*env.backend, env.device, ctx, buffers.send_data,
                               buffers.recv.data()));
   return synchronize ? env.backend->Synchronize() : absl::OkStatus();
 }
@@ -98,12 +124,16 @@ absl::Status CorruptOne(const SweepEnv& env, const OpContext& ctx, const Buffer&
   return env.device->Copy(target, wrong.data(), width);
 }
 
-// Poisons the receive buffer, runs one more call and counts elements that
-// differ from the operation's expected values on this rank.
+// Poisons the receive buffer (in place: puts the input back, poisons the
+// rest), runs one more call and counts elements that differ from the
+// operation's expected values on this rank.
 absl::StatusOr<uint64_t> CheckOnce(const SweepEnv& env, const OpContext& ctx,
                                    SizeBuffers& buffers) {
-  const size_t n = env.op->Buffers(ctx).recv_count;
-  RETURN_IF_ERROR(Fill(env, buffers.recv, ctx.dtype, n, [](size_t) { return kPoison; }));
+  const size_t n =
+      ctx.in_place ? env.op->InPlace(ctx).buffer_count : env.op->Buffers(ctx).recv_count;
+  RETURN_IF_ERROR(ctx.in_place
+                      ? FillInPlace(env, ctx, buffers.recv)
+                      : Fill(env, buffers.recv, ctx.dtype, n, [](size_t) { return kPoison; }));
   RETURN_IF_ERROR(RunOnce(env, ctx, buffers, env.backend->completes_asynchronously()));
   if (n == 0) return uint64_t{0};
   if (env.options->corrupt_rank == ctx.rank) RETURN_IF_ERROR(CorruptOne(env, ctx, buffers.recv, n));
@@ -159,9 +189,9 @@ absl::StatusOr<LocalTiming> TimeSize(const SweepEnv& env, const OpContext& ctx,
                         [&] { return RunOnce(env, ctx, buffers, synchronize); });
 }
 
-// Measures one size; returns this rank's view of the wrong count (summed
-// over ranks).
-absl::StatusOr<uint64_t> RunSize(const SweepEnv& env, uint64_t bytes) {
+// Measures one size and adds it to `totals`: the wrong count (summed over
+// ranks) and, on rank 0, the size's busbw.
+absl::Status RunSize(const SweepEnv& env, uint64_t bytes, SweepTotals* totals) {
   const OpContext ctx = MakeOpContext(*env.options, *env.comm, bytes);
   absl::StatusOr<SizeBuffers> prepared = Prepare(env, ctx);
   RETURN_IF_ERROR(AgreeOnStatus(*env.comm, prepared.status()));
@@ -180,8 +210,11 @@ absl::StatusOr<uint64_t> RunSize(const SweepEnv& env, uint64_t bytes) {
     const bool collective = env.op->traits().op_class == OpClass::kCollective;
     FillRanks(summary, env.hosts, EffectiveSync(*env.options, collective), &record);
     env.reporter->Size(record);
+    totals->busbw_sum_Bps += record.busbw_Bps;
   }
-  return wrong;
+  totals->wrong += wrong;
+  ++totals->sizes;
+  return absl::OkStatus();
 }
 
 }  // namespace
@@ -196,6 +229,7 @@ OpContext MakeOpContext(const EngineOptions& options, const Communicator& comm,
   ctx.redop = options.redop;
   ctx.root = options.root;
   ctx.window = options.window;
+  ctx.in_place = options.in_place;
   return ctx;
 }
 
@@ -212,6 +246,7 @@ SizeRecord MakeSizeRecord(const Operation& op, const OpContext& ctx,
   FillTimings(summary, op.AlgBytes(ctx), op.BusFactor(ctx.nranks), &r);
   r.checked = checked;
   r.wrong = wrong;
+  r.in_place = ctx.in_place;
   return r;
 }
 
@@ -252,9 +287,7 @@ bool BarrierAfterEachIteration(const EngineOptions& options) {
 absl::StatusOr<SweepTotals> RunSweep(const SweepEnv& env) {
   SweepTotals totals;
   for (uint64_t bytes : SweepSizes(*env.options)) {
-    ASSIGN_OR_RETURN(uint64_t wrong, RunSize(env, bytes));
-    totals.wrong += wrong;
-    ++totals.sizes;
+    RETURN_IF_ERROR(RunSize(env, bytes, &totals));
   }
   return totals;
 }

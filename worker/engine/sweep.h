@@ -42,6 +42,12 @@ struct SweepEnv {
 struct SweepTotals {
   uint64_t sizes = 0;
   uint64_t wrong = 0;  // over all sizes and ranks
+  // Sum of the reported sizes' busbw_Bps (rank 0 only; 0 elsewhere), for
+  // the run's average bus bandwidth.
+  double busbw_sum_Bps = 0;
+
+  // The mean busbw over the sizes reported, 0 when none.
+  double AverageBusbwBps() const { return sizes > 0 ? busbw_sum_Bps / sizes : 0.0; }
 };
 
 // Runs every size of SweepSizes(*options). Every rank calls it. A local

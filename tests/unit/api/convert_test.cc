@@ -269,6 +269,20 @@ TEST(SpecFromEngineArgsTest, CliEngineFlags) {
   EXPECT_EQ(spec->iters(), 0);
 }
 
+// --in-place is RunSpec.in_place, both ways; a flag without a value, so the
+// word after it is still the operation.
+TEST(SpecFromEngineArgsTest, InPlaceIsCarried) {
+  absl::StatusOr<v1::RunSpec> spec = SpecFromEngineArgs({"--in-place", "allgather"});
+  ASSERT_TRUE(spec.ok()) << spec.status();
+  EXPECT_TRUE(spec->in_place());
+  EXPECT_EQ(spec->operation(), "allgather");
+  EXPECT_EQ(EngineArgs(*spec),
+            (std::vector<std::string>{"allgather", "--in-place", "--format", "jsonl"}));
+  spec = SpecFromEngineArgs({"allgather"});
+  ASSERT_TRUE(spec.ok()) << spec.status();
+  EXPECT_FALSE(spec->in_place());
+}
+
 TEST(SpecFromEngineArgsTest, FormatIsIgnored) {
   absl::StatusOr<v1::RunSpec> spec = SpecFromEngineArgs({"bcast", "--format", "table"});
   ASSERT_TRUE(spec.ok()) << spec.status();

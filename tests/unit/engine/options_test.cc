@@ -31,6 +31,39 @@ TEST(OptionsTest, DefaultsFollowTheDesign) {
   EXPECT_EQ(sizes.size(), 22u);  // 8 B .. 16 MiB by 2
 }
 
+// OSU measures from 1 byte: what only moves bytes defaults to int8, what
+// computes on the data keeps float32 (issue 21, item 10).
+TEST(OptionsTest, DefaultTypeIsInt8UnlessTheOperationComputes) {
+  for (const char* op : {"latency", "bw", "bibw", "bcast", "gather", "allgather", "alltoall",
+                         "h2h", "h2d"}) {
+    auto o = Parse({op, "-b", "1"});
+    ASSERT_TRUE(o.ok()) << op << ": " << o.status();
+    EXPECT_EQ(o->dtype, DataType::kInt8) << op;
+    EXPECT_EQ(SpecEcho(*o).at("dtype"), "int8") << op;
+  }
+  for (const char* op : {"allreduce", "reduce", "reduce_scatter", "gemm", "gradient-replay"}) {
+    auto o = Parse({op});
+    ASSERT_TRUE(o.ok()) << op << ": " << o.status();
+    EXPECT_EQ(o->dtype, DataType::kFloat32) << op;
+  }
+  auto asked = Parse({"latency", "--dtype", "float64"});
+  ASSERT_TRUE(asked.ok()) << asked.status();
+  EXPECT_EQ(asked->dtype, DataType::kFloat64);
+}
+
+TEST(OptionsTest, InPlaceIsAFlagAndEchoedOnlyWhenGiven) {
+  auto o = Parse({"allreduce"});
+  ASSERT_TRUE(o.ok()) << o.status();
+  EXPECT_FALSE(o->in_place);
+  EXPECT_EQ(SpecEcho(*o).count("in_place"), 0u);
+  o = Parse({"allreduce", "--in-place"});
+  ASSERT_TRUE(o.ok()) << o.status();
+  EXPECT_TRUE(o->in_place);
+  EXPECT_EQ(SpecEcho(*o).at("in_place"), "true");
+  EXPECT_THAT(Parse({"allreduce", "--in-place=yes"}).status().message(),
+              HasSubstr("takes no value"));
+}
+
 TEST(OptionsTest, ShortAndLongFlags) {
   auto o = Parse({"-b", "1K", "-e", "1M", "-f", "4", "-n", "10", "-w", "3", "bcast",
                   "--root=2", "-c", "--format", "jsonl", "-d", "int64", "-o", "max",

@@ -2,7 +2,11 @@
 // a corrupted buffer, the numbers each size record carries, and the timing
 // loop's fixed and adaptive modes.
 #include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <functional>
 #include <memory>
+#include <string>
 #include <vector>
 
 #include "gtest/gtest.h"
@@ -173,6 +177,100 @@ TEST_F(SweepTest, UncheckedRunsReportNotChecked) {
   ASSERT_TRUE(Run("allreduce").ok());
   EXPECT_EQ(backend_.calls, 3 * (3 + 7));
   EXPECT_FALSE(reporter_.sizes[0].checked);
+}
+
+// --in-place: one buffer holds the input and receives the result (the send
+// pointer is the buffer itself, or this rank's block of it for allgather and
+// gather), every size is validated, and the records say so.
+TEST_F(SweepTest, InPlacePassesOneBufferAndValidatesIt) {
+  options_.in_place = true;
+  for (const char* op : {"allreduce", "reduce", "bcast", "allgather", "gather", "alltoall"}) {
+    for (DataType t : {DataType::kInt8, DataType::kFloat32, DataType::kFloat64}) {
+      options_.dtype = t;
+      reporter_.sizes.clear();
+      backend_.last_send = backend_.last_recv = nullptr;
+      auto totals = Run(op);
+      ASSERT_TRUE(totals.ok()) << op << ": " << totals.status();
+      EXPECT_EQ(totals->wrong, 0u) << op << " " << DataTypeName(t);
+      ASSERT_EQ(reporter_.sizes.size(), 3u);
+      for (const SizeRecord& r : reporter_.sizes) EXPECT_TRUE(r.in_place) << op;
+      // One rank: the input sits at offset 0 for every operation.
+      if (std::string(op) != "bcast") EXPECT_EQ(backend_.last_send, backend_.last_recv) << op;
+    }
+  }
+}
+
+TEST_F(SweepTest, InPlaceCheckCatchesACorruptedElement) {
+  options_.in_place = true;
+  backend_.corrupt = true;
+  auto totals = Run("allreduce");
+  ASSERT_TRUE(totals.ok()) << totals.status();
+  EXPECT_EQ(totals->wrong, 3u);
+}
+
+TEST_F(SweepTest, OutOfPlaceKeepsTwoBuffers) {
+  ASSERT_TRUE(Run("allreduce").ok());
+  EXPECT_NE(backend_.last_send, backend_.last_recv);
+  for (const SizeRecord& r : reporter_.sizes) EXPECT_FALSE(r.in_place);
+}
+
+// The run's "Avg bus bandwidth" is the mean of the reported sizes' busbw.
+TEST_F(SweepTest, TotalsAverageTheReportedBusBandwidth) {
+  auto totals = Run("bcast");  // bus factor 1: busbw = algbw > 0
+  ASSERT_TRUE(totals.ok()) << totals.status();
+  double sum = 0;
+  for (const SizeRecord& r : reporter_.sizes) sum += r.busbw_Bps;
+  ASSERT_GT(sum, 0);
+  EXPECT_DOUBLE_EQ(totals->AverageBusbwBps(), sum / 3);
+  EXPECT_DOUBLE_EQ(SweepTotals().AverageBusbwBps(), 0.0);
+}
+
+std::string Report(OutputFormat format, const std::function<void(Reporter&)>& write) {
+  char* text = nullptr;
+  size_t length = 0;
+  std::FILE* out = open_memstream(&text, &length);
+  {
+    std::unique_ptr<Reporter> reporter = NewReporter(format, out);
+    write(*reporter);
+  }
+  std::fclose(out);
+  std::string result(text, length);
+  std::free(text);
+  return result;
+}
+
+// nccl-tests' summary line, in GB/s, before the end line; scripts written
+// for nccl-tests take its last field.
+TEST(ReporterTest, TableEndsWithNcclTestsAverageBusBandwidth) {
+  const std::string table = Report(OutputFormat::kTable, [](Reporter& r) {
+    r.End({"ok", 2, 0, 1.5, 12.25e9});
+  });
+  EXPECT_EQ(table, "# Avg bus bandwidth    : 12.25\n# ok: 2 sizes, 0 wrong, 1.50 s\n");
+  const std::string nothing = Report(OutputFormat::kTable, [](Reporter& r) {
+    r.End({"failed", 0, 0, 0.5});
+  });
+  EXPECT_EQ(nothing.find("Avg bus bandwidth"), std::string::npos) << nothing;
+}
+
+TEST(ReporterTest, JsonEndRecordCarriesTheSameAverage) {
+  const std::string jsonl = Report(OutputFormat::kJsonl, [](Reporter& r) {
+    r.End({"ok", 2, 0, 1.5, 12.25e9});
+  });
+  absl::StatusOr<Record> end = ParseJsonLine(jsonl.substr(0, jsonl.find('\n')));
+  ASSERT_TRUE(end.ok()) << end.status();
+  EXPECT_DOUBLE_EQ(std::get<EndRecord>(*end).avg_busbw_Bps, 12.25e9);
+  EXPECT_NE(jsonl.find("\"avg_busbw_Bps\""), std::string::npos) << jsonl;
+}
+
+// The table's header says which variant ran, as nccl-tests' column groups.
+TEST(ReporterTest, TableHeaderNamesInPlaceOrOutOfPlace) {
+  StartRecord start;
+  start.spec = {{"operation", "allreduce"}};
+  EXPECT_NE(Report(OutputFormat::kTable, [&](Reporter& r) { r.Start(start); }).find(", out-of-place"),
+            std::string::npos);
+  start.spec["in_place"] = "true";
+  EXPECT_NE(Report(OutputFormat::kTable, [&](Reporter& r) { r.Start(start); }).find(", in-place"),
+            std::string::npos);
 }
 
 TEST(TimingTest, FixedModeRecordsEveryIteration) {

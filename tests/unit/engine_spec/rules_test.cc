@@ -41,6 +41,8 @@ const std::map<std::string, std::string>& FlagToField() {
       {"--sync", "spec.sync"},
       {"--strategy", "spec.strategy"},
       {"--model", "spec.model"},
+      {"--factor", "spec.factor"},
+      {"--in-place", "spec.in_place"},
   };
   return *map;
 }
@@ -110,6 +112,41 @@ std::vector<Rule> Rules() {
          s->set_min_bytes(4);
        },
        "--min-bytes"},
+      // Sizes that are not whole elements are refused, never rounded
+      // (issue 21, item 10: --sizes 7 became 4 bytes).
+      {"ListedSizeNotWholeElements", [](S s) { s->add_sizes_bytes(7); }, "--sizes", 0},
+      {"SmallestSizeNotWholeElements", [](S s) { s->set_min_bytes(6); }, "--min-bytes"},
+      {"FactorMakesAPartialElement",
+       [](S s) {
+         s->set_min_bytes(8);
+         s->set_factor(1.5);  // 8, 12, 18: 18 is 4.5 float32 elements
+       },
+       "--factor"},
+      {"InPlaceWithoutAnInPlaceForm",
+       [](S s) {
+         s->set_operation("reduce_scatter");
+         s->set_in_place(true);
+       },
+       "--in-place"},
+      {"InPlaceOnAStagingBackend",
+       [](S s) {
+         s->set_backend("host-staged");
+         s->set_in_place(true);
+       },
+       "--in-place"},
+      {"InPlaceGatherOnNccl",
+       [](S s) {
+         s->set_operation("gather");
+         s->set_backend("nccl");
+         s->set_in_place(true);
+       },
+       "--in-place"},
+      {"InPlaceScenario",
+       [](S s) {
+         s->set_operation("gradient-replay");
+         s->set_in_place(true);
+       },
+       "--in-place"},
       {"SumNotExactAtThisRankCount",
        [](S s) {
          s->set_ranks(200);
@@ -226,9 +263,11 @@ INSTANTIATE_TEST_SUITE_P(EveryRule, RuleTest, ::testing::ValuesIn(Rules()),
                            return info.param.name;
                          });
 
-// Sound specs pass both, including every combination of `all`.
+// Sound specs pass both, including every combination of `all`, the byte
+// sizes OSU starts from for operations that only move bytes, and in-place
+// runs of the operations and backends that have them.
 TEST(RuleTest, SoundSpecsPassBoth) {
-  std::vector<v1::RunSpec> specs(6, Allreduce());
+  std::vector<v1::RunSpec> specs(12, Allreduce());
   specs[1].set_dtype("all");
   specs[1].set_redop("all");
   specs[2].set_backend("nccl");
@@ -238,6 +277,23 @@ TEST(RuleTest, SoundSpecsPassBoth) {
   specs[4].set_operation("parameter-server");
   specs[5].set_operation("gradient-replay");
   specs[5].set_check(true);
+  specs[6].set_operation("latency");
+  specs[6].set_min_bytes(1);
+  specs[7].set_operation("bcast");
+  specs[7].add_sizes_bytes(1);
+  specs[7].add_sizes_bytes(7);
+  specs[8].set_in_place(true);
+  specs[8].set_check(true);
+  specs[9].set_operation("allgather");
+  specs[9].set_backend("nccl");
+  specs[9].set_in_place(true);
+  specs[10].set_operation("alltoall");
+  specs[10].set_min_bytes(3);
+  specs[10].set_factor(1.5);
+  specs[10].set_in_place(true);
+  specs[11].set_dtype("float64");
+  specs[11].set_min_bytes(16);
+  specs[11].set_max_bytes(1000);  // a bound only: 1000 is not run
   for (const v1::RunSpec& spec : specs) {
     absl::StatusOr<EngineOptions> options = ParseEngineArgs(EngineArgs(spec));
     ASSERT_TRUE(options.ok()) << options.status();

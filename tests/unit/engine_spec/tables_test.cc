@@ -54,6 +54,40 @@ TEST(PeakBufferTest, GatherRootHoldsEveryBlock) {
   EXPECT_EQ(PeakBufferBytes(options, gather, /*rank=*/1, /*nranks=*/4), 4096u);
 }
 
+// In place the input lives in the one buffer: allgather's own block, the
+// gather root's block at root x count, the others' input at 0.
+TEST(InPlaceLayoutTest, InputSitsWhereMpiAndNcclTestsPutIt) {
+  OpContext ctx{.rank = 2, .nranks = 4, .count = 10, .root = 2};
+  const InPlaceLayout allgather = InPlaceLayoutOf(OperationSpecNamed("allgather"), ctx);
+  EXPECT_EQ(allgather.buffer_count, 40u);
+  EXPECT_EQ(allgather.input_offset, 20u);
+  EXPECT_EQ(allgather.input_count, 10u);
+  const InPlaceLayout root = InPlaceLayoutOf(OperationSpecNamed("gather"), ctx);
+  EXPECT_EQ(root.buffer_count, 40u);
+  EXPECT_EQ(root.input_offset, 20u);
+  ctx.rank = 1;
+  const InPlaceLayout other = InPlaceLayoutOf(OperationSpecNamed("gather"), ctx);
+  EXPECT_EQ(other.buffer_count, 10u);
+  EXPECT_EQ(other.input_offset, 0u);
+  const InPlaceLayout alltoall = InPlaceLayoutOf(OperationSpecNamed("alltoall"), ctx);
+  EXPECT_EQ(alltoall.buffer_count, 40u);
+  EXPECT_EQ(alltoall.input_offset, 0u);
+  EXPECT_EQ(alltoall.input_count, 40u);
+  // The peak buffer of an in-place run is the one buffer.
+  const EngineOptions in_place = Parse({"allgather", "--sizes", "1K", "--in-place"});
+  EXPECT_EQ(PeakBufferBytes(in_place, OperationSpecNamed("allgather"), 0, 4), 4 * 1024u);
+}
+
+TEST(DefaultDataTypeTest, FloatWhereTheOperationComputesBytesElsewhere) {
+  EXPECT_EQ(DefaultDataType("allreduce"), DataType::kFloat32);
+  EXPECT_EQ(DefaultDataType("reduce_scatter"), DataType::kFloat32);
+  EXPECT_EQ(DefaultDataType("gemm"), DataType::kFloat32);
+  EXPECT_EQ(DefaultDataType("parameter-server"), DataType::kFloat32);
+  EXPECT_EQ(DefaultDataType("latency"), DataType::kInt8);
+  EXPECT_EQ(DefaultDataType("alltoall"), DataType::kInt8);
+  EXPECT_EQ(DefaultDataType("h2d"), DataType::kInt8);
+}
+
 TEST(TablesTest, BackendsAndStrategies) {
   EXPECT_THAT(BackendNames(),
               ElementsAre("mpi", "host-staged", "mpi-object", "mpi-staged", "mpi-cuda", "nccl"));

@@ -30,6 +30,13 @@ inline bool MpiArgs(size_t count, DataType dtype, int* n, MPI_Datatype* type) {
   return MpiDatatypeFor(dtype, type);
 }
 
+// The send buffer of an in-place call (--in-place, engine_spec's
+// InPlaceLayoutOf): `send` is `recv` plus `offset_bytes`. MPI spells it
+// MPI_IN_PLACE.
+inline bool InPlaceAt(const void* send, const void* recv, size_t offset_bytes) {
+  return send == static_cast<const char*>(recv) + offset_bytes;
+}
+
 // Why MpiArgs() refused (out of line: never on the timed path).
 ABSL_ATTRIBUTE_NOINLINE absl::Status MpiArgsError(size_t count, DataType dtype) {
   MPI_Datatype unused;
@@ -65,6 +72,11 @@ class MpiBackend final : public Backend {
     int n;
     MPI_Datatype type;
     if (!MpiArgs(count, dtype, &n, &type)) return MpiArgsError(count, dtype);
+    if (InPlaceAt(send, recv, 0)) {
+      // The root reduces into its input; elsewhere the receive buffer is
+      // not significant and must not alias the input.
+      if (rank_ == root) send = MPI_IN_PLACE; else recv = nullptr;
+    }
     MPI_RETURN_IF_ERROR(MPI_Reduce(send, recv, n, type, ToMpiOp(op), root, comm_));
     return absl::OkStatus();
   }
@@ -74,6 +86,7 @@ class MpiBackend final : public Backend {
     int n;
     MPI_Datatype type;
     if (!MpiArgs(count, dtype, &n, &type)) return MpiArgsError(count, dtype);
+    if (InPlaceAt(send, recv, 0)) send = MPI_IN_PLACE;
     MPI_RETURN_IF_ERROR(MPI_Allreduce(send, recv, n, type, ToMpiOp(op), comm_));
     return absl::OkStatus();
   }
@@ -83,6 +96,11 @@ class MpiBackend final : public Backend {
     int n;
     MPI_Datatype type;
     if (!MpiArgs(count, dtype, &n, &type)) return MpiArgsError(count, dtype);
+    if (rank_ == root && InPlaceAt(send, recv, root * count * ElementSize(dtype))) {
+      send = MPI_IN_PLACE;
+    } else if (rank_ != root && InPlaceAt(send, recv, 0)) {
+      recv = nullptr;  // not significant off the root
+    }
     MPI_RETURN_IF_ERROR(MPI_Gather(send, n, type, recv, n, type, root, comm_));
     return absl::OkStatus();
   }
@@ -92,6 +110,7 @@ class MpiBackend final : public Backend {
     int n;
     MPI_Datatype type;
     if (!MpiArgs(count, dtype, &n, &type)) return MpiArgsError(count, dtype);
+    if (InPlaceAt(send, recv, rank_ * count * ElementSize(dtype))) send = MPI_IN_PLACE;
     MPI_RETURN_IF_ERROR(MPI_Allgather(send, n, type, recv, n, type, comm_));
     return absl::OkStatus();
   }
@@ -110,6 +129,7 @@ class MpiBackend final : public Backend {
     int n;
     MPI_Datatype type;
     if (!MpiArgs(count, dtype, &n, &type)) return MpiArgsError(count, dtype);
+    if (InPlaceAt(send, recv, 0)) send = MPI_IN_PLACE;
     MPI_RETURN_IF_ERROR(MPI_Alltoall(send, n, type, recv, n, type, comm_));
     return absl::OkStatus();
   }

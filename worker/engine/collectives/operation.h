@@ -39,6 +39,8 @@ class Operation {
   std::string name() const { return spec_.name; }
   OpTraits traits() const { return spec_.traits; }
   OpBuffers Buffers(const OpContext& ctx) const { return spec_.buffers(ctx); }
+  // The one buffer of an in-place call. REQUIRES: traits().in_place.
+  InPlaceLayout InPlace(const OpContext& ctx) const { return InPlaceLayoutOf(spec_, ctx); }
 
   // S in algbw = S / avg, in bytes; and busbw = algbw x BusFactor(nranks).
   // Both follow nccl-tests (DESIGN §2, Measurement conventions).
@@ -55,7 +57,8 @@ class Operation {
   virtual std::optional<double> ExpectedValue(const OpContext& ctx, size_t i) const = 0;
 
   // Runs one iteration. `send`/`recv` are the driver's buffers, sized as
-  // Buffers() asked. `device` is null when the binary has no device runtime
+  // Buffers() asked; in place (ctx.in_place) `recv` is InPlace()'s buffer
+  // and `send` points into it at the input. `device` is null when the binary has no device runtime
   // in use; only copy operations need it.
   virtual absl::Status Run(Backend& backend, DeviceRuntime* device,
                            const OpContext& ctx, void* send, void* recv) const = 0;

@@ -1,7 +1,9 @@
 // The human table: one header, one row per size, columns like nccl-tests
 // plus percentiles and the slowest rank (rank@host and its mean over the
 // median rank's, "!" when it is a straggler). Scenario numbers become extra
-// columns, named after the keys of the first record that carries them.
+// columns, named after the keys of the first record that carries them. The
+// end has nccl-tests' summary line, "# Avg bus bandwidth    : X" in GB/s,
+// which scripts written for nccl-tests read as the last field.
 #include <algorithm>
 #include <string>
 #include <vector>
@@ -24,9 +26,10 @@ class TableReporter final : public Reporter {
   void Start(const StartRecord& r) override {
     absl::FPrintF(out_, "# collbench-rank %s: %d ranks on %d hosts, %s\n",
                   Spec(r, "operation"), r.nranks, DistinctHosts(r), FirstLine(r.mpi_version));
-    absl::FPrintF(out_, "# backend %s, memory %s, dtype %s, check %s, iters %s, warmup %s%s\n",
+    absl::FPrintF(out_, "# backend %s, memory %s, dtype %s, check %s, iters %s, warmup %s, %s%s\n",
                   Spec(r, "backend"), Spec(r, "memory"), Spec(r, "dtype"), Spec(r, "check"),
                   Spec(r, "iters"), Spec(r, "warmup"),
+                  r.spec.count("in_place") > 0 ? "in-place" : "out-of-place",
                   r.nccl_version.empty() ? "" : ", " + r.nccl_version);
     absl::FPrintF(out_, "# sync %s: %s\n", Spec(r, "sync"), IterationSyncMeaning(Spec(r, "sync")));
     std::fflush(out_);
@@ -51,6 +54,9 @@ class TableReporter final : public Reporter {
 
   void End(const EndRecord& r) override {
     if (stragglers_ > 0) absl::FPrintF(out_, "%s", StragglerNote(stragglers_));
+    if (r.avg_busbw_Bps > 0) {
+      absl::FPrintF(out_, "# Avg bus bandwidth    : %g\n", r.avg_busbw_Bps / kGB);
+    }
     absl::FPrintF(out_, "# %s: %d sizes, %d wrong, %.2f s\n", r.status, r.sizes, r.wrong,
                   r.elapsed_s);
     std::fflush(out_);
