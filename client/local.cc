@@ -8,9 +8,11 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
+#include <memory>
 #include <thread>
 
 #include "absl/strings/escaping.h"
@@ -18,13 +20,13 @@
 #include "absl/strings/str_format.h"
 #include "absl/time/clock.h"
 #include "client/cli.h"
+#include "client/coordinator_client.h"
+#include "common/atomic_file.h"
 #include "common/flag_parser.h"
 #include "server/coordinator.h"
 
 namespace collbench {
 namespace {
-
-constexpr int kExitUsage = 2;
 
 std::string SelfDir() {
   char path[PATH_MAX] = {0};
@@ -110,6 +112,22 @@ class LocalCluster {
     coordinator_.reset();
     if (!dir_.empty()) std::system(absl::StrCat("rm -rf '", dir_, "'").c_str());
     dir_.clear();
+  }
+
+  // Cancels every run not yet ended (the coordinator and the workers stop
+  // with this process, so nothing would end them) and returns their names.
+  std::vector<std::string> CancelUnfinishedRuns() {
+    std::vector<std::string> cancelled;
+    if (!coordinator_) return cancelled;
+    RunManager* manager = coordinator_->manager();
+    for (v1::RunState state : {v1::QUEUED, v1::SCHEDULED, v1::RUNNING}) {
+      absl::StatusOr<Store::RunPage> page = manager->ListRuns(1000, "", state);
+      if (!page.ok()) continue;
+      for (const v1::Run& run : page->runs) {
+        if (manager->CancelRun(run.name(), absl::Now()).ok()) cancelled.push_back(run.name());
+      }
+    }
+    return cancelled;
   }
 
   const std::string& address() const { return address_; }
@@ -210,35 +228,57 @@ class LocalCluster {
 
 }  // namespace
 
-int RunLocal(const std::vector<std::string>& args) {
-  int workers = 2, slots = 0;
-  std::string store, tuning_dir;
+void AddLocalFlags(FlagParser* flags, LocalOptions* options) {
+  flags->Int("workers", "K", &options->workers, "local workers (default 2)");
+  flags->Int("slots", &options->slots, "ranks per worker (default: CPUs)");
+  flags->String("store", "FILE", &options->store,
+                "keep the runs in this SQLite file (default: in memory, gone after the command), "
+                "so a later `collbench local --store FILE suite show ID` or `report` finds them;"
+                " its folder must exist");
+  flags->String("tuning-dir", "DIR", &options->tuning_dir,
+                "the workers' folder of tuning files (e.g. what `advise --write-rules DIR` wrote);"
+                " a run names one by its bare name, e.g. --env"
+                " OMPI_MCA_coll_tuned_dynamic_rules_filename=openmpi-rules.conf (default: none)");
+}
+
+int RunLocal(const std::string& program, const std::vector<std::string>& args) {
+  LocalOptions options;
   FlagParser flags;
-  flags.Int("workers", &workers, "local workers (default 2)");
-  flags.Int("slots", &slots, "ranks per worker (default: CPUs)");
-  flags.String("store", &store,
-               "keep the runs in this SQLite file (default: in memory, gone after the command), "
-               "so a later `collbench local --store FILE suite show ID` or `report` finds them");
-  flags.String("tuning-dir", &tuning_dir,
-               "the workers' folder of tuning files (e.g. what `advise --write-rules DIR` wrote);"
-               " a run names one by its bare name, e.g. --env"
-               " OMPI_MCA_coll_tuned_dynamic_rules_filename=openmpi-rules.conf (default: none)");
+  AddLocalFlags(&flags, &options);
   const absl::Status parsed = flags.Parse(args, /*stop_at_positional=*/true);
+  const std::string usage =
+      absl::StrCat("usage: collbench local ", flags.Synopsis(), " COMMAND...");
   if (parsed.ok() && flags.help() && flags.rest().empty()) {
     absl::PrintF(
-        "usage: collbench local [flags] COMMAND...\n"
+        "%s\n"
         "An embedded coordinator and K local workers on 127.0.0.1 for one command;\n"
         "nothing is left running. COMMAND is any collbench command.\n%s",
-        flags.Usage());
-    return 0;
+        usage, flags.Usage());
+    return kExitOk;
   }
-  if (!parsed.ok() || flags.rest().empty() || workers < 1) {
+  if (!parsed.ok() || flags.rest().empty() || options.workers < 1) {
     absl::FPrintF(stderr, "collbench local: %s\n",
-                  !parsed.ok() ? std::string(parsed.message())
-                  : workers < 1 ? std::string("--workers must be at least 1")
-                                : std::string("usage: collbench local [--workers K] COMMAND..."));
+                  !parsed.ok()          ? std::string(parsed.message())
+                  : options.workers < 1 ? std::string("--workers must be at least 1")
+                                        : usage);
     return kExitUsage;
   }
+  const FollowUp follow_up(program,
+                           options.store.empty()
+                               ? std::vector<std::string>{"local"}
+                               : std::vector<std::string>{"local", "--store", options.store},
+                           /*kept=*/!options.store.empty());
+  std::vector<std::string> command = flags.rest();
+  if (AsksForHelp(command)) {  // the command's help needs no coordinator
+    return RunCommand("127.0.0.1:0", "", command, follow_up);
+  }
+  if (!options.store.empty()) {
+    if (absl::Status folder = CheckParentFolder(options.store); !folder.ok()) {
+      absl::FPrintF(stderr, "collbench local: --store %s\n", folder.message());
+      return kExitUsage;
+    }
+  }
+  std::string& tuning_dir = options.tuning_dir;
   if (!tuning_dir.empty()) {  // the workers' check, said here where it is readable
     char real[PATH_MAX];
     struct stat st;
@@ -250,37 +290,50 @@ int RunLocal(const std::vector<std::string>& args) {
     }
     tuning_dir = real;
   }
-  // Ctrl-C or SIGTERM still tears everything down.
+  // Ctrl-C or SIGTERM still tears everything down. Whoever comes first
+  // ends the session: the command finishing, or the signal thread, which
+  // cancels the runs not yet ended, stops everything and exits 128+signal
+  // while the command (a watch that saw its run cancelled, a suite going
+  // on to its next cell) waits for it.
   sigset_t signals;
   sigemptyset(&signals);
   sigaddset(&signals, SIGINT);
   sigaddset(&signals, SIGTERM);
   pthread_sigmask(SIG_BLOCK, &signals, nullptr);
   LocalCluster cluster;
-  std::thread([&cluster, signals] {
+  auto ended = std::make_shared<std::atomic<bool>>(false);
+  std::thread([&cluster, signals, ended] {
     int signal = 0;
-    if (sigwait(&signals, &signal) == 0) {
-      absl::FPrintF(stderr, "local: stopping\n");
-      cluster.Stop();
-      _exit(128 + signal);
+    if (sigwait(&signals, &signal) != 0 || ended->exchange(true)) return;
+    for (const std::string& run : cluster.CancelUnfinishedRuns()) {
+      absl::FPrintF(stderr,
+                    "\nlocal: interrupted: cancelled %s (the embedded coordinator stops with"
+                    " this command)\n",
+                    run);
     }
+    absl::FPrintF(stderr, "local: stopping\n");
+    cluster.Stop();
+    _exit(128 + signal);
   }).detach();
-  absl::Status started = cluster.Start(workers, slots, store, tuning_dir);
+  auto end = [&](int code) {
+    if (ended->exchange(true)) {
+      for (;;) absl::SleepFor(absl::Hours(1));  // the signal thread exits the process
+    }
+    cluster.Stop();
+    return code;
+  };
+  absl::Status started = cluster.Start(options.workers, options.slots, options.store, tuning_dir);
   if (!started.ok()) {
     absl::FPrintF(stderr, "collbench local: %s\n", started.message());
-    cluster.Stop();
-    return 1;
+    return end(kExitFailed);
   }
-  std::vector<std::string> command = flags.rest();
   // The embedded coordinator ends with this command, so a run is always
   // waited for: without --watch it prints the results at the end.
   if (command[0] == "run" && std::find(command.begin(), command.end(), "--wait") == command.end() &&
       std::find(command.begin(), command.end(), "--watch") == command.end()) {
     command.push_back("--wait");
   }
-  const int code = RunCommand(cluster.address(), cluster.token(), command);
-  cluster.Stop();
-  return code;
+  return end(RunCommand(cluster.address(), cluster.token(), command, follow_up));
 }
 
 }  // namespace collbench
