@@ -13,6 +13,7 @@
 #include <cstdlib>
 #include <fstream>
 #include <memory>
+#include <optional>
 #include <thread>
 
 #include "absl/strings/escaping.h"
@@ -241,60 +242,39 @@ void AddLocalFlags(FlagParser* flags, LocalOptions* options) {
                 " OMPI_MCA_coll_tuned_dynamic_rules_filename=openmpi-rules.conf (default: none)");
 }
 
-int RunLocal(const std::string& program, const std::vector<std::string>& args) {
-  LocalOptions options;
-  FlagParser flags;
-  AddLocalFlags(&flags, &options);
-  const absl::Status parsed = flags.Parse(args, /*stop_at_positional=*/true);
-  const std::string usage =
-      absl::StrCat("usage: collbench local ", flags.Synopsis(), " COMMAND...");
-  if (parsed.ok() && flags.help() && flags.rest().empty()) {
-    absl::PrintF(
-        "%s\n"
-        "An embedded coordinator and K local workers on 127.0.0.1 for one command;\n"
-        "nothing is left running. COMMAND is any collbench command.\n%s",
-        usage, flags.Usage());
-    return kExitOk;
-  }
-  if (!parsed.ok() || flags.rest().empty() || options.workers < 1) {
-    absl::FPrintF(stderr, "collbench local: %s\n",
-                  !parsed.ok()          ? std::string(parsed.message())
-                  : options.workers < 1 ? std::string("--workers must be at least 1")
-                                        : usage);
-    return kExitUsage;
-  }
-  const FollowUp follow_up(program,
-                           options.store.empty()
-                               ? std::vector<std::string>{"local"}
-                               : std::vector<std::string>{"local", "--store", options.store},
-                           /*kept=*/!options.store.empty());
-  std::vector<std::string> command = flags.rest();
-  if (AsksForHelp(command)) {  // the command's help needs no coordinator
-    return RunCommand("127.0.0.1:0", "", command, follow_up);
-  }
-  if (!options.store.empty()) {
-    if (absl::Status folder = CheckParentFolder(options.store); !folder.ok()) {
+namespace {
+
+// The checks the coordinator and the workers would make, said here where
+// they are readable: the store's folder exists (it is never created), the
+// tuning folder exists (made absolute for the workers). Returns the exit
+// code to stop with, or nullopt to go on.
+std::optional<int> CheckPaths(LocalOptions* options) {
+  if (!options->store.empty()) {
+    if (absl::Status folder = CheckParentFolder(options->store); !folder.ok()) {
       absl::FPrintF(stderr, "collbench local: --store %s\n", folder.message());
       return kExitUsage;
     }
   }
-  std::string& tuning_dir = options.tuning_dir;
-  if (!tuning_dir.empty()) {  // the workers' check, said here where it is readable
-    char real[PATH_MAX];
-    struct stat st;
-    if (realpath(tuning_dir.c_str(), real) == nullptr || stat(real, &st) != 0 ||
-        !S_ISDIR(st.st_mode)) {
-      absl::FPrintF(stderr, "collbench local: --tuning-dir %s: not an existing folder\n",
-                    tuning_dir);
-      return kExitUsage;
-    }
-    tuning_dir = real;
+  if (options->tuning_dir.empty()) return std::nullopt;
+  char real[PATH_MAX];
+  struct stat st;
+  if (realpath(options->tuning_dir.c_str(), real) == nullptr || stat(real, &st) != 0 ||
+      !S_ISDIR(st.st_mode)) {
+    absl::FPrintF(stderr, "collbench local: --tuning-dir %s: not an existing folder\n",
+                  options->tuning_dir);
+    return kExitUsage;
   }
-  // Ctrl-C or SIGTERM still tears everything down. Whoever comes first
-  // ends the session: the command finishing, or the signal thread, which
-  // cancels the runs not yet ended, stops everything and exits 128+signal
-  // while the command (a watch that saw its run cancelled, a suite going
-  // on to its next cell) waits for it.
+  options->tuning_dir = real;
+  return std::nullopt;
+}
+
+// Starts the cluster, runs `command` on it and stops it. Ctrl-C or SIGTERM
+// still tears everything down. Whoever comes first ends the session: the
+// command finishing, or the signal thread, which cancels the runs not yet
+// ended, stops everything and exits 128+signal while the command (a watch
+// that saw its run cancelled, a suite going on to its next cell) waits.
+int RunOnCluster(const LocalOptions& options, std::vector<std::string> command,
+                 const FollowUp& follow_up) {
   sigset_t signals;
   sigemptyset(&signals);
   sigaddset(&signals, SIGINT);
@@ -322,7 +302,8 @@ int RunLocal(const std::string& program, const std::vector<std::string>& args) {
     cluster.Stop();
     return code;
   };
-  absl::Status started = cluster.Start(options.workers, options.slots, options.store, tuning_dir);
+  absl::Status started =
+      cluster.Start(options.workers, options.slots, options.store, options.tuning_dir);
   if (!started.ok()) {
     absl::FPrintF(stderr, "collbench local: %s\n", started.message());
     return end(kExitFailed);
@@ -334,6 +315,42 @@ int RunLocal(const std::string& program, const std::vector<std::string>& args) {
     command.push_back("--wait");
   }
   return end(RunCommand(cluster.address(), cluster.token(), command, follow_up));
+}
+
+}  // namespace
+
+int RunLocal(const std::string& program, const std::vector<std::string>& args) {
+  LocalOptions options;
+  FlagParser flags;
+  AddLocalFlags(&flags, &options);
+  const absl::Status parsed = flags.Parse(args, /*stop_at_positional=*/true);
+  const std::string usage =
+      absl::StrCat("usage: collbench local ", flags.Synopsis(), " COMMAND...");
+  if (parsed.ok() && flags.help() && flags.rest().empty()) {
+    absl::PrintF(
+        "%s\n"
+        "An embedded coordinator and K local workers on 127.0.0.1 for one command;\n"
+        "nothing is left running. COMMAND is any collbench command.\n%s",
+        usage, flags.Usage());
+    return kExitOk;
+  }
+  if (!parsed.ok() || flags.rest().empty() || options.workers < 1) {
+    absl::FPrintF(stderr, "collbench local: %s\n",
+                  !parsed.ok()          ? std::string(parsed.message())
+                  : options.workers < 1 ? std::string("--workers must be at least 1")
+                                        : usage);
+    return kExitUsage;
+  }
+  const FollowUp follow_up(program,
+                           options.store.empty()
+                               ? std::vector<std::string>{"local"}
+                               : std::vector<std::string>{"local", "--store", options.store},
+                           /*kept=*/!options.store.empty());
+  if (AsksForHelp(flags.rest())) {  // the command's help needs no coordinator
+    return RunCommand("127.0.0.1:0", "", flags.rest(), follow_up);
+  }
+  if (std::optional<int> stop = CheckPaths(&options)) return *stop;
+  return RunOnCluster(options, flags.rest(), follow_up);
 }
 
 }  // namespace collbench
