@@ -49,7 +49,21 @@ void PrintAdvice(const Advice& advice) {
   for (const Table& t : AdviceTables(advice)) absl::PrintF("\n%s", FormatTableText(t));
 }
 
-int WriteRules(const Advice& advice, const std::string& dir) {
+// A run that loads the rules file from `dir`, runnable as printed: on
+// local workers given `dir` as their --tuning-dir, with the first Open MPI
+// group's operation and rank count.
+std::string LoadRulesCommand(const Advice& advice, const std::string& dir,
+                             const FollowUp& follow_up) {
+  auto group = std::find_if(advice.groups.begin(), advice.groups.end(),
+                            [](const AdviceGroup& g) { return g.mpi == "openmpi"; });
+  if (group == advice.groups.end()) group = advice.groups.begin();
+  return FollowUp(follow_up.program(), {"local", "--tuning-dir", dir}, /*kept=*/false)
+      .Command({"run", group->operation, "--ranks", absl::StrCat(group->ranks), "--mpi",
+                "openmpi", "--env", "OMPI_MCA_coll_tuned_use_dynamic_rules=1", "--env",
+                "OMPI_MCA_coll_tuned_dynamic_rules_filename=openmpi-rules.conf"});
+}
+
+int WriteRules(const Advice& advice, const std::string& dir, const FollowUp& follow_up) {
   absl::StatusOr<std::vector<std::string>> written = WriteTuningFiles(advice, dir);
   if (!written.ok()) return Report(written.status());
   if (written->empty()) {
@@ -63,10 +77,9 @@ int WriteRules(const Advice& advice, const std::string& dir) {
     if (absl::EndsWith(path, "/openmpi-rules.conf")) {
       // Runs name a tuning file by its bare name in the workers' --tuning-dir.
       absl::PrintF(
-          "  load it: install it in the workers' --tuning-dir (collbench local --tuning-dir %s)"
-          " and run with --env OMPI_MCA_coll_tuned_use_dynamic_rules=1"
-          " --env OMPI_MCA_coll_tuned_dynamic_rules_filename=openmpi-rules.conf\n",
-          dir);
+          "  load it: %s\n  (deployed workers: install it in their --tuning-dir and run with"
+          " the same --env)\n",
+          LoadRulesCommand(advice, dir, follow_up));
     }
   }
   return kExitOk;
@@ -124,7 +137,7 @@ int AdviseCommand(CoordinatorClient& client, const std::vector<std::string>& arg
         "advise: no two successful runs of one operation on one rank count to compare"));
   }
   PrintAdvice(advice);
-  return rules_dir.empty() ? kExitOk : WriteRules(advice, rules_dir);
+  return rules_dir.empty() ? kExitOk : WriteRules(advice, rules_dir, client.follow_up());
 }
 
 int SweepCommand(CoordinatorClient& client, const std::vector<std::string>& args) {
@@ -214,11 +227,12 @@ int SweepCommand(CoordinatorClient& client, const std::vector<std::string>& args
   }
   const Advice advice = Advise(runs);
   PrintAdvice(advice);
-  absl::PrintF("# %d runs (%d failed), %.0f s; again: collbench advise --sweep %s\n", runs.size(),
-               failed, absl::ToDoubleSeconds(absl::Now() - start), id);
+  absl::PrintF("# %d runs (%d failed), %.0f s; %s\n", runs.size(), failed,
+               absl::ToDoubleSeconds(absl::Now() - start),
+               client.follow_up().Line("again", {"advise", "--sweep", id}));
   int code = failed == 0 ? kExitOk : kExitFailed;
   if (!rules_dir.empty() && !advice.groups.empty()) {
-    const int wrote = WriteRules(advice, rules_dir);
+    const int wrote = WriteRules(advice, rules_dir, client.follow_up());
     if (wrote != kExitOk) code = wrote;
   }
   return code;

@@ -31,7 +31,7 @@
 namespace collbench {
 namespace {
 
-constexpr char kUsage[] =
+constexpr char kUsageHead[] =
     R"(usage: collbench [--coordinator HOST:PORT] [--token-file FILE | --token T]
                  [--tls-ca FILE [--tls-server-name NAME] [--tls-cert F --tls-key F]]
                  COMMAND
@@ -65,9 +65,13 @@ commands:
   advise RUN... | --suite ID | --sweep ID [--write-rules DIR]
                                 the fastest configuration per size range, its
                                 margin and significance; tuning files to deploy
-  local [--workers K] [--slots N] [--store FILE] COMMAND...
-                                an embedded coordinator and K local workers on
+  local [flags] COMMAND...      an embedded coordinator and K local workers on
                                 127.0.0.1 for one command; nothing left running
+    flags: )";
+
+constexpr char kUsageTail[] =
+    R"(
+Every command's --help (or -h) gives its usage, with no coordinator needed.
 )";
 
 bool Succeeded(const v1::Run& run) { return run.state() == v1::SUCCEEDED; }
@@ -78,7 +82,10 @@ int Workers(CoordinatorClient& client, const std::vector<std::string>& args) {
   flags.Bool("long", &long_format,
              "also each worker's container signals, namespaces, /dev/shm, cgroup limits and"
              " labels");
-  if (absl::Status s = flags.Parse(args); !s.ok()) return Report(s);
+  if (std::optional<int> stop = ParseCommandFlags(
+          flags, args, "usage: collbench workers [--long]\nThe registered workers.\n")) {
+    return *stop;
+  }
   if (!flags.rest().empty()) {
     return Report(absl::InvalidArgumentError(
         absl::StrCat("workers: unexpected argument '", flags.rest()[0], "'")));
@@ -106,7 +113,10 @@ int Runs(CoordinatorClient& client, const std::vector<std::string>& args) {
   FlagParser flags;
   flags.String("state", &state, "only runs in this state");
   flags.Int("limit", &limit, "at most this many runs");
-  if (absl::Status s = flags.Parse(args); !s.ok()) return Report(s);
+  if (std::optional<int> stop = ParseCommandFlags(
+          flags, args, "usage: collbench runs [--state S] [--limit N]\nRuns, newest first.\n")) {
+    return *stop;
+  }
   v1::ListRunsRequest request;
   request.set_page_size(limit);
   if (!state.empty()) request.set_filter("state=" + absl::AsciiStrToUpper(state));
@@ -123,7 +133,11 @@ int Show(CoordinatorClient& client, const std::vector<std::string>& args) {
   std::string output = "table";
   FlagParser flags;
   flags.String("output", &output, "table, jsonl or csv");
-  if (absl::Status s = flags.Parse(args); !s.ok()) return Report(s);
+  if (std::optional<int> stop = ParseCommandFlags(
+          flags, args,
+          "usage: collbench show RUN [--output table|jsonl|csv]\nA run and its results.\n")) {
+    return *stop;
+  }
   if (flags.rest().size() != 1) return Report(absl::InvalidArgumentError("usage: show RUN"));
   absl::StatusOr<OutputKind> kind = ParseOutputKind(output);
   if (!kind.ok()) return Report(kind.status());
@@ -169,16 +183,30 @@ absl::StatusOr<v1::Run> Follow(CoordinatorClient& client, const std::string& run
 }
 
 int Watch(CoordinatorClient& client, const std::vector<std::string>& args) {
-  if (args.size() != 1) return Report(absl::InvalidArgumentError("usage: watch RUN"));
-  absl::StatusOr<v1::Run> run = Follow(client, RunName(args[0]), true);
+  FlagParser flags;
+  if (std::optional<int> stop = ParseCommandFlags(
+          flags, args,
+          "usage: collbench watch RUN\nFollows a run, each size as it is measured; exit 0 if it"
+          " succeeds.\nCtrl-C stops watching, not the run.\n")) {
+    return *stop;
+  }
+  if (flags.rest().size() != 1) return Report(absl::InvalidArgumentError("usage: watch RUN"));
+  absl::StatusOr<v1::Run> run = Follow(client, RunName(flags.rest()[0]), true);
   if (!run.ok()) return Report(run.status());
   return Succeeded(*run) ? kExitOk : kExitFailed;
 }
 
 int Cancel(CoordinatorClient& client, const std::vector<std::string>& args) {
-  if (args.size() != 1) return Report(absl::InvalidArgumentError("usage: cancel RUN"));
+  FlagParser flags;
+  if (std::optional<int> stop = ParseCommandFlags(
+          flags, args,
+          "usage: collbench cancel RUN\nStops a run: a queued one at once, a running one's"
+          " processes on every worker.\n")) {
+    return *stop;
+  }
+  if (flags.rest().size() != 1) return Report(absl::InvalidArgumentError("usage: cancel RUN"));
   v1::CancelRunRequest request;
-  request.set_name(RunName(args[0]));
+  request.set_name(RunName(flags.rest()[0]));
   v1::Run run;
   if (absl::Status s = client.Call(&v1::Coordinator::Stub::CancelRun, request, &run); !s.ok()) {
     return Report(s);
@@ -191,7 +219,12 @@ int Compare(CoordinatorClient& client, const std::vector<std::string>& args) {
   std::string output = "table";
   FlagParser flags;
   flags.String("output", &output, "table or csv");
-  if (absl::Status s = flags.Parse(args); !s.ok()) return Report(s);
+  if (std::optional<int> stop = ParseCommandFlags(
+          flags, args,
+          "usage: collbench compare RUN RUN... [--output table|csv]\nRuns side by side, with"
+          " ratios to the first.\n")) {
+    return *stop;
+  }
   if (flags.rest().size() < 2) {
     return Report(absl::InvalidArgumentError("usage: compare RUN RUN..."));
   }
@@ -210,13 +243,6 @@ int Compare(CoordinatorClient& client, const std::vector<std::string>& args) {
   }
   std::fputs(FormatComparison(runs, *kind).c_str(), stdout);
   return kExitOk;
-}
-
-// Whether a command whose flags go on to run specs was asked for its usage.
-bool AsksForHelp(const std::vector<std::string>& args) {
-  return std::find_if(args.begin(), args.end(), [](const std::string& arg) {
-           return arg == "--help" || arg == "-h";
-         }) != args.end();
 }
 
 int Run(CoordinatorClient& client, const std::vector<std::string>& args) {
@@ -252,7 +278,8 @@ constexpr char kMatrixUsage[] =
     R"(usage: collbench matrix [--operations L] [--placements L] [--transports L] [--mpis L] [run flags]
 One run per combination of the lists (defaults: allreduce,bcast,gather; pack,spread;
 shm,tcp; openmpi), each with the same run flags (see collbench run --help), then
-each operation side by side and the fastest and slowest configuration per size.
+each operation side by side and the fastest and slowest configuration per size,
+and the command that reports on the runs (under local, only with --store).
 )";
 
 int Matrix(CoordinatorClient& client, const std::vector<std::string>& args) {
@@ -301,6 +328,12 @@ int Matrix(CoordinatorClient& client, const std::vector<std::string>& args) {
   }
   absl::PrintF("\n== fastest and slowest configuration per operation and size\n%s",
                FormatBestWorst(done));
+  if (!done.empty()) {
+    std::vector<std::string> report = {"report"};
+    for (const MatrixRun& run : done) report.push_back(run.run.name());
+    report.insert(report.end(), {"-o", "matrix.html"});
+    absl::PrintF("\n# %d runs; %s\n", done.size(), client.follow_up().Line("report", report));
+  }
   return all_ok ? kExitOk : kExitFailed;
 }
 
@@ -327,10 +360,11 @@ int Health(const std::string& coordinator, const ChannelSetup& channel,
                  return absl::OkStatus();
                },
                "how long to wait for the answer (default 5s)");
-  if (absl::Status s = flags.Parse(args); !s.ok()) return Report(s);
-  if (flags.help()) {
-    absl::PrintF("usage: collbench health [HOST:PORT] [flags]\n%s", flags.Usage());
-    return kExitOk;
+  if (std::optional<int> stop = ParseCommandFlags(
+          flags, args,
+          "usage: collbench health [HOST:PORT] [flags]\nThe gRPC health status of the"
+          " coordinator, or of a worker's --listen address; exit 0 if SERVING.\n")) {
+    return *stop;
   }
   if (flags.rest().size() > 1) {
     return Report(absl::InvalidArgumentError(
@@ -350,18 +384,28 @@ int Health(const std::string& coordinator, const ChannelSetup& channel,
 
 }  // namespace
 
+std::string CliUsage() {
+  FlagParser local;
+  LocalOptions unused;
+  AddLocalFlags(&local, &unused);
+  return absl::StrCat(kUsageHead, local.Synopsis(), "\n", kUsageTail);
+}
+
 int RunCommand(const std::string& coordinator, const std::string& token,
-               const std::vector<std::string>& command, const ClientTlsOptions& tls) {
+               const std::vector<std::string>& command, const FollowUp& follow_up,
+               const ClientTlsOptions& tls) {
   if (command.empty()) {
-    std::fputs(kUsage, stderr);
+    std::fputs(CliUsage().c_str(), stderr);
     return kExitUsage;
   }
-  absl::StatusOr<ChannelSetup> channel = MakeChannelSetup(tls);
-  if (!channel.ok()) return Report(channel.status());
   const std::string& name = command[0];
   const std::vector<std::string> args(command.begin() + 1, command.end());
+  // A command's help calls nobody: it needs no certificate files either.
+  absl::StatusOr<ChannelSetup> channel =
+      MakeChannelSetup(AsksForHelp(args) ? ClientTlsOptions{} : tls);
+  if (!channel.ok()) return Report(channel.status());
   if (name == "health") return Health(coordinator, *channel, args);
-  CoordinatorClient client(coordinator, token, *channel);
+  CoordinatorClient client(coordinator, token, *channel, follow_up);
   if (name == "workers") return Workers(client, args);
   if (name == "runs") return Runs(client, args);
   if (name == "show") return Show(client, args);
@@ -374,7 +418,7 @@ int RunCommand(const std::string& coordinator, const std::string& token,
   if (name == "report") return ReportCommand(client, args);
   if (name == "advise") return AdviseCommand(client, args);
   if (name == "sweep") return SweepCommand(client, args);
-  absl::FPrintF(stderr, "collbench: unknown command '%s'\n%s", name, kUsage);
+  absl::FPrintF(stderr, "collbench: unknown command '%s'\n%s", name, CliUsage());
   return kExitUsage;
 }
 
@@ -399,6 +443,25 @@ absl::StatusOr<std::string> BearerToken(const std::string& flag_token,
   return from_env;
 }
 
+// The words after the program that reach the same coordinator as this
+// command did, for follow-up commands. A --token is left out: it is a
+// secret, and the COLLBENCH_TOKEN or --token-file a person should use
+// instead are theirs to give.
+std::vector<std::string> ReachWords(const std::string& coordinator, const std::string& token_file,
+                                    const ClientTlsOptions& tls) {
+  std::vector<std::string> words = {"--coordinator", coordinator};
+  const std::pair<const char*, const std::string*> given[] = {
+      {"--token-file", &token_file},
+      {"--tls-ca", &tls.ca_file},
+      {"--tls-server-name", &tls.server_name},
+      {"--tls-cert", &tls.cert_file},
+      {"--tls-key", &tls.key_file}};
+  for (const auto& [flag, value] : given) {
+    if (!value->empty()) words.insert(words.end(), {flag, *value});
+  }
+  return words;
+}
+
 }  // namespace
 
 int RunCli(int argc, char** argv) {
@@ -421,16 +484,19 @@ int RunCli(int argc, char** argv) {
   const absl::Status parsed =
       flags.Parse(std::vector<std::string>(argv + 1, argv + argc), /*stop_at_positional=*/true);
   if (flags.help() && flags.rest().empty()) {
-    std::fputs(kUsage, stdout);
+    std::fputs(CliUsage().c_str(), stdout);
     return kExitOk;
   }
   if (!parsed.ok()) return Report(parsed);
+  std::vector<std::string> command = flags.rest();
+  if (flags.help()) command.push_back("--help");  // `collbench --help runs`: the command's help
   absl::StatusOr<std::string> bearer = BearerToken(token, token_file);
   if (!bearer.ok()) return Report(bearer.status());
-  if (!flags.rest().empty() && flags.rest()[0] == "local") {
-    return RunLocal(std::vector<std::string>(flags.rest().begin() + 1, flags.rest().end()));
+  if (!command.empty() && command[0] == "local") {
+    return RunLocal(argv[0], std::vector<std::string>(command.begin() + 1, command.end()));
   }
-  return RunCommand(coordinator, *bearer, flags.rest(), tls);
+  const FollowUp follow_up(argv[0], ReachWords(coordinator, token_file, tls), /*kept=*/true);
+  return RunCommand(coordinator, *bearer, command, follow_up, tls);
 }
 
 }  // namespace collbench

@@ -6,16 +6,23 @@
 #include <string>
 #include <vector>
 
+#include "client/follow_up.h"
 #include "common/tls_channel.h"
 
 namespace collbench {
 
 int RunCli(int argc, char** argv);
 
+// `collbench --help`: the commands, `local`'s flags from its flag table.
+std::string CliUsage();
+
 // One command (`workers`, `run ...`, ...) against the coordinator at
-// `coordinator`, over TLS when `tls` names a CA file.
+// `coordinator`, over TLS when `tls` names a CA file. `follow_up` reaches
+// that coordinator again in the commands it prints for later. A command
+// asked for --help prints it without calling the coordinator.
 int RunCommand(const std::string& coordinator, const std::string& token,
-               const std::vector<std::string>& command, const ClientTlsOptions& tls = {});
+               const std::vector<std::string>& command, const FollowUp& follow_up,
+               const ClientTlsOptions& tls = {});
 
 }  // namespace collbench
 

@@ -6,6 +6,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "client/interrupt_notice.h"
 
 namespace collbench {
 
@@ -22,13 +23,43 @@ std::string RunName(absl::string_view text) {
   return absl::StartsWith(text, "runs/") ? std::string(text) : absl::StrCat("runs/", text);
 }
 
+bool AsksForHelp(const std::vector<std::string>& args) {
+  return std::find_if(args.begin(), args.end(), [](const std::string& arg) {
+           return arg == "--help" || arg == "-h";
+         }) != args.end();
+}
+
+std::optional<int> ParseCommandFlags(FlagParser& flags, const std::vector<std::string>& args,
+                                     absl::string_view usage) {
+  if (absl::Status s = flags.Parse(args); !s.ok()) return Report(s);
+  if (!flags.help()) return std::nullopt;
+  absl::PrintF("%s%s", usage, flags.Usage());
+  return kExitOk;
+}
+
 CoordinatorClient::CoordinatorClient(const std::string& address, const std::string& token,
-                                     const ChannelSetup& channel)
+                                     const ChannelSetup& channel, FollowUp follow_up)
     : stub_(v1::Coordinator::NewStub(CreateCoordinatorChannel(address, channel))),
-      token_(token) {}
+      address_(address),
+      token_(token),
+      follow_up_(std::move(follow_up)) {}
+
+absl::Status CoordinatorClient::Explain(absl::Status status) const {
+  if (!absl::IsUnavailable(status)) return status;
+  return absl::UnavailableError(absl::StrCat(
+      "no coordinator answers at ", address_, " (", status.message(), ")\n  start one there: ",
+      "collbench-coordinator --grpc-listen ", address_,
+      " --store collbench.db --tokens TOKENS-FILE (docs/operations/deploy.md), or name another"
+      " with --coordinator HOST:PORT\n  or, with nothing deployed, on this machine: collbench"
+      " local COMMAND"));
+}
 
 absl::StatusOr<v1::Run> CoordinatorClient::Watch(
     const std::string& run, const std::function<void(const v1::RunEvent&)>& on_event) {
+  const ScopedInterruptNotice notice(absl::StrCat(
+      "\ncollbench: interrupted; ", run, " goes on at the coordinator\n  watch it again: ",
+      follow_up_.Command({"watch", run}), "\n  cancel it:      ",
+      follow_up_.Command({"cancel", run}), "\n"));
   grpc::ClientContext context;
   Prepare(&context);
   v1::WatchRunRequest request;
@@ -36,7 +67,7 @@ absl::StatusOr<v1::Run> CoordinatorClient::Watch(
   auto reader = stub_->WatchRun(&context, request);
   v1::RunEvent event;
   while (reader->Read(&event)) on_event(event);
-  absl::Status status = FromGrpcStatus(reader->Finish());
+  absl::Status status = Explain(FromGrpcStatus(reader->Finish()));
   if (!status.ok()) return status;
   v1::GetRunRequest get;
   get.set_name(run);

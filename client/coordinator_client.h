@@ -8,6 +8,7 @@
 
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -16,7 +17,9 @@
 #include "absl/strings/string_view.h"
 #include "analysis/run_set.h"
 #include "api/status_mapping.h"
+#include "client/follow_up.h"
 #include "collbench/v1/coordinator.grpc.pb.h"
+#include "common/flag_parser.h"
 #include "common/tls_channel.h"
 
 namespace collbench {
@@ -33,27 +36,47 @@ int Report(const absl::Status& status);
 // "runs/ID" from "ID" or "runs/ID".
 std::string RunName(absl::string_view text);
 
+// Whether `--help` or `-h` is among a command's arguments.
+bool AsksForHelp(const std::vector<std::string>& args);
+
+// Parses a command's flags. On --help or -h, prints `usage` and the flags'
+// help to stdout, so every command's help works with no coordinator.
+// Returns the exit code to stop with (kExitOk after the help, kExitUsage
+// for a bad flag), or nullopt to go on.
+std::optional<int> ParseCommandFlags(FlagParser& flags, const std::vector<std::string>& args,
+                                     absl::string_view usage);
+
+// The calls connect on first use: constructing one reaches nobody. A
+// coordinator that cannot be reached comes back as Unavailable naming the
+// address and how to start one or use `collbench local`.
 class CoordinatorClient {
  public:
   CoordinatorClient(const std::string& address, const std::string& token,
-                    const ChannelSetup& channel);
+                    const ChannelSetup& channel, FollowUp follow_up);
 
   template <typename Request, typename Response, typename Method>
   absl::Status Call(Method method, const Request& request, Response* response) {
     grpc::ClientContext context;
     Prepare(&context);
-    return FromGrpcStatus(((*stub_).*method)(&context, request, response));
+    return Explain(FromGrpcStatus(((*stub_).*method)(&context, request, response)));
   }
 
   // Streams the run's events to `on_event` until the run ends; returns the
-  // run as it ended.
+  // run as it ended. Ctrl-C meanwhile ends the command, saying that the
+  // run goes on and how to watch or cancel it (interrupt_notice.h).
   absl::StatusOr<v1::Run> Watch(const std::string& run,
                                 const std::function<void(const v1::RunEvent&)>& on_event);
 
+  // How a person reaches this coordinator again from a shell.
+  const FollowUp& follow_up() const { return follow_up_; }
+
  private:
   void Prepare(grpc::ClientContext* context);
+  absl::Status Explain(absl::Status status) const;
   std::unique_ptr<v1::Coordinator::Stub> stub_;
+  std::string address_;
   std::string token_;
+  FollowUp follow_up_;
 };
 
 // A run and its results.

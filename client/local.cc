@@ -8,9 +8,12 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
+#include <memory>
+#include <optional>
 #include <thread>
 
 #include "absl/strings/escaping.h"
@@ -18,13 +21,13 @@
 #include "absl/strings/str_format.h"
 #include "absl/time/clock.h"
 #include "client/cli.h"
+#include "client/coordinator_client.h"
+#include "common/atomic_file.h"
 #include "common/flag_parser.h"
 #include "server/coordinator.h"
 
 namespace collbench {
 namespace {
-
-constexpr int kExitUsage = 2;
 
 std::string SelfDir() {
   char path[PATH_MAX] = {0};
@@ -110,6 +113,22 @@ class LocalCluster {
     coordinator_.reset();
     if (!dir_.empty()) std::system(absl::StrCat("rm -rf '", dir_, "'").c_str());
     dir_.clear();
+  }
+
+  // Cancels every run not yet ended (the coordinator and the workers stop
+  // with this process, so nothing would end them) and returns their names.
+  std::vector<std::string> CancelUnfinishedRuns() {
+    std::vector<std::string> cancelled;
+    if (!coordinator_) return cancelled;
+    RunManager* manager = coordinator_->manager();
+    for (v1::RunState state : {v1::QUEUED, v1::SCHEDULED, v1::RUNNING}) {
+      absl::StatusOr<Store::RunPage> page = manager->ListRuns(1000, "", state);
+      if (!page.ok()) continue;
+      for (const v1::Run& run : page->runs) {
+        if (manager->CancelRun(run.name(), absl::Now()).ok()) cancelled.push_back(run.name());
+      }
+    }
+    return cancelled;
   }
 
   const std::string& address() const { return address_; }
@@ -210,77 +229,128 @@ class LocalCluster {
 
 }  // namespace
 
-int RunLocal(const std::vector<std::string>& args) {
-  int workers = 2, slots = 0;
-  std::string store, tuning_dir;
-  FlagParser flags;
-  flags.Int("workers", &workers, "local workers (default 2)");
-  flags.Int("slots", &slots, "ranks per worker (default: CPUs)");
-  flags.String("store", &store,
-               "keep the runs in this SQLite file (default: in memory, gone after the command), "
-               "so a later `collbench local --store FILE suite show ID` or `report` finds them");
-  flags.String("tuning-dir", &tuning_dir,
-               "the workers' folder of tuning files (e.g. what `advise --write-rules DIR` wrote);"
-               " a run names one by its bare name, e.g. --env"
-               " OMPI_MCA_coll_tuned_dynamic_rules_filename=openmpi-rules.conf (default: none)");
-  const absl::Status parsed = flags.Parse(args, /*stop_at_positional=*/true);
-  if (parsed.ok() && flags.help() && flags.rest().empty()) {
-    absl::PrintF(
-        "usage: collbench local [flags] COMMAND...\n"
-        "An embedded coordinator and K local workers on 127.0.0.1 for one command;\n"
-        "nothing is left running. COMMAND is any collbench command.\n%s",
-        flags.Usage());
-    return 0;
-  }
-  if (!parsed.ok() || flags.rest().empty() || workers < 1) {
-    absl::FPrintF(stderr, "collbench local: %s\n",
-                  !parsed.ok() ? std::string(parsed.message())
-                  : workers < 1 ? std::string("--workers must be at least 1")
-                                : std::string("usage: collbench local [--workers K] COMMAND..."));
-    return kExitUsage;
-  }
-  if (!tuning_dir.empty()) {  // the workers' check, said here where it is readable
-    char real[PATH_MAX];
-    struct stat st;
-    if (realpath(tuning_dir.c_str(), real) == nullptr || stat(real, &st) != 0 ||
-        !S_ISDIR(st.st_mode)) {
-      absl::FPrintF(stderr, "collbench local: --tuning-dir %s: not an existing folder\n",
-                    tuning_dir);
+void AddLocalFlags(FlagParser* flags, LocalOptions* options) {
+  flags->Int("workers", "K", &options->workers, "local workers (default 2)");
+  flags->Int("slots", &options->slots, "ranks per worker (default: CPUs)");
+  flags->String("store", "FILE", &options->store,
+                "keep the runs in this SQLite file (default: in memory, gone after the command), "
+                "so a later `collbench local --store FILE suite show ID` or `report` finds them;"
+                " its folder must exist");
+  flags->String("tuning-dir", "DIR", &options->tuning_dir,
+                "the workers' folder of tuning files (e.g. what `advise --write-rules DIR` wrote);"
+                " a run names one by its bare name, e.g. --env"
+                " OMPI_MCA_coll_tuned_dynamic_rules_filename=openmpi-rules.conf (default: none)");
+}
+
+namespace {
+
+// The checks the coordinator and the workers would make, said here where
+// they are readable: the store's folder exists (it is never created), the
+// tuning folder exists (made absolute for the workers). Returns the exit
+// code to stop with, or nullopt to go on.
+std::optional<int> CheckPaths(LocalOptions* options) {
+  if (!options->store.empty()) {
+    if (absl::Status folder = CheckParentFolder(options->store); !folder.ok()) {
+      absl::FPrintF(stderr, "collbench local: --store %s\n", folder.message());
       return kExitUsage;
     }
-    tuning_dir = real;
   }
-  // Ctrl-C or SIGTERM still tears everything down.
+  if (options->tuning_dir.empty()) return std::nullopt;
+  char real[PATH_MAX];
+  struct stat st;
+  if (realpath(options->tuning_dir.c_str(), real) == nullptr || stat(real, &st) != 0 ||
+      !S_ISDIR(st.st_mode)) {
+    absl::FPrintF(stderr, "collbench local: --tuning-dir %s: not an existing folder\n",
+                  options->tuning_dir);
+    return kExitUsage;
+  }
+  options->tuning_dir = real;
+  return std::nullopt;
+}
+
+// Starts the cluster, runs `command` on it and stops it. Ctrl-C or SIGTERM
+// still tears everything down. Whoever comes first ends the session: the
+// command finishing, or the signal thread, which cancels the runs not yet
+// ended, stops everything and exits 128+signal while the command (a watch
+// that saw its run cancelled, a suite going on to its next cell) waits.
+int RunOnCluster(const LocalOptions& options, std::vector<std::string> command,
+                 const FollowUp& follow_up) {
   sigset_t signals;
   sigemptyset(&signals);
   sigaddset(&signals, SIGINT);
   sigaddset(&signals, SIGTERM);
   pthread_sigmask(SIG_BLOCK, &signals, nullptr);
   LocalCluster cluster;
-  std::thread([&cluster, signals] {
+  auto ended = std::make_shared<std::atomic<bool>>(false);
+  std::thread([&cluster, signals, ended] {
     int signal = 0;
-    if (sigwait(&signals, &signal) == 0) {
-      absl::FPrintF(stderr, "local: stopping\n");
-      cluster.Stop();
-      _exit(128 + signal);
+    if (sigwait(&signals, &signal) != 0 || ended->exchange(true)) return;
+    for (const std::string& run : cluster.CancelUnfinishedRuns()) {
+      absl::FPrintF(stderr,
+                    "\nlocal: interrupted: cancelled %s (the embedded coordinator stops with"
+                    " this command)\n",
+                    run);
     }
+    absl::FPrintF(stderr, "local: stopping\n");
+    cluster.Stop();
+    _exit(128 + signal);
   }).detach();
-  absl::Status started = cluster.Start(workers, slots, store, tuning_dir);
+  auto end = [&](int code) {
+    if (ended->exchange(true)) {
+      for (;;) absl::SleepFor(absl::Hours(1));  // the signal thread exits the process
+    }
+    cluster.Stop();
+    return code;
+  };
+  absl::Status started =
+      cluster.Start(options.workers, options.slots, options.store, options.tuning_dir);
   if (!started.ok()) {
     absl::FPrintF(stderr, "collbench local: %s\n", started.message());
-    cluster.Stop();
-    return 1;
+    return end(kExitFailed);
   }
-  std::vector<std::string> command = flags.rest();
   // The embedded coordinator ends with this command, so a run is always
   // waited for: without --watch it prints the results at the end.
   if (command[0] == "run" && std::find(command.begin(), command.end(), "--wait") == command.end() &&
       std::find(command.begin(), command.end(), "--watch") == command.end()) {
     command.push_back("--wait");
   }
-  const int code = RunCommand(cluster.address(), cluster.token(), command);
-  cluster.Stop();
-  return code;
+  return end(RunCommand(cluster.address(), cluster.token(), command, follow_up));
+}
+
+}  // namespace
+
+int RunLocal(const std::string& program, const std::vector<std::string>& args) {
+  LocalOptions options;
+  FlagParser flags;
+  AddLocalFlags(&flags, &options);
+  const absl::Status parsed = flags.Parse(args, /*stop_at_positional=*/true);
+  const std::string usage =
+      absl::StrCat("usage: collbench local ", flags.Synopsis(), " COMMAND...");
+  if (parsed.ok() && flags.help() && flags.rest().empty()) {
+    absl::PrintF(
+        "%s\n"
+        "An embedded coordinator and K local workers on 127.0.0.1 for one command;\n"
+        "nothing is left running. COMMAND is any collbench command.\n%s",
+        usage, flags.Usage());
+    return kExitOk;
+  }
+  if (!parsed.ok() || flags.rest().empty() || options.workers < 1) {
+    absl::FPrintF(stderr, "collbench local: %s\n",
+                  !parsed.ok()          ? std::string(parsed.message())
+                  : options.workers < 1 ? std::string("--workers must be at least 1")
+                                        : usage);
+    return kExitUsage;
+  }
+  const FollowUp follow_up(program,
+                           options.store.empty()
+                               ? std::vector<std::string>{"local"}
+                               : std::vector<std::string>{"local", "--store", options.store},
+                           /*kept=*/!options.store.empty());
+  if (AsksForHelp(flags.rest())) {  // the command's help needs no coordinator
+    return RunCommand("127.0.0.1:0", "", flags.rest(), follow_up);
+  }
+  if (std::optional<int> stop = CheckPaths(&options)) return *stop;
+  return RunOnCluster(options, flags.rest(), follow_up);
 }
 
 }  // namespace collbench

@@ -1,4 +1,4 @@
-// `collbench local [--workers K] [--slots N] COMMAND...`: an embedded
+// `collbench local [flags] COMMAND...`: an embedded
 // coordinator and K collbench-worker processes on 127.0.0.1 for one
 // command, torn down afterwards (also on Ctrl-C), so nothing is left
 // running. Everything listens on loopback only, and other users of the
@@ -12,9 +12,26 @@
 #include <string>
 #include <vector>
 
+#include "common/flag_parser.h"
+
 namespace collbench {
 
-int RunLocal(const std::vector<std::string>& args);
+struct LocalOptions {
+  int workers = 2;
+  int slots = 0;           // ranks per worker; 0: the CPUs
+  std::string store;       // a SQLite file that keeps the runs; "": in memory
+  std::string tuning_dir;  // every worker's --tuning-dir; "": none
+};
+
+// `local`'s flags, into `options`: the one table its parser, its --help and
+// `collbench --help` are made from.
+void AddLocalFlags(FlagParser* flags, LocalOptions* options);
+
+// `program`: argv[0], for the follow-up commands it prints. A COMMAND asked
+// for --help prints its help without starting anything. Ctrl-C or SIGTERM
+// cancels the runs not yet ended (the embedded coordinator stops with this
+// process), says which, and stops everything.
+int RunLocal(const std::string& program, const std::vector<std::string>& args);
 
 }  // namespace collbench
 

@@ -82,12 +82,16 @@ int ReportCommand(CoordinatorClient& client, const std::vector<std::string>& arg
   if (output.empty()) {
     return Report(absl::InvalidArgumentError("report: -o FILE.html is required"));
   }
+  // Before any run is fetched: a folder that is not there is a typo.
+  if (absl::Status folder = CheckParentFolder(output); !folder.ok()) {
+    return Report(absl::InvalidArgumentError(absl::StrCat("-o ", folder.message())));
+  }
   absl::StatusOr<std::string> page = !suite.empty()   ? RenderSuite(client, suite)
                                      : !sweep.empty() ? RenderSweep(client, sweep)
                                                       : RenderRuns(client, runs);
   if (!page.ok()) return Report(page.status());
   if (absl::Status s = WriteFileAtomically(output, *page); !s.ok()) {
-    // A file that cannot be created is bad input of -o (a missing folder).
+    // A file that cannot be created is bad input of -o.
     return Report(absl::IsInvalidArgument(s)
                       ? absl::InvalidArgumentError(absl::StrCat("-o: ", s.message()))
                       : s);

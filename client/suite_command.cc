@@ -265,9 +265,9 @@ int RunSuite(CoordinatorClient& client, const std::vector<std::string>& args) {
     outcome.runs[cell.Label()] = *std::move(full);
   }
   PrintTables(RenderSuite(*suite, *cells, outcome));
-  absl::PrintF("# %d runs (%d failed), %d skipped, %.0f s; again: collbench suite show %s\n",
-               outcome.runs.size(), failed, outcome.skipped.size(),
-               absl::ToDoubleSeconds(absl::Now() - start), id);
+  absl::PrintF("# %d runs (%d failed), %d skipped, %.0f s; %s\n", outcome.runs.size(), failed,
+               outcome.skipped.size(), absl::ToDoubleSeconds(absl::Now() - start),
+               client.follow_up().Line("again", {"suite", "show", id}));
   return failed == 0 ? kExitOk : kExitFailed;
 }
 
@@ -286,7 +286,7 @@ int Show(CoordinatorClient& client, const std::vector<std::string>& args) {
 }  // namespace
 
 int SuiteCommand(CoordinatorClient& client, const std::vector<std::string>& args) {
-  if (args.empty() || args[0] == "--help" || args[0] == "-h") {
+  if (args.empty() || AsksForHelp(args)) {  // `suite show --help` too
     std::fputs(kUsage, args.empty() ? stderr : stdout);
     return args.empty() ? kExitUsage : kExitOk;
   }

@@ -1,6 +1,7 @@
 #include "common/atomic_file.h"
 
 #include <fcntl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -18,7 +19,25 @@ absl::Status Errno(const std::string& what, const std::string& path) {
 
 }  // namespace
 
+absl::Status CheckParentFolder(const std::string& path) {
+  const size_t slash = path.rfind('/');
+  if (slash == std::string::npos) return absl::OkStatus();
+  const std::string folder = slash == 0 ? "/" : path.substr(0, slash);
+  struct stat st;
+  if (stat(folder.c_str(), &st) != 0) {
+    return absl::InvalidArgumentError(
+        errno == ENOENT
+            ? absl::StrCat(path, ": the folder ", folder, " does not exist (it is not created)")
+            : absl::StrCat(path, ": the folder ", folder, ": ", std::strerror(errno)));
+  }
+  if (!S_ISDIR(st.st_mode)) {
+    return absl::InvalidArgumentError(absl::StrCat(path, ": ", folder, " is not a folder"));
+  }
+  return absl::OkStatus();
+}
+
 absl::Status WriteFileAtomically(const std::string& path, const std::string& contents) {
+  if (absl::Status folder = CheckParentFolder(path); !folder.ok()) return folder;
   const std::string temp = absl::StrCat(path, ".tmp.", getpid());
   const int fd = open(temp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
   if (fd < 0) {

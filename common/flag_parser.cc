@@ -3,11 +3,17 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
 
 namespace collbench {
 
 void FlagParser::String(std::string name, std::string* target, std::string help) {
-  Custom(std::move(name), "TEXT",
+  String(std::move(name), "TEXT", target, std::move(help));
+}
+
+void FlagParser::String(std::string name, std::string value_name, std::string* target,
+                        std::string help) {
+  Custom(std::move(name), std::move(value_name),
          [target](absl::string_view v) {
            *target = std::string(v);
            return absl::OkStatus();
@@ -16,8 +22,12 @@ void FlagParser::String(std::string name, std::string* target, std::string help)
 }
 
 void FlagParser::Int(std::string name, int* target, std::string help) {
+  Int(std::move(name), "N", target, std::move(help));
+}
+
+void FlagParser::Int(std::string name, std::string value_name, int* target, std::string help) {
   const std::string flag = name;
-  Custom(std::move(name), "N",
+  Custom(std::move(name), std::move(value_name),
          [target, flag](absl::string_view v) {
            if (!absl::SimpleAtoi(v, target)) {
              return absl::InvalidArgumentError(
@@ -100,6 +110,21 @@ std::string FlagParser::Usage() const {
         absl::StrCat("  --", flag.name, flag.value_name.empty() ? "" : " ", flag.value_name);
     absl::StrAppendFormat(&out, "%-30s %s\n", left, flag.help);
   }
+  return out;
+}
+
+std::string FlagParser::Synopsis() const {
+  std::vector<std::string> parts;
+  for (const Flag& flag : flags_) {
+    parts.push_back(absl::StrCat("[--", flag.name, flag.value_name.empty() ? "" : " ",
+                                 flag.value_name, "]"));
+  }
+  return absl::StrJoin(parts, " ");
+}
+
+std::vector<std::string> FlagParser::names() const {
+  std::vector<std::string> out;
+  for (const Flag& flag : flags_) out.push_back(flag.name);
   return out;
 }
 

@@ -17,9 +17,12 @@ namespace collbench {
 
 class FlagParser {
  public:
-  // `target` must outlive Parse().
+  // `target` must outlive Parse(). `value_name` shows in the usage text
+  // (default TEXT and N).
   void String(std::string name, std::string* target, std::string help);
+  void String(std::string name, std::string value_name, std::string* target, std::string help);
   void Int(std::string name, int* target, std::string help);
+  void Int(std::string name, std::string value_name, int* target, std::string help);
   void Bool(std::string name, bool* target, std::string help);
   // A flag with its own parser (e.g. a size or duration); `value_name`
   // shows in the usage text.
@@ -35,7 +38,12 @@ class FlagParser {
   // first one on.
   const std::vector<std::string>& rest() const { return rest_; }
   bool help() const { return help_; }
+  // One line per flag: the flag, its value and its help.
   std::string Usage() const;
+  // The flags in one line, "[--name VALUE] [--flag] ...", for a usage line.
+  std::string Synopsis() const;
+  // The names of the flags defined (without "--"), in definition order.
+  std::vector<std::string> names() const;
 
  private:
   struct Flag {

@@ -133,7 +133,8 @@ def runnable_blocks(root: Path, default_timeout_s: float):
 HELPS = {
     "collbench": [["collbench", "--help"]] + [
         ["collbench", c, "--help"]
-        for c in ("run", "matrix", "local", "suite", "report", "sweep", "advise", "health")
+        for c in ("run", "matrix", "local", "suite", "report", "sweep", "advise", "health",
+                  "workers", "runs", "show", "watch", "cancel", "compare")
     ] + [["collbench-rank", "--help"]],
     "collbench-rank": [["collbench-rank", "--help"]],
     "collbench-rank-mpich": [["collbench-rank-mpich", "--help"]],

@@ -2,7 +2,8 @@
 """`collbench suite` end to end: the built-in suites are listed, one suite's
 ci profile runs on `collbench local --workers 4 --slots 4` with a kept store,
 prints its tables with the paper's values and a verdict per checked row, and
-`suite show` renders the same tables again from the store. Bad input gets one
+the `suite show` it prints to run again renders, run as printed, the same
+tables from the store. Bad input gets one
 line naming what is wrong.
 
     suite_cli_test.py --bin-dir build/bin [--suite container-parity]
@@ -13,6 +14,7 @@ Exit code 0 on success, 1 on a failed expectation.
 import argparse
 import os
 import re
+import shlex
 import shutil
 import subprocess
 import sys
@@ -87,10 +89,17 @@ def main():
         if "skipped: " not in shown:
             fail("the GPU rows are not listed as skipped with a reason")
 
-        again, _ = collbench(args.bin_dir, "local", "--workers", "1", "--store", store,
-                             "suite", "show", suite_run)
+        # `suite show` exactly as the run printed it, reaching the same store.
+        printed = re.search(r"; again: (.*)$", ran.stdout, re.M)
+        if not printed:
+            fail("the suite run printed no again: command:\n" + ran.stdout[-1000:])
+        argv = shlex.split(printed.group(1))
+        if argv[-3:] != ["suite", "show", suite_run] or "--store" not in argv:
+            fail("the again: command does not show this suite run from its store: %r"
+                 % printed.group(1))
+        again = subprocess.run(argv, capture_output=True, text=True, timeout=600)
         if again.returncode != 0:
-            fail("suite show: exit %d: %s" % (again.returncode, again.stderr))
+            fail("suite show, as printed: exit %d: %s" % (again.returncode, again.stderr))
         # Skip reasons are known only while the suite runs; show says the
         # cells were not run. Everything else must be the same.
         def comparable(text):
