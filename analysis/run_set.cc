@@ -171,4 +171,19 @@ bool Separated(const Interval& a, const Interval& b) {
   return a.high_s < b.low_s || b.high_s < a.low_s;
 }
 
+int SignificantFastest(const std::vector<const v1::SizeResult*>& results) {
+  int best = -1, second = -1;
+  for (int i = 0; i < static_cast<int>(results.size()); ++i) {
+    if (results[i] == nullptr) continue;
+    if (best < 0 || results[i]->avg_s() < results[best]->avg_s()) {
+      second = best;
+      best = i;
+    } else if (second < 0 || results[i]->avg_s() < results[second]->avg_s()) {
+      second = i;
+    }
+  }
+  if (second < 0) return -1;
+  return Separated(MeanInterval(*results[best]), MeanInterval(*results[second])) ? best : -1;
+}
+
 }  // namespace collbench

@@ -62,6 +62,12 @@ Interval MeanInterval(const v1::SizeResult& result);
 // is significant. Unknown intervals never are.
 bool Separated(const Interval& a, const Interval& b);
 
+// The index of the fastest (lowest mean) of `results` when its mean's
+// interval is apart from the runner-up's, -1 otherwise: when fewer than
+// two are present (null entries are absent) or the two fastest are not
+// told apart. Ties on the mean go to the lower index.
+int SignificantFastest(const std::vector<const v1::SizeResult*>& results);
+
 }  // namespace collbench
 
 #endif  // COLLBENCH_ANALYSIS_RUN_SET_H_

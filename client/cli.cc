@@ -280,6 +280,9 @@ One run per combination of the lists (defaults: allreduce,bcast,gather; pack,spr
 shm,tcp; openmpi), each with the same run flags (see collbench run --help), then
 each operation side by side and the fastest and slowest configuration per size,
 and the command that reports on the runs (under local, only with --store).
+Every combination is checked before any runs: a list value that fits no
+combination (a misspelled operation) refuses the whole matrix; a combination that
+cannot be (Open MPI's shm across workers) is skipped with its reason.
 )";
 
 int Matrix(CoordinatorClient& client, const std::vector<std::string>& args) {
@@ -324,7 +327,9 @@ int Matrix(CoordinatorClient& client, const std::vector<std::string>& args) {
         }
       }
     }
-    absl::PrintF("\n== %s\n%s", op, FormatComparison(of_op, OutputKind::kTable));
+    absl::PrintF("\n== %s\n%s", op,
+                 of_op.empty() ? "no run: every combination was skipped (above)\n"
+                               : FormatComparison(of_op, OutputKind::kTable));
   }
   absl::PrintF("\n== fastest and slowest configuration per operation and size\n%s",
                FormatBestWorst(done));

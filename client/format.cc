@@ -11,6 +11,7 @@
 #include "absl/time/time.h"
 #include "google/protobuf/util/json_util.h"
 #include "api/convert.h"
+#include "analysis/run_set.h"
 #include "client/container_format.h"
 #include "common/rank_spread.h"
 
@@ -210,8 +211,13 @@ std::string FormatRunResults(const v1::Run& run, const std::vector<v1::SizeResul
   return out;
 }
 
-std::string FormatComparison(const std::vector<RunWithResults>& runs, OutputKind kind) {
-  std::map<Key, std::vector<const v1::SizeResult*>> rows;
+namespace {
+
+using ComparisonRows = std::map<Key, std::vector<const v1::SizeResult*>>;
+
+// Per (operation, dtype, redop, bytes): each run's result, null where absent.
+ComparisonRows MatchRows(const std::vector<RunWithResults>& runs) {
+  ComparisonRows rows;
   for (size_t i = 0; i < runs.size(); ++i) {
     for (const v1::SizeResult& r : runs[i].results) {
       auto& row = rows[KeyOf(r)];
@@ -219,20 +225,32 @@ std::string FormatComparison(const std::vector<RunWithResults>& runs, OutputKind
       row[i] = &r;
     }
   }
-  const bool csv = kind == OutputKind::kCsv;
-  std::string out;
-  if (!csv) {
-    if (const std::string warning = SyncMismatchWarning(runs); !warning.empty()) {
-      absl::StrAppend(&out, "# ", warning, "\n");
-    }
-    for (size_t i = 0; i < runs.size(); ++i) {
-      absl::StrAppendFormat(&out, "# [%d] %s: %s\n", i, runs[i].run.name(),
-                            DescribeRun(runs[i].run));
-      if (const std::string placement = DescribePlacement(runs[i].run); !placement.empty()) {
-        absl::StrAppendFormat(&out, "#     placement: %s\n", placement);
-      }
+  return rows;
+}
+
+// Long form, one line per run and size, every run named: the ratio to the
+// first run as a number (empty where either is absent) and fastest = 1 on
+// the run whose win at that size is significant.
+std::string ComparisonCsv(const std::vector<RunWithResults>& runs, const ComparisonRows& rows) {
+  std::string out = "run,operation,dtype,redop,bytes,avg_us,ratio_to_first,fastest\n";
+  for (const auto& [key, row] : rows) {
+    const int fastest = SignificantFastest(row);
+    for (size_t i = 0; i < row.size(); ++i) {
+      const v1::SizeResult* r = row[i];
+      if (r == nullptr) continue;
+      const std::string ratio = row[0] != nullptr && row[0]->avg_s() > 0
+                                    ? absl::StrFormat("%.6g", r->avg_s() / row[0]->avg_s())
+                                    : "";
+      absl::StrAppendFormat(&out, "%s,%s,%s,%s,%d,%.6g,%s,%d\n", runs[i].run.name(),
+                            std::get<0>(key), std::get<1>(key), std::get<2>(key),
+                            std::get<3>(key), r->avg_s() * kUs, ratio,
+                            static_cast<int>(i) == fastest ? 1 : 0);
     }
   }
+  return out;
+}
+
+std::string ComparisonTable(const std::vector<RunWithResults>& runs, const ComparisonRows& rows) {
   std::vector<std::string> header = {"operation", "dtype", "bytes"};
   for (size_t i = 0; i < runs.size(); ++i) {
     header.push_back(absl::StrCat("[", i, "]_avg_us"));
@@ -243,7 +261,6 @@ std::string FormatComparison(const std::vector<RunWithResults>& runs, OutputKind
   for (const auto& [key, row] : rows) {
     std::vector<std::string> cells = {std::get<0>(key), std::get<1>(key),
                                       absl::StrCat(std::get<3>(key))};
-    int fastest = -1;
     for (size_t i = 0; i < row.size(); ++i) {
       const v1::SizeResult* r = row[i];
       cells.push_back(r ? absl::StrFormat("%.2f", r->avg_s() * kUs) : "-");
@@ -252,14 +269,32 @@ std::string FormatComparison(const std::vector<RunWithResults>& runs, OutputKind
                             ? absl::StrFormat("%.2fx", r->avg_s() / row[0]->avg_s())
                             : "-");
       }
-      if (r && (fastest < 0 || r->avg_s() < row[fastest]->avg_s())) fastest = static_cast<int>(i);
     }
-    cells.push_back(fastest < 0 ? "-" : absl::StrCat("[", fastest, "]"));
+    const int fastest = SignificantFastest(row);
+    cells.push_back(fastest < 0 ? "~" : absl::StrCat("[", fastest, "]"));
     table.push_back(std::move(cells));
   }
-  if (!csv) return out + AlignColumns(table);
-  for (const auto& cells : table) absl::StrAppend(&out, absl::StrJoin(cells, ","), "\n");
-  return out;
+  return AlignColumns(table);
+}
+
+}  // namespace
+
+std::string FormatComparison(const std::vector<RunWithResults>& runs, OutputKind kind) {
+  const ComparisonRows rows = MatchRows(runs);
+  if (kind == OutputKind::kCsv) return ComparisonCsv(runs, rows);
+  std::string out;
+  if (const std::string warning = SyncMismatchWarning(runs); !warning.empty()) {
+    absl::StrAppend(&out, "# ", warning, "\n");
+  }
+  for (size_t i = 0; i < runs.size(); ++i) {
+    absl::StrAppendFormat(&out, "# [%d] %s: %s\n", i, runs[i].run.name(),
+                          DescribeRun(runs[i].run));
+    if (const std::string placement = DescribePlacement(runs[i].run); !placement.empty()) {
+      absl::StrAppendFormat(&out, "#     placement: %s\n", placement);
+    }
+  }
+  absl::StrAppend(&out, "# ", kFastestLegend, "\n");
+  return out + ComparisonTable(runs, rows);
 }
 
 }  // namespace collbench

@@ -43,11 +43,18 @@ std::string FormatRunResults(const v1::Run& run, const std::vector<v1::SizeResul
 std::string FormatResultRow(const v1::SizeResult& result);
 std::string ResultHeader();
 
+// What a "fastest" mark means, for every table that has one.
+inline constexpr char kFastestLegend[] =
+    "fastest: only where its mean's 95% interval (from the histograms) is apart from the "
+    "runner-up's; ~ where the two fastest are not told apart";
+
 // Several runs side by side, matched by (operation, dtype, redop, bytes):
-// avg latency of each and its ratio to the first run, plus the fastest.
-// Each run's line is followed by its placement.
-// The table starts with SyncMismatchWarning's line when the runs differ in
-// iteration synchronization.
+// avg latency of each and its ratio to the first run, plus the fastest
+// where its win is significant (SignificantFastest). The table names each
+// run [i] in its header lines, each followed by its placement, and starts
+// with SyncMismatchWarning's line when the runs differ in iteration
+// synchronization. CSV is long: one line per run and size, with the run's
+// name, the ratio to the first run as a number and fastest as 1 or 0.
 std::string FormatComparison(const std::vector<RunWithResults>& runs, OutputKind kind);
 
 // One line saying the runs differ in iteration synchronization and why

@@ -41,7 +41,8 @@ struct MatrixRun {
 std::string MatrixConfig(const std::string& placement, const std::string& transport,
                          const std::string& mpi);
 
-// Per operation and size: the fastest and slowest configuration.
+// Per operation and size: the fastest configuration (named only where its
+// win is significant, SignificantFastest) and the slowest, and their ratio.
 std::string FormatBestWorst(const std::vector<MatrixRun>& runs);
 
 }  // namespace collbench
