@@ -505,7 +505,7 @@ def produce_transport_pair(c):
     for transport in ("shm", "tcp"):
         done = c.cli("run", "allreduce", "--ranks", 2, "--placement", "pack", "--transport",
                      transport, "--label", "team=blue", "--sizes", SIZES, "-n", 20, "-w", 2,
-                     "--wait", "--output", "jsonl", timeout=120)
+                     "--check", "--wait", "--output", "jsonl", timeout=120)
         svc.check_results(svc.parse_jsonl(done.stdout), [8, 1024, 65536],
                           "allreduce pack --transport %s" % transport)
 
