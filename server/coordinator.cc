@@ -80,7 +80,8 @@ std::string SecurityMetrics(bool insecure_no_auth, const HttpServer* http) {
 
 std::shared_ptr<CoordinatorMetrics> NewMetrics(Store* store, RunManager* manager,
                                                const WatcherLimits* watchers,
-                                               const GatewayService* gateway) {
+                                               const GatewayService* gateway,
+                                               const CollectiveLabelOptions& labels) {
   MetricsSources sources;
   sources.lookup_run = [store](const std::string& name) { return store->GetRun(name); };
   sources.workers = [manager] { return manager->ListWorkers(); };
@@ -90,7 +91,7 @@ std::shared_ptr<CoordinatorMetrics> NewMetrics(Store* store, RunManager* manager
   sources.watcher_rejections = [watchers] { return watchers->rejections(); };
   sources.worker_counts = [manager] { return manager->worker_counts(); };
   sources.send_queue_overflows = [gateway] { return gateway->send_queue_overflows(); };
-  return std::make_shared<CoordinatorMetrics>(COLLBENCH_VERSION, std::move(sources));
+  return std::make_shared<CoordinatorMetrics>(COLLBENCH_VERSION, std::move(sources), labels);
 }
 
 }  // namespace
@@ -108,6 +109,7 @@ absl::StatusOr<std::unique_ptr<Coordinator>> Coordinator::Start(const Coordinato
   RETURN_IF_ERROR(CheckListenPolicy(
       {{"--grpc-listen", options.grpc_listen}, {"--http-listen", options.http_listen}},
       p.authorizer, options.insecure_no_auth));
+  RETURN_IF_ERROR(ValidateCollectiveLabelOptions(options.metric_labels));
   p.insecure_no_auth = options.insecure_no_auth && !p.authorizer.Protects(Role::kRead);
   if (options.store == ":memory:") {
     p.store = NewMemoryStore();
@@ -119,7 +121,12 @@ absl::StatusOr<std::unique_ptr<Coordinator>> Coordinator::Start(const Coordinato
   c->manager_ = std::make_unique<RunManager>(p.store.get(), &p.registry, &p.hub, &p.gateway,
                                              manager_options);
   p.watchers = std::make_unique<WatcherLimits>(options.watchers);
-  p.metrics = NewMetrics(p.store.get(), c->manager_.get(), p.watchers.get(), &p.gateway);
+  p.metrics = NewMetrics(p.store.get(), c->manager_.get(), p.watchers.get(), &p.gateway,
+                         options.metric_labels);
+  if (absl::Status rebuilt = p.metrics->RebuildFromStore(*p.store); !rebuilt.ok()) {
+    return absl::Status(rebuilt.code(), absl::StrCat("rebuilding the metrics from store ",
+                                                     options.store, ": ", rebuilt.message()));
+  }
   p.hub.AddObserver(p.metrics);
   RETURN_IF_ERROR(c->manager_->Recover(absl::Now()));
   for (const std::string& name : options.forget_workers) {

@@ -16,6 +16,7 @@
 #include "grpcpp/security/server_credentials.h"
 #include "server/core/run_manager.h"
 #include "server/core/watcher_limits.h"
+#include "server/metrics/collective_labels.h"
 
 namespace collbench {
 
@@ -40,6 +41,9 @@ struct CoordinatorOptions {
   // that lost its secret can join anew (--forget-worker).
   std::vector<std::string> forget_workers;
   WatcherLimitOptions watchers;  // WatchRun and REST event streams
+  // The collective series' pool and run-label dimensions
+  // (--metric-pool-label, --metric-run-labels).
+  CollectiveLabelOptions metric_labels;
   absl::Duration tick_interval = absl::Milliseconds(250);
 };
 
@@ -49,7 +53,9 @@ class Coordinator {
   // FailedPrecondition, before anything is opened, when the listeners and
   // tokens break the fail-closed policy (server/auth/listen_policy.h);
   // InvalidArgument naming the flag, before anything is opened, when a TLS
-  // file cannot be read or tls_client_ca comes without tls_cert/tls_key.
+  // file cannot be read, tls_client_ca comes without tls_cert/tls_key, or
+  // metric_labels is invalid. The collective metrics are rebuilt from the
+  // store before serving.
   static absl::StatusOr<std::unique_ptr<Coordinator>> Start(const CoordinatorOptions& options);
   ~Coordinator();  // Shutdown()
 

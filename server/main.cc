@@ -9,6 +9,7 @@
 #include "absl/synchronization/mutex.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "absl/strings/str_split.h"
 #include "common/flag_parser.h"
 #include "common/units.h"
 #include "server/auth/authorizer.h"
@@ -24,7 +25,8 @@ constexpr char kUsage[] =
     "[--insecure-no-auth] "
     "[--max-queued-runs N] [--create-rate R] [--create-burst N] [--max-watchers N] "
     "[--max-watchers-per-client N] [--watcher-buffer N] [--max-workers N] [--register-rate R]\n"
-    "       [--max-unregistered-streams N] [--forget-worker NAME]...\n";
+    "       [--max-unregistered-streams N] [--forget-worker NAME]... [--metric-run-labels KEYS] "
+    "[--metric-pool-label KEY]\n";
 
 // A flag taking a whole number of at least `min` into `target`.
 void WholeNumberFlag(collbench::FlagParser& flags, const std::string& name, int min, int* target,
@@ -174,6 +176,18 @@ int main(int argc, char** argv) {
       },
       "forget a worker name and its secret before serving, so that a worker that lost its "
       "secret file can register anew with the join token; repeatable");
+  collbench::CollectiveLabelOptions& metric_labels = options.metric_labels;
+  flags.Custom(
+      "metric-run-labels", "KEYS",
+      [&metric_labels](absl::string_view v) {
+        metric_labels.run_labels = absl::StrSplit(v, ',', absl::SkipEmpty());
+        return absl::OkStatus();
+      },
+      "run label keys (comma-separated) that become labels label_KEY of the "
+      "collbench_collective_* series; values sanitized, at most 64 per key (default: none)");
+  flags.String("metric-pool-label", "KEY", &metric_labels.pool_label,
+               "the worker label (collbench-worker --label KEY=VALUE) naming a worker's node "
+               "pool: the collective series' `pool` label; '' for none (default pool)");
   const absl::Status parsed = flags.Parse(std::vector<std::string>(argv + 1, argv + argc));
   if (flags.help()) {
     std::fputs(kUsage, stdout);

@@ -385,6 +385,7 @@ void RunManager::StartLocked(const scheduling::Assignment& a, absl::Time now) {
     host->set_hostname(facts.inventories[i]->hostname());
     *host->mutable_container() = facts.inventories[i]->container();
     host->mutable_container()->clear_signals();  // the worker's record keeps them
+    *host->mutable_worker_labels() = facts.inventories[i]->labels();
   }
   run.set_shared_ipc(message.shared_ipc());
   run.set_single_copy_mechanism(facts.sharing.single_copy_mechanism);

@@ -11,7 +11,6 @@
 
 #include "absl/strings/ascii.h"
 #include "api/convert.h"
-#include "flavors/registry.h"
 #include "server/metrics/latency_buckets.h"
 
 namespace collbench {
@@ -34,33 +33,6 @@ const prometheus::Histogram::BucketBoundaries& ApiDurationBounds() {
 std::string Lower(const std::string& name) { return absl::AsciiStrToLower(name); }
 
 std::string StateLabel(v1::RunState state) { return Lower(v1::RunState_Name(state)); }
-
-// How the result's iterations were separated: the result's own field,
-// else the stored spec's (resolved at create), else "unknown" for results
-// of engines older than the field.
-std::string SyncLabel(const v1::RunSpec& spec, const v1::SizeResult& result) {
-  const v1::IterationSync sync =
-      result.sync() != v1::ITERATION_SYNC_UNSPECIFIED ? result.sync() : spec.sync();
-  const std::string text = IterationSyncText(sync);
-  return text.empty() ? "unknown" : text;
-}
-
-// Label values for one collective result; defaults spelled as the engine
-// and the CLI spell them.
-Labels CollectiveLabels(const v1::RunSpec& spec, const v1::SizeResult& result) {
-  const v1::PlacementPolicy policy = spec.placement().policy() == v1::PLACEMENT_POLICY_UNSPECIFIED
-                                         ? v1::PACK
-                                         : spec.placement().policy();
-  return Labels{
-      {"operation", result.operation().empty() ? spec.operation() : result.operation()},
-      {"backend", spec.backend().empty() ? "mpi" : spec.backend()},
-      {"mpi", std::string(FlavorFor(spec.mpi()).name())},
-      {"placement", Lower(v1::PlacementPolicy_Name(policy))},
-      {"ranks", std::to_string(spec.ranks())},
-      {"size_bytes", std::to_string(result.bytes())},
-      {"sync", SyncLabel(spec, result)},
-  };
-}
 
 }  // namespace
 
@@ -159,8 +131,12 @@ struct CoordinatorMetrics::Families {
   prometheus::Gauge& watchers_open;
 };
 
-CoordinatorMetrics::CoordinatorMetrics(absl::string_view version, MetricsSources sources)
-    : sources_(std::move(sources)), families_(std::make_unique<Families>()) {
+CoordinatorMetrics::CoordinatorMetrics(absl::string_view version, MetricsSources sources,
+                                       CollectiveLabelOptions labels)
+    : sources_(std::move(sources)),
+      families_(std::make_unique<Families>()),
+      pool_label_(labels.pool_label),
+      labeler_(std::move(labels)) {
   prometheus::BuildGauge()
       .Name("collbench_build_info")
       .Help("The coordinator's version; always 1.")
@@ -207,6 +183,7 @@ void CoordinatorMetrics::OnStateChange(const v1::Run& run, absl::Time event_time
   if (tracked.state == run.state()) return;  // announced again, counted once
   tracked.state = run.state();
   tracked.spec = run.spec();
+  tracked.pool = RunPool(run, pool_label_);
   families_->runs_total.Add({{"state", StateLabel(run.state())}}).Increment();
   if (!IsFinalRunState(run.state())) return;
   runs_.erase(run.name());
@@ -226,6 +203,7 @@ CoordinatorMetrics::Tracked* CoordinatorMetrics::TrackedLocked(const std::string
   Tracked& tracked = runs_[run_name];
   tracked.spec = run->spec();
   tracked.state = run->state();
+  tracked.pool = RunPool(*run, pool_label_);
   return &tracked;
 }
 
@@ -245,22 +223,26 @@ bool CoordinatorMetrics::SizeAllowed(Tracked& tracked, uint64_t size_bytes) {
 }
 
 void CoordinatorMetrics::OnResult(const std::string& run_name, const v1::SizeResult& result) {
-  absl::StatusOr<Histogram> histogram = HistogramFromProto(result.histogram());
   absl::MutexLock lock(&mu_);
   Tracked* tracked = TrackedLocked(run_name);
   if (tracked == nullptr) return;
-  if (!SizeAllowed(*tracked, result.bytes())) {
+  if (!AddResultLocked(*tracked, result)) {
     families_->worker_messages_refused.Add({{"reason", "size_not_in_spec"}}).Increment();
-    return;
   }
-  const Labels labels = CollectiveLabels(tracked->spec, result);
+}
+
+bool CoordinatorMetrics::AddResultLocked(Tracked& tracked, const v1::SizeResult& result) {
+  if (!SizeAllowed(tracked, result.bytes())) return false;
+  const Labels labels = labeler_.Labels(tracked.spec, tracked.pool, result);
   families_->bus_bandwidth.Add(labels).Set(result.busbw_bytes_per_s());
-  if (!histogram.ok() || histogram->count() == 0) return;
+  absl::StatusOr<Histogram> histogram = HistogramFromProto(result.histogram());
+  if (!histogram.ok() || histogram->count() == 0) return true;
   static const auto* bounds =
       new prometheus::Histogram::BucketBoundaries(LatencyBucketBoundsSeconds());
   families_->latency.Add(labels, *bounds)
       .ObserveMultiple(LatencyBucketIncrements(*histogram),
                        static_cast<double>(histogram->sum_ns()) * 1e-9);
+  return true;
 }
 
 void CoordinatorMetrics::RecordApiRequest(absl::string_view protocol, absl::string_view method,

@@ -5,9 +5,10 @@
 //   collbench_runs_total{state}                          counter of runs entering each state
 //   collbench_runs_queued                                gauge
 //   collbench_run_duration_seconds{state}                histogram, creation to final state
-//   collbench_collective_latency_seconds{operation, backend, mpi, placement, ranks, size_bytes, sync}
+//   collbench_collective_latency_seconds{every configuration field, pool, label_<key>...}
 //                                                        histogram, power-of-two ns buckets,
 //                                                        filled exactly from the engine's
+//                                                        (labels: collective_labels.h)
 //   collbench_collective_bus_bandwidth_bytes_per_second{same labels}   gauge, last value
 //   collbench_api_requests_total{protocol, method, code} counter
 //   collbench_api_request_duration_seconds{protocol, method}           histogram
@@ -29,6 +30,13 @@
 // Series bound (DESIGN §5): a result makes or updates a latency/bandwidth
 // series only when its size is one the run's spec names
 // (api/result_bounds.h); otherwise it is counted as size_not_in_spec.
+//
+// Rebuilt from the store (RebuildFromStore) when the coordinator starts:
+// the collective series from every stored result, so the gauges hold the
+// last result of each configuration and the histograms every stored
+// iteration, as if the coordinator had never stopped. The run, API,
+// admission and worker counters count from the process' start (Prometheus'
+// rate() and increase() read a restart as a counter reset).
 //
 // No label carries a run id. Run and result metrics come from the run
 // events the WatchHub fans out (this class is an observer of every run);
@@ -60,6 +68,8 @@
 #include "server/core/run_manager.h"
 #include "server/core/watch_hub.h"
 #include "server/core/watcher_limits.h"
+#include "server/metrics/collective_labels.h"
+#include "server/store/store.h"
 
 namespace collbench {
 
@@ -79,8 +89,16 @@ struct MetricsSources {
 
 class CoordinatorMetrics final : public RunEventSink {
  public:
-  CoordinatorMetrics(absl::string_view version, MetricsSources sources);
+  CoordinatorMetrics(absl::string_view version, MetricsSources sources,
+                     CollectiveLabelOptions labels = {});
   ~CoordinatorMetrics() override;
+
+  // Fills the collective series from every result in `store`, runs oldest
+  // first, as if their results had arrived now (see the file comment), and
+  // remembers the unfinished runs so a re-adopted run's results are bounded
+  // and its states counted once. Call once, before results flow (before
+  // the gateway serves). The store's error if a read fails.
+  absl::Status RebuildFromStore(Store& store);
 
   // RunEventSink: state changes count runs and time finished ones; results
   // feed the latency histograms and bandwidth gauges.
@@ -99,6 +117,12 @@ class CoordinatorMetrics final : public RunEventSink {
   void OnStateChange(const v1::Run& run, absl::Time event_time);
   void OnResult(const std::string& run_name, const v1::SizeResult& result);
   struct Tracked;
+  // Adds one result to the collective series; false (nothing added) when
+  // its size may make no series (SizeAllowed).
+  bool AddResultLocked(Tracked& tracked, const v1::SizeResult& result)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // The runs in `store`, oldest first.
+  static absl::StatusOr<std::vector<v1::Run>> StoredRunsOldestFirst(Store& store);
   // A run's tracking entry, from the cache or the store; nullptr if
   // unknown.
   Tracked* TrackedLocked(const std::string& run_name) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
@@ -113,9 +137,12 @@ class CoordinatorMetrics final : public RunEventSink {
   const std::unique_ptr<Families> families_;
 
   absl::Mutex mu_;
+  const std::string pool_label_;  // CollectiveLabelOptions::pool_label
+  CollectiveLabeler labeler_ ABSL_GUARDED_BY(mu_);
   // Unfinished runs: their spec and the last state counted.
   struct Tracked {
     v1::RunSpec spec;
+    std::string pool;  // RunPool of the run once scheduled
     v1::RunState state = v1::RUN_STATE_UNSPECIFIED;
     bool bounded = false;          // bounds computed from spec
     ResultBounds bounds;

@@ -8,8 +8,11 @@ already scraping, the test runs a small matrix with the `collbench` CLI
 (allreduce and bcast; pack and spread; Open MPI and MPICH), one run that
 fails (an allreduce algorithm MPICH does not know), one that
 is cancelled and a few API calls that fail, so that every panel has
-something to show. Once Prometheus has scraped the final state it checks,
-for every dashboard in dashboards/:
+something to show. The workers carry a node pool label (`--label
+pool=...`) and the coordinator exposes the run label `team`
+(--metric-run-labels); two runs that differ only in their transport (shm
+and tcp) must be two series. Once Prometheus has scraped the final state it
+checks, for every dashboard in dashboards/:
 
   - every metric name an expression or a variable query uses is one the
     coordinator's /metrics exports (histograms as _bucket/_sum/_count);
@@ -21,6 +24,10 @@ for every dashboard in dashboards/:
     API (/api/v1/query for instant targets, /api/v1/query_range for the
     others) without error and returns at least one finite sample;
   - every panel and target uses the provisioned data source uid.
+
+Last, the coordinator is restarted on the same store: every collective
+series (bus bandwidth gauge and latency histogram count) must come back
+with the value it had.
 
     prometheus_test.py [--bin-dir build/bin] [--prometheus PATH] [--dashboards DIR]
                        [--keep-logs] [-v]
@@ -57,6 +64,9 @@ SKIP = 77
 DATASOURCE_UID = "collbench-prometheus"
 SCRAPE_INTERVAL_S = 1
 SIZES = "8,1K,64K"
+POOL = "pool-a"  # the workers' node pool label
+COLLECTIVE_SERIES = ("collbench_collective_bus_bandwidth_bytes_per_second",
+                     "collbench_collective_latency_seconds_count")
 
 
 def log(message):
@@ -152,7 +162,8 @@ class ObservedCluster(svc.Cluster):
         if os.path.basename(argv[0]) == "collbench-coordinator":
             if self.http_port is None:
                 self.http_port = svc.free_port()
-            argv = argv + ["--http-listen", "127.0.0.1:%d" % self.http_port]
+            argv = argv + ["--http-listen", "127.0.0.1:%d" % self.http_port,
+                           "--metric-run-labels", "team"]
         return super()._spawn(argv, log_name, env)
 
     def metrics_url(self):
@@ -401,6 +412,22 @@ METRIC_NAME_RE = re.compile(r"(?<![\w:])(collbench_[A-Za-z0-9_:]*)")
 STRING_RE = re.compile(r'"(?:[^"\\]|\\.)*"|\'(?:[^\'\\]|\\.)*\'|`[^`]*`')
 
 
+SAMPLE_RE = re.compile(r'^(\w+)(?:\{(.*)\})?\s+(\S+)$')
+LABEL_RE = re.compile(r'(\w+)="((?:[^"\\]|\\.)*)"')
+
+
+def samples(metrics_text, names):
+    """{(name, frozenset of (label, value)): value} for the samples of the
+    metrics `names` in a text exposition."""
+    found = {}
+    for line in metrics_text.splitlines():
+        match = SAMPLE_RE.match(line)
+        if match and match.group(1) in names:
+            labels = frozenset(LABEL_RE.findall(match.group(2) or ""))
+            found[(match.group(1), labels)] = float(match.group(3))
+    return found
+
+
 def metric_names(expr):
     """collbench_* metric names an expression uses (quoted strings, such as
     label values, left out)."""
@@ -443,6 +470,7 @@ def produce_runs(c):
         svc.check_results(svc.parse_jsonl(done.stdout), [8, 1024, 65536],
                           "%s %s %s" % (operation, placement, mpi))
     not_found()
+    produce_transport_pair(c)
 
     # A memory kind no worker offers is refused at create time (a failed
     # API call for the panels); a run that fails at run time: an allreduce
@@ -469,6 +497,57 @@ def produce_runs(c):
     expect(state == "cancelled", "%s ended %s, expected cancelled" % (cancelled, state))
     c.wait_workers_ready(list(c.workers), timeout=30)
     not_found()
+
+
+def produce_transport_pair(c):
+    """Two runs of one configuration but for the transport (shm, tcp),
+    filed under the run label team=blue."""
+    for transport in ("shm", "tcp"):
+        done = c.cli("run", "allreduce", "--ranks", 2, "--placement", "pack", "--transport",
+                     transport, "--label", "team=blue", "--sizes", SIZES, "-n", 20, "-w", 2,
+                     "--check", "--wait", "--output", "jsonl", timeout=120)
+        svc.check_results(svc.parse_jsonl(done.stdout), [8, 1024, 65536],
+                          "allreduce pack --transport %s" % transport)
+
+
+def check_transport_series(metrics_text):
+    """The shm and tcp runs are two series per metric and size, alike in
+    every label but transport, with the pool and run labels."""
+    for name in COLLECTIVE_SERIES:
+        blue = [dict(labels) for (n, labels) in samples(metrics_text, (name,))
+                if ("label_team", "blue") in labels and ("size_bytes", "1024") in labels]
+        by_transport = {series["transport"]: series for series in blue}
+        expect(len(blue) == 2 and set(by_transport) == {"shm", "tcp"},
+               "%s: the team=blue runs at 1024 B should be one shm and one tcp series, got "
+               "%s" % (name, blue))
+        shm, tcp = by_transport["shm"], by_transport["tcp"]
+        differing = sorted(k for k in set(shm) | set(tcp) if shm.get(k) != tcp.get(k))
+        expect(differing == ["transport"], "%s: shm and tcp series differ in %s: %s / %s" % (
+            name, differing, shm, tcp))
+        expect(shm.get("pool") == POOL, "%s: pool label %r, expected %r (the workers' "
+               "--label pool)" % (name, shm.get("pool"), POOL))
+    untagged = [dict(labels) for (n, labels) in samples(metrics_text, COLLECTIVE_SERIES)
+                if ("label_team", "") not in labels and ("label_team", "blue") not in labels]
+    expect(not untagged, "series with a label_team other than '' or blue: %s" % untagged[:2])
+
+
+def check_restart_keeps_series(c):
+    """Restarts the coordinator on the same store: every collective series
+    comes back with its value (the gauges' last results, the histograms'
+    counts)."""
+    before = samples(c.metrics_text(), COLLECTIVE_SERIES)
+    expect(before, "no collective series before the restart")
+    c.stop_coordinator()
+    c.start_coordinator()
+    c.wait_metrics()
+    after = samples(c.metrics_text(), COLLECTIVE_SERIES)
+    lost = [key for key in before if key not in after]
+    changed = [(key, before[key], after[key]) for key in before
+               if key in after and after[key] != before[key]]
+    expect(not lost and not changed,
+           "after a restart on the same store, %d of %d collective series are gone and %d "
+           "changed; e.g. %s" % (len(lost), len(before), len(changed), (lost + changed)[:1]))
+    log("restart: %d collective series kept their values" % len(before))
 
 
 def wait_scraped(prom, since):
@@ -549,11 +628,15 @@ def run(args, failed_logs):
             active = prom.api("targets").get("activeTargets", [])
             return any(t.get("health") == "up" for t in active)
         poll("Prometheus to scrape the coordinator", target_up, 30, 0.5)
-        c.start_workers(3, slots=2)
+        names = ["w1", "w2", "w3"]
+        for name in names:
+            c.start_worker(name, 2, args=("--label", "pool=" + POOL))
+        c.wait_workers_ready(names)
         produce_runs(c)
         done = time.time()
         wait_scraped(prom, done)
         metrics = c.metrics_text()
+        check_transport_series(metrics)
         exported, families = exported_names(metrics)
         log("exported: %s" % ", ".join("%s (%s)" % kv for kv in sorted(families.items())))
         window = Window(started, time.time())
@@ -564,8 +647,10 @@ def run(args, failed_logs):
             print("note: exported but on no dashboard: %s" % ", ".join(unused))
         expect(not problems, "%d problems in %d expressions:\n  %s" % (
             len(problems), counts["expressions"], "\n  ".join(problems)))
+        check_restart_keeps_series(c)
         print("PASS observability: %(dashboards)d dashboards, %(panels)d panels, "
-              "%(expressions)d expressions, %(variables)d variables evaluated" % counts)
+              "%(expressions)d expressions, %(variables)d variables evaluated; shm and tcp "
+              "apart; series kept over a restart" % counts)
         ok = True
     finally:
         if not ok:

@@ -94,9 +94,11 @@ class RunManagerTest : public ::testing::Test {
 
   uint64_t Register(const std::string& id, const std::string& host, int slots = 2,
                     std::vector<std::string> active = {},
-                    const v1::ContainerFacts& container = {}) {
+                    const v1::ContainerFacts& container = {},
+                    const std::map<std::string, std::string>& labels = {}) {
     v1::Register hello;
     *hello.mutable_inventory()->mutable_container() = container;
+    hello.mutable_inventory()->mutable_labels()->insert(labels.begin(), labels.end());
     hello.set_worker_id(id);
     hello.set_slots(slots);
     hello.set_agent_address(id + ":7000");
@@ -443,6 +445,24 @@ TEST_F(RunManagerTest, ShmAcrossWorkersSharingIpcIsRecordedWithEachWorkersFacts)
   ASSERT_TRUE(assignment.has_value());
   EXPECT_TRUE(assignment->shared_ipc());
   EXPECT_EQ(assignment->single_copy_mechanism(), "cma");
+}
+
+// The metrics' node pool of a run comes from its workers' labels as they
+// were when it was scheduled, kept with the run for a restart.
+TEST_F(RunManagerTest, WorkersLabelsAreRecordedWithTheRun) {
+  Register("a", "host-a", 1, {}, {}, {{"pool", "h100-a"}});
+  Register("b", "host-b", 1, {}, {}, {{"pool", "h100-b"}, {"link", "ib"}});
+  const v1::Run run = Create(Spec(2, v1::SPREAD));
+  ASSERT_EQ(run.state(), v1::SCHEDULED);
+  absl::StatusOr<v1::Run> stored = store_->GetRun(run.name());
+  ASSERT_TRUE(stored.ok()) << stored.status();
+  std::map<std::string, std::map<std::string, std::string>> by_worker;
+  for (const v1::RankHost& host : stored->hosts()) {
+    by_worker[host.worker()] = {host.worker_labels().begin(), host.worker_labels().end()};
+  }
+  EXPECT_EQ(by_worker, (std::map<std::string, std::map<std::string, std::string>>{
+                           {"workers/a", {{"pool", "h100-a"}}},
+                           {"workers/b", {{"pool", "h100-b"}, {"link", "ib"}}}}));
 }
 
 TEST_F(RunManagerTest, ShmFailsAtStartWhenThePickedWorkersDoNotShareIpc) {
