@@ -63,7 +63,8 @@ def check_budgets(docs, what):
                       f"expected, found {coordinator}")
     worker = budgets.get("collbench-worker")
     # A DaemonSet has no scale: its pods' budget takes only an integer minAvailable.
-    if worker is None or not isinstance(worker.get("minAvailable"), int) or "maxUnavailable" in worker:
+    if worker is None or "maxUnavailable" in worker or \
+            not isinstance(worker.get("minAvailable"), int):
         raise Failure(f"{what}: PodDisruptionBudget collbench-worker with an integer minAvailable "
                       f"expected, found {worker}")
     for name, spec in budgets.items():
@@ -77,8 +78,9 @@ def check_memory(docs, what):
         doc = find(docs, kind, name, what)
         resources = container(doc).get("resources", {})
         field = f"{what}: {kind}/{name} resources"
-        if "memory" not in resources.get("requests", {}) or "memory" not in resources.get("limits", {}):
-            raise Failure(f"{field}: a memory request and a memory limit expected, found {resources}")
+        if not all("memory" in resources.get(part, {}) for part in ("requests", "limits")):
+            raise Failure(f"{field}: a memory request and a memory limit expected, "
+                          f"found {resources}")
         request = memory_bytes(resources["requests"]["memory"], f"{field}.requests.memory")
         limit = memory_bytes(resources["limits"]["memory"], f"{field}.limits.memory")
         if limit < request:
@@ -87,8 +89,9 @@ def check_memory(docs, what):
             shm = volume.get("emptyDir", {})
             if shm.get("medium") == "Memory" and shm.get("sizeLimit") and \
                     memory_bytes(shm["sizeLimit"], f"{field} volume {volume['name']}") >= limit:
-                raise Failure(f"{field}: memory-backed volume {volume['name']} ({shm['sizeLimit']}) "
-                              f"does not fit in limits.memory ({resources['limits']['memory']})")
+                raise Failure(f"{field}: memory-backed volume {volume['name']} "
+                              f"({shm['sizeLimit']}) does not fit in limits.memory "
+                              f"({resources['limits']['memory']})")
 
 
 def check_gpus(worker, slots, features, what):
@@ -110,10 +113,14 @@ def nccl_conf(docs, worker, what):
                   if m["mountPath"] == NCCL_CONF), None)
     if mount is None:
         return None
-    volume = next(v for v in spec["volumes"] if v["name"] == mount["name"])
-    if "configMap" not in volume:
+    volume = next((v for v in spec.get("volumes", []) if v["name"] == mount["name"]), None)
+    if volume is None or "configMap" not in volume:
         raise Failure(f"{what}: {NCCL_CONF} is not from a ConfigMap: {volume}")
-    text = find(docs, "ConfigMap", volume["configMap"]["name"], what)["data"][mount["subPath"]]
+    data = find(docs, "ConfigMap", volume["configMap"]["name"], what).get("data", {})
+    text = data.get(mount.get("subPath"))
+    if text is None:
+        raise Failure(f"{what}: {NCCL_CONF}: ConfigMap {volume['configMap']['name']} has no key "
+                      f"{mount.get('subPath')!r}")
     return dict(line.split("=", 1) for line in text.splitlines()
                 if "=" in line and not line.startswith("#"))
 
@@ -131,7 +138,8 @@ def check_rdma(docs, worker, features, what):
                           f"{rdma_resources}, {NCCL_CONF}: {settings}")
         return
     if capabilities.get("add") != ["IPC_LOCK"]:
-        raise Failure(f"{what}: rdma: worker capabilities add [IPC_LOCK] expected, found {capabilities}")
+        raise Failure(f"{what}: rdma: worker capabilities add [IPC_LOCK] expected, "
+                      f"found {capabilities}")
     if not rdma_resources:
         raise Failure(f"{what}: rdma: the worker asks for no RDMA device (limits: {limits})")
     missing = {k: v for k, v in NCCL_REQUIRED.items() if (settings or {}).get(k) != v}
@@ -169,11 +177,12 @@ def check_ingress(docs, features, what):
                 raise Failure(f"{what}: ingress: {path['path']} goes to {service}")
             paths.add(path["path"])
     if paths != INGRESS_PATHS:
-        raise Failure(f"{what}: ingress: paths {sorted(INGRESS_PATHS)} expected, found {sorted(paths)}")
+        raise Failure(f"{what}: ingress: paths {sorted(INGRESS_PATHS)} expected, "
+                      f"found {sorted(paths)}")
     args = container(find(docs, "StatefulSet", "collbench-coordinator", what)).get("args", [])
     if not any(a.startswith("--tls-cert=") for a in args):
-        raise Failure(f"{what}: ingress: the coordinator serves plain HTTP (no --tls-cert): the UI's "
-                      "forms would be refused behind a TLS-terminating Ingress")
+        raise Failure(f"{what}: ingress: the coordinator serves plain HTTP (no --tls-cert): "
+                      "the UI's forms would be refused behind a TLS-terminating Ingress")
 
 
 def check_dashboards(docs, features, dashboards_dir, what):
@@ -191,8 +200,9 @@ def check_dashboards(docs, features, dashboards_dir, what):
     for name in files:
         with open(os.path.join(dashboards_dir, name)) as file:
             if file.read() != boards[name]:
-                raise Failure(f"{what}: monitoring: the rendered {name} differs from dashboards/{name}"
-                              " (cp dashboards/*.json deploy/kubernetes/components/monitoring/dashboards/)")
+                raise Failure(f"{what}: monitoring: the rendered {name} differs from "
+                              f"dashboards/{name} (cp dashboards/*.json "
+                              "deploy/kubernetes/components/monitoring/dashboards/)")
 
 
 def check(docs, features, dashboards_dir, what):
@@ -200,9 +210,9 @@ def check(docs, features, dashboards_dir, what):
     check_budgets(docs, what)
     check_memory(docs, what)
     worker = find(docs, "DaemonSet", "collbench-worker", what)
-    config = next(d for d in docs if d["kind"] == "ConfigMap"
-                  and d["metadata"]["name"].startswith("collbench-config"))
-    check_gpus(worker, config["data"].get("COLLBENCH_WORKER_SLOTS"), features, what)
+    config = next((d["data"] for d in docs if d["kind"] == "ConfigMap"
+                   and d["metadata"]["name"].startswith("collbench-config")), {})
+    check_gpus(worker, config.get("COLLBENCH_WORKER_SLOTS"), features, what)
     check_rdma(docs, worker, features, what)
     check_node_selection(worker, features, what)
     check_ingress(docs, features, what)
