@@ -1,13 +1,17 @@
 #!/usr/bin/env python3
 """The Kubernetes manifests of deploy/kubernetes: render, validate, lint.
 
-For the base, every overlay under deploy/kubernetes/overlays, the pods of
-the container test (tests/containers/pods) and one kustomization that lists
-every component (they must compose), it:
+For the base, every overlay under deploy/kubernetes/overlays (and that the
+overlays of OVERLAYS are there), the pods of the container test
+(tests/containers/pods) and one kustomization that lists every component
+(they must compose), it:
 
-  - renders with `kubectl kustomize --load-restrictor LoadRestrictionsNone`,
-    the command deploy/README.md gives (the monitoring component reads the
-    dashboards from the repository's dashboards/ folder);
+  - renders with plain `kubectl kustomize` (what `kubectl apply -k` builds:
+    no flag, so every file a kustomization loads is inside its own tree);
+  - checks what each rendering must say (manifest_properties.py): the
+    disruption budgets and memory limits everywhere, and each overlay's
+    feature (gpu, gpu-multi, rdma, ingress, node-selection, monitoring)
+    there and nowhere else;
   - validates every rendered document offline against the schema of its
     apiVersion and kind (deploy/kubernetes/validate: kubernetes-models and
     @kubernetes-models/prometheus-operator, pinned by package-lock.json and
@@ -42,16 +46,29 @@ import tempfile
 
 import yaml
 
+import manifest_properties
+from manifest_properties import Failure
+
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.normpath(os.path.join(HERE, "..", ".."))
 KUBERNETES = os.path.join(ROOT, "deploy", "kubernetes")
 VALIDATE = os.path.join(KUBERNETES, "validate")
 SKIP = 77
 PROGRAMS = {"collbench-coordinator": "coordinator", "collbench-worker": "worker"}
-
-
-class Failure(Exception):
-    pass
+DASHBOARDS = os.path.join(ROOT, "dashboards")
+# Each overlay's features (manifest_properties.py); every one must exist.
+OVERLAYS = {
+    "gpu": {"gpu"},
+    "gpu-multi": {"gpu", "gpu-multi"},
+    "host-network": set(),
+    "ingress": {"ingress"},
+    "monitoring": {"monitoring"},
+    "node-selection": {"node-selection"},
+    "rdma": {"gpu", "rdma"},
+    "shared-ipc": set(),
+    "tls": set(),
+}
+ALL_COMPONENTS = {"gpu", "gpu-multi", "ingress", "monitoring", "node-selection", "rdma"}
 
 
 def run(argv, stdin=None, cwd=None, env=None):
@@ -88,7 +105,7 @@ class Validator:
 
 
 def render(directory):
-    return must(["kubectl", "kustomize", "--load-restrictor", "LoadRestrictionsNone", directory],
+    return must(["kubectl", "kustomize", directory],
                 f"kubectl kustomize {os.path.relpath(directory, ROOT)}").stdout
 
 
@@ -233,6 +250,42 @@ def combined_kustomization(directory):
     return components
 
 
+def targets(combined_dir):
+    """(what, directory, features) of every rendering checked."""
+    overlays = os.path.join(KUBERNETES, "overlays")
+    present = sorted(os.listdir(overlays))
+    missing = sorted(set(OVERLAYS) - set(present))
+    if missing:
+        raise Failure(f"deploy/kubernetes/overlays: {', '.join(missing)} missing")
+    result = [("base", os.path.join(KUBERNETES, "base"), set())]
+    result += [(f"overlays/{name}", os.path.join(overlays, name), OVERLAYS.get(name, set()))
+               for name in present]
+    # The pods the container test runs (tests/containers/pods).
+    pods = os.path.join(ROOT, "tests", "containers", "pods")
+    result += [(f"tests/containers/pods/{name}", os.path.join(pods, name), set())
+               for name in ("private", "shared")]
+    components = combined_kustomization(combined_dir)
+    result.append((f"all components ({', '.join(components)})", combined_dir, ALL_COMPONENTS))
+    return result
+
+
+def check_rendering(what, directory, features, validate, flags):
+    """Render, validate, lint and check one kustomization; returns notes."""
+    text = render(directory)
+    docs = [d for d in yaml.safe_load_all(text) if d]
+    result = validate(text)
+    if result.returncode != 0:
+        raise Failure(f"{what}: validation failed\n{result.stdout}{result.stderr}")
+    lint_rendered(text, what)
+    containers = check_containers(docs, flags, what)
+    notes = check_rules(docs, what)
+    manifest_properties.check(docs, features, DASHBOARDS, what)
+    kinds = sorted({d["kind"] for d in docs})
+    print(f"ok  {what}: {len(docs)} documents ({', '.join(kinds)}), "
+          f"{containers} containers; {result.stdout.strip()}")
+    return notes
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--build-dir", required=True)
@@ -254,30 +307,10 @@ def main():
         must(["yamllint", "--strict", "-f", "parsable", KUBERNETES], "yamllint of the sources",
              cwd=ROOT)
 
-        targets = [("base", os.path.join(KUBERNETES, "base"))]
-        overlays = os.path.join(KUBERNETES, "overlays")
-        targets += [(f"overlays/{name}", os.path.join(overlays, name))
-                    for name in sorted(os.listdir(overlays))]
-        # The pods the container test runs (tests/containers/pods).
-        pods = os.path.join(ROOT, "tests", "containers", "pods")
-        targets += [(f"tests/containers/pods/{name}", os.path.join(pods, name))
-                    for name in ("private", "shared")]
         notes = []
         with tempfile.TemporaryDirectory(dir=os.path.abspath(args.build_dir)) as combined:
-            components = combined_kustomization(combined)
-            targets.append((f"all components ({', '.join(components)})", combined))
-            for what, directory in targets:
-                text = render(directory)
-                docs = [d for d in yaml.safe_load_all(text) if d]
-                result = validate(text)
-                if result.returncode != 0:
-                    raise Failure(f"{what}: validation failed\n{result.stdout}{result.stderr}")
-                lint_rendered(text, what)
-                containers = check_containers(docs, flags, what)
-                notes += check_rules(docs, what)
-                kinds = sorted({d["kind"] for d in docs})
-                print(f"ok  {what}: {len(docs)} documents ({', '.join(kinds)}), "
-                      f"{containers} containers; {result.stdout.strip()}")
+            for what, directory, features in targets(combined):
+                notes += check_rendering(what, directory, features, validate, flags)
         for note in sorted(set(notes)):
             print(f"note: {note}")
     except Failure as failure:
