@@ -41,6 +41,9 @@ struct CoordinatorOptions {
   std::vector<std::string> forget_workers;
   WatcherLimitOptions watchers;  // WatchRun and REST event streams
   absl::Duration tick_interval = absl::Milliseconds(250);
+  // How often run_manager.retention is applied (also once at start, after
+  // recovery), when it is active.
+  absl::Duration retention_interval = absl::Minutes(1);
 };
 
 class Coordinator {
