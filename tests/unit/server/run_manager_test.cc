@@ -1076,10 +1076,9 @@ TEST_F(RunManagerTest, RetentionDeletesExactlyTheFinishedRunsPastThePolicy) {
   options.retention.keep_for = absl::Hours(1);
   Restart(options);
   EXPECT_EQ(manager_->ApplyRetention(now_), (std::vector<std::string>{"runs/f1", "runs/f3"}));
+  const Store::RunPage page = manager_->ListRuns(100, "", v1::RUN_STATE_UNSPECIFIED).value();
   std::vector<std::string> left;
-  for (const v1::Run& run : manager_->ListRuns(100, "", v1::RUN_STATE_UNSPECIFIED)->runs) {
-    left.push_back(run.name());
-  }
+  for (const v1::Run& run : page.runs) left.push_back(run.name());
   EXPECT_EQ(left, (std::vector<std::string>{"runs/f5", "runs/f4", "runs/f2", "runs/r", "runs/q"}));
   EXPECT_EQ(manager_->GetResults("runs/f1").status().code(), absl::StatusCode::kNotFound);
   EXPECT_EQ(manager_->GetResults("runs/f2")->size(), 1u);
