@@ -145,7 +145,7 @@ absl::StatusOr<double> ParseDurationSeconds(absl::string_view text) {
   if (end == 0 || !absl::SimpleAtod(s.substr(0, end), &value)) {
     return absl::InvalidArgumentError(absl::StrCat(
         "malformed duration '", text, "': expected a number with a unit "
-        "(ns, us, ms, s, m, h, d), e.g. 0.5s"));
+        "(ns, us, ms, s, m, h), e.g. 0.5s"));
   }
   const absl::string_view unit = s.substr(end);
   double scale = 0;
@@ -155,11 +155,10 @@ absl::StatusOr<double> ParseDurationSeconds(absl::string_view text) {
   else if (unit == "ns") scale = 1e-9;
   else if (unit == "m") scale = 60;
   else if (unit == "h") scale = 3600;
-  else if (unit == "d") scale = 86400;
   else {
     return absl::InvalidArgumentError(absl::StrCat(
         "malformed duration '", text, "': unknown unit '", unit,
-        "' (use ns, us, ms, s, m, h or d)"));
+        "' (use ns, us, ms, s, m or h)"));
   }
   const double seconds = value * scale;
   if (!(seconds > 0) || !std::isfinite(seconds)) {

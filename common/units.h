@@ -29,8 +29,8 @@ std::string FormatBytes(uint64_t bytes);
 // Rounded, for people: 1536 -> "1.5 KiB", 23622320128 -> "22.0 GiB".
 std::string FormatBytesHuman(uint64_t bytes);
 
-// Accepts a positive decimal number with a unit: ns, us, ms, s, m, h, d
-// ("0.5s", "200ms", "30d"). A bare number is seconds.
+// Accepts a positive decimal number with a unit: ns, us, ms, s, m, h
+// ("0.5s", "200ms"). A bare number is seconds.
 absl::StatusOr<double> ParseDurationSeconds(absl::string_view text);
 
 // "1.5s", "200ms", "12us".

@@ -191,7 +191,7 @@ int main(int argc, char** argv) {
         retention.keep_for = absl::Seconds(*seconds);
         return absl::OkStatus();
       },
-      "delete finished runs that ended longer ago than this (e.g. 720h, 30d), with their "
+      "delete finished runs that ended longer ago than this (e.g. 720h for 30 days), with their "
       "results, at start and every minute; default: keep them");
   const absl::Status parsed = flags.Parse(std::vector<std::string>(argv + 1, argv + argc));
   if (flags.help()) {
