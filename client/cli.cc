@@ -16,6 +16,7 @@
 #include "client/container_format.h"
 #include "client/coordinator_client.h"
 #include "client/format.h"
+#include "client/lifecycle_commands.h"
 #include "client/local.h"
 #include "client/matrix.h"
 #include "client/report_command.h"
@@ -41,6 +42,10 @@ constexpr char kUsageHead[] =
 commands:
   workers [--long]              the registered workers (--long: container facts
                                 and labels)
+  drain WORKER... | undrain WORKER...
+                                no new runs on a worker until undrained (kept
+                                across restarts) | take runs again
+  workers delete WORKER...      forget workers that are gone (lost)
   health [HOST:PORT] [--service S] [--timeout D]
                                 the gRPC health status of the coordinator (or of
                                 a worker's --listen address); exit 0 if SERVING
@@ -48,6 +53,7 @@ commands:
   show RUN [--output F]         a run and its results
   watch RUN                     follow a run as it goes on
   cancel RUN                    stop a run
+  delete RUN...                 delete finished runs and their results
   compare RUN RUN... [--output F]  runs side by side with ratios
   run OPERATION [flags]         create a run (see `collbench run --help`)
   matrix [--operations L] [--placements L] [--transports L] [--mpis L] [run flags]
@@ -77,13 +83,18 @@ Every command's --help (or -h) gives its usage, with no coordinator needed.
 bool Succeeded(const v1::Run& run) { return run.state() == v1::SUCCEEDED; }
 
 int Workers(CoordinatorClient& client, const std::vector<std::string>& args) {
+  if (!args.empty() && args[0] == "delete") {
+    return DeleteWorkersCommand(client, std::vector<std::string>(args.begin() + 1, args.end()));
+  }
   bool long_format = false;
   FlagParser flags;
   flags.Bool("long", &long_format,
              "also each worker's container signals, namespaces, /dev/shm, cgroup limits and"
              " labels");
   if (std::optional<int> stop = ParseCommandFlags(
-          flags, args, "usage: collbench workers [--long]\nThe registered workers.\n")) {
+          flags, args,
+          "usage: collbench workers [--long] | workers delete WORKER...\nThe registered"
+          " workers; a drained worker that is gone shows as lost/draining.\n")) {
     return *stop;
   }
   if (!flags.rest().empty()) {
@@ -416,6 +427,8 @@ int RunCommand(const std::string& coordinator, const std::string& token,
   if (name == "show") return Show(client, args);
   if (name == "watch") return Watch(client, args);
   if (name == "cancel") return Cancel(client, args);
+  if (name == "delete") return DeleteRunsCommand(client, args);
+  if (name == "drain" || name == "undrain") return DrainCommand(client, args, name == "drain");
   if (name == "compare") return Compare(client, args);
   if (name == "run") return Run(client, args);
   if (name == "matrix") return Matrix(client, args);

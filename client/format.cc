@@ -99,6 +99,12 @@ std::string RunStateText(const v1::Run& run) {
 }
 std::string WorkerStateName(v1::WorkerState state) { return Lower(v1::WorkerState_Name(state)); }
 
+std::string WorkerStateText(const v1::Worker& worker) {
+  // Connected, a drained worker is DRAINING; gone, the drain still holds.
+  if (worker.draining() && worker.state() == v1::LOST) return "lost/draining";
+  return WorkerStateName(worker.state());
+}
+
 std::string DescribeRun(const v1::Run& run) {
   const v1::RunSpec& s = run.spec();
   return absl::StrFormat("%s %s/%s %d ranks %s %s sync=%s", s.operation(),
@@ -126,14 +132,14 @@ std::string FormatRunList(const std::vector<v1::Run>& runs) {
 
 std::string FormatWorkerList(const std::vector<v1::Worker>& workers) {
   std::string out =
-      absl::StrFormat("%-24s %-9s %-20s %-16s %5s %5s %9s %4s %-10s %-10s %s\n", "WORKER",
+      absl::StrFormat("%-24s %-13s %-20s %-16s %5s %5s %9s %4s %-10s %-10s %s\n", "WORKER",
                       "STATE", "HOSTNAME", "HOST ID", "SLOTS", "CPUS", "MEMORY", "GPUS",
                       "CONTAINER", "IPC", "RUN");
   for (const v1::Worker& w : workers) {
     const v1::Inventory& inv = w.inventory();
     const uint64_t ipc = inv.container().namespaces().ipc();
-    absl::StrAppendFormat(&out, "%-24s %-9s %-20s %-16s %5d %5d %8.1fG %4d %-10s %-10s %s\n",
-                          w.name(), WorkerStateName(w.state()), inv.hostname(),
+    absl::StrAppendFormat(&out, "%-24s %-13s %-20s %-16s %5d %5d %8.1fG %4d %-10s %-10s %s\n",
+                          w.name(), WorkerStateText(w), inv.hostname(),
                           inv.host_id().substr(0, 16), w.slots(), inv.cpus(),
                           inv.memory_bytes() / double(1 << 30), inv.gpus_size(),
                           ContainerLabel(inv.container()), ipc == 0 ? "-" : absl::StrCat(ipc),

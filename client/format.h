@@ -24,6 +24,9 @@ std::string RunStateName(v1::RunState state);
 // workers/x (draining))".
 std::string RunStateText(const v1::Run& run);
 std::string WorkerStateName(v1::WorkerState state);
+// The state as `collbench workers` shows it: its name, or "lost/draining"
+// for a drained worker that is gone (the drain holds when it comes back).
+std::string WorkerStateText(const v1::Worker& worker);
 
 // One line per run: name, state, operation, backend/mpi, ranks, placement,
 // sizes done, created, error.

@@ -132,6 +132,7 @@ absl::StatusOr<std::unique_ptr<Coordinator>> Coordinator::Start(const Coordinato
   for (const std::string& name : options.forget_workers) {
     RETURN_IF_ERROR(c->manager_->ForgetWorker(name));
   }
+  c->manager_->ApplyRetention(absl::Now());
   p.gateway.SetManager(c->manager_.get());
   p.service =
       std::make_unique<CoordinatorService>(c->manager_.get(), &p.hub, &p.authorizer,
@@ -142,11 +143,17 @@ absl::StatusOr<std::unique_ptr<Coordinator>> Coordinator::Start(const Coordinato
   absl::Notification* stop = &c->stop_;
   const absl::Duration interval = options.tick_interval;
   const bool insecure = p.insecure_no_auth;
-  c->ticker_ = std::thread([manager, stop, interval, insecure] {
+  const absl::Duration retention_interval = options.retention_interval;
+  c->ticker_ = std::thread([manager, stop, interval, insecure, retention_interval] {
     absl::Time warned = absl::Now();
+    absl::Time retained = warned;
     while (!stop->WaitForNotificationWithTimeout(interval)) {
       const absl::Time now = absl::Now();
       manager->Tick(now);
+      if (now - retained >= retention_interval) {
+        retained = now;
+        manager->ApplyRetention(now);  // nothing when no policy is set
+      }
       if (insecure && now - warned >= kInsecureWarningInterval) {
         warned = now;
         absl::FPrintF(stderr,

@@ -45,6 +45,9 @@ struct CoordinatorOptions {
   // (--metric-pool-label, --metric-run-labels).
   CollectiveLabelOptions metric_labels;
   absl::Duration tick_interval = absl::Milliseconds(250);
+  // How often run_manager.retention is applied (also once at start, after
+  // recovery), when it is active.
+  absl::Duration retention_interval = absl::Minutes(1);
 };
 
 class Coordinator {

@@ -26,7 +26,7 @@ constexpr char kUsage[] =
     "[--max-queued-runs N] [--create-rate R] [--create-burst N] [--max-watchers N] "
     "[--max-watchers-per-client N] [--watcher-buffer N] [--max-workers N] [--register-rate R]\n"
     "       [--max-unregistered-streams N] [--forget-worker NAME]... [--metric-run-labels KEYS] "
-    "[--metric-pool-label KEY]\n";
+    "[--metric-pool-label KEY] [--retain-runs N] [--retain-for DURATION]\n";
 
 // A flag taking a whole number of at least `min` into `target`.
 void WholeNumberFlag(collbench::FlagParser& flags, const std::string& name, int min, int* target,
@@ -188,6 +188,24 @@ int main(int argc, char** argv) {
   flags.String("metric-pool-label", "KEY", &metric_labels.pool_label,
                "the worker label (collbench-worker --label KEY=VALUE) naming a worker's node "
                "pool: the collective series' `pool` label; '' for none (default pool)");
+  collbench::RetentionPolicy& retention = options.run_manager.retention;
+  WholeNumberFlag(flags, "retain-runs", 0, &retention.keep_runs,
+                  "keep the newest N finished runs (succeeded, failed, cancelled) and delete "
+                  "older ones with their results, at start and every minute; queued and "
+                  "running runs are never deleted; 0: keep them all");
+  flags.Custom(
+      "retain-for", "DURATION",
+      [&retention](absl::string_view v) {
+        absl::StatusOr<double> seconds = collbench::ParseDurationSeconds(v);
+        if (!seconds.ok()) {
+          return absl::InvalidArgumentError(
+              absl::StrCat("invalid --retain-for: ", seconds.status().message()));
+        }
+        retention.keep_for = absl::Seconds(*seconds);
+        return absl::OkStatus();
+      },
+      "delete finished runs that ended longer ago than this (e.g. 720h for 30 days), with their "
+      "results, at start and every minute; default: keep them");
   const absl::Status parsed = flags.Parse(std::vector<std::string>(argv + 1, argv + argc));
   if (flags.help()) {
     std::fputs(kUsage, stdout);

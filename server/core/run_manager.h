@@ -90,6 +90,7 @@
 #include "server/core/admission.h"
 #include "common/rate_limiter.h"
 #include "server/core/result_writer.h"
+#include "server/core/retention.h"
 #include "server/core/watch_hub.h"
 #include "server/core/worker_link.h"
 #include "server/scheduling/scheduler.h"
@@ -131,6 +132,8 @@ struct RunManagerOptions {
   // Worker streams of one source address that have not registered yet,
   // beyond which the gateway refuses a new one (0: no limit).
   int max_unregistered_streams_per_source = 32;
+  // Which finished runs ApplyRetention() deletes (none by default).
+  RetentionPolicy retention;
 };
 
 // What workers sent that the manager counted, for metrics: registrations
@@ -183,7 +186,27 @@ class RunManager {
   };
   WorkerPage ListWorkers(size_t start, size_t count);
   absl::StatusOr<v1::Worker> GetWorker(absl::string_view name);
+  // --- Worker and run lifecycle (run_manager_lifecycle.cc) -----------------
+  // Drain: the worker finishes what it holds and is given no new run until
+  // UndrainWorker. It is the operator's decision about the worker, so it
+  // outlives the worker's reconnects and restarts and, kept in its store
+  // row, coordinator restarts; Worker.draining shows it in every state.
+  // Both work on a worker known only from before a restart too, and are
+  // idempotent. NotFound for an unknown worker. Undrain schedules at once.
   absl::StatusOr<v1::Worker> DrainWorker(absl::string_view name);
+  absl::StatusOr<v1::Worker> UndrainWorker(absl::string_view name, absl::Time now);
+  // Deletes a finished run and its results from the store.
+  // FailedPrecondition while it is queued, scheduled or running (cancel it
+  // first) or cancelled but not yet confirmed killed by its launcher;
+  // NotFound when unknown. Results of it still queued for the writer are
+  // written before the delete, and a run that is not live never gets new
+  // ones, so no partial row of it outlives the delete.
+  absl::Status DeleteRun(absl::string_view name);
+  // Deletes the finished runs options().retention does not keep (never one
+  // that is live), oldest first and at most 1000 per call, and
+  // returns their names; logs what it deleted. A store error is logged and
+  // ends the pass (the next one tries again).
+  std::vector<std::string> ApplyRetention(absl::Time now);
   const RunManagerOptions& options() const { return options_; }
   // Queued runs, for metrics.
   int queued_count();
@@ -208,9 +231,10 @@ class RunManager {
                                           absl::string_view peer = "");
   // Forgets a worker name and its secret, so that it can register anew
   // with the join token (an operator's way back for a worker that lost its
-  // secret file). FailedPrecondition while it is connected or holds a run;
-  // NotFound when the name is unknown.
-  absl::Status ForgetWorker(absl::string_view name);
+  // secret file, and the API's DeleteWorker for a worker that is gone).
+  // FailedPrecondition while it is connected (drain and stop it first) or
+  // a run holds it; NotFound when the name is unknown. Runs keep naming it.
+  absl::Status ForgetWorker(absl::string_view name) ABSL_LOCKS_EXCLUDED(mu_, flush_mu_);
   WorkerCounts worker_counts();
   // Counts a registration refused before it reached OnRegister (the
   // gateway's cap on streams not yet registered: "refused_concurrent").
@@ -314,6 +338,13 @@ class RunManager {
   void AdoptLocked(const std::string& worker, const std::string& run, absl::Time now)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   v1::Worker WorkerProto(const scheduling::WorkerSnapshot& snapshot) const;
+  // Drain or undrain: in the registry and in the worker's row, or in the
+  // row alone for a worker known only from before a restart. Returns the
+  // worker as listed; NotFound when unknown.
+  absl::StatusOr<v1::Worker> SetDrainingLocked(absl::string_view name, bool draining)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // FailedPrecondition naming why a live run may not be deleted yet.
+  static absl::Status NotDeletable(const LiveRun& live);
   // The identity and admission part of OnRegister: the secret check for a
   // known name, or the caps and a new secret (stored) for a new one.
   absl::Status AdmitWorkerLocked(const std::string& name, const v1::Register& hello,

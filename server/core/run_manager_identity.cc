@@ -67,15 +67,29 @@ absl::Status RunManager::AdmitWorkerLocked(const std::string& name, const v1::Re
 absl::Status RunManager::ForgetWorker(absl::string_view name) {
   const std::string full = absl::StartsWith(name, "workers/") ? std::string(name)
                                                                : absl::StrCat("workers/", name);
+  // Ordered with a flush of worker rows, which could otherwise write the
+  // row back after the store forgot it.
+  absl::MutexLock flushing(&flush_mu_);
   absl::MutexLock lock(&mu_);
   if (absl::StatusOr<scheduling::WorkerSnapshot> live = registry_->Get(full); live.ok()) {
     if (live->state != scheduling::WorkerState::kLost) {
-      return absl::FailedPreconditionError(
-          absl::StrCat(full, " is connected; stop it before forgetting its name"));
+      return absl::FailedPreconditionError(absl::StrCat(
+          full, " is connected (", scheduling::WorkerStateName(live->state),
+          "); only a worker that is gone can be deleted: drain it, stop it, then delete it"));
     }
     if (!live->current_run.empty()) {
       return absl::FailedPreconditionError(
           absl::StrCat(full, " is held by ", live->current_run, "; wait for the run to end"));
+    }
+  }
+  // After a restart, a run waiting for its workers to come back holds it
+  // before the registry knows it.
+  for (const auto& [run, live] : live_) {
+    for (const std::string& held : live.run.held_workers()) {
+      if (held == full) {
+        return absl::FailedPreconditionError(
+            absl::StrCat(full, " is held by ", run, "; wait for the run to end"));
+      }
     }
   }
   const bool known = secret_hashes_.count(full) > 0 || known_before_start_.count(full) > 0 ||

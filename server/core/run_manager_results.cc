@@ -41,6 +41,13 @@ void RunManager::OnResult(const std::string& worker, const v1::RunResult& messag
 void RunManager::OnResultOfEndedRunLocked(const std::string& worker,
                                           const v1::RunResult& message) {
   absl::StatusOr<v1::Run> stored = store_->GetRun(message.run());
+  if (absl::IsNotFound(stored.status())) {
+    // Deleted (or never known): nothing will ever store it, so the sender
+    // may drop it rather than re-send it after every reconnect. Only its
+    // own spool is affected.
+    SendAckLocked(worker, message.run(), message.result().sequence());
+    return;
+  }
   if (!stored.ok()) return;
   if (stored->launcher() != worker) {
     // A finished run's launcher re-sending after a reconnect is acked; no

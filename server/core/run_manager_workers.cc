@@ -159,8 +159,13 @@ absl::StatusOr<RunManager::Registration> RunManager::OnRegister(const v1::Regist
     inventories_[registration.name] = std::make_shared<const v1::Inventory>(hello.inventory());
   }
   // Back after a restart: its registry entry is listed from now on (and the
-  // store's row is the one SaveWorkerLocked writes below).
-  known_before_start_.erase(registration.name);
+  // store's row is the one SaveWorkerLocked writes below). A drain from
+  // before the restart holds until an operator undrains it.
+  if (auto before = known_before_start_.find(registration.name);
+      before != known_before_start_.end()) {
+    if (before->second.draining()) (void)registry_->Drain(registration.name);
+    known_before_start_.erase(before);
+  }
   ASSIGN_OR_RETURN(scheduling::WorkerSnapshot snapshot, registry_->Get(registration.name));
   v1::Worker worker = WorkerProto(snapshot);
   worker.set_display_name(hello.display_name());
@@ -367,6 +372,7 @@ v1::Worker RunManager::WorkerProto(const scheduling::WorkerSnapshot& snapshot) c
   *worker.mutable_last_heartbeat_time() = TimestampFromTime(snapshot.last_heartbeat_time);
   *worker.mutable_register_time() = TimestampFromTime(snapshot.register_time);
   worker.set_current_run(snapshot.current_run);
+  worker.set_draining(snapshot.draining);
   return worker;
 }
 
@@ -428,11 +434,6 @@ absl::StatusOr<v1::Worker> RunManager::GetWorker(absl::string_view name) {
     if (w.name() == full) return w;
   }
   return absl::NotFoundError(absl::StrCat(full, " is not a known worker"));
-}
-
-absl::StatusOr<v1::Worker> RunManager::DrainWorker(absl::string_view name) {
-  RETURN_IF_ERROR(registry_->Drain(name));
-  return GetWorker(name);
 }
 
 }  // namespace collbench

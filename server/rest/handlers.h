@@ -15,6 +15,7 @@ RestReply CreateRun(const RestContext& context, const RestRequest& request);
 RestReply ListRuns(const RestContext& context, const RestRequest& request);
 RestReply GetRun(const RestContext& context, const RestRequest& request);
 RestReply CancelRun(const RestContext& context, const RestRequest& request);
+RestReply DeleteRun(const RestContext& context, const RestRequest& request);
 RestReply GetRunResults(const RestContext& context, const RestRequest& request);
 RestReply WatchRun(const RestContext& context, const RestRequest& request);
 
@@ -22,6 +23,8 @@ RestReply WatchRun(const RestContext& context, const RestRequest& request);
 RestReply ListWorkers(const RestContext& context, const RestRequest& request);
 RestReply GetWorker(const RestContext& context, const RestRequest& request);
 RestReply DrainWorker(const RestContext& context, const RestRequest& request);
+RestReply UndrainWorker(const RestContext& context, const RestRequest& request);
+RestReply DeleteWorker(const RestContext& context, const RestRequest& request);
 RestReply Healthz(const RestContext& context, const RestRequest& request);
 RestReply Readyz(const RestContext& context, const RestRequest& request);
 RestReply Metrics(const RestContext& context, const RestRequest& request);

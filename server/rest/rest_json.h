@@ -21,6 +21,7 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "absl/strings/str_cat.h"
 #include "absl/strings/string_view.h"
 #include "google/protobuf/message.h"
 #include "server/rest/handler.h"
@@ -48,6 +49,22 @@ std::string FieldOf(absl::string_view message);
 // with HttpStatusFor(status.code()).
 RestReply JsonReply(const google::protobuf::Message& message);
 RestReply ErrorReply(const absl::Status& status);
+
+// The optional body of a method on one resource (a custom method such as
+// :cancel, or a delete): nothing, {}, or a `Request` whose `name` is
+// `name`, the resource of the path. Otherwise the body's parse error, or
+// InvalidArgument naming "name" ("... is not the `kind` in the path").
+template <typename Request>
+absl::Status CheckBodyName(const RestRequest& request, const std::string& name,
+                           absl::string_view kind) {
+  Request body;
+  if (absl::Status parsed = ProtoFromJson(request.body, /*empty_ok=*/true, &body); !parsed.ok()) {
+    return parsed;
+  }
+  if (body.name().empty() || body.name() == name) return absl::OkStatus();
+  return absl::InvalidArgumentError(
+      absl::StrCat("name: \"", body.name(), "\" is not the ", kind, " in the path (", name, ")"));
+}
 
 // The query parameter `name` as an int32: 0 when absent, InvalidArgument
 // naming the parameter when it is not a decimal integer of that range.

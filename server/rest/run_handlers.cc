@@ -6,6 +6,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "collbench/v1/coordinator.pb.h"
+#include "google/protobuf/empty.pb.h"
 #include "server/core/listing.h"
 #include "server/rest/event_stream.h"
 #include "server/rest/handlers.h"
@@ -50,17 +51,22 @@ RestReply GetRun(const RestContext& context, const RestRequest& request) {
 }
 
 RestReply CancelRun(const RestContext& context, const RestRequest& request) {
-  // The body is optional: nothing, {}, or a CancelRunRequest naming this run.
-  v1::CancelRunRequest cancel;
-  if (absl::Status parsed = ProtoFromJson(request.body, /*empty_ok=*/true, &cancel); !parsed.ok()) {
-    return ErrorReply(parsed);
-  }
   const std::string name = RunName(request);
-  if (!cancel.name().empty() && cancel.name() != name) {
-    return ErrorReply(absl::InvalidArgumentError(
-        absl::StrCat("name: \"", cancel.name(), "\" is not the run in the path (", name, ")")));
+  if (absl::Status body = CheckBodyName<v1::CancelRunRequest>(request, name, "run"); !body.ok()) {
+    return ErrorReply(body);
   }
   return Answer(context.manager->CancelRun(name, absl::Now()));
+}
+
+RestReply DeleteRun(const RestContext& context, const RestRequest& request) {
+  const std::string name = RunName(request);
+  if (absl::Status body = CheckBodyName<v1::DeleteRunRequest>(request, name, "run"); !body.ok()) {
+    return ErrorReply(body);
+  }
+  if (absl::Status deleted = context.manager->DeleteRun(name); !deleted.ok()) {
+    return ErrorReply(deleted);
+  }
+  return JsonReply(google::protobuf::Empty());
 }
 
 RestReply GetRunResults(const RestContext& context, const RestRequest& request) {

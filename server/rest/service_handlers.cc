@@ -3,7 +3,9 @@
 #include <string>
 
 #include "absl/strings/str_cat.h"
+#include "absl/time/clock.h"
 #include "collbench/v1/coordinator.pb.h"
+#include "google/protobuf/empty.pb.h"
 #include "server/core/listing.h"
 #include "server/rest/handlers.h"
 #include "server/rest/rest_json.h"
@@ -15,6 +17,9 @@ template <typename T>
 RestReply Answer(const absl::StatusOr<T>& value) {
   return value.ok() ? JsonReply(*value) : ErrorReply(value.status());
 }
+
+// The resource name of the worker in the path.
+std::string WorkerName(const RestRequest& request) { return absl::StrCat("workers/", request.id); }
 
 RestReply Text(std::string body, std::string content_type = "text/plain; charset=utf-8") {
   RestReply reply;
@@ -35,22 +40,37 @@ RestReply ListWorkers(const RestContext& context, const RestRequest& request) {
 }
 
 RestReply GetWorker(const RestContext& context, const RestRequest& request) {
-  return Answer(context.manager->GetWorker(absl::StrCat("workers/", request.id)));
+  return Answer(context.manager->GetWorker(WorkerName(request)));
 }
 
 RestReply DrainWorker(const RestContext& context, const RestRequest& request) {
-  // The body is optional: nothing, {}, or a DrainWorkerRequest naming this
-  // worker.
-  v1::DrainWorkerRequest drain;
-  if (absl::Status parsed = ProtoFromJson(request.body, /*empty_ok=*/true, &drain); !parsed.ok()) {
-    return ErrorReply(parsed);
-  }
-  const std::string name = absl::StrCat("workers/", request.id);
-  if (!drain.name().empty() && drain.name() != name) {
-    return ErrorReply(absl::InvalidArgumentError(
-        absl::StrCat("name: \"", drain.name(), "\" is not the worker in the path (", name, ")")));
+  const std::string name = WorkerName(request);
+  if (absl::Status body = CheckBodyName<v1::DrainWorkerRequest>(request, name, "worker");
+      !body.ok()) {
+    return ErrorReply(body);
   }
   return Answer(context.manager->DrainWorker(name));
+}
+
+RestReply UndrainWorker(const RestContext& context, const RestRequest& request) {
+  const std::string name = WorkerName(request);
+  if (absl::Status body = CheckBodyName<v1::UndrainWorkerRequest>(request, name, "worker");
+      !body.ok()) {
+    return ErrorReply(body);
+  }
+  return Answer(context.manager->UndrainWorker(name, absl::Now()));
+}
+
+RestReply DeleteWorker(const RestContext& context, const RestRequest& request) {
+  const std::string name = WorkerName(request);
+  if (absl::Status body = CheckBodyName<v1::DeleteWorkerRequest>(request, name, "worker");
+      !body.ok()) {
+    return ErrorReply(body);
+  }
+  if (absl::Status deleted = context.manager->ForgetWorker(name); !deleted.ok()) {
+    return ErrorReply(deleted);
+  }
+  return JsonReply(google::protobuf::Empty());
 }
 
 RestReply Healthz(const RestContext& context, const RestRequest& request) { return Text("ok\n"); }

@@ -91,6 +91,13 @@ grpc::ServerUnaryReactor* CoordinatorService::CancelRun(grpc::CallbackServerCont
   return Reply(context, manager_->CancelRun(request->name(), absl::Now()), response);
 }
 
+grpc::ServerUnaryReactor* CoordinatorService::DeleteRun(grpc::CallbackServerContext* context,
+                                                        const v1::DeleteRunRequest* request,
+                                                        google::protobuf::Empty* response) {
+  if (auto* refused = Refuse(context, Role::kOperator)) return refused;
+  return Fail(context, manager_->DeleteRun(request->name()));
+}
+
 grpc::ServerWriteReactor<v1::RunEvent>* CoordinatorService::WatchRun(
     grpc::CallbackServerContext* context, const v1::WatchRunRequest* request) {
   if (absl::Status allowed = Authorize(context, Role::kRead); !allowed.ok()) {
@@ -134,6 +141,20 @@ grpc::ServerUnaryReactor* CoordinatorService::DrainWorker(grpc::CallbackServerCo
                                                           v1::Worker* response) {
   if (auto* refused = Refuse(context, Role::kOperator)) return refused;
   return Reply(context, manager_->DrainWorker(request->name()), response);
+}
+
+grpc::ServerUnaryReactor* CoordinatorService::UndrainWorker(grpc::CallbackServerContext* context,
+                                                            const v1::UndrainWorkerRequest* request,
+                                                            v1::Worker* response) {
+  if (auto* refused = Refuse(context, Role::kOperator)) return refused;
+  return Reply(context, manager_->UndrainWorker(request->name(), absl::Now()), response);
+}
+
+grpc::ServerUnaryReactor* CoordinatorService::DeleteWorker(grpc::CallbackServerContext* context,
+                                                           const v1::DeleteWorkerRequest* request,
+                                                           google::protobuf::Empty* response) {
+  if (auto* refused = Refuse(context, Role::kOperator)) return refused;
+  return Fail(context, manager_->ForgetWorker(request->name()));
 }
 
 }  // namespace collbench

@@ -1,8 +1,9 @@
 // The Coordinator gRPC service (DESIGN §3): a thin translation of requests
 // onto RunManager (STYLE §5). WatchRun replays what is stored, then streams
 // live events until the run ends. Every call is authorized first (DESIGN
-// §5): reads need a read token, CreateRun, CancelRun and DrainWorker an
-// operator token, each as `authorization: Bearer TOKEN` metadata.
+// §5): reads need a read token; CreateRun, CancelRun, DeleteRun,
+// DrainWorker, UndrainWorker and DeleteWorker an operator token, each as
+// `authorization: Bearer TOKEN` metadata.
 #ifndef COLLBENCH_SERVER_SERVICES_COORDINATOR_SERVICE_H_
 #define COLLBENCH_SERVER_SERVICES_COORDINATOR_SERVICE_H_
 
@@ -33,6 +34,9 @@ class CoordinatorService final : public v1::Coordinator::CallbackService {
   grpc::ServerUnaryReactor* CancelRun(grpc::CallbackServerContext* context,
                                       const v1::CancelRunRequest* request,
                                       v1::Run* response) override;
+  grpc::ServerUnaryReactor* DeleteRun(grpc::CallbackServerContext* context,
+                                      const v1::DeleteRunRequest* request,
+                                      google::protobuf::Empty* response) override;
   grpc::ServerWriteReactor<v1::RunEvent>* WatchRun(grpc::CallbackServerContext* context,
                                                     const v1::WatchRunRequest* request) override;
   grpc::ServerUnaryReactor* GetRunResults(grpc::CallbackServerContext* context,
@@ -47,6 +51,12 @@ class CoordinatorService final : public v1::Coordinator::CallbackService {
   grpc::ServerUnaryReactor* DrainWorker(grpc::CallbackServerContext* context,
                                         const v1::DrainWorkerRequest* request,
                                         v1::Worker* response) override;
+  grpc::ServerUnaryReactor* UndrainWorker(grpc::CallbackServerContext* context,
+                                          const v1::UndrainWorkerRequest* request,
+                                          v1::Worker* response) override;
+  grpc::ServerUnaryReactor* DeleteWorker(grpc::CallbackServerContext* context,
+                                         const v1::DeleteWorkerRequest* request,
+                                         google::protobuf::Empty* response) override;
 
  private:
   absl::Status Authorize(const grpc::CallbackServerContext* context, Role needed) const;

@@ -114,6 +114,26 @@ class MemoryStore final : public Store {
     return runs;
   }
 
+  absl::StatusOr<std::vector<FinishedRun>> ListFinishedRuns() override {
+    absl::MutexLock lock(&mu_);
+    std::vector<FinishedRun> runs;
+    for (const RunPosition& position : order_) {
+      const v1::Run& run = runs_.at(position.name);
+      if (!store_internal::IsFinished(run.state())) continue;
+      runs.push_back(
+          {run.name(), position.create_time_ns, store_internal::TimestampNs(run.end_time())});
+    }
+    return runs;
+  }
+
+  absl::Status DeleteRun(absl::string_view name) override {
+    absl::MutexLock lock(&mu_);
+    if (!runs_.contains(name)) return store_internal::RunNotFound(name);
+    Erase(std::string(name));
+    if (auto it = results_.find(name); it != results_.end()) results_.erase(it);
+    return absl::OkStatus();
+  }
+
   absl::StatusOr<bool> AddResult(absl::string_view run,
                                  const v1::SizeResult& result) override {
     RETURN_IF_ERROR(store_internal::ValidateResultSequence(result));

@@ -11,6 +11,7 @@
 
 #include <cstdint>
 #include <filesystem>
+#include <initializer_list>
 #include <iterator>
 #include <map>
 #include <memory>
@@ -111,7 +112,8 @@ struct Statements {
       find_run_by_request_id, list_runs, list_unfinished_runs, insert_result,
       add_progress, list_results,
       upsert_worker, list_workers, set_secret_hash, list_secret_hashes,
-      delete_worker_row, delete_secret_hash;
+      delete_worker_row, delete_secret_hash, list_finished_runs, delete_results,
+      delete_run;
 };
 
 // insert_run and update_run bind ?1 … ?11 in this order (BindRun, then
@@ -166,6 +168,11 @@ absl::StatusOr<Statements> PrepareStatements(sqlite3* db) {
       {&s.delete_worker_row, "DELETE FROM workers WHERE name = ?1"},
       {&s.delete_secret_hash,
        "DELETE FROM worker_credentials WHERE name = ?1"},
+      {&s.list_finished_runs,
+       "SELECT name, create_time_ns, end_time_ns FROM runs WHERE state IN (?1, ?2, ?3) "
+       "ORDER BY create_time_ns DESC, name DESC"},
+      {&s.delete_results, "DELETE FROM results WHERE run = ?1"},
+      {&s.delete_run, "DELETE FROM runs WHERE name = ?1"},
   };
   for (const auto& [statement, sql] : all) {
     sqlite3_stmt* raw = nullptr;
@@ -534,29 +541,37 @@ class SqliteStore final : public Store {
 
   absl::Status DeleteWorker(absl::string_view name) override {
     absl::MutexLock lock(&mu_);
-    RETURN_IF_ERROR(
-        Exec(db_.get(), "BEGIN IMMEDIATE", "begin delete worker"));
-    int deleted = 0;
-    for (sqlite3_stmt* statement : {statements_.delete_worker_row.get(),
-                                    statements_.delete_secret_hash.get()}) {
-      Query query(db_.get(), statement, "delete worker");
-      query.Text(name);
-      absl::StatusOr<int> changed = query.Execute();
-      if (!changed.ok()) {
-        sqlite3_exec(db_.get(), "ROLLBACK", nullptr, nullptr, nullptr);
-        return Written(changed.status());
-      }
-      deleted += *changed;
-    }
-    absl::Status committed = Exec(db_.get(), "COMMIT", "commit delete worker");
-    if (!committed.ok()) {
-      sqlite3_exec(db_.get(), "ROLLBACK", nullptr, nullptr, nullptr);
-      return Written(committed);
-    }
-    if (deleted == 0) {
+    ASSIGN_OR_RETURN(const std::vector<int> changed,
+                     DeleteLocked({statements_.delete_worker_row.get(),
+                                   statements_.delete_secret_hash.get()},
+                                  name, "delete worker"));
+    if (changed[0] + changed[1] == 0) {
       return absl::NotFoundError(absl::StrCat("worker ", name, " is not stored"));
     }
     return absl::OkStatus();
+  }
+
+  absl::StatusOr<std::vector<FinishedRun>> ListFinishedRuns() override {
+    return Read([](sqlite3* db, const Statements& s)
+                    -> absl::StatusOr<std::vector<FinishedRun>> {
+      Query query(db, s.list_finished_runs.get(), "list finished runs");
+      query.Int(v1::SUCCEEDED).Int(v1::FAILED).Int(v1::CANCELLED);
+      std::vector<FinishedRun> runs;
+      while (true) {
+        ASSIGN_OR_RETURN(const bool row, query.Step());
+        if (!row) return runs;
+        runs.push_back({query.ColumnText(0), query.ColumnInt(1), query.ColumnInt(2)});
+      }
+    });
+  }
+
+  absl::Status DeleteRun(absl::string_view name) override {
+    absl::MutexLock lock(&mu_);
+    ASSIGN_OR_RETURN(const std::vector<int> changed,
+                     DeleteLocked({statements_.delete_results.get(),
+                                   statements_.delete_run.get()},
+                                  name, "delete run"));
+    return changed[1] == 0 ? RunNotFound(name) : absl::OkStatus();
   }
 
  private:
@@ -608,6 +623,30 @@ class SqliteStore final : public Store {
       if (changed == 0) return RunNotFound(run);
     }
     return inserted;
+  }
+
+  // Runs each of `statements` (a DELETE binding ?1 to `name`) in one
+  // transaction, rolled back on error; returns the rows each changed.
+  absl::StatusOr<std::vector<int>> DeleteLocked(std::initializer_list<sqlite3_stmt*> statements,
+                                                absl::string_view name, const char* what)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    RETURN_IF_ERROR(Written(Exec(db_.get(), "BEGIN IMMEDIATE", what)));
+    std::vector<int> changed;
+    absl::Status status = absl::OkStatus();
+    for (sqlite3_stmt* statement : statements) {
+      Query query(db_.get(), statement, what);
+      query.Text(name);
+      absl::StatusOr<int> rows = query.Execute();
+      status = rows.status();
+      if (!status.ok()) break;
+      changed.push_back(*rows);
+    }
+    if (status.ok()) status = Exec(db_.get(), "COMMIT", what);
+    if (!status.ok()) {
+      sqlite3_exec(db_.get(), "ROLLBACK", nullptr, nullptr, nullptr);
+      return Written(status);
+    }
+    return changed;
   }
 
   // UpsertWorkers after validation: one transaction, rolled back on error.

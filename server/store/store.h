@@ -14,6 +14,7 @@
 #ifndef COLLBENCH_SERVER_STORE_STORE_H_
 #define COLLBENCH_SERVER_STORE_STORE_H_
 
+#include <cstdint>
 #include <map>
 #include <memory>
 #include <string>
@@ -90,6 +91,25 @@ class Store {
   // Runs not in a final state (QUEUED, SCHEDULED, RUNNING), oldest first:
   // what a restarted coordinator re-queues or waits to re-adopt.
   virtual absl::StatusOr<std::vector<v1::Run>> ListUnfinishedRuns() = 0;
+
+  // A finished run's place in time, for retention.
+  struct FinishedRun {
+    std::string name;
+    int64_t create_time_ns = 0;  // 0 when unset
+    int64_t end_time_ns = 0;     // 0 when unset
+  };
+
+  // Runs in a final state (SUCCEEDED, FAILED, CANCELLED) in ListRuns order
+  // (newest first), without their specs or results: what a retention pass
+  // reads, cheaply, however many runs there are.
+  virtual absl::StatusOr<std::vector<FinishedRun>> ListFinishedRuns() = 0;
+
+  // Deletes the run and every result of it in one transaction (its request
+  // id is free again). NotFound naming it when it is not stored. Whether a
+  // run may go is the caller's decision (the coordinator deletes only
+  // finished runs, once no result of them is on its way): a result added
+  // for it afterwards is refused as for any run not stored.
+  virtual absl::Status DeleteRun(absl::string_view name) = 0;
 
   // ---- Results -------------------------------------------------------------
   // Per-size results of a run, keyed by (run, result.sequence()).

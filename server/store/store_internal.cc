@@ -68,6 +68,10 @@ bool IsUnfinished(v1::RunState state) {
   return state == v1::QUEUED || state == v1::SCHEDULED || state == v1::RUNNING;
 }
 
+bool IsFinished(v1::RunState state) {
+  return state == v1::SUCCEEDED || state == v1::FAILED || state == v1::CANCELLED;
+}
+
 bool ListedBefore(const RunPosition& a, const RunPosition& b) {
   return std::tie(a.create_time_ns, a.name) >
          std::tie(b.create_time_ns, b.name);

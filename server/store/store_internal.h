@@ -35,6 +35,8 @@ int64_t CreateTimeNs(const v1::Run& run);
 
 // QUEUED, SCHEDULED and RUNNING: the states a restarted coordinator resumes.
 bool IsUnfinished(v1::RunState state);
+// SUCCEEDED, FAILED and CANCELLED: the states a run ends in.
+bool IsFinished(v1::RunState state);
 
 // A run's position in ListRuns order: newest first, that is descending by
 // (create_time_ns, name).

@@ -30,6 +30,17 @@ Cases:
           message naming the limit, queue nothing, and are counted in
           /metrics; a retry with a known requestId still returns its run;
           the CLI (gRPC) sees RESOURCE_EXHAUSTED naming the limit.
+  lifecycle  drain (REST) -> the worker restarts -> still DRAINING, and a
+          spread run waits for it -> undrain -> the run runs on it; a read
+          token cannot delete or undrain (the run and the drain stay); a
+          finished run deleted (then 404, results 404) and an active one
+          refused (412) and still there; a connected worker refused, then
+          deleted once stopped; the same through the CLI (drain, undrain,
+          delete, workers delete).
+  retention  three finished runs and one queued on drained workers; the
+          coordinator restarted with --retain-runs 1 deletes exactly the two
+          older finished runs (and logs them), keeps the queued one, and the
+          drain survived the restart.
 
 It reuses tests/integration/service/service_test.py's cluster (processes,
 ports, teardown, leak-safe subreaper). Each case prints one PASS/FAIL line.
@@ -40,6 +51,7 @@ curl is missing (ctest reports it as skipped).
 import http.client
 import json
 import os
+import re
 import resource
 import select
 import shutil
@@ -690,12 +702,161 @@ def case_admission(c):
                  body=json.dumps({"spec": spec()}))
 
 
+def worker_row(c, name):
+    return c.call("GET", "/v1/workers/" + name, READ)
+
+
+def wait_worker(c, name, state, timeout=30):
+    return poll("workers/%s to be %s" % (name, state),
+                lambda: worker_row(c, name)["state"] == state, timeout, 0.25)
+
+
+def restart_worker(c, name):
+    """Stops the worker process and starts it again under its name (its
+    secret is kept in its state folder); returns once it re-registered."""
+    old = c.workers[name]
+    before = worker_row(c, name)["registerTime"]
+    c.stop(old)
+    wait_worker(c, name, "LOST", timeout=20)
+    c.start_worker(name, 1)
+    poll("workers/%s to register again" % name,
+         lambda: worker_row(c, name)["state"] != "LOST", 30, 0.25)
+    log("workers/%s came back (registered first at %s)" % (name, before))
+
+
+def check_read_token_changes_nothing(c, finished_id):
+    expect_error(c, "DELETE", "/v1/runs/" + finished_id, READ, 403, "PERMISSION_DENIED")
+    expect_error(c, "POST", "/v1/workers/w2:undrain", READ, 403, "PERMISSION_DENIED")
+    expect_error(c, "DELETE", "/v1/workers/w2", READ, 403, "PERMISSION_DENIED")
+    expect(c.call("GET", "/v1/runs/" + finished_id, READ)["name"] == "runs/" + finished_id,
+           "a read token's DELETE removed the run")
+    expect(len(c.call("GET", "/v1/runs/%s/results" % finished_id, READ)["results"]) == 1,
+           "a read token's DELETE removed the results")
+    expect(worker_row(c, "w2")["draining"] is True, "a read token's undrain ended the drain")
+    refused = c.cli("--token", READ, "delete", "runs/" + finished_id, expect_code=None)
+    expect(refused.returncode != 0 and "operator" in refused.stderr,
+           "`collbench delete` with a read token: exit %d, %r" % (
+               refused.returncode, refused.stderr.strip()))
+    expect(c.call("GET", "/v1/runs/" + finished_id, READ)["state"] == "SUCCEEDED",
+           "the CLI's refused delete removed the run")
+
+
+def case_lifecycle(c):
+    c.start_coordinator()
+    c.start_workers(2, slots=1)
+    first = c.call("POST", "/v1/runs", OPERATOR, json.dumps({"spec": spec(sizes=("8",))}))
+    expect(wait_final(c, run_id(first))["state"] == "SUCCEEDED", "the first run failed")
+    # Drain w2 over REST; a restart of the worker keeps it draining.
+    drained = c.call("POST", "/v1/workers/w2:drain", OPERATOR)
+    expect(drained["state"] == "DRAINING" and drained["draining"] is True,
+           "drained w2: %s" % drained)
+    restart_worker(c, "w2")
+    again = worker_row(c, "w2")
+    expect(again["state"] == "DRAINING" and again["draining"] is True,
+           "w2 after its restart: %s, draining %s" % (again["state"], again.get("draining")))
+    listed = c.cli("--token", READ, "workers").stdout
+    expect(re.search(r"workers/w2\s+draining\s", listed), "`collbench workers`: %r" % listed)
+    check_read_token_changes_nothing(c, run_id(first))
+    # A run that needs both workers waits for w2, naming the drain.
+    waiting = c.call("POST", "/v1/runs", OPERATOR, json.dumps({"spec": spec(sizes=("8",))}))
+    time.sleep(1)
+    waiting = c.call("GET", "/v1/runs/" + run_id(waiting), READ)
+    expect(waiting["state"] == "QUEUED" and "workers/w2 (draining)" in waiting["waitingReason"],
+           "the run for both workers: %s (%s)" % (waiting["state"], waiting.get("waitingReason")))
+    # An active run cannot be deleted; it is still there afterwards.
+    expect_error(c, "DELETE", "/v1/runs/" + run_id(waiting), OPERATOR, 412,
+                 "FAILED_PRECONDITION", message_part="cancel it first")
+    expect(c.call("GET", "/v1/runs/" + run_id(waiting), READ)["state"] == "QUEUED",
+           "a refused delete changed the queued run")
+    undrained = c.call("POST", "/v1/workers/w2:undrain", OPERATOR)
+    expect(undrained["draining"] is False, "undrained w2: %s" % undrained)
+    done = wait_final(c, run_id(waiting))
+    expect(done["state"] == "SUCCEEDED", "the run after the undrain ended %s" % done["state"])
+    expect(sorted(h["worker"] for h in done["hosts"]) == ["workers/w1", "workers/w2"],
+           "the run did not use w2: %s" % done["hosts"])
+    # A finished run is deleted with its results.
+    expect(c.call("DELETE", "/v1/runs/" + run_id(first), OPERATOR) == {},
+           "DELETE of a run answers no empty object")
+    expect_error(c, "GET", "/v1/runs/" + run_id(first), READ, 404, "NOT_FOUND")
+    expect_error(c, "GET", "/v1/runs/%s/results" % run_id(first), READ, 404, "NOT_FOUND")
+    expect_error(c, "DELETE", "/v1/runs/" + run_id(first), OPERATOR, 404, "NOT_FOUND")
+    # A connected worker is refused; once stopped it is deleted.
+    expect_error(c, "DELETE", "/v1/workers/w2", OPERATOR, 412, "FAILED_PRECONDITION",
+                 message_part="drain it, stop it, then delete it")
+    c.stop(c.workers.pop("w2"))
+    wait_worker(c, "w2", "LOST", timeout=20)
+    expect(c.call("DELETE", "/v1/workers/w2", OPERATOR) == {}, "DELETE of w2")
+    expect_error(c, "GET", "/v1/workers/w2", READ, 404, "NOT_FOUND")
+    expect(c.call("GET", "/v1/runs/" + run_id(waiting), READ)["hosts"] == done["hosts"],
+           "the run that ran on the deleted worker lost its history")
+    check_cli_lifecycle(c, run_id(waiting))
+
+
+def check_cli_lifecycle(c, finished_id):
+    """The same operations through the CLI (gRPC)."""
+    op = ("--token", OPERATOR)
+    out = c.cli(*op, "drain", "w1").stdout
+    expect(out.strip() == "workers/w1: draining", "`collbench drain w1`: %r" % out)
+    out = c.cli(*op, "undrain", "workers/w1").stdout
+    expect(out.strip() == "workers/w1: ready", "`collbench undrain w1`: %r" % out)
+    busy = c.call("POST", "/v1/runs", OPERATOR, json.dumps(
+        {"spec": spec(ranks=1, sizes=("4194304",), iters=100000)}))
+    refused = c.cli(*op, "delete", run_id(busy), finished_id, expect_code=None)
+    expect(refused.returncode == 1 and "cancel it first" in refused.stderr and
+           refused.stdout.strip() == "runs/%s: deleted" % finished_id,
+           "`collbench delete ACTIVE FINISHED`: exit %d, %r, %r" % (
+               refused.returncode, refused.stdout, refused.stderr))
+    expect(c.call("GET", "/v1/runs/" + run_id(busy), READ)["state"] in ("SCHEDULED", "RUNNING"),
+           "the refused delete stopped the active run")
+    c.cli(*op, "cancel", run_id(busy))
+    poll("the cancelled run to be deletable",
+         lambda: c.cli(*op, "delete", run_id(busy), expect_code=None).returncode == 0, 30, 0.5)
+    expect_error(c, "GET", "/v1/runs/" + run_id(busy), READ, 404, "NOT_FOUND")
+    refused = c.cli(*op, "workers", "delete", "w1", expect_code=None)
+    expect(refused.returncode == 1 and "is connected" in refused.stderr,
+           "`collbench workers delete w1` (connected): %d %r" % (
+               refused.returncode, refused.stderr))
+
+
+def case_retention(c):
+    c.start_coordinator()
+    c.start_workers(2, slots=1)
+    finished = []
+    for _ in range(3):
+        run = c.call("POST", "/v1/runs", OPERATOR, json.dumps({"spec": spec(sizes=("8",))}))
+        expect(wait_final(c, run_id(run))["state"] == "SUCCEEDED", "a run failed")
+        finished.append(run["name"])
+    for name in ("w1", "w2"):
+        c.call("POST", "/v1/workers/%s:drain" % name, OPERATOR)
+    queued = c.call("POST", "/v1/runs", OPERATOR, json.dumps({"spec": spec(sizes=("8",))}))
+    expect(queued["state"] == "QUEUED", "the run on drained workers is %s" % queued["state"])
+    c.stop_coordinator()
+    c.coordinator_args = ["--retain-runs", "1"]
+    coordinator = c.start_coordinator()
+    names = [r["name"] for r in c.call("GET", "/v1/runs", READ)["runs"]]
+    expect(names == [queued["name"], finished[2]],
+           "after --retain-runs 1: %s (finished %s)" % (names, finished))
+    for name in finished[:2]:
+        expect_error(c, "GET", "/v1/%s/results" % name, READ, 404, "NOT_FOUND")
+    logged = c.tail(coordinator, 50)
+    expect("retention (--retain-runs 1) deleted 2 finished runs: %s, %s" % (
+        finished[0], finished[1]) in logged, "the coordinator's log: %s" % logged)
+    # The drains outlived the coordinator's restart: the queued run waits.
+    for name in ("w1", "w2"):
+        poll("workers/%s back, still draining" % name,
+             lambda: worker_row(c, name)["state"] == "DRAINING", 30, 0.25)
+    expect(c.call("GET", "/v1/runs/" + run_id(queued), READ)["state"] == "QUEUED",
+           "the queued run started on drained workers")
+
+
 CASES = {
     "routes": case_routes,
     "watch": case_watch,
     "grpc_auth": case_grpc_auth,
     "admission": case_admission,
     "watchers": case_watchers,
+    "lifecycle": case_lifecycle,
+    "retention": case_retention,
 }
 
 

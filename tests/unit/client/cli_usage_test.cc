@@ -57,6 +57,24 @@ TEST(FollowUp, RunsNotKeptGetANoteInsteadOfACommand) {
   EXPECT_THAT(line, Not(HasSubstr("advise")));
 }
 
+// The lifecycle commands exist, list in `collbench --help`, answer their
+// own --help without a coordinator, and refuse a call without a name.
+TEST(LifecycleCommands, HelpWorksOfflineAndANameIsRequired) {
+  const FollowUp follow_up("collbench", {"--coordinator", "127.0.0.1:1"}, true);
+  const std::vector<std::vector<std::string>> commands = {
+      {"drain"}, {"undrain"}, {"delete"}, {"workers", "delete"}};
+  for (std::vector<std::string> command : commands) {
+    std::vector<std::string> help = command;
+    help.push_back("--help");
+    EXPECT_EQ(RunCommand("127.0.0.1:1", "", help, follow_up), 0) << help[0];
+    EXPECT_EQ(RunCommand("127.0.0.1:1", "", command, follow_up), 2) << command[0];
+  }
+  const std::string usage = CliUsage();
+  EXPECT_THAT(usage, HasSubstr("drain WORKER... | undrain WORKER..."));
+  EXPECT_THAT(usage, HasSubstr("delete RUN..."));
+  EXPECT_THAT(usage, HasSubstr("workers delete WORKER..."));
+}
+
 TEST(ShellQuote, LeavesPlainWordsAndQuotesTheRest) {
   EXPECT_EQ(ShellQuote("runs/abc-1.db"), "runs/abc-1.db");
   EXPECT_EQ(ShellQuote("a b"), "'a b'");

@@ -279,6 +279,45 @@ TEST_F(RestHttpTest, ListGetAndDrainWorkers) {
   EXPECT_EQ(Json(drained)["state"], "DRAINING");
 }
 
+// DELETE /v1/runs/{id}, DELETE /v1/workers/{id} and :undrain are operator
+// calls: a read token changes nothing; an operator's delete of a finished
+// run leaves 404s, of an active run 412 and the run as it was.
+TEST_F(RestHttpTest, LifecycleRoutesNeedTheOperatorAndRefuseActiveRuns) {
+  c_.Register("a");
+  const v1::Run done = c_.Create(1);
+  c_.Running(done.name(), 1);
+  c_.Result(done.name(), 0);
+  c_.Succeeded(done.name(), 1);
+  const v1::Run active = c_.Create(1);
+  const std::string done_id = done.name().substr(5), active_id = active.name().substr(5);
+  Start();
+  ASSERT_EQ(Post("/v1/workers/a:drain", "")->status, 200);
+  EXPECT_EQ(Delete("/v1/runs/" + done_id, kRead)->status, 403);
+  EXPECT_EQ(Post("/v1/workers/a:undrain", "", kRead)->status, 403);
+  EXPECT_EQ(Delete("/v1/workers/a", kRead)->status, 403);
+  EXPECT_EQ(Json(Get("/v1/runs/" + done_id + "/results"))["results"].size(), 1u);
+  EXPECT_EQ(Json(Get("/v1/workers/a"))["draining"], true);
+
+  test_http::Result refused = Delete("/v1/runs/" + active_id);
+  ASSERT_EQ(refused->status, 412);
+  EXPECT_THAT(Json(refused)["message"].get<std::string>(), HasSubstr("cancel it first"));
+  EXPECT_EQ(Json(Get("/v1/runs/" + active_id))["state"], "SCHEDULED");
+  test_http::Result deleted = Delete("/v1/runs/" + done_id);
+  ASSERT_EQ(deleted->status, 200);
+  EXPECT_EQ(deleted->body, "{}");
+  EXPECT_EQ(Get("/v1/runs/" + done_id)->status, 404);
+  EXPECT_EQ(Get("/v1/runs/" + done_id + "/results")->status, 404);
+
+  const nlohmann::json undrained = Json(Post("/v1/workers/a:undrain", "{}"));
+  EXPECT_EQ(undrained["draining"], false);
+  EXPECT_EQ(undrained["state"], "BUSY");
+  EXPECT_EQ(Post("/v1/workers/a:undrain", R"({"name": "workers/b"})")->status, 400);
+  test_http::Result connected = Delete("/v1/workers/a");
+  ASSERT_EQ(connected->status, 412);
+  EXPECT_THAT(Json(connected)["message"].get<std::string>(), HasSubstr("drain it, stop it"));
+  EXPECT_EQ(Delete("/v1/workers/nope")->status, 404);
+}
+
 TEST_F(RestHttpTest, TokensAreCheckedPerRole) {
   Start();
   test_http::Result none = Get("/v1/runs", "");

@@ -181,6 +181,27 @@ TEST(RoutesTest, MethodAndPathPickOneRoute) {
   EXPECT_FALSE(match.path_known);
 }
 
+// Deleting and undraining follow the design guide: DELETE on the
+// resource, a custom method beside :drain.
+TEST(RoutesTest, LifecycleMethodsAreRoutedAsTheGuideSays) {
+  RouteMatch match = MatchRoute("DELETE", "/v1/runs/r1");
+  ASSERT_NE(match.route, nullptr);
+  EXPECT_EQ(match.route->Template(), "DELETE /v1/runs/{id}");
+  EXPECT_EQ(match.route->access, Access::kOperator);
+  EXPECT_EQ(match.id, "r1");
+  match = MatchRoute("DELETE", "/v1/workers/w1");
+  ASSERT_NE(match.route, nullptr);
+  EXPECT_EQ(match.route->Template(), "DELETE /v1/workers/{id}");
+  EXPECT_EQ(match.route->access, Access::kOperator);
+  match = MatchRoute("POST", "/v1/workers/w1:undrain");
+  ASSERT_NE(match.route, nullptr);
+  EXPECT_EQ(match.route->Template(), "POST /v1/workers/{id}:undrain");
+  EXPECT_EQ(match.route->access, Access::kOperator);
+  match = MatchRoute("PUT", "/v1/runs/r1");
+  EXPECT_EQ(match.route, nullptr);
+  EXPECT_EQ(match.allow, "GET, DELETE");
+}
+
 TEST(RoutesTest, TemplatesAreUnique) {
   std::set<std::string> seen;
   for (const RestRoute& route : RestRoutes()) {

@@ -102,6 +102,10 @@ class RestHttpTest : public ::testing::Test {
     return client_->Post(path.c_str(), Auth(token), body, "application/json");
   }
 
+  test_http::Result Delete(const std::string& path, const std::string& token = kOperator) {
+    return client_->Delete(path.c_str(), Auth(token));
+  }
+
   static nlohmann::json Json(const test_http::Result& result) {
     EXPECT_TRUE(result) << "no response: " << test_http::to_string(result.error());
     if (!result) return nlohmann::json();

@@ -30,6 +30,10 @@ class ForwardingStore : public Store {
   absl::StatusOr<std::vector<v1::Run>> ListUnfinishedRuns() override {
     return inner_->ListUnfinishedRuns();
   }
+  absl::StatusOr<std::vector<FinishedRun>> ListFinishedRuns() override {
+    return inner_->ListFinishedRuns();
+  }
+  absl::Status DeleteRun(absl::string_view name) override { return inner_->DeleteRun(name); }
   absl::StatusOr<bool> AddResult(absl::string_view run, const v1::SizeResult& result) override {
     return inner_->AddResult(run, result);
   }

@@ -7,9 +7,12 @@
 #include <optional>
 #include <set>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "absl/time/clock.h"
+#include "api/convert.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "tests/unit/server/forwarding_store.h"
@@ -52,6 +55,13 @@ class CountingStore final : public ForwardingStore {
     return full ? Full() : ForwardingStore::UpdateRunExceptProgress(run);
   }
   absl::StatusOr<std::vector<bool>> AddResults(const std::vector<ResultRow>& rows) override {
+    {
+      absl::MutexLock lock(&gate_mu_);
+      ++held_;
+      gate_mu_.Await(absl::Condition(
+          +[](bool* closed) { return !*closed; }, &closed_));
+      --held_;
+    }
     ++result_writes;
     if (results_fail) return Full();
     return ForwardingStore::AddResults(rows);
@@ -68,6 +78,22 @@ class CountingStore final : public ForwardingStore {
     return full ? Full() : ForwardingStore::SetWorkerSecretHash(name, hash);
   }
 
+  // While closed, AddResults waits (the writer's batch is held) until
+  // opened again.
+  void CloseResults() {
+    absl::MutexLock lock(&gate_mu_);
+    closed_ = true;
+  }
+  void OpenResults() {
+    absl::MutexLock lock(&gate_mu_);
+    closed_ = false;
+  }
+  // Returns once a batch is held at the closed gate.
+  void AwaitHeldBatch() {
+    absl::MutexLock lock(&gate_mu_);
+    gate_mu_.Await(absl::Condition(+[](int* held) { return *held > 0; }, &held_));
+  }
+
   int worker_writes = 0;  // transactions that wrote worker rows
   bool full = false;
   int result_writes = 0;       // AddResults transactions
@@ -77,6 +103,9 @@ class CountingStore final : public ForwardingStore {
   static absl::Status Full() {
     return absl::ResourceExhaustedError("store test.db is full: no space left on its file system");
   }
+  absl::Mutex gate_mu_;
+  bool closed_ ABSL_GUARDED_BY(gate_mu_) = false;
+  int held_ ABSL_GUARDED_BY(gate_mu_) = 0;
 };
 
 class RunManagerTest : public ::testing::Test {
@@ -864,6 +893,244 @@ TEST_F(RunManagerTest, DisconnectOfASupersededSessionLosesNothing) {
   manager_->OnDisconnect("workers/a", old_session, now_);  // the old stream ends late
   EXPECT_EQ(manager_->GetWorker("a")->state(), v1::BUSY);
   EXPECT_EQ(Get(run.name()).state(), v1::SCHEDULED);
+}
+
+// --- Worker and run lifecycle: drain, undrain, delete, retention ----------
+
+// Drain is the operator's decision about the worker: a restart of the
+// worker keeps it, and only undrain ends it, after which queued runs are
+// scheduled on the worker at once.
+TEST_F(RunManagerTest, DrainHoldsAcrossAWorkerRestartUntilUndrained) {
+  const uint64_t session = Register("a", "host-a");
+  absl::StatusOr<v1::Worker> drained = manager_->DrainWorker("a");
+  ASSERT_TRUE(drained.ok()) << drained.status();
+  EXPECT_EQ(drained->state(), v1::DRAINING);
+  EXPECT_TRUE(drained->draining());
+  manager_->OnDisconnect("workers/a", session, now_);
+  EXPECT_EQ(manager_->GetWorker("a")->state(), v1::LOST);
+  EXPECT_TRUE(manager_->GetWorker("a")->draining());
+  Register("a", "host-a");  // the worker process restarted
+  EXPECT_EQ(manager_->GetWorker("a")->state(), v1::DRAINING);
+  const v1::Run run = Create(Spec(2));
+  EXPECT_EQ(run.state(), v1::QUEUED);
+  EXPECT_THAT(run.waiting_reason(), HasSubstr("draining"));
+  absl::StatusOr<v1::Worker> undrained = manager_->UndrainWorker("workers/a", now_);
+  ASSERT_TRUE(undrained.ok()) << undrained.status();
+  EXPECT_FALSE(undrained->draining());
+  EXPECT_EQ(Get(run.name()).state(), v1::SCHEDULED);
+  EXPECT_TRUE(AssignmentFor("workers/a").has_value());
+  EXPECT_EQ(manager_->UndrainWorker("nobody", now_).status().code(), absl::StatusCode::kNotFound);
+}
+
+// The drain is kept in the worker's row, so a coordinator restart keeps it
+// too: listed while the worker is away, applied when it comes back.
+TEST_F(RunManagerTest, DrainHoldsAcrossACoordinatorRestart) {
+  Register("a", "host-a");
+  Register("b", "host-b");
+  ASSERT_TRUE(manager_->DrainWorker("a").ok());
+  manager_->Tick(now_);  // worker rows reach the store
+  Restart();
+  const std::vector<v1::Worker> listed = manager_->ListWorkers();
+  ASSERT_EQ(listed.size(), 2u);
+  EXPECT_EQ(listed[0].state(), v1::LOST);
+  EXPECT_TRUE(listed[0].draining());
+  EXPECT_FALSE(listed[1].draining());
+  // Undrained and drained again while it is away: the last word holds.
+  ASSERT_TRUE(manager_->UndrainWorker("a", now_).ok());
+  ASSERT_TRUE(manager_->DrainWorker("a").ok());
+  Register("a", "host-a");
+  Register("b", "host-b");
+  EXPECT_EQ(manager_->GetWorker("a")->state(), v1::DRAINING);
+  EXPECT_EQ(manager_->GetWorker("b")->state(), v1::READY);
+  ASSERT_TRUE(manager_->UndrainWorker("a", now_).ok());
+  EXPECT_EQ(manager_->GetWorker("a")->state(), v1::READY);
+}
+
+// A finished run and its results go; a queued or running run is refused
+// and stays, results and all.
+TEST_F(RunManagerTest, DeleteRunRemovesOnlyFinishedRuns) {
+  Register("a", "host-a");
+  const v1::Run done = Create(Spec(2));
+  Status("workers/a", done.name(), v1::RUNNING);
+  Result("workers/a", done.name(), 0);
+  Status("workers/a", done.name(), v1::SUCCEEDED, 1);
+  const v1::Run running = Create(Spec(2));
+  Status("workers/a", running.name(), v1::RUNNING);
+  Result("workers/a", running.name(), 0);
+  const v1::Run queued = Create(Spec(2));
+  ASSERT_EQ(Get(queued.name()).state(), v1::QUEUED);
+
+  ASSERT_TRUE(manager_->DeleteRun(done.name()).ok());
+  EXPECT_EQ(manager_->GetRun(done.name()).status().code(), absl::StatusCode::kNotFound);
+  EXPECT_EQ(manager_->GetResults(done.name()).status().code(), absl::StatusCode::kNotFound);
+  for (const v1::Run& active : {running, queued}) {
+    absl::Status refused = manager_->DeleteRun(active.name());
+    EXPECT_EQ(refused.code(), absl::StatusCode::kFailedPrecondition) << active.name();
+    EXPECT_THAT(refused.message(), HasSubstr("cancel it first"));
+  }
+  EXPECT_EQ(Get(running.name()).state(), v1::RUNNING);
+  EXPECT_EQ(manager_->GetResults(running.name())->size(), 1u);
+  EXPECT_EQ(Get(queued.name()).state(), v1::QUEUED);
+  EXPECT_EQ(manager_->queued_count(), 1);
+  // Cancelled, but the launcher has not confirmed the kill: not yet.
+  ASSERT_TRUE(manager_->CancelRun(running.name(), now_).ok());
+  EXPECT_THAT(manager_->DeleteRun(running.name()).message(), HasSubstr("not yet confirmed"));
+  Status("workers/a", running.name(), v1::CANCELLED);
+  EXPECT_TRUE(manager_->DeleteRun(running.name()).ok());
+  EXPECT_EQ(manager_->DeleteRun("runs/nope").code(), absl::StatusCode::kNotFound);
+}
+
+// Results submitted while a run was live may still wait for the writer
+// when the run ends (here: cancelled with its launcher unreachable). A
+// delete writes them first: the batch holding them is not broken by a run
+// gone from under it, so the results of the other runs in it are stored.
+TEST_F(RunManagerTest, DeleteRunWaitsForItsResultsOnTheirWay) {
+  Register("a", "host-a");
+  Register("b", "host-b");
+  const v1::Run doomed = Create(Spec(1));
+  const v1::Run other = Create(Spec(1));
+  ASSERT_NE(doomed.launcher(), other.launcher());
+  Status(doomed.launcher(), doomed.name(), v1::RUNNING);
+  Status(other.launcher(), other.name(), v1::RUNNING);
+  store_->CloseResults();
+  v1::RunResult result;
+  result.set_run(doomed.name());
+  result.mutable_result()->set_sequence(0);
+  result.mutable_result()->set_bytes(8);
+  manager_->OnResult(doomed.launcher(), result, now_);
+  store_->AwaitHeldBatch();
+  result.set_run(other.name());
+  manager_->OnResult(other.launcher(), result, now_);
+  link_.offline.insert(doomed.launcher());
+  ASSERT_EQ(manager_->CancelRun(doomed.name(), now_)->state(), v1::CANCELLED);
+  absl::Status deleted = absl::UnknownError("not returned");
+  std::thread deleter([&] { deleted = manager_->DeleteRun(doomed.name()); });
+  absl::SleepFor(absl::Milliseconds(100));
+  EXPECT_TRUE(manager_->GetRun(doomed.name()).ok()) << "deleted with a result on its way";
+  store_->OpenResults();
+  deleter.join();
+  EXPECT_TRUE(deleted.ok()) << deleted;
+  EXPECT_EQ(manager_->GetRun(doomed.name()).status().code(), absl::StatusCode::kNotFound);
+  manager_->FlushResults();
+  EXPECT_EQ(manager_->result_writer_stats().failed_batches, 0);
+  EXPECT_EQ(manager_->GetResults(other.name())->size(), 1u);
+  // A late re-send of the deleted run's result is acknowledged (the
+  // launcher may drop it) and stores nothing.
+  link_.offline.clear();
+  link_.Take(doomed.launcher());
+  result.set_run(doomed.name());
+  manager_->OnResult(doomed.launcher(), result, now_);
+  manager_->FlushResults();
+  EXPECT_EQ(AckedSequences(doomed.launcher()), std::vector<int64_t>{0});
+  EXPECT_EQ(manager_->GetRun(doomed.name()).status().code(), absl::StatusCode::kNotFound);
+}
+
+// A worker that is gone can be deleted; a connected one is refused naming
+// why. Runs that ran on it keep naming it.
+TEST_F(RunManagerTest, DeleteWorkerOnlyOnceItIsGone) {
+  const uint64_t session = Register("a", "host-a");
+  const v1::Run run = Create(Spec(2));
+  Status("workers/a", run.name(), v1::SUCCEEDED, 0);
+  absl::Status refused = manager_->ForgetWorker("a");
+  EXPECT_EQ(refused.code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_THAT(refused.message(), HasSubstr("is connected (READY)"));
+  EXPECT_THAT(refused.message(), HasSubstr("drain it, stop it, then delete it"));
+  EXPECT_TRUE(manager_->GetWorker("a").ok());
+  manager_->OnDisconnect("workers/a", session, now_);
+  manager_->Tick(now_);
+  ASSERT_TRUE(manager_->ForgetWorker("workers/a").ok());
+  EXPECT_EQ(manager_->GetWorker("a").status().code(), absl::StatusCode::kNotFound);
+  EXPECT_TRUE(store_->ListWorkers()->empty());
+  manager_->Tick(now_);  // no pending row brings it back
+  Restart();
+  EXPECT_TRUE(manager_->ListWorkers().empty());
+  EXPECT_EQ(Get(run.name()).launcher(), "workers/a");
+}
+
+// After a restart, a run waiting for its launcher holds the worker before
+// the registry knows it again: the worker may not be deleted under it.
+TEST_F(RunManagerTest, DeleteWorkerIsRefusedWhileARecoveredRunHoldsIt) {
+  Register("a", "host-a");
+  const v1::Run run = Create(Spec(2));
+  Status("workers/a", run.name(), v1::RUNNING);
+  manager_->Tick(now_);
+  Restart();
+  absl::Status refused = manager_->ForgetWorker("a");
+  EXPECT_EQ(refused.code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_THAT(refused.message(), HasSubstr(run.name()));
+}
+
+v1::Run StoredRun(const std::string& id, v1::RunState state, absl::Time created,
+                  absl::Time ended = absl::InfinitePast()) {
+  v1::Run run;
+  run.set_name("runs/" + id);
+  run.set_state(state);
+  *run.mutable_create_time() = TimestampFromTime(created);
+  if (ended != absl::InfinitePast()) *run.mutable_end_time() = TimestampFromTime(ended);
+  run.mutable_spec()->set_operation("allreduce");
+  run.mutable_spec()->set_ranks(2);
+  run.mutable_spec()->add_sizes_bytes(8);
+  return run;
+}
+
+// --retain-runs 4 --retain-for 1h: the finished runs beyond the newest four
+// and those that ended over an hour ago go, oldest first, with their
+// results; a queued and a running run stay however old they are, and a run
+// created long ago that ended recently is kept by its end time.
+TEST_F(RunManagerTest, RetentionDeletesExactlyTheFinishedRunsPastThePolicy) {
+  const absl::Time t = now_;
+  for (const v1::Run& run : {
+           StoredRun("f1", v1::SUCCEEDED, t - absl::Hours(5), t - absl::Hours(5)),
+           StoredRun("f2", v1::FAILED, t - absl::Hours(4), t - absl::Minutes(30)),
+           StoredRun("f3", v1::CANCELLED, t - absl::Hours(3), t - absl::Hours(2)),
+           StoredRun("f4", v1::SUCCEEDED, t - absl::Minutes(10), t - absl::Minutes(5)),
+           StoredRun("f5", v1::SUCCEEDED, t - absl::Minutes(1)),
+           StoredRun("q", v1::QUEUED, t - absl::Hours(10)),
+           StoredRun("r", v1::RUNNING, t - absl::Hours(9)),
+       }) {
+    ASSERT_TRUE(store_->CreateRun(run).ok()) << run.name();
+  }
+  ASSERT_TRUE(store_->AddResults({{"runs/f1", {}}, {"runs/f2", {}}}).ok());
+  RunManagerOptions options;
+  options.retention.keep_runs = 4;
+  options.retention.keep_for = absl::Hours(1);
+  Restart(options);
+  EXPECT_EQ(manager_->ApplyRetention(now_), (std::vector<std::string>{"runs/f1", "runs/f3"}));
+  const Store::RunPage page = manager_->ListRuns(100, "", v1::RUN_STATE_UNSPECIFIED).value();
+  std::vector<std::string> left;
+  for (const v1::Run& run : page.runs) left.push_back(run.name());
+  EXPECT_EQ(left, (std::vector<std::string>{"runs/f5", "runs/f4", "runs/f2", "runs/r", "runs/q"}));
+  EXPECT_EQ(manager_->GetResults("runs/f1").status().code(), absl::StatusCode::kNotFound);
+  EXPECT_EQ(manager_->GetResults("runs/f2")->size(), 1u);
+  EXPECT_TRUE(manager_->ApplyRetention(now_).empty());
+  // Time passes: f2 and f4 age out; q and r never do.
+  now_ += absl::Hours(100);
+  EXPECT_EQ(manager_->ApplyRetention(now_),
+            (std::vector<std::string>{"runs/f2", "runs/f4", "runs/f5"}));
+  EXPECT_EQ(manager_->ListRuns(100, "", v1::RUN_STATE_UNSPECIFIED)->runs.size(), 2u);
+}
+
+TEST_F(RunManagerTest, NoRetentionPolicyDeletesNothing) {
+  ASSERT_TRUE(store_->CreateRun(StoredRun("old", v1::SUCCEEDED, absl::UnixEpoch())).ok());
+  EXPECT_TRUE(manager_->ApplyRetention(now_).empty());
+  EXPECT_TRUE(manager_->GetRun("runs/old").ok());
+}
+
+TEST(RetentionTest, EitherLimitDeletesAndTheRestStays) {
+  const absl::Time now = absl::FromUnixSeconds(1'000'000);
+  auto ns = [&](absl::Duration ago) { return absl::ToUnixNanos(now - ago); };
+  const std::vector<Store::FinishedRun> finished = {
+      {"runs/new", ns(absl::Minutes(1)), 0},
+      {"runs/mid", ns(absl::Hours(2)), ns(absl::Minutes(2))},
+      {"runs/old", ns(absl::Hours(3)), ns(absl::Hours(3))},
+  };
+  EXPECT_TRUE(RunsPastRetention(finished, {}, now).empty());
+  EXPECT_EQ(RunsPastRetention(finished, {/*keep_runs=*/1}, now),
+            (std::vector<std::string>{"runs/mid", "runs/old"}));
+  EXPECT_EQ(RunsPastRetention(finished, {0, absl::Hours(1)}, now),
+            (std::vector<std::string>{"runs/old"}));
+  EXPECT_EQ(RunsPastRetention(finished, {3, absl::Hours(4)}, now), std::vector<std::string>{});
+  EXPECT_EQ(DescribeRetention({3, absl::Hours(720)}), "--retain-runs 3 --retain-for 720h");
 }
 
 }  // namespace

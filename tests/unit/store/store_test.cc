@@ -454,6 +454,54 @@ TEST_P(StoreContractTest, UpdateRunExceptProgressKeepsTheStoredProgress) {
             absl::StatusCode::kNotFound);
 }
 
+// A deleted run takes its results with it, frees its request id, and
+// leaves every other run and its results as they were; a result written
+// for it afterwards is refused as for any run not stored.
+TEST_P(StoreContractTest, DeleteRunRemovesTheRunAndOnlyItsResults) {
+  Create(MakeRun(1, 1000, v1::SUCCEEDED, "req-1"));
+  Create(MakeRun(2, 2000, v1::SUCCEEDED));
+  ASSERT_TRUE(store_->AddResults({{"runs/0001", MakeResult(0, 8)},
+                                  {"runs/0001", MakeResult(1, 64)},
+                                  {"runs/0002", MakeResult(0, 8)}})
+                  .ok());
+  ASSERT_TRUE(store_->DeleteRun("runs/0001").ok());
+  EXPECT_EQ(store_->GetRun("runs/0001").status().code(), absl::StatusCode::kNotFound);
+  EXPECT_EQ(store_->ListResults("runs/0001").status().code(), absl::StatusCode::kNotFound);
+  EXPECT_EQ(store_->FindRunByRequestId("req-1").status().code(), absl::StatusCode::kNotFound);
+  EXPECT_THAT(Sequences(store_->ListResults("runs/0002").value()), ElementsAre(0));
+  const Store::RunPage page = store_->ListRuns(10, "", v1::RUN_STATE_UNSPECIFIED).value();
+  ASSERT_EQ(page.runs.size(), 1u);
+  EXPECT_EQ(page.runs[0].name(), "runs/0002");
+  EXPECT_EQ(store_->AddResults({{"runs/0001", MakeResult(2, 8)}}).status().code(),
+            absl::StatusCode::kNotFound);
+  EXPECT_EQ(store_->AddResult("runs/0001", MakeResult(2, 8)).status().code(),
+            absl::StatusCode::kNotFound);
+  // Not even a row of the refused writes is left behind.
+  Create(MakeRun(1, 3000, v1::RUNNING, "req-1"));
+  EXPECT_TRUE(store_->ListResults("runs/0001").value().empty());
+  absl::Status again = store_->DeleteRun("runs/0404");
+  EXPECT_EQ(again.code(), absl::StatusCode::kNotFound);
+  EXPECT_THAT(again.message(), HasSubstr("runs/0404"));
+}
+
+TEST_P(StoreContractTest, FinishedRunsAreListedNewestFirstWithTheirTimes) {
+  v1::Run ended = MakeRun(1, 1000, v1::FAILED);
+  ended.mutable_end_time()->set_seconds(7);
+  Create(ended);
+  Create(MakeRun(2, 2000, v1::RUNNING));
+  Create(MakeRun(3, 3000, v1::CANCELLED));
+  Create(MakeRun(4, 4000, v1::QUEUED));
+  Create(MakeRun(5, 5000, v1::SUCCEEDED));
+  Create(MakeRun(6, 6000, v1::SCHEDULED));
+  const std::vector<Store::FinishedRun> finished = store_->ListFinishedRuns().value();
+  std::vector<std::string> names;
+  for (const Store::FinishedRun& run : finished) names.push_back(run.name);
+  EXPECT_THAT(names, ElementsAre("runs/0005", "runs/0003", "runs/0001"));
+  EXPECT_EQ(finished[2].create_time_ns, 1000);
+  EXPECT_EQ(finished[2].end_time_ns, 7'000'000'000);
+  EXPECT_EQ(finished[0].end_time_ns, 0);
+}
+
 INSTANTIATE_TEST_SUITE_P(Implementations, StoreContractTest,
                          testing::Values(Kind::kMemory, Kind::kSqlite),
                          [](const testing::TestParamInfo<Kind>& info) {
