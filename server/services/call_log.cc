@@ -1,0 +1,122 @@
+#include "server/services/call_log.h"
+
+#include <grpcpp/server_context.h>
+
+#include <string>
+
+#include "absl/status/status.h"
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "absl/time/clock.h"
+#include "common/log.h"
+
+namespace collbench {
+namespace {
+
+using grpc::experimental::InterceptionHookPoints;
+
+// One client metadata entry, empty without it.
+std::string Metadata(const grpc::ServerContextBase* context, const char* key) {
+  if (context == nullptr) return "";
+  const auto& metadata = context->client_metadata();
+  auto it = metadata.find(key);
+  return it == metadata.end() ? "" : std::string(it->second.data(), it->second.size());
+}
+
+// Whether a call only reads (or is a worker's stream, logged by the run
+// manager as the worker comes and goes).
+bool Quiet(absl::string_view method) {
+  const absl::string_view name = method.substr(method.rfind('/') + 1);
+  return absl::StartsWith(name, "Get") || absl::StartsWith(name, "List") ||
+         absl::StartsWith(name, "Watch") || absl::StartsWith(method, "/grpc.") ||
+         absl::StartsWith(method, "/collbench.v1.WorkerGateway/");
+}
+
+LogLevel LevelOf(absl::string_view method, grpc::StatusCode code) {
+  switch (code) {
+    case grpc::StatusCode::OK:
+    case grpc::StatusCode::CANCELLED:
+      return Quiet(method) ? LogLevel::kDebug : LogLevel::kInfo;
+    case grpc::StatusCode::INTERNAL:
+    case grpc::StatusCode::UNKNOWN:
+    case grpc::StatusCode::DATA_LOSS:
+    case grpc::StatusCode::UNAVAILABLE:
+      return LogLevel::kError;
+    default:
+      return LogLevel::kWarn;
+  }
+}
+
+class CallLogInterceptor final : public grpc::experimental::Interceptor {
+ public:
+  CallLogInterceptor(const Authorizer* authorizer, grpc::experimental::ServerRpcInfo* info)
+      : authorizer_(authorizer),
+        context_(info->server_context()),
+        method_(info->method() == nullptr ? "" : info->method()),
+        start_(absl::Now()) {}
+
+  void Intercept(grpc::experimental::InterceptorBatchMethods* methods) override {
+    if (methods->QueryInterceptionHookPoint(InterceptionHookPoints::PRE_SEND_INITIAL_METADATA)) {
+      methods->GetSendInitialMetadata()->emplace("x-request-id", RequestId());
+    }
+    if (methods->QueryInterceptionHookPoint(InterceptionHookPoints::PRE_SEND_STATUS)) {
+      Log(methods->GetSendStatus());
+    }
+    methods->Proceed();
+  }
+
+ private:
+  // Read when first needed, once the client's metadata is in.
+  const std::string& RequestId() {
+    if (request_id_.empty()) request_id_ = RequestIdFor(Metadata(context_, "x-request-id"));
+    return request_id_;
+  }
+
+  void Log(const grpc::Status& status) {
+    const LogLevel level = LevelOf(method_, status.error_code());
+    if (!LogEnabled(level)) return;
+    const std::string peer = context_ == nullptr ? "" : context_->peer();
+    const std::string code =
+        absl::StatusCodeToString(static_cast<absl::StatusCode>(status.error_code()));
+    const bool failed = level == LogLevel::kError;
+    const bool refused = level == LogLevel::kWarn;
+    LogEvent(level, failed ? "grpc.failed" : refused ? "grpc.refused" : "grpc.call",
+             absl::StrCat(method_, " ", code,
+                          status.error_message().empty() ? "" : ": ", status.error_message()))
+        .Str("request_id", RequestId())
+        .Str("method", method_)
+        .Str("code", code)
+        .StrIfSet("error", status.error_message())
+        .Str("peer", peer)
+        .Str("caller", authorizer_->CallerOf(Metadata(context_, "authorization"), peer))
+        .Double("latency_ms", absl::ToDoubleMilliseconds(absl::Now() - start_));
+  }
+
+  const Authorizer* const authorizer_;
+  const grpc::ServerContextBase* const context_;
+  const std::string method_;
+  std::string request_id_;  // RequestId()
+  const absl::Time start_;
+};
+
+class CallLogInterceptorFactory final
+    : public grpc::experimental::ServerInterceptorFactoryInterface {
+ public:
+  explicit CallLogInterceptorFactory(const Authorizer* authorizer) : authorizer_(authorizer) {}
+  grpc::experimental::Interceptor* CreateServerInterceptor(
+      grpc::experimental::ServerRpcInfo* info) override {
+    return new CallLogInterceptor(authorizer_, info);
+  }
+
+ private:
+  const Authorizer* const authorizer_;
+};
+
+}  // namespace
+
+std::unique_ptr<grpc::experimental::ServerInterceptorFactoryInterface> NewCallLogInterceptorFactory(
+    const Authorizer* authorizer) {
+  return std::make_unique<CallLogInterceptorFactory>(authorizer);
+}
+
+}  // namespace collbench
