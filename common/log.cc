@@ -22,7 +22,7 @@ namespace {
 struct LogState {
   std::mutex mu;  // held while a line is written: one line at a time
   LogOptions options;
-  std::atomic<int> level{static_cast<int>(LogLevel::kWarn)};
+  std::atomic<int> level{static_cast<int>(LogLevel::kError)};
 };
 
 LogState& State() {

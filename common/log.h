@@ -14,8 +14,9 @@
 //
 // The configuration is process-wide (a sink is, by nature): the binaries'
 // main() set it from --log-format and --log-level. Until then, and in
-// processes that never set it (`collbench local`, tests), warnings and
-// errors go to stderr as text, and nothing else.
+// processes that never set it (`collbench local`, whose CLI reports
+// refusals and failed runs itself; tests), only errors go to stderr, as
+// text.
 //
 // Thread safety: everything here may be called from any thread.
 #ifndef COLLBENCH_COMMON_LOG_H_
@@ -38,7 +39,7 @@ using LogSink = std::function<void(absl::string_view line)>;
 
 struct LogOptions {
   LogFormat format = LogFormat::kText;
-  LogLevel level = LogLevel::kWarn;  // lines below it are dropped
+  LogLevel level = LogLevel::kError;  // lines below it are dropped
   LogSink sink;                      // empty: stderr
 };
 

@@ -95,27 +95,29 @@ bool NeedsQuotes(absl::string_view value) {
   return false;
 }
 
+void AppendQuoted(std::string* out, absl::string_view text) {
+  out->push_back('"');
+  AppendEscaped(out, text, /*quoted=*/true);
+  out->push_back('"');
+}
+
 std::string JsonLine(absl::string_view time, LogLevel level, absl::string_view event,
                      absl::string_view message, const std::vector<LogField>& fields) {
   std::string line = absl::StrCat("{\"time\":\"", time, "\",\"level\":\"", LogLevelName(level),
-                                  "\",\"event\":\"");
-  AppendJsonEscaped(&line, event);
-  line.push_back('"');
+                                  "\",\"event\":");
+  AppendQuoted(&line, event);
   if (!message.empty()) {
-    line.append(",\"msg\":\"");
-    AppendJsonEscaped(&line, message);
-    line.push_back('"');
+    line.append(",\"msg\":");
+    AppendQuoted(&line, message);
   }
   for (const LogField& field : fields) {
-    line.append(",\"");
-    AppendJsonEscaped(&line, field.key);
-    line.append("\":");
+    line.push_back(',');
+    AppendQuoted(&line, field.key);
+    line.push_back(':');
     if (field.raw) {
       line.append(field.value);
     } else {
-      line.push_back('"');
-      AppendJsonEscaped(&line, field.value);
-      line.push_back('"');
+      AppendQuoted(&line, field.value);
     }
   }
   line.append("}\n");
@@ -137,9 +139,7 @@ std::string TextLine(absl::string_view time, LogLevel level, absl::string_view e
     if (field.raw || !NeedsQuotes(field.value)) {
       line.append(field.value);
     } else {
-      line.push_back('"');
-      AppendJsonEscaped(&line, field.value);
-      line.push_back('"');
+      AppendQuoted(&line, field.value);
     }
   }
   line.push_back('\n');

@@ -27,8 +27,8 @@ class RequestLogTest : public RestHttpTest {
     options.level = LogLevel::kDebug;
     options.sink = [this](absl::string_view line) {
       std::lock_guard<std::mutex> lock(lines_mu_);
-      text_.append(line);
-      lines_.push_back(nlohmann::json::parse(line));
+      text_.append(line.data(), line.size());
+      lines_.push_back(nlohmann::json::parse(line.begin(), line.end()));
     };
     SetLogOptions(std::move(options));
   }
