@@ -49,6 +49,10 @@ TIME = re.compile(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$")
 LEVELS = ("debug", "info", "warn", "error")
 
 
+class BadLine(Failure):
+    """A coordinator log line that is not what every line must be."""
+
+
 def read_log(c):
     with open(c.coordinator_log, errors="replace") as f:
         return f.read()
@@ -62,12 +66,15 @@ def parse_log(c):
         try:
             line = json.loads(text)
         except ValueError:
-            raise Failure("coordinator log line %d is not JSON: %r" % (number, text))
-        expect(isinstance(line, dict), "line %d is not an object: %r" % (number, text))
-        expect(TIME.match(str(line.get("time", ""))),
-               "line %d has no RFC 3339 UTC time: %r" % (number, text))
-        expect(line.get("level") in LEVELS, "line %d has no level: %r" % (number, text))
-        expect(line.get("event"), "line %d has no event: %r" % (number, text))
+            raise BadLine("coordinator log line %d is not JSON: %r" % (number, text))
+        if not isinstance(line, dict):
+            raise BadLine("line %d is not an object: %r" % (number, text))
+        if not TIME.match(str(line.get("time", ""))):
+            raise BadLine("line %d has no RFC 3339 UTC time: %r" % (number, text))
+        if line.get("level") not in LEVELS:
+            raise BadLine("line %d has no level: %r" % (number, text))
+        if not line.get("event"):
+            raise BadLine("line %d has no event: %r" % (number, text))
         lines.append(line)
     return lines
 
@@ -86,6 +93,8 @@ def find(c, what, timeout=10, **fields):
         return next((line for line in parse_log(c) if match(line)), None)
     try:
         return poll(what, look, timeout, 0.1)
+    except BadLine:
+        raise
     except Failure:
         raise Failure("no log line for %s (%s) in:\n%s" % (what, fields, read_log(c)[-4000:]))
 
