@@ -23,28 +23,54 @@ std::string Metadata(const grpc::ServerContextBase* context, const char* key) {
   return it == metadata.end() ? "" : std::string(it->second.data(), it->second.size());
 }
 
-// Whether a call only reads (or is a worker's stream, logged by the run
-// manager as the worker comes and goes).
+// A worker's stream: the run manager logs its registration, refusal
+// (throttled, so that a stranger hammering the port cannot flood the log)
+// and loss; its end here is debug, whatever its code.
+bool WorkerStream(absl::string_view method) {
+  return absl::StartsWith(method, "/collbench.v1.WorkerGateway/");
+}
+
+// Whether a call only reads.
 bool Quiet(absl::string_view method) {
   const absl::string_view name = method.substr(method.rfind('/') + 1);
   return absl::StartsWith(name, "Get") || absl::StartsWith(name, "List") ||
-         absl::StartsWith(name, "Watch") || absl::StartsWith(method, "/grpc.") ||
-         absl::StartsWith(method, "/collbench.v1.WorkerGateway/");
+         absl::StartsWith(name, "Watch") || absl::StartsWith(method, "/grpc.");
 }
 
-LogLevel LevelOf(absl::string_view method, grpc::StatusCode code) {
+enum class Outcome { kServed, kRefused, kFailed };
+
+Outcome OutcomeOf(grpc::StatusCode code) {
   switch (code) {
     case grpc::StatusCode::OK:
     case grpc::StatusCode::CANCELLED:
-      return Quiet(method) ? LogLevel::kDebug : LogLevel::kInfo;
+      return Outcome::kServed;
     case grpc::StatusCode::INTERNAL:
     case grpc::StatusCode::UNKNOWN:
     case grpc::StatusCode::DATA_LOSS:
     case grpc::StatusCode::UNAVAILABLE:
-      return LogLevel::kError;
+      return Outcome::kFailed;
     default:
-      return LogLevel::kWarn;
+      return Outcome::kRefused;
   }
+}
+
+LogLevel LevelOf(absl::string_view method, Outcome outcome) {
+  if (WorkerStream(method)) return LogLevel::kDebug;
+  switch (outcome) {
+    case Outcome::kServed: return Quiet(method) ? LogLevel::kDebug : LogLevel::kInfo;
+    case Outcome::kRefused: return LogLevel::kWarn;
+    case Outcome::kFailed: return LogLevel::kError;
+  }
+  return LogLevel::kInfo;
+}
+
+absl::string_view EventOf(Outcome outcome) {
+  switch (outcome) {
+    case Outcome::kServed: return "grpc.call";
+    case Outcome::kRefused: return "grpc.refused";
+    case Outcome::kFailed: return "grpc.failed";
+  }
+  return "grpc.call";
 }
 
 class CallLogInterceptor final : public grpc::experimental::Interceptor {
@@ -73,14 +99,13 @@ class CallLogInterceptor final : public grpc::experimental::Interceptor {
   }
 
   void Log(const grpc::Status& status) {
-    const LogLevel level = LevelOf(method_, status.error_code());
+    const Outcome outcome = OutcomeOf(status.error_code());
+    const LogLevel level = LevelOf(method_, outcome);
     if (!LogEnabled(level)) return;
     const std::string peer = context_ == nullptr ? "" : context_->peer();
     const std::string code =
         absl::StatusCodeToString(static_cast<absl::StatusCode>(status.error_code()));
-    const bool failed = level == LogLevel::kError;
-    const bool refused = level == LogLevel::kWarn;
-    LogEvent(level, failed ? "grpc.failed" : refused ? "grpc.refused" : "grpc.call",
+    LogEvent(level, EventOf(outcome),
              absl::StrCat(method_, " ", code,
                           status.error_message().empty() ? "" : ": ", status.error_message()))
         .Str("request_id", RequestId())

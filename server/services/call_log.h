@@ -7,8 +7,10 @@
 //   - failed (INTERNAL, UNKNOWN, DATA_LOSS, UNAVAILABLE): error,
 //     event "grpc.failed";
 //   - served (OK, or CANCELLED by the client): info for calls that change
-//     state, debug for reads (Get*, List*, Watch*), health checks,
-//     reflection and worker streams, event "grpc.call".
+//     state, debug for reads (Get*, List*, Watch*), health checks and
+//     reflection, event "grpc.call";
+//   - a worker's stream (WorkerGateway): debug whatever its end, as the run
+//     manager logs its registration, refusal (throttled) and loss.
 //
 // Each line names the method, the code, the error message, the peer and
 // the caller (Authorizer::CallerOf: "token N" or "peer HOST", never a
