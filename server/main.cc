@@ -12,6 +12,7 @@
 #include "common/flag_parser.h"
 #include "common/grpc_log.h"
 #include "common/log.h"
+#include "common/log_flags.h"
 #include "common/units.h"
 #include "server/auth/authorizer.h"
 #include "server/auth/secret_env.h"
@@ -134,14 +135,8 @@ int main(int argc, char** argv) {
              "serve beyond loopback without API tokens: anyone who reaches a listener may "
              "create runs (logged, and collbench_insecure_no_auth 1 in /metrics)");
   flags.Int("heartbeat-timeout", &heartbeat_timeout_s, "seconds of silence before a worker is lost");
-  std::string log_format = "auto";
-  std::string log_level = "info";
-  flags.String("log-format", "FORMAT", &log_format,
-               "auto, json or text: one line per event on stderr, JSON lines unless stderr is a "
-               "terminal (default auto)");
-  flags.String("log-level", "LEVEL", &log_level,
-               "debug, info, warn or error: the least severe lines written; debug adds every "
-               "successful read request (default info)");
+  collbench::LogFlags log_flags;
+  collbench::AddLogFlags(flags, &log_flags);
   collbench::RunManagerOptions& admission = options.run_manager;
   flags.Custom(
       "max-queued-runs", "N",
@@ -234,13 +229,10 @@ int main(int argc, char** argv) {
                               : std::string(parsed.message()));
     return 2;
   }
-  absl::StatusOr<collbench::LogOptions> log_options =
-      collbench::LogOptionsFromFlags(log_format, log_level);
-  if (!log_options.ok()) {
-    absl::FPrintF(stderr, "collbench-coordinator: %s\n", log_options.status().message());
+  if (absl::Status logging = collbench::ApplyLogFlags(log_flags); !logging.ok()) {
+    absl::FPrintF(stderr, "collbench-coordinator: %s\n", logging.message());
     return 2;
   }
-  collbench::SetLogOptions(*std::move(log_options));
   collbench::RouteGrpcLogsToLog();
   options.run_manager.heartbeat_timeout = absl::Seconds(heartbeat_timeout_s);
   absl::StatusOr<std::string> join_token = JoinToken(join_token_file);

@@ -18,8 +18,9 @@ Cases:
   run_failure  a worker registers (a line with its name and peer); a run
             created over REST with a 2 s timeout gets state lines QUEUED
             (with the caller and the request id), SCHEDULED, RUNNING and
-            FAILED with its reason ("timed out"); the worker killed gives a
-            worker.lost line.
+            FAILED with its reason ("timed out"); the worker's own log is
+            JSON lines too (serving, registered, the run started and
+            cancelled); the worker killed gives a worker.lost line.
 
 In both, every line the coordinator wrote is one JSON object with an RFC
 3339 UTC time, a level and an event. Reuses rest_test.py's cluster.
@@ -53,16 +54,17 @@ class BadLine(Failure):
     """A coordinator log line that is not what every line must be."""
 
 
-def read_log(c):
-    with open(c.coordinator_log, errors="replace") as f:
+def read_log(c, path=None):
+    with open(path or c.coordinator_log, errors="replace") as f:
         return f.read()
 
 
-def parse_log(c):
-    """Every line of the coordinator's log as a dict; fails on any line
-    that is not a JSON object with time, level and event."""
+def parse_log(c, path=None):
+    """Every line of the coordinator's log (or the one at `path`) as a
+    dict; fails on any line that is not a JSON object with time, level and
+    event."""
     lines = []
-    for number, text in enumerate(read_log(c).splitlines(), 1):
+    for number, text in enumerate(read_log(c, path).splitlines(), 1):
         try:
             line = json.loads(text)
         except ValueError:
@@ -187,6 +189,16 @@ def case_run_failure(c):
     created = find(c, "the create request", event="http.request", method="POST", status=200)
     expect(created["request_id"] == "req-run-1" and created["level"] == "info",
            "the create line: %s" % created)
+    worker_log = c.workers["w1"].log_path
+    wanted = {"worker.serving", "worker.registered", "worker.run_started", "worker.run_cancelled"}
+    try:
+        poll("the worker's lines", lambda: wanted <= {line["event"] for line in
+                                                      parse_log(c, worker_log)}, 10, 0.1)
+    except BadLine:
+        raise
+    except Failure:
+        raise Failure("the worker's log lacks some of %s:\n%s" % (
+            sorted(wanted), read_log(c, worker_log)[-3000:]))
     os.kill(c.workers["w1"].pid, signal.SIGKILL)
     c.workers["w1"].wait(timeout=10)
     del c.workers["w1"]
