@@ -9,6 +9,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/time/clock.h"
+#include "common/log.h"
 #include "common/status_macros.h"
 #include "common/tls_channel.h"
 #include "server/auth/authorizer.h"
@@ -17,6 +18,7 @@
 #include "server/metrics/coordinator_metrics.h"
 #include "server/rest/http_server.h"
 #include "server/services/api_interceptor.h"
+#include "server/services/call_log.h"
 #include "server/services/coordinator_service.h"
 #include "server/services/gateway_service.h"
 #include "server/store/store.h"
@@ -42,6 +44,8 @@ namespace {
 
 // How often an open coordinator (--insecure-no-auth) says so again.
 constexpr absl::Duration kInsecureWarningInterval = absl::Minutes(10);
+// How long gRPC calls in flight may take to finish at shutdown.
+constexpr absl::Duration kGrpcShutdownGrace = absl::Seconds(2);
 
 absl::StatusOr<Authorizer> LoadTokens(const CoordinatorOptions& options) {
   Authorizer authorizer;
@@ -156,9 +160,8 @@ absl::StatusOr<std::unique_ptr<Coordinator>> Coordinator::Start(const Coordinato
       }
       if (insecure && now - warned >= kInsecureWarningInterval) {
         warned = now;
-        absl::FPrintF(stderr,
-                      "collbench-coordinator: WARNING: still serving without API tokens "
-                      "(--insecure-no-auth)\n");
+        LogWarn("coordinator.insecure_no_auth",
+                "WARNING: still serving without API tokens (--insecure-no-auth)");
       }
     }
   });
@@ -180,6 +183,7 @@ absl::Status Coordinator::StartGrpc(const CoordinatorOptions& options,
       [metrics](absl::string_view method, absl::string_view code, absl::Duration latency) {
         metrics->RecordApiRequest("grpc", method, code, latency);
       }));
+  interceptors.push_back(NewCallLogInterceptorFactory(&p.authorizer));
   builder.experimental().SetInterceptorCreators(std::move(interceptors));
   p.server = builder.BuildAndStart();
   if (p.server == nullptr || grpc_port_ == 0) {
@@ -227,11 +231,21 @@ void Coordinator::Wait() { stop_.WaitForNotification(); }
 void Coordinator::Shutdown() {
   if (shut_down_) return;
   shut_down_ = true;
+  const absl::Time start = absl::Now();
+  LogInfo("coordinator.draining",
+          "ending event streams, answering requests already read, closing connections")
+      .Int("grpc_grace_ms", absl::ToInt64Milliseconds(kGrpcShutdownGrace));
   if (!stop_.HasBeenNotified()) stop_.Notify();
   if (ticker_.joinable()) ticker_.join();
   parts_->hub.EndAll();
-  if (parts_->http) parts_->http->Shutdown();
-  parts_->server->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(2));
+  if (parts_->http) {
+    parts_->http->Shutdown();
+    LogInfo("coordinator.http_closed", "HTTP listener closed")
+        .Int("took_ms", absl::ToInt64Milliseconds(absl::Now() - start));
+  }
+  parts_->server->Shutdown(absl::ToChronoTime(absl::Now() + kGrpcShutdownGrace));
+  LogInfo("coordinator.drained", "every connection closed")
+      .Int("took_ms", absl::ToInt64Milliseconds(absl::Now() - start));
 }
 
 Coordinator::~Coordinator() {

@@ -11,6 +11,9 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_split.h"
 #include "common/flag_parser.h"
+#include "common/grpc_log.h"
+#include "common/log.h"
+#include "common/log_flags.h"
 #include "common/units.h"
 #include "server/auth/authorizer.h"
 #include "server/auth/secret_env.h"
@@ -22,7 +25,7 @@ constexpr char kUsage[] =
     "usage: collbench-coordinator [--grpc-listen HOST:PORT] [--http-listen HOST:PORT] "
     "[--store FILE] [--tokens FILE] [--tls-cert F --tls-key F [--tls-client-ca F]] "
     "[--join-token-file F] "
-    "[--insecure-no-auth] "
+    "[--insecure-no-auth] [--log-format auto|json|text] [--log-level debug|info|warn|error] "
     "[--max-queued-runs N] [--create-rate R] [--create-burst N] [--max-watchers N] "
     "[--max-watchers-per-client N] [--watcher-buffer N] [--max-workers N] [--register-rate R]\n"
     "       [--max-unregistered-streams N] [--forget-worker NAME]... [--metric-run-labels KEYS] "
@@ -50,12 +53,50 @@ absl::StatusOr<std::string> JoinToken(const std::string& file) {
   std::string from_env = collbench::TakeSecretFromEnv("COLLBENCH_JOIN_TOKEN");
   if (!file.empty()) {
     if (absl::Status shared = collbench::CheckPrivateFile(file); !shared.ok()) {
-      absl::FPrintF(stderr, "collbench-coordinator: WARNING: --join-token-file %s\n",
-                    shared.message());
+      collbench::LogWarn("coordinator.secret_file_shared",
+                         absl::StrCat("--join-token-file ", shared.message()))
+          .Str("flag", "join-token-file");
     }
     return collbench::ReadTokenFile("join-token-file", file);
   }
   return from_env;
+}
+
+const char* SignalName(int signal) { return signal == SIGINT ? "SIGINT" : "SIGTERM"; }
+
+// The start-up lines: what listens where, with TLS and tokens or not.
+void LogServing(const collbench::CoordinatorOptions& options,
+                const collbench::Coordinator& coordinator) {
+  const bool tls = !options.tls_cert.empty();
+  const bool mutual_tls = !options.tls_client_ca.empty();
+  if (coordinator.insecure_no_auth()) {
+    collbench::LogWarn("coordinator.insecure_no_auth",
+                       absl::StrCat("WARNING: --insecure-no-auth: serving without API tokens; "
+                                    "anyone who can reach ",
+                                    options.grpc_listen,
+                                    options.http_listen.empty() ? "" : " or " + options.http_listen,
+                                    " may create runs on every worker"));
+  }
+  collbench::LogInfo("coordinator.serving",
+                     absl::StrCat("serving gRPC on port ", coordinator.grpc_port(), ", store ",
+                                  options.store))
+      .Str("listen", options.grpc_listen)
+      .Int("port", coordinator.grpc_port())
+      .Bool("tls", tls)
+      .Bool("mutual_tls", mutual_tls)
+      .Bool("tokens", !options.tokens_file.empty())
+      .Bool("join_token", !options.join_token.empty())
+      .Str("store", options.store)
+      .Str("version", COLLBENCH_VERSION);
+  if (coordinator.http_port() != 0) {
+    collbench::LogInfo("coordinator.serving_http",
+                       absl::StrCat("serving HTTP (REST, /metrics) on port ",
+                                    coordinator.http_port()))
+        .Str("listen", options.http_listen)
+        .Int("port", coordinator.http_port())
+        .Bool("tls", tls)
+        .Bool("mutual_tls", mutual_tls);
+  }
 }
 
 }  // namespace
@@ -96,6 +137,8 @@ int main(int argc, char** argv) {
              "serve beyond loopback without API tokens: anyone who reaches a listener may "
              "create runs (logged, and collbench_insecure_no_auth 1 in /metrics)");
   flags.Int("heartbeat-timeout", &heartbeat_timeout_s, "seconds of silence before a worker is lost");
+  collbench::LogFlags log_flags;
+  collbench::AddLogFlags(flags, &log_flags);
   collbench::RunManagerOptions& admission = options.run_manager;
   flags.Custom(
       "max-queued-runs", "N",
@@ -218,16 +261,23 @@ int main(int argc, char** argv) {
                               : std::string(parsed.message()));
     return 2;
   }
+  if (absl::Status logging = collbench::ApplyLogFlags(log_flags); !logging.ok()) {
+    absl::FPrintF(stderr, "collbench-coordinator: %s\n", logging.message());
+    return 2;
+  }
+  collbench::RouteGrpcLogsToLog();
   options.run_manager.heartbeat_timeout = absl::Seconds(heartbeat_timeout_s);
   absl::StatusOr<std::string> join_token = JoinToken(join_token_file);
   if (!join_token.ok()) {
-    absl::FPrintF(stderr, "collbench-coordinator: %s\n", join_token.status().message());
+    collbench::LogError("coordinator.start_failed").Error(join_token.status());
     return 2;
   }
   options.join_token = *std::move(join_token);
   if (!options.tokens_file.empty()) {
     if (absl::Status shared = collbench::CheckPrivateFile(options.tokens_file); !shared.ok()) {
-      absl::FPrintF(stderr, "collbench-coordinator: WARNING: --tokens %s\n", shared.message());
+      collbench::LogWarn("coordinator.secret_file_shared",
+                         absl::StrCat("--tokens ", shared.message()))
+          .Str("flag", "tokens");
     }
   }
 
@@ -240,32 +290,27 @@ int main(int argc, char** argv) {
 
   auto coordinator = collbench::Coordinator::Start(options);
   if (!coordinator.ok()) {
-    absl::FPrintF(stderr, "collbench-coordinator: %s\n", coordinator.status().message());
+    collbench::LogError("coordinator.start_failed",
+                        absl::StrCat("not started: ", coordinator.status().message()))
+        .Error(coordinator.status());
     const absl::StatusCode code = coordinator.status().code();
     return code == absl::StatusCode::kInvalidArgument ||
                    code == absl::StatusCode::kFailedPrecondition
                ? 2
                : 1;
   }
-  if ((*coordinator)->insecure_no_auth()) {
-    absl::FPrintF(stderr,
-                  "collbench-coordinator: WARNING: --insecure-no-auth: serving without API "
-                  "tokens; anyone who can reach %s%s may create runs on every worker\n",
-                  options.grpc_listen,
-                  options.http_listen.empty() ? "" : " or " + options.http_listen);
-  }
-  absl::FPrintF(stderr, "collbench-coordinator: serving gRPC on port %d, store %s\n",
-                (*coordinator)->grpc_port(), options.store);
-  if ((*coordinator)->http_port() != 0) {
-    absl::FPrintF(stderr, "collbench-coordinator: serving HTTP (REST, /metrics) on port %d\n",
-                  (*coordinator)->http_port());
-  }
+  LogServing(options, **coordinator);
   std::thread waiter([&] {
     int signal = 0;
     sigwait(&signals, &signal);
+    collbench::LogInfo("coordinator.signal",
+                       absl::StrCat("received ", SignalName(signal), "; shutting down"))
+        .Str("signal", SignalName(signal));
     (*coordinator)->Shutdown();
   });
   (*coordinator)->Wait();
   waiter.join();
+  coordinator->reset();
+  collbench::LogInfo("coordinator.stopped", "stopped");
   return 0;
 }

@@ -4,6 +4,7 @@
 #include <utility>
 
 #include "absl/strings/str_format.h"
+#include "common/log.h"
 
 namespace collbench {
 
@@ -84,10 +85,12 @@ ResultWriter::Batch ResultWriter::NextBatch() {
 void ResultWriter::Write(const Batch& batch) {
   const absl::StatusOr<std::vector<bool>> inserted = store_->AddResults(batch.rows);
   if (!inserted.ok()) {
-    absl::FPrintF(stderr,
-                  "collbench-coordinator: storing %d results failed, none acknowledged (the "
-                  "workers keep them): %s\n",
-                  batch.rows.size(), inserted.status().message());
+    LogError("store.error",
+             absl::StrFormat("storing %d results failed, none acknowledged (the workers keep "
+                             "them): %s",
+                             batch.rows.size(), inserted.status().message()))
+        .Int("results", static_cast<int64_t>(batch.rows.size()))
+        .Error(inserted.status());
   }
   done_(batch, inserted);
   absl::MutexLock lock(&mu_);

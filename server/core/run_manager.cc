@@ -10,6 +10,8 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
+#include "common/log.h"
 #include "common/status_macros.h"
 #include "api/capabilities.h"
 #include "api/convert.h"
@@ -71,6 +73,24 @@ PlacementFacts FactsOf(const scheduling::Assignment& a,
   return facts;
 }
 
+// The state change's log line (DESIGN §4): a failure at warn with its
+// reason, the others at info.
+void LogRunState(const v1::Run& run) {
+  const LogLevel level = run.state() == v1::FAILED ? LogLevel::kWarn : LogLevel::kInfo;
+  if (!LogEnabled(level)) return;
+  const std::string state = v1::RunState_Name(run.state());
+  LogEvent(level, "run.state",
+           absl::StrCat(run.name(), " ", state, run.error().empty() ? "" : ": ", run.error()))
+      .Str("run", run.name())
+      .Str("state", state)
+      .StrIfSet("error", run.error())
+      .StrIfSet("waiting_reason", run.waiting_reason())
+      .StrIfSet("launcher", run.launcher())
+      .StrIfSet("workers", absl::StrJoin(run.held_workers(), ","))
+      .Str("operation", run.spec().operation())
+      .Int("ranks", run.spec().ranks());
+}
+
 // Queued runs that cannot be placed on the registered workers fail only
 // after this long, so workers that are still starting up can register.
 constexpr absl::Duration kUnsatisfiableGrace = absl::Seconds(30);
@@ -125,6 +145,7 @@ ValidationLimits RunManager::LimitsNow() const {
 absl::StatusOr<v1::Run> RunManager::CreateRun(const v1::RunSpec& spec,
                                               const std::string& request_id, absl::Time now,
                                               absl::string_view caller) {
+  const ScopedLogField by("caller", caller.empty() ? "anonymous" : caller);
   absl::MutexLock lock(&mu_);
   if (!request_id.empty()) {
     absl::StatusOr<v1::Run> existing = store_->FindRunByRequestId(request_id);
@@ -464,13 +485,16 @@ void RunManager::FinishIfCompleteLocked(LiveRun& live, absl::Time now) {
 absl::Status RunManager::SaveLocked(LiveRun& live) {
   absl::Status status = store_->UpdateRunExceptProgress(live.run);
   if (!status.ok()) {
-    absl::FPrintF(stderr, "collbench-coordinator: saving %s: %s\n", live.run.name(),
-                  status.message());
+    LogError("store.error", absl::StrCat("saving ", live.run.name(), ": ", status.message()))
+        .Str("run", live.run.name())
+        .Str("state", v1::RunState_Name(live.run.state()))
+        .Error(status);
   }
   return status;
 }
 
 void RunManager::PublishStateLocked(const LiveRun& live, absl::Time now) {
+  LogRunState(live.run);
   v1::RunEvent event;
   event.set_run(live.run.name());
   *event.mutable_time() = TimestampFromTime(now);

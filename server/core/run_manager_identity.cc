@@ -7,6 +7,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "common/host_port.h"
+#include "common/log.h"
 #include "common/status_macros.h"
 #include "server/core/run_manager.h"
 #include "server/core/worker_credentials.h"
@@ -18,8 +19,13 @@ absl::Status RunManager::AdmitWorkerLocked(const std::string& name, const v1::Re
                                            v1::Registered* reply) {
   auto refuse = [&](const char* result, absl::Status status) {
     ++worker_counts_.registrations[result];
-    absl::FPrintF(stderr, "collbench-coordinator: registration of %s from %s refused: %s\n", name,
-                  peer.empty() ? "an unknown peer" : peer, status.message());
+    LogWarn("worker.register_refused",
+            absl::StrCat("registration of ", name, " from ",
+                         peer.empty() ? "an unknown peer" : peer, " refused: ", status.message()))
+        .Str("worker", name)
+        .Str("peer", peer)
+        .Str("reason", result)
+        .Error(status);
     return status;
   };
   if (auto known = secret_hashes_.find(name); known != secret_hashes_.end()) {
@@ -105,7 +111,8 @@ absl::Status RunManager::ForgetWorker(absl::string_view name) {
   secret_hashes_.erase(full);
   known_before_start_.erase(full);
   unsaved_workers_.erase(full);
-  absl::FPrintF(stderr, "collbench-coordinator: forgot %s; it may register anew\n", full);
+  LogInfo("worker.forgotten", absl::StrCat("forgot ", full, "; it may register anew"))
+      .Str("worker", full);
   return absl::OkStatus();
 }
 
@@ -124,9 +131,13 @@ void RunManager::RefuseMessageLocked(const std::string& worker, const std::strin
   const int64_t count = ++worker_counts_.refused_messages[reason];
   // Logged at powers of two: a worker that keeps at it cannot flood the log.
   if ((count & (count - 1)) == 0) {
-    absl::FPrintF(stderr,
-                  "collbench-coordinator: refused a message from %s about %s (%s; %d so far)\n",
-                  worker, run, reason, count);
+    LogWarn("worker.message_refused", absl::StrFormat("refused a message from %s about %s (%s; "
+                                                      "%d so far)",
+                                                      worker, run, reason, count))
+        .Str("worker", worker)
+        .Str("run", run)
+        .Str("reason", reason)
+        .Int("count", count);
   }
 }
 

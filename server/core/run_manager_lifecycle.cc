@@ -11,6 +11,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
+#include "common/log.h"
 #include "common/status_macros.h"
 #include "server/core/run_manager.h"
 
@@ -57,8 +58,10 @@ absl::StatusOr<v1::Worker> RunManager::SetDrainingLocked(absl::string_view name,
     return absl::NotFoundError(absl::StrCat(full, " is not a known worker"));
   }
   SaveWorkerLocked(worker);
-  absl::FPrintF(stderr, "collbench-coordinator: %s %s\n", full,
-                draining ? "drained: it takes no new run until undrained" : "undrained");
+  LogInfo(draining ? "worker.draining" : "worker.undrained",
+          absl::StrCat(full, draining ? " drained: it takes no new run until undrained"
+                                      : " undrained"))
+      .Str("worker", full);
   return worker;
 }
 
@@ -87,8 +90,9 @@ absl::Status RunManager::DeleteRun(absl::string_view name) {
   ASSIGN_OR_RETURN(const v1::Run run, store_->GetRun(full));
   writer_->Flush();
   RETURN_IF_ERROR(store_->DeleteRun(full));
-  absl::FPrintF(stderr, "collbench-coordinator: deleted %s (%s) and its results\n", full,
-                v1::RunState_Name(run.state()));
+  LogInfo("run.deleted", absl::StrCat("deleted ", full, " (", v1::RunState_Name(run.state()),
+                                      ") and its results"))
+      .Str("run", full);
   return absl::OkStatus();
 }
 
@@ -97,8 +101,9 @@ std::vector<std::string> RunManager::ApplyRetention(absl::Time now) {
   if (!policy.active()) return {};
   absl::StatusOr<std::vector<Store::FinishedRun>> finished = store_->ListFinishedRuns();
   if (!finished.ok()) {
-    absl::FPrintF(stderr, "collbench-coordinator: retention (%s): listing runs: %s\n",
-                  DescribeRetention(policy), finished.status().message());
+    LogError("store.error", absl::StrCat("retention (", DescribeRetention(policy),
+                                         "): listing runs"))
+        .Error(finished.status());
     return {};
   }
   std::vector<std::string> past;
@@ -120,18 +125,23 @@ std::vector<std::string> RunManager::ApplyRetention(absl::Time now) {
     if (status.ok()) {
       deleted.push_back(std::move(name));
     } else if (!absl::IsNotFound(status)) {  // NotFound: deleted meanwhile by a caller
-      absl::FPrintF(stderr, "collbench-coordinator: retention (%s): deleting %s: %s\n",
-                    DescribeRetention(policy), name, status.message());
+      LogError("store.error", absl::StrCat("retention (", DescribeRetention(policy),
+                                           "): deleting ", name))
+          .Str("run", name)
+          .Error(status);
       break;
     }
   }
   if (!deleted.empty()) {
     const size_t shown = std::min(deleted.size(), kNamesLogged);
-    absl::FPrintF(
-        stderr, "collbench-coordinator: retention (%s) deleted %d finished runs: %s%s\n",
-        DescribeRetention(policy), deleted.size(),
-        absl::StrJoin(deleted.begin(), deleted.begin() + shown, ", "),
-        shown < deleted.size() ? absl::StrCat(" and ", deleted.size() - shown, " more") : "");
+    LogInfo("retention.deleted",
+            absl::StrCat("retention (", DescribeRetention(policy), ") deleted ", deleted.size(),
+                         " finished runs: ",
+                         absl::StrJoin(deleted.begin(), deleted.begin() + shown, ", "),
+                         shown < deleted.size()
+                             ? absl::StrCat(" and ", deleted.size() - shown, " more")
+                             : ""))
+        .Int("deleted", static_cast<int64_t>(deleted.size()));
   }
   return deleted;
 }

@@ -15,6 +15,7 @@
 #include "api/capabilities.h"
 #include "api/convert.h"
 #include "common/host_port.h"
+#include "common/log.h"
 #include "server/core/run_manager.h"
 
 namespace collbench {
@@ -92,6 +93,11 @@ absl::Status RunManager::Recover(absl::Time now) {
     const std::string name = live.run.name();
     live_[name] = std::move(live);
   }
+  LogInfo("coordinator.recovered",
+          absl::StrCat("recovered ", live_.size(), " unfinished runs and ",
+                       known_before_start_.size(), " workers from the store"))
+      .Int("runs", static_cast<int64_t>(live_.size()))
+      .Int("workers", static_cast<int64_t>(known_before_start_.size()));
   return absl::OkStatus();
 }
 
@@ -108,12 +114,16 @@ absl::StatusOr<RunManager::Registration> RunManager::OnRegister(const v1::Regist
       count = ++worker_counts_.registrations[result];
     }
     if ((count & (count - 1)) == 0) {
-      absl::FPrintF(stderr,
-                    "collbench-coordinator: registration of \"%s\" from %s refused (%s, %d so "
-                    "far): %s\n",
-                    absl::CHexEscape(hello.worker_id().substr(0, 128)),
-                    peer.empty() ? "an unknown peer" : peer, result, count,
-                    absl::CHexEscape(status.message()));
+      const std::string id = absl::CHexEscape(hello.worker_id().substr(0, 128));
+      LogWarn("worker.register_refused",
+              absl::StrFormat("registration of \"%s\" from %s refused (%s, %d so far): %s", id,
+                              peer.empty() ? "an unknown peer" : peer, result, count,
+                              status.message()))
+          .Str("worker", id)
+          .Str("peer", peer)
+          .Str("reason", result)
+          .Int("count", count)
+          .Error(status);
     }
     return status;
   };
@@ -180,6 +190,15 @@ absl::StatusOr<RunManager::Registration> RunManager::OnRegister(const v1::Regist
   }
   for (const std::string& run : hello.active_runs()) AdoptLocked(registration.name, run, now);
   ScheduleLocked(now);
+  LogInfo("worker.registered",
+          absl::StrCat(registration.name, " registered from ", peer, " with ",
+                       registration.slots, " slots"))
+      .Str("worker", registration.name)
+      .Str("peer", peer)
+      .Str("host_id", registration.host_id)
+      .Int("slots", registration.slots)
+      .Str("agent_address", registration.agent_address)
+      .Int("active_runs", hello.active_runs_size());
   result.session = *session;
   result.reply.set_name(registration.name);
   result.reply.set_heartbeat_interval_ms(
@@ -222,6 +241,12 @@ void RunManager::OnDisconnect(const std::string& worker, uint64_t session, absl:
 }
 
 bool RunManager::WorkerLostLocked(const scheduling::WorkerSnapshot& worker, absl::Time now) {
+  LogWarn("worker.lost", absl::StrCat(worker.name, " lost: ",
+                                      worker.lost_reason.empty() ? "no reason given"
+                                                                 : worker.lost_reason))
+      .Str("worker", worker.name)
+      .StrIfSet("reason", worker.lost_reason)
+      .StrIfSet("run", worker.current_run);
   SaveWorkerLocked(WorkerProto(worker));
   LiveRun* live = worker.current_run.empty() ? nullptr : FindLiveLocked(worker.current_run);
   if (live == nullptr || live->cancelling) return false;
@@ -263,8 +288,10 @@ void RunManager::FlushWorkerRows() {
   rows.reserve(unsaved.size());
   for (auto& [name, worker] : unsaved) rows.push_back(std::move(worker));
   if (absl::Status saved = store_->UpsertWorkers(rows); !saved.ok()) {
-    absl::FPrintF(stderr, "collbench-coordinator: saving %d workers: %s\n", rows.size(),
-                  saved.message());
+    LogError("store.error", absl::StrCat("saving ", rows.size(), " workers: ", saved.message(),
+                                         "; kept for the next tick"))
+        .Int("workers", static_cast<int64_t>(rows.size()))
+        .Error(saved);
     // Kept for the next tick, unless a newer state replaced them meanwhile.
     absl::MutexLock lock(&mu_);
     for (v1::Worker& worker : rows) {

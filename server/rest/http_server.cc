@@ -42,11 +42,13 @@
 #include "absl/time/clock.h"
 #include "api/status_mapping.h"
 #include "common/host_port.h"
+#include "common/log.h"
 #include "server/auth/listen_policy.h"
 #include "server/core/admission.h"
 #include "server/rest/event_loop.h"
 #include "server/rest/event_stream.h"
 #include "server/rest/request_guard.h"
+#include "server/rest/request_log.h"
 #include "server/rest/rest_json.h"
 #include "server/rest/routes.h"
 #include "server/rest/sse_writer.h"
@@ -82,7 +84,7 @@ struct Incoming {
   std::string target;  // as sent: path and query
   std::string path;    // percent-decoded, without the query
   std::string peer;    // the client's address
-  std::optional<std::string> host, origin, content_type;
+  std::optional<std::string> host, origin, content_type, request_id;
   std::string authorization, cookie;
   bool has_body = false;
   std::string body;
@@ -138,6 +140,7 @@ Incoming Read(evhttp_request* req) {
   in.host = Header(headers, "Host");
   in.origin = Header(headers, "Origin");
   in.content_type = Header(headers, "Content-Type");
+  in.request_id = Header(headers, "X-Request-Id");
   in.authorization = Header(headers, "Authorization").value_or("");
   in.cookie = Header(headers, "Cookie").value_or("");
   const std::string length = Header(headers, "Content-Length").value_or("");
@@ -205,9 +208,9 @@ class HttpServerImpl final : public HttpServer {
   std::optional<RestReply> Refused(const Incoming& in);
   // Runs the route's handler on the pool; the reply comes back to the loop.
   void Dispatch(evhttp_request* req, const RestRoute& route, RestRequest request,
-                std::string route_name, absl::Time start);
-  void Finish(evhttp_request* req, RestReply reply, absl::string_view route_name,
-              absl::Time start);
+                RequestRecord record);
+  // Writes the answer, logs the request and counts it.
+  void Finish(evhttp_request* req, RestReply reply, const RequestRecord& record);
   void Reply(evhttp_request* req, const RestReply& reply);
   // The token check for a route; OK for public routes and without tokens.
   absl::Status Authorize(const Incoming& in, const RestRoute& route) const;
@@ -421,8 +424,17 @@ void HttpServerImpl::Serve(evhttp_request* req) {
   const absl::Time start = absl::Now();
   const Incoming in = Read(req);
   const RouteMatch match = MatchRoute(in.method, in.path);
-  std::string route_name = match.route != nullptr ? match.route->Template() : "unmatched";
-  auto answer = [&](RestReply reply) { Finish(req, std::move(reply), route_name, start); };
+  RequestRecord record;
+  record.route = match.route != nullptr ? match.route->Template() : "unmatched";
+  record.method = in.method;
+  record.target = in.target;
+  record.peer = in.peer;
+  record.caller = deps_.authorizer != nullptr
+                      ? deps_.authorizer->CallerOf(in.authorization, in.peer)
+                      : Authorizer().CallerOf("", in.peer);
+  record.request_id = RequestIdFor(in.request_id.value_or(""));
+  record.start = start;
+  auto answer = [&](RestReply reply) { Finish(req, std::move(reply), record); };
   if (stopping_) {
     RestReply reply = ErrorReply(absl::UnavailableError("the coordinator is shutting down"));
     reply.headers["Connection"] = "close";
@@ -462,19 +474,17 @@ void HttpServerImpl::Serve(evhttp_request* req) {
   RestRequest request;
   request.id = match.id;
   request.body = in.body;
-  request.caller = deps_.authorizer != nullptr
-                       ? deps_.authorizer->CallerOf(in.authorization, in.peer)
-                       : Authorizer().CallerOf("", in.peer);
+  request.caller = record.caller;
   if (IsUiPath(match.route->path)) request.session = UiSessionFromCookies(in.cookie);
   if (absl::Status parsed = ParseQuery(in, *match.route, &request); !parsed.ok()) {
     return answer(ErrorReply(parsed));
   }
   if (match.route->quick) return answer(match.route->handler(context_, request));
-  Dispatch(req, *match.route, std::move(request), std::move(route_name), start);
+  Dispatch(req, *match.route, std::move(request), std::move(record));
 }
 
 void HttpServerImpl::Dispatch(evhttp_request* req, const RestRoute& route, RestRequest request,
-                              std::string route_name, absl::Time start) {
+                              RequestRecord record) {
   // Until the answer, nothing more is read from the connection (bytes a
   // client sends ahead would reach evhttp in a state it does not expect).
   bufferevent_disable(evhttp_connection_get_bufferevent(evhttp_request_get_connection(req)),
@@ -482,11 +492,15 @@ void HttpServerImpl::Dispatch(evhttp_request* req, const RestRoute& route, RestR
   ++pending_;
   const bool queued =
       pool_->TrySubmit([this, req, handler = route.handler, request = std::move(request),
-                        route_name, start]() mutable {
-        RestReply reply = handler(context_, request);
-        loop_->Post([this, req, reply = std::move(reply), route_name, start]() mutable {
+                        record]() mutable {
+        RestReply reply;
+        {
+          const ScopedLogField id("request_id", record.request_id);
+          reply = handler(context_, request);
+        }
+        loop_->Post([this, req, reply = std::move(reply), record = std::move(record)]() mutable {
           --pending_;
-          Finish(req, std::move(reply), route_name, start);
+          Finish(req, std::move(reply), record);
         });
       });
   if (queued) return;
@@ -498,18 +512,19 @@ void HttpServerImpl::Dispatch(evhttp_request* req, const RestRoute& route, RestR
                                        "full; retry after ",
                                        kBusyRetryAfterS, " s")),
                                    kBusyRetryAfterS)),
-         route_name, start);
+         record);
 }
 
-void HttpServerImpl::Finish(evhttp_request* req, RestReply reply, absl::string_view route_name,
-                            absl::Time start) {
+void HttpServerImpl::Finish(evhttp_request* req, RestReply reply, const RequestRecord& record) {
   const int status = reply.http_status;
+  reply.headers["X-Request-Id"] = record.request_id;
+  LogHttpRequest(record, status, reply.body);
   if (reply.stream != nullptr) {
     streams_->Start(req, status, reply.headers, std::move(reply.stream));
   } else {
     Reply(req, reply);
   }
-  if (deps_.on_request) deps_.on_request(route_name, status, absl::Now() - start);
+  if (deps_.on_request) deps_.on_request(record.route, status, absl::Now() - record.start);
 }
 
 void HttpServerImpl::Reply(evhttp_request* req, const RestReply& reply) {

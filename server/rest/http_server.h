@@ -13,6 +13,10 @@
 // /metrics need a bearer token of the route's role (server/rest/routes.h);
 // missing or unknown gets 401, a read token on an operator route 403.
 //
+// Logs: every request is logged when answered (server/rest/request_log.h:
+// refusals at warn with the caller, never a token; state-changing requests
+// at info, reads at debug) and answered with its X-Request-Id.
+//
 // Threads: one event loop owns every connection (plain or TLS) and writes
 // every answer and event stream; handlers that may block (the store,
 // report rendering, CreateRun) run on `threads` handler threads and post

@@ -8,6 +8,7 @@
 #include "absl/time/clock.h"
 #include "api/status_mapping.h"
 #include "common/host_port.h"
+#include "common/log.h"
 
 namespace collbench {
 
@@ -230,10 +231,11 @@ bool GatewayService::Send(const std::string& worker, const v1::CoordinatorMessag
   if (overflowed) {
     absl::MutexLock lock(&mu_);
     ++send_queue_overflows_;
-    absl::FPrintF(stderr,
-                  "collbench-coordinator: send queue to %s overflowed (%d messages); ending its "
-                  "stream\n",
-                  worker, max_queued_);
+    LogWarn("worker.send_queue_overflow",
+            absl::StrFormat("send queue to %s overflowed (%d messages); ending its stream", worker,
+                            max_queued_))
+        .Str("worker", worker)
+        .Int("queued", static_cast<int64_t>(max_queued_));
   }
   return sent;
 }

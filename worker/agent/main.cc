@@ -24,6 +24,9 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_split.h"
 #include "common/flag_parser.h"
+#include "common/grpc_log.h"
+#include "common/log.h"
+#include "common/log_flags.h"
 #include "common/tls_channel.h"
 #include "common/host_port.h"
 #include "common/worker_labels.h"
@@ -50,7 +53,8 @@ constexpr char kUsage[] =
     "                        [--tuning-dir DIR]\n"
     "                        [--tls-ca FILE [--tls-server-name NAME]]\n"
     "                        [--tls-cert F --tls-key F [--tls-client-ca F]]\n"
-    "                        [--label KEY=VALUE]...\n"
+    "                        [--label KEY=VALUE]... [--log-format auto|json|text]\n"
+    "                        [--log-level debug|info|warn|error]\n"
     "       collbench-worker launch-shim HOST COMMAND...   (used by mpirun / mpiexec)\n";
 
 struct Flags {
@@ -176,40 +180,34 @@ class OrphanReaper {
   std::thread thread_;  // last: starts after stop_ exists
 };
 
+// Logs why the worker does not start; returns `exit_code`.
+int StartFailed(const absl::Status& status, int exit_code) {
+  LogError("worker.start_failed", std::string(status.message())).Error(status);
+  return exit_code;
+}
+
 int Serve(const Flags& flags) {
   absl::StatusOr<ChannelSetup> channel = MakeChannelSetup(flags.tls);
-  if (!channel.ok()) {
-    absl::FPrintF(stderr, "collbench-worker: %s\n", channel.status().message());
-    return 2;
-  }
+  if (!channel.ok()) return StartFailed(channel.status(), 2);
   // Orphans of what runs start come back to this process (containment, see
   // process.h); a thread collects them once they are killed.
   if (!EnableChildSubreaper()) {
-    absl::FPrintF(stderr, "collbench-worker: cannot become a child subreaper; orphans of runs "
-                          "are still swept by their containment id\n");
+    LogWarn("worker.no_subreaper", "cannot become a child subreaper; orphans of runs are still "
+                                   "swept by their containment id");
   }
   const OrphanReaper reaper;
   absl::StatusOr<std::shared_ptr<grpc::ServerCredentials>> agent_credentials =
       AgentServerCredentials(flags.agent_tls);
-  if (!agent_credentials.ok()) {
-    absl::FPrintF(stderr, "collbench-worker: %s\n", agent_credentials.status().message());
-    return 2;
-  }
+  if (!agent_credentials.ok()) return StartFailed(agent_credentials.status(), 2);
   // Read once; COLLBENCH_JOIN_TOKEN leaves the environment here, before any
   // child could inherit it.
   absl::StatusOr<std::string> join_token = ReadJoinToken(flags.join_token_file);
-  if (!join_token.ok()) {
-    absl::FPrintF(stderr, "collbench-worker: %s\n", join_token.status().message());
-    return 2;
-  }
+  if (!join_token.ok()) return StartFailed(join_token.status(), 2);
   // Where the operator installs tuning files runs may name (tuning_files.h).
   std::string tuning_dir;
   if (!flags.tuning_dir.empty()) {
     absl::StatusOr<std::string> canonical = CanonicalTuningDir(flags.tuning_dir);
-    if (!canonical.ok()) {
-      absl::FPrintF(stderr, "collbench-worker: %s\n", canonical.status().message());
-      return 2;
-    }
+    if (!canonical.ok()) return StartFailed(canonical.status(), 2);
     tuning_dir = *canonical;
   }
   std::unique_ptr<ProcessRunner> runner = NewPosixProcessRunner();
@@ -246,15 +244,15 @@ int Serve(const Flags& flags) {
   builder.RegisterService(&exec_service);
   std::unique_ptr<grpc::Server> server = builder.BuildAndStart();
   if (server == nullptr || port == 0) {
-    absl::FPrintF(stderr, "collbench-worker: cannot listen on %s\n", flags.listen);
-    return 1;
+    return StartFailed(absl::UnavailableError(absl::StrCat("cannot listen on ", flags.listen)), 1);
   }
   // Ready (gRPC health SERVING) only while registered with the coordinator.
   std::function<void(bool)> report_registration = ReportRegistrationAsHealth(server.get());
   absl::StatusOr<v1::Inventory> inventory = DiscoverInventory();
   if (!inventory.ok()) {
-    absl::FPrintF(stderr, "collbench-worker: inventory: %s\n", inventory.status().message());
-    return 1;
+    return StartFailed(absl::Status(inventory.status().code(),
+                                    absl::StrCat("inventory: ", inventory.status().message())),
+                       1);
   }
   for (const auto& [key, value] : flags.labels) (*inventory->mutable_labels())[key] = value;
   WorkerAgentOptions options;
@@ -299,8 +297,16 @@ int Serve(const Flags& flags) {
     sigwait(&signals, &signal);
     agent.Stop();
   });
-  absl::FPrintF(stderr, "collbench-worker %s: agent on %s, coordinator %s, %d slots\n",
-                options.worker_id, options.agent_address, options.coordinator, options.slots);
+  LogInfo("worker.serving",
+          absl::StrFormat("collbench-worker %s: agent on %s, coordinator %s, %d slots",
+                          options.worker_id, options.agent_address, options.coordinator,
+                          options.slots))
+      .Str("worker", options.worker_id)
+      .Str("agent_address", options.agent_address)
+      .Str("coordinator", options.coordinator)
+      .Int("slots", options.slots)
+      .Bool("tls", !flags.tls.ca_file.empty())
+      .Bool("agent_tls", !flags.agent_tls.cert_file.empty());
   agent.Run();
   exec.KillAll(absl::Seconds(5));
   server->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(2));
@@ -374,6 +380,8 @@ int main(int argc, char** argv) {
       },
       "a fact about this worker that suites match (e.g. link=tbf-1gbit); repeatable. Keys:"
       " lower-case letters, digits, '.', '_', '-'; values: letters, digits, '.', '_', '-'");
+  collbench::LogFlags log_flags;
+  collbench::AddLogFlags(parser, &log_flags);
   parser.String("tls-ca", &flags.tls.ca_file,
                 "PEM CA certificate(s): dial the coordinator over TLS and verify it");
   parser.String("tls-server-name", &flags.tls.server_name,
@@ -413,5 +421,10 @@ int main(int argc, char** argv) {
                                            : std::string("--coordinator HOST:PORT is required"));
     return 2;
   }
+  if (absl::Status logging = collbench::ApplyLogFlags(log_flags); !logging.ok()) {
+    absl::FPrintF(stderr, "collbench-worker: %s\n", logging.message());
+    return 2;
+  }
+  collbench::RouteGrpcLogsToLog();
   return collbench::Serve(flags);
 }

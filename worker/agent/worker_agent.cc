@@ -6,7 +6,10 @@
 
 #include <grpcpp/health_check_service_interface.h>
 
+#include "absl/status/status.h"
+#include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "common/log.h"
 #include "worker/agent/worker_state.h"
 
 namespace collbench {
@@ -89,6 +92,11 @@ bool WorkerAgent::Session(v1::WorkerGateway::Stub& stub) {
     registered = !server_done && reply.has_registered();
   }
   if (registered) {
+    LogInfo("worker.registered", absl::StrCat("registered with ", options_.coordinator, " as ",
+                                              reply.registered().name()))
+        .Str("worker", reply.registered().name())
+        .Str("coordinator", options_.coordinator)
+        .Int("active_runs", reg->active_runs_size());
     if (!reply.registered().worker_secret().empty()) KeepSecret(reply.registered().worker_secret());
     {
       absl::MutexLock lock(&mu_);
@@ -119,8 +127,11 @@ bool WorkerAgent::Session(v1::WorkerGateway::Stub& stub) {
   if (!server_done) context.TryCancel();
   const grpc::Status status = stream->Finish();
   if (!stop_.HasBeenNotified() && !status.ok()) {
-    absl::FPrintF(stderr, "collbench-worker: coordinator %s: %s; reconnecting\n",
-                  options_.coordinator, status.error_message());
+    LogWarn("worker.disconnected", absl::StrCat("coordinator ", options_.coordinator, ": ",
+                                                status.error_message(), "; reconnecting"))
+        .Str("coordinator", options_.coordinator)
+        .Str("error", status.error_message())
+        .Str("code", absl::StatusCodeToString(static_cast<absl::StatusCode>(status.error_code())));
   }
   return registered;
 }
@@ -129,7 +140,7 @@ std::string WorkerAgent::Secret() {
   if (!secret_.empty() || options_.secret_file.empty()) return secret_;
   absl::StatusOr<std::string> stored = ReadWorkerSecret(options_.secret_file);
   if (!stored.ok()) {
-    absl::FPrintF(stderr, "collbench-worker: %s\n", stored.status().message());
+    LogError("worker.secret", std::string(stored.status().message())).Error(stored.status());
     return "";
   }
   secret_ = *stored;
@@ -140,11 +151,11 @@ void WorkerAgent::KeepSecret(const std::string& secret) {
   secret_ = secret;
   if (options_.secret_file.empty()) return;
   if (absl::Status written = WriteWorkerSecret(options_.secret_file, secret); !written.ok()) {
-    absl::FPrintF(stderr,
-                  "collbench-worker: cannot keep the secret the coordinator issued (%s); this "
-                  "process remembers it, but after a restart the worker's name must be forgotten "
-                  "on the coordinator before it can join again\n",
-                  written.message());
+    LogError("worker.secret",
+             absl::StrCat("cannot keep the secret the coordinator issued (", written.message(),
+                          "); this process remembers it, but after a restart the worker's name "
+                          "must be forgotten on the coordinator before it can join again"))
+        .Error(written);
   }
 }
 
@@ -163,6 +174,12 @@ void WorkerAgent::Handle(const v1::CoordinatorMessage& message) {
       const absl::Status started =
           launcher_ ? launcher_->Start(message.assignment())
                     : absl::FailedPreconditionError("this worker has no launcher");
+      LogEvent(started.ok() ? LogLevel::kInfo : LogLevel::kWarn, "worker.run_started",
+               absl::StrCat(message.assignment().run(), started.ok() ? " launched" : " not launched: ",
+                            started.message()))
+          .Str("run", message.assignment().run())
+          .Int("peers", message.assignment().peers_size())
+          .Error(started);
       if (!started.ok() && !absl::IsAlreadyExists(started)) {
         v1::RunStatus status;
         status.set_state(v1::FAILED);
@@ -178,6 +195,10 @@ void WorkerAgent::Handle(const v1::CoordinatorMessage& message) {
                    message.run_token().mpi());
       break;
     case v1::CoordinatorMessage::kCancel:
+      LogInfo("worker.run_cancelled",
+              absl::StrCat(message.cancel().run(), " cancelled: ", message.cancel().reason()))
+          .Str("run", message.cancel().run())
+          .Str("reason", message.cancel().reason());
       if (launcher_) launcher_->Cancel(message.cancel().run(), message.cancel().reason());
       exec_->Revoke(message.cancel().run());
       break;

@@ -125,14 +125,17 @@ class RestCluster(svc.Cluster):
     def url(self, path):
         return "http://127.0.0.1:%d%s" % (self.http_port, path)
 
-    def curl(self, method, path, token=None, body=None, timeout=30):
+    def curl(self, method, path, token=None, body=None, timeout=30, headers=()):
         """(HTTP status, body text, headers dict with lower-case names).
-        `body` is sent as is (str or bytes) with Content-Type JSON."""
+        `body` is sent as is (str or bytes) with Content-Type JSON;
+        `headers` are more request headers ("Name: value")."""
         headers_file = os.path.join(self.dir, "curl-headers")
         argv = ["curl", "-sS", "-o", "-", "-D", headers_file, "-w", "\n%{http_code}",
                 "-X", method, "--max-time", str(timeout)]
         if token:
             argv += ["-H", "Authorization: Bearer " + token]
+        for header in headers:
+            argv += ["-H", header]
         if body is not None:
             argv += ["-H", "Content-Type: application/json", "--data-binary", "@-"]
         data = body.encode() if isinstance(body, str) else body

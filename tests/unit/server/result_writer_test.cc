@@ -7,6 +7,7 @@
 
 #include "absl/synchronization/mutex.h"
 #include "absl/time/clock.h"
+#include "common/log.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "tests/unit/server/forwarding_store.h"
@@ -183,6 +184,26 @@ TEST(ResultWriterTest, AFailedWriteIsReportedAndStoresNothing) {
   EXPECT_EQ(writer.stats().failed_batches, 1);
   EXPECT_EQ(store.ListResults("runs/a")->size(), 1u);
   EXPECT_EQ(store.GetRun("runs/a")->sizes_done(), 1);
+}
+
+// The operator sees a failed write in the log, with the store's reason.
+TEST(ResultWriterTest, AFailedWriteIsLoggedAsAStoreError) {
+  std::vector<std::string> lines;
+  LogOptions options;
+  options.format = LogFormat::kText;
+  options.sink = [&lines](absl::string_view line) { lines.emplace_back(line); };
+  SetLogOptions(std::move(options));
+  GatedStore store;
+  Reports reports;
+  ResultWriter writer(&store, reports.Callback());
+  store.SetFail(true);
+  writer.Submit(Row("runs/a", 0));
+  writer.Flush();
+  SetLogOptions(LogOptions());
+  ASSERT_EQ(lines.size(), 1u);
+  EXPECT_THAT(lines[0], ::testing::HasSubstr(" ERROR store.error storing 1 results failed"));
+  EXPECT_THAT(lines[0], ::testing::HasSubstr("error=\"store test.db is full\" "
+                                             "code=RESOURCE_EXHAUSTED"));
 }
 
 // Stop writes and reports everything submitted before it, without waiting
