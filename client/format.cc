@@ -14,6 +14,7 @@
 #include "analysis/run_set.h"
 #include "client/container_format.h"
 #include "common/rank_spread.h"
+#include "common/records.h"
 
 namespace collbench {
 namespace {
@@ -179,11 +180,28 @@ std::string SyncMismatchWarning(const std::vector<RunWithResults>& runs) {
       "ratios mix two methods and say nothing about the configurations alone");
 }
 
+namespace {
+
+// The engine's size record (collbench-rank --format jsonl), with the run
+// and the sequence: one schema for both. A histogram that does not convert
+// is left out rather than the result.
+std::string StoredJsonLine(const v1::Run& run, const v1::SizeResult& r) {
+  absl::StatusOr<SizeRecord> record = SizeRecordFromResult(r);
+  if (!record.ok()) {
+    v1::SizeResult without = r;
+    without.clear_histogram();
+    record = SizeRecordFromResult(without);
+  }
+  return record.ok() ? ToStoredJsonLine(*record, run.name(), r.sequence()) : Json(r);
+}
+
+}  // namespace
+
 std::string FormatRunResults(const v1::Run& run, const std::vector<v1::SizeResult>& results,
                              OutputKind kind) {
   std::string out;
   if (kind == OutputKind::kJsonl) {
-    for (const v1::SizeResult& r : results) absl::StrAppend(&out, Json(r), "\n");
+    for (const v1::SizeResult& r : results) absl::StrAppend(&out, StoredJsonLine(run, r), "\n");
     return out;
   }
   if (kind == OutputKind::kCsv) {

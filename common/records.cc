@@ -241,6 +241,13 @@ std::string ToJsonLine(const Record& record) {
   return std::visit([](const auto& r) { return ToJson(r).dump(); }, record);
 }
 
+std::string ToStoredJsonLine(const SizeRecord& record, absl::string_view run, int64_t sequence) {
+  Json j = ToJson(record);
+  j["run"] = std::string(run);
+  j["sequence"] = sequence;
+  return j.dump();
+}
+
 absl::StatusOr<Record> ParseJsonLine(absl::string_view line) {
   Json j = Json::parse(line.begin(), line.end(), nullptr, /*allow_exceptions=*/false);
   if (j.is_discarded() || !j.is_object()) {

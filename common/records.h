@@ -105,6 +105,10 @@ struct ErrorRecord {
 using Record = std::variant<StartRecord, SizeRecord, EndRecord, ErrorRecord>;
 
 std::string ToJsonLine(const Record& record);
+// A stored result as one JSON line (`collbench show --output jsonl`): the
+// size record's fields, names and types as ToJsonLine writes them, plus
+// the run that measured it and the result's place in that run.
+std::string ToStoredJsonLine(const SizeRecord& record, absl::string_view run, int64_t sequence);
 absl::StatusOr<Record> ParseJsonLine(absl::string_view line);
 
 }  // namespace collbench
