@@ -586,7 +586,7 @@ absl::StatusOr<std::vector<std::string>> WriteTuningFiles(const Advice& advice,
   std::vector<std::pair<std::string, std::string>> files;
   const OpenMpiRules rules = OpenMpiRulesFrom(advice);
   if (!rules.collectives.empty()) {
-    files.emplace_back("openmpi-rules.conf", FormatOpenMpiRules(rules, advice));
+    files.emplace_back(kOpenMpiRulesFile, FormatOpenMpiRules(rules, advice));
   }
   EnvSettings ignored;
   if (std::string text = FormatMpichEnv(advice, &ignored); !text.empty()) {

@@ -134,6 +134,9 @@ std::string FormatNcclEnv(const Advice& advice, EnvSettings* settings);
 // KEY=VALUE lines; "#" starts a comment (a suggestion is not a setting).
 absl::StatusOr<EnvSettings> ParseEnvFile(const std::string& text);
 
+// The name WriteTuningFiles gives the Open MPI rules file.
+inline constexpr char kOpenMpiRulesFile[] = "openmpi-rules.conf";
+
 // Writes openmpi-rules.conf, mpich.env and nccl.env (those that have
 // content) into `dir`, creating it (not its parents); returns the paths
 // written. FailedPrecondition, naming each group's significant sizes and

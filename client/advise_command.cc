@@ -50,17 +50,25 @@ void PrintAdvice(const Advice& advice) {
 }
 
 // A run that loads the rules file from `dir`, runnable as printed: on
-// local workers given `dir` as their --tuning-dir, with the first Open MPI
-// group's operation and rank count.
+// local workers given `dir` as their --tuning-dir, with the operation and
+// rank count of the first group whose library reads rules files.
 std::string LoadRulesCommand(const Advice& advice, const std::string& dir,
                              const FollowUp& follow_up) {
-  auto group = std::find_if(advice.groups.begin(), advice.groups.end(),
-                            [](const AdviceGroup& g) { return g.mpi == "openmpi"; });
+  auto reads_rules = [](const AdviceGroup& g) {
+    const MpiFlavor* flavor = Flavors().Find(g.mpi);
+    return flavor != nullptr && flavor->RulesFileCollectiveId(g.operation) >= 0;
+  };
+  auto group = std::find_if(advice.groups.begin(), advice.groups.end(), reads_rules);
   if (group == advice.groups.end()) group = advice.groups.begin();
+  std::vector<std::string> run = {"run", group->operation, "--ranks", absl::StrCat(group->ranks),
+                                  "--mpi", group->mpi};
+  if (const MpiFlavor* flavor = Flavors().Find(group->mpi); flavor != nullptr) {
+    for (const auto& [key, value] : flavor->RulesFileEnv(kOpenMpiRulesFile)) {
+      run.insert(run.end(), {"--env", absl::StrCat(key, "=", value)});
+    }
+  }
   return FollowUp(follow_up.program(), {"local", "--tuning-dir", dir}, /*kept=*/false)
-      .Command({"run", group->operation, "--ranks", absl::StrCat(group->ranks), "--mpi",
-                "openmpi", "--env", "OMPI_MCA_coll_tuned_use_dynamic_rules=1", "--env",
-                "OMPI_MCA_coll_tuned_dynamic_rules_filename=openmpi-rules.conf"});
+      .Command(run);
 }
 
 int WriteRules(const Advice& advice, const std::string& dir, const FollowUp& follow_up) {
@@ -74,7 +82,7 @@ int WriteRules(const Advice& advice, const std::string& dir, const FollowUp& fol
   }
   for (const std::string& path : *written) {
     absl::PrintF("wrote %s\n", path);
-    if (absl::EndsWith(path, "/openmpi-rules.conf")) {
+    if (absl::EndsWith(path, absl::StrCat("/", kOpenMpiRulesFile))) {
       // Runs name a tuning file by its bare name in the workers' --tuning-dir.
       absl::PrintF(
           "  load it: %s\n  (deployed workers: install it in their --tuning-dir and run with"

@@ -154,6 +154,16 @@ class MpiFlavor {
   // number (from 1; 0: none, the library's own choice).
   virtual int RulesFileCollectiveId(absl::string_view operation) const = 0;
   virtual int AlgorithmNumber(absl::string_view operation, absl::string_view algorithm) const = 0;
+  // The settings that make a run load such a rules file, named by its bare
+  // `file_name` (the workers find it in their --tuning-dir); empty for a
+  // library that reads none.
+  virtual EnvMap RulesFileEnv(absl::string_view file_name) const = 0;
+
+  // --- Defects -------------------------------------------------------------
+  // OK, or InvalidArgument naming the defect when this library cannot run
+  // `operation` in place (MPI_IN_PLACE) at `root`; checked on every rank
+  // before anything runs, rather than letting the job crash.
+  virtual absl::Status CheckInPlace(absl::string_view operation, int root) const = 0;
 
  private:
   const FlavorFacts facts_;

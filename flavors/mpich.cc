@@ -229,6 +229,17 @@ class MpichFlavor final : public MpiFlavor {
   int AlgorithmNumber(absl::string_view operation, absl::string_view algorithm) const override {
     return 0;
   }
+  EnvMap RulesFileEnv(absl::string_view) const override { return {}; }
+
+  // MPICH 4.0's MPI_Reduce reads MPI_IN_PLACE as a buffer at a root other
+  // than rank 0 from 64 KiB on (a segfault at its address, 0xff..ff).
+  absl::Status CheckInPlace(absl::string_view operation, int root) const override {
+    if (operation != "reduce" || root == 0) return absl::OkStatus();
+    return absl::InvalidArgumentError(
+        "--in-place reduce with a --root other than 0 is refused on MPICH: its MPI_Reduce "
+        "crashes on MPI_IN_PLACE at a non-zero root from 64 KiB (MPICH 4.0); use --root 0 or "
+        "collbench-rank (Open MPI)");
+  }
 };
 
 }  // namespace

@@ -324,6 +324,13 @@ class OpenMpiFlavor final : public MpiFlavor {
   int AlgorithmNumber(absl::string_view operation, absl::string_view algorithm) const override {
     return OpenMpiAlgorithmNumber(operation, algorithm);
   }
+
+  EnvMap RulesFileEnv(absl::string_view file_name) const override {
+    return {{kDynamicRules, "1"},
+            {"OMPI_MCA_coll_tuned_dynamic_rules_filename", std::string(file_name)}};
+  }
+
+  absl::Status CheckInPlace(absl::string_view, int) const override { return absl::OkStatus(); }
 };
 
 }  // namespace

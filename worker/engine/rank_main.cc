@@ -154,18 +154,13 @@ absl::Status ReportStart(Engine& e) {
   return absl::OkStatus();
 }
 
-// MPICH 4.0's MPI_Reduce reads MPI_IN_PLACE as a buffer at a root other
-// than rank 0 from 64 KiB on (a segfault at its address, 0xff..ff): refused
-// on every rank before anything runs, rather than crashing the job.
+// A library's known in-place defect (MpiFlavor::CheckInPlace), refused on
+// every rank before anything runs, rather than crashing the job.
 absl::Status CheckLibraryInPlace(const EngineOptions& options) {
-  if (absl::string_view(COLLBENCH_MPI_FLAVOR) != "mpich" || !options.in_place ||
-      options.operation != "reduce" || options.root == 0) {
-    return absl::OkStatus();
-  }
-  return absl::InvalidArgumentError(
-      "--in-place reduce with a --root other than 0 is refused on MPICH: its MPI_Reduce "
-      "crashes on MPI_IN_PLACE at a non-zero root from 64 KiB (MPICH 4.0); use --root 0 or "
-      "collbench-rank (Open MPI)");
+  if (!options.in_place) return absl::OkStatus();
+  const MpiFlavor* flavor = Flavors().Find(COLLBENCH_MPI_FLAVOR);
+  return flavor == nullptr ? absl::OkStatus()
+                           : flavor->CheckInPlace(options.operation, options.root);
 }
 
 // Runs an operation sweep for every combination; returns the totals.
