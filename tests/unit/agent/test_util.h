@@ -48,18 +48,31 @@ inline bool GroupGone(pid_t pgid) {
 // A stand-in for orted, for tests that drive real processes through Exec's
 // daemon check (ExecManagerOptions.daemons["orted"] = FakeOrtedPath()): it
 // runs the value of its first `-mca ess VALUE` pair as a shell script. The
-// real orted does nothing of the kind; Exec itself runs no shell.
+// real orted does nothing of the kind; Exec itself runs no shell. Its
+// folder is removed when the test process exits.
+class FakeDaemonDir {
+ public:
+  FakeDaemonDir()
+      : dir_(::testing::TempDir() + "/collbench-fake-daemons-" + std::to_string(getpid())),
+        orted_(dir_ + "/orted") {
+    mkdir(dir_.c_str(), 0700);
+    std::ofstream(orted_) << "#!/bin/sh\nexec /bin/sh -c \"$3\"\n";
+    chmod(orted_.c_str(), 0700);
+  }
+  ~FakeDaemonDir() {
+    unlink(orted_.c_str());
+    rmdir(dir_.c_str());
+  }
+  const std::string& orted() const { return orted_; }
+
+ private:
+  const std::string dir_;
+  const std::string orted_;
+};
+
 inline std::string FakeOrtedPath() {
-  static const std::string path = [] {
-    const std::string dir =
-        ::testing::TempDir() + "/collbench-fake-daemons-" + std::to_string(getpid());
-    mkdir(dir.c_str(), 0700);
-    const std::string file = dir + "/orted";
-    std::ofstream(file) << "#!/bin/sh\nexec /bin/sh -c \"$3\"\n";
-    chmod(file.c_str(), 0700);
-    return file;
-  }();
-  return path;
+  static const FakeDaemonDir fake;
+  return fake.orted();
 }
 
 // Polls `condition` until it holds or `timeout` passes.
