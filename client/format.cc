@@ -9,7 +9,6 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "absl/time/time.h"
-#include "google/protobuf/util/json_util.h"
 #include "api/convert.h"
 #include "analysis/run_set.h"
 #include "client/container_format.h"
@@ -50,14 +49,6 @@ SizeRecord RankView(const v1::SizeResult& r) {
   view.slowest_rank = view.ranks.empty() ? -1 : r.slowest_rank();
   view.slowest_vs_median = r.slowest_vs_median();
   return view;
-}
-
-std::string Json(const google::protobuf::Message& m) {
-  std::string out;
-  google::protobuf::util::JsonPrintOptions options;
-  options.preserve_proto_field_names = true;
-  if (!google::protobuf::util::MessageToJsonString(m, &out, options).ok()) return "{}";
-  return out;
 }
 
 using Key = std::tuple<std::string, std::string, std::string, uint64_t>;
@@ -183,16 +174,16 @@ std::string SyncMismatchWarning(const std::vector<RunWithResults>& runs) {
 namespace {
 
 // The engine's size record (collbench-rank --format jsonl), with the run
-// and the sequence: one schema for both. A histogram that does not convert
-// is left out rather than the result.
+// and the sequence: one schema for both. Only the histogram can fail to
+// convert; one that does is left out rather than the result.
 std::string StoredJsonLine(const v1::Run& run, const v1::SizeResult& r) {
   absl::StatusOr<SizeRecord> record = SizeRecordFromResult(r);
   if (!record.ok()) {
     v1::SizeResult without = r;
     without.clear_histogram();
-    record = SizeRecordFromResult(without);
+    record = SizeRecordFromResult(without);  // an unset histogram always converts
   }
-  return record.ok() ? ToStoredJsonLine(*record, run.name(), r.sequence()) : Json(r);
+  return ToStoredJsonLine(*record, run.name(), r.sequence());
 }
 
 }  // namespace
