@@ -581,9 +581,8 @@ absl::Status NothingSignificant(const Advice& advice) {
 
 }  // namespace
 
-absl::StatusOr<std::vector<std::string>> WriteTuningFiles(const Advice& advice,
-                                                          const std::string& dir) {
-  std::vector<std::pair<std::string, std::string>> files;
+absl::StatusOr<std::vector<TuningFileText>> TuningFiles(const Advice& advice) {
+  std::vector<TuningFileText> files;
   const OpenMpiRules rules = OpenMpiRulesFrom(advice);
   if (!rules.collectives.empty()) {
     files.emplace_back(kOpenMpiRulesFile, FormatOpenMpiRules(rules, advice));
@@ -596,6 +595,18 @@ absl::StatusOr<std::vector<std::string>> WriteTuningFiles(const Advice& advice,
     files.emplace_back("nccl.env", text);
   }
   if (files.empty()) return NothingSignificant(advice);
+  return files;
+}
+
+absl::StatusOr<std::vector<std::string>> WriteTuningFiles(const Advice& advice,
+                                                          const std::string& dir) {
+  absl::StatusOr<std::vector<TuningFileText>> files = TuningFiles(advice);
+  if (!files.ok()) return files.status();
+  return WriteTuningFileTexts(*files, dir);
+}
+
+absl::StatusOr<std::vector<std::string>> WriteTuningFileTexts(
+    const std::vector<TuningFileText>& files, const std::string& dir) {
   if (::mkdir(dir.c_str(), 0755) != 0 && errno != EEXIST) {
     return absl::InvalidArgumentError(
         absl::StrCat("--write-rules: cannot create ", dir, ": ", std::strerror(errno)));

@@ -10,6 +10,7 @@
 #include <cstdint>
 #include <map>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "absl/status/statusor.h"
@@ -143,6 +144,15 @@ inline constexpr char kOpenMpiRulesFile[] = "openmpi-rules.conf";
 // writing nothing, when no file has a significant win to carry.
 absl::StatusOr<std::vector<std::string>> WriteTuningFiles(const Advice& advice,
                                                           const std::string& dir);
+
+// What WriteTuningFiles writes, as (file name, text) pairs, for a caller
+// that sends them rather than writes them (the coordinator's workflows);
+// the same FailedPrecondition when nothing is significant.
+using TuningFileText = std::pair<std::string, std::string>;
+absl::StatusOr<std::vector<TuningFileText>> TuningFiles(const Advice& advice);
+// Writes `files` into `dir`, creating it (not its parents); the paths.
+absl::StatusOr<std::vector<std::string>> WriteTuningFileTexts(
+    const std::vector<TuningFileText>& files, const std::string& dir);
 
 }  // namespace collbench
 

@@ -34,4 +34,24 @@ std::string FormatTableText(const Table& table) {
   return out;
 }
 
+v1::OutputTable TableToProto(const Table& table) {
+  v1::OutputTable out;
+  out.set_id(table.id);
+  out.set_title(table.title);
+  for (const std::string& c : table.columns) out.add_columns(c);
+  for (const auto& row : table.rows) {
+    v1::OutputTable::Row* r = out.add_rows();
+    for (const std::string& cell : row) r->add_cells(cell);
+  }
+  for (const std::string& n : table.notes) out.add_notes(n);
+  return out;
+}
+
+Table TableFromProto(const v1::OutputTable& table) {
+  Table out{table.id(), table.title(), {table.columns().begin(), table.columns().end()}, {}, {}};
+  for (const auto& row : table.rows()) out.rows.emplace_back(row.cells().begin(), row.cells().end());
+  out.notes.assign(table.notes().begin(), table.notes().end());
+  return out;
+}
+
 }  // namespace collbench

@@ -7,6 +7,8 @@
 #include <string>
 #include <vector>
 
+#include "collbench/v1/workflow.pb.h"
+
 namespace collbench {
 
 struct Table {
@@ -23,6 +25,10 @@ struct Table {
 // cell (numbers are already formatted by whoever filled the table); the
 // title above as "== ID title" and the notes below, one per line.
 std::string FormatTableText(const Table& table);
+
+// The table as the API carries it (a workflow's output) and back.
+v1::OutputTable TableToProto(const Table& table);
+Table TableFromProto(const v1::OutputTable& table);
 
 }  // namespace collbench
 

@@ -373,6 +373,11 @@ v1::IterationSync IterationSyncFromText(absl::string_view text) {
   return v1::ITERATION_SYNC_UNSPECIFIED;
 }
 
+bool IsFinalWorkflowState(v1::WorkflowState state) {
+  return state == v1::WORKFLOW_SUCCEEDED || state == v1::WORKFLOW_FAILED ||
+         state == v1::WORKFLOW_CANCELLED;
+}
+
 bool IsFinalRunState(v1::RunState state) {
   return state == v1::SUCCEEDED || state == v1::FAILED || state == v1::CANCELLED;
 }

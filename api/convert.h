@@ -15,6 +15,7 @@
 #include "absl/time/time.h"
 #include "google/protobuf/timestamp.pb.h"
 #include "collbench/v1/run.pb.h"
+#include "collbench/v1/workflow.pb.h"
 #include "common/histogram.h"
 #include "common/records.h"
 
@@ -59,6 +60,8 @@ v1::IterationSync IterationSyncFromText(absl::string_view text);
 
 // SUCCEEDED, FAILED or CANCELLED: the run will not change again.
 bool IsFinalRunState(v1::RunState state);
+// SUCCEEDED, FAILED or CANCELLED.
+bool IsFinalWorkflowState(v1::WorkflowState state);
 
 // absl::Time <-> google.protobuf.Timestamp, to the nanosecond.
 google::protobuf::Timestamp TimestampFromTime(absl::Time time);

@@ -7,6 +7,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
+#include "absl/strings/str_replace.h"
 #include "absl/strings/str_split.h"
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
@@ -14,6 +15,8 @@
 #include "analysis/algorithms.h"
 #include "client/format.h"
 #include "client/run_flags.h"
+#include "client/workflow_client.h"
+#include "common/atomic_file.h"
 #include "common/flag_parser.h"
 #include "flavors/registry.h"
 
@@ -45,24 +48,21 @@ the advice over them (see collbench advise). --mpi picks the library.
   --write-rules DIR  write the tuning files (see collbench advise --help)
 )";
 
-void PrintAdvice(const Advice& advice) {
-  for (const Table& t : AdviceTables(advice)) absl::PrintF("\n%s", FormatTableText(t));
+void PrintTables(const v1::Workflow& workflow) {
+  for (const v1::OutputTable& t : workflow.output().tables()) {
+    absl::PrintF("\n%s", FormatTableText(TableFromProto(t)));
+  }
 }
 
 // A run that loads the rules file from `dir`, runnable as printed: on
-// local workers given `dir` as their --tuning-dir, with the operation and
-// rank count of the first group whose library reads rules files.
-std::string LoadRulesCommand(const Advice& advice, const std::string& dir,
+// local workers given `dir` as their --tuning-dir, with the operation, rank
+// count and library of `measured` (a run the advice was drawn from).
+std::string LoadRulesCommand(const v1::RunSpec& measured, const std::string& dir,
                              const FollowUp& follow_up) {
-  auto reads_rules = [](const AdviceGroup& g) {
-    const MpiFlavor* flavor = Flavors().Find(g.mpi);
-    return flavor != nullptr && flavor->RulesFileCollectiveId(g.operation) >= 0;
-  };
-  auto group = std::find_if(advice.groups.begin(), advice.groups.end(), reads_rules);
-  if (group == advice.groups.end()) group = advice.groups.begin();
-  std::vector<std::string> run = {"run", group->operation, "--ranks", absl::StrCat(group->ranks),
-                                  "--mpi", group->mpi};
-  if (const MpiFlavor* flavor = Flavors().Find(group->mpi); flavor != nullptr) {
+  const std::string mpi = MpiName(measured.mpi());
+  std::vector<std::string> run = {"run", measured.operation(), "--ranks",
+                                  absl::StrCat(measured.ranks()), "--mpi", mpi};
+  if (const MpiFlavor* flavor = Flavors().Find(mpi); flavor != nullptr) {
     for (const auto& [key, value] : flavor->RulesFileEnv(kOpenMpiRulesFile)) {
       run.insert(run.end(), {"--env", absl::StrCat(key, "=", value)});
     }
@@ -71,15 +71,21 @@ std::string LoadRulesCommand(const Advice& advice, const std::string& dir,
       .Command(run);
 }
 
-int WriteRules(const Advice& advice, const std::string& dir, const FollowUp& follow_up) {
-  absl::StatusOr<std::vector<std::string>> written = WriteTuningFiles(advice, dir);
-  if (!written.ok()) return Report(written.status());
-  if (written->empty()) {
-    absl::FPrintF(stderr,
-                  "collbench: no tuning file to write: no group of runs differs in its "
-                  "algorithm only\n");
-    return kExitFailed;
+// Writes the workflow's tuning files into `dir` (on this machine) and says
+// how to load them; the coordinator's refusal when it wrote none.
+int WriteRules(CoordinatorClient& client, const v1::Workflow& workflow,
+               const v1::RunSpec& measured, const std::string& dir) {
+  if (workflow.output().tuning_files().empty()) {
+    return Report(absl::FailedPreconditionError(
+        workflow.output().tuning_refusal().empty() ? "no tuning file to write"
+                                                   : workflow.output().tuning_refusal()));
   }
+  std::vector<TuningFileText> files;
+  for (const v1::TuningFile& f : workflow.output().tuning_files()) {
+    files.emplace_back(f.name(), f.content());
+  }
+  absl::StatusOr<std::vector<std::string>> written = WriteTuningFileTexts(files, dir);
+  if (!written.ok()) return Report(written.status());
   for (const std::string& path : *written) {
     absl::PrintF("wrote %s\n", path);
     if (absl::EndsWith(path, absl::StrCat("/", kOpenMpiRulesFile))) {
@@ -87,22 +93,23 @@ int WriteRules(const Advice& advice, const std::string& dir, const FollowUp& fol
       absl::PrintF(
           "  load it: %s\n  (deployed workers: install it in their --tuning-dir and run with"
           " the same --env)\n",
-          LoadRulesCommand(advice, dir, follow_up));
+          LoadRulesCommand(measured, dir, client.follow_up()));
     }
   }
   return kExitOk;
 }
 
-std::string NewSweepId(const std::string& operation) {
-  return absl::StrCat("sweep-", operation, "-",
-                      absl::FormatTime("%Y%m%d-%H%M%S", absl::Now(), absl::UTCTimeZone()));
-}
-
-// The environment that forces `algorithm` ("" for the library's choice).
-std::map<std::string, std::string> AlgorithmEnv(const v1::RunSpec& spec,
-                                                const std::string& algorithm) {
-  if (algorithm.empty()) return {};
-  return FlavorFor(spec.mpi()).AlgorithmEnv(spec.operation(), algorithm);
+// A run of the advice's (its first), for the load-it line.
+v1::RunSpec MeasuredSpec(CoordinatorClient& client, const v1::Workflow& workflow,
+                         const std::vector<std::string>& runs) {
+  for (const v1::WorkflowCell& cell : workflow.cells()) {
+    if (!cell.run().empty()) return cell.spec();
+  }
+  if (!runs.empty()) {
+    absl::StatusOr<RunWithResults> run = Fetch(client, runs[0]);
+    if (run.ok()) return run->run.spec();
+  }
+  return v1::RunSpec();
 }
 
 }  // namespace
@@ -124,28 +131,34 @@ int AdviseCommand(CoordinatorClient& client, const std::vector<std::string>& arg
     return Report(absl::InvalidArgumentError(
         "advise: name runs, or one of --suite ID and --sweep ID (see collbench advise --help)"));
   }
-  std::vector<RunWithResults> runs;
-  if (!flags.rest().empty()) {
-    for (const std::string& name : flags.rest()) {
-      absl::StatusOr<RunWithResults> run = Fetch(client, name);
-      if (!run.ok()) return Report(run.status());
-      runs.push_back(*std::move(run));
+  if (!rules_dir.empty()) {
+    // Before anything is asked: a folder that cannot be made is a typo.
+    if (absl::Status folder = CheckParentFolder(rules_dir); !folder.ok()) {
+      return Report(absl::InvalidArgumentError(absl::StrCat("--write-rules ", folder.message())));
     }
-  } else {
-    absl::StatusOr<std::vector<RunWithResults>> labelled =
-        suite.empty() ? FetchLabelled(client, "sweep", sweep)
-                      : FetchLabelled(client, "suite-run", suite);
-    if (!labelled.ok()) return Report(labelled.status());
-    runs = *std::move(labelled);
   }
-  const Advice advice = Advise(runs);
-  if (advice.groups.empty()) {
-    PrintAdvice(advice);
-    return Report(absl::InvalidArgumentError(
-        "advise: no two successful runs of one operation on one rank count to compare"));
+  v1::WorkflowSpec spec;
+  v1::RunSelection* selection = spec.mutable_advice();
+  for (const std::string& run : flags.rest()) selection->add_runs(RunName(run));
+  if (!suite.empty()) selection->set_workflow(WorkflowName(suite));
+  if (!sweep.empty()) selection->set_workflow(WorkflowName(sweep));
+  absl::StatusOr<v1::Workflow> done = RunWorkflow(client, spec);
+  if (!done.ok()) return Report(done.status());
+  PrintTables(*done);
+  if (done->state() != v1::WORKFLOW_SUCCEEDED) {
+    return Report(absl::FailedPreconditionError(absl::StrCat("advise: ", done->error())));
   }
-  PrintAdvice(advice);
-  return rules_dir.empty() ? kExitOk : WriteRules(advice, rules_dir, client.follow_up());
+  if (done->output().tuning_refusal() ==
+      "no two successful runs of one operation on one rank count to compare") {
+    return Report(absl::InvalidArgumentError(absl::StrCat("advise: ", done->output().tuning_refusal())));
+  }
+  if (rules_dir.empty()) return kExitOk;
+  std::vector<std::string> measured_runs(selection->runs().begin(), selection->runs().end());
+  if (!selection->workflow().empty()) {
+    absl::StatusOr<v1::Workflow> of = GetWorkflow(client, selection->workflow());
+    if (of.ok()) return WriteRules(client, *done, MeasuredSpec(client, *of, {}), rules_dir);
+  }
+  return WriteRules(client, *done, MeasuredSpec(client, *done, measured_runs), rules_dir);
 }
 
 int SweepCommand(CoordinatorClient& client, const std::vector<std::string>& args) {
@@ -171,76 +184,38 @@ int SweepCommand(CoordinatorClient& client, const std::vector<std::string>& args
   if (run_args.empty() || run_args[0].rfind("-", 0) == 0) {
     return Report(absl::InvalidArgumentError("usage: sweep OPERATION [flags] (see --help)"));
   }
+  if (!rules_dir.empty()) {
+    if (absl::Status folder = CheckParentFolder(rules_dir); !folder.ok()) {
+      return Report(absl::InvalidArgumentError(absl::StrCat("--write-rules ", folder.message())));
+    }
+  }
   absl::StatusOr<RunRequest> request = ParseRunFlags(run_args);
   if (!request.ok()) return Report(request.status());
-  const v1::RunSpec& base = request->spec;
-  const std::string& op = base.operation();
-  const std::string library = MpiName(base.mpi());
-  if (!base.backend().empty() && base.backend() != "mpi") {
-    return Report(absl::InvalidArgumentError(absl::StrCat(
-        "sweep: algorithms are chosen for the mpi backend; --backend ", base.backend(),
-        " has none to sweep")));
+  v1::WorkflowSpec spec;
+  *spec.mutable_sweep()->mutable_base() = request->spec;
+  for (absl::string_view name : absl::StrSplit(only, ',', absl::SkipEmpty())) {
+    spec.mutable_sweep()->add_algorithms(std::string(name));
   }
-  const std::vector<std::string>& offered = FlavorFor(base.mpi()).Algorithms(op);
-  if (offered.empty()) {
-    return Report(absl::InvalidArgumentError(
-        absl::StrCat("sweep: ", library, " offers no algorithm choice for ", op)));
-  }
-  std::vector<std::string> algorithms = {""};  // the library's own choice first
-  if (only.empty()) {
-    algorithms.insert(algorithms.end(), offered.begin(), offered.end());
-  } else {
-    for (const std::string& name :
-         std::vector<std::string>(absl::StrSplit(only, ',', absl::SkipEmpty()))) {
-      if (std::find(offered.begin(), offered.end(), name) == offered.end()) {
-        return Report(absl::InvalidArgumentError(
-            absl::StrCat("sweep: --algorithms: ", library, " has no ", op, " algorithm '", name,
-                         "' (it has ", absl::StrJoin(offered, ", "), ")")));
-      }
-      algorithms.push_back(name);
-    }
-  }
-  for (const auto& [key, value] : base.env()) {
-    if (IsAlgorithmVariable(key)) {
-      return Report(absl::InvalidArgumentError(absl::StrCat(
-          "sweep: --env ", key, " sets the algorithm the sweep varies; leave it out")));
-    }
-  }
-  const std::string id = NewSweepId(op);
-  absl::FPrintF(stderr, "sweep %s: %s %s, %d runs (the library's choice and %d algorithms)\n",
-                id, library, op, algorithms.size(), algorithms.size() - 1);
   const absl::Time start = absl::Now();
-  std::vector<RunWithResults> runs;
-  int failed = 0;
-  for (size_t i = 0; i < algorithms.size(); ++i) {
-    const std::string shown = algorithms[i].empty() ? "default" : algorithms[i];
-    v1::RunSpec spec = base;
-    for (const auto& [key, value] : AlgorithmEnv(base, algorithms[i])) {
-      (*spec.mutable_env())[key] = value;
-    }
-    (*spec.mutable_labels())["sweep"] = id;
-    absl::FPrintF(stderr, "[%d/%d] %s %s ...", i + 1, algorithms.size(), op, shown);
-    const absl::Time run_start = absl::Now();
-    absl::StatusOr<RunWithResults> run = CreateAndFollow(client, spec);
-    if (!run.ok()) {
-      absl::FPrintF(stderr, "\n");
-      return Report(run.status());
-    }
-    const bool ok = run->run.state() == v1::SUCCEEDED && run->run.wrong() == 0;
-    failed += ok ? 0 : 1;
-    absl::FPrintF(stderr, " %s %s, %.1f s%s\n", run->run.name(), RunStateName(run->run.state()),
-                  absl::ToDoubleSeconds(absl::Now() - run_start),
-                  run->run.error().empty() ? "" : ": " + run->run.error());
-    runs.push_back(*std::move(run));
+  absl::StatusOr<v1::Workflow> done = RunWorkflow(client, spec);
+  if (!done.ok()) {
+    const std::string message(done.status().message());
+    return Report(absl::Status(done.status().code(),
+                               absl::StrCat("sweep: ", absl::StrReplaceAll(message, {{"spec.sweep.algorithms", "--algorithms"}, {"spec.sweep.base.", ""}, {"spec.sweep.base", "run flags"}}))));
   }
-  const Advice advice = Advise(runs);
-  PrintAdvice(advice);
-  absl::PrintF("# %d runs (%d failed), %.0f s; %s\n", runs.size(), failed,
+  PrintTables(*done);
+  int failed = 0;
+  for (const v1::WorkflowCell& cell : done->cells()) {
+    failed += cell.state() == v1::SUCCEEDED ? 0 : 1;
+  }
+  absl::PrintF("# %d runs (%d failed), %.0f s; %s\n", done->cells_size(), failed,
                absl::ToDoubleSeconds(absl::Now() - start),
-               client.follow_up().Line("again", {"advise", "--sweep", id}));
-  int code = failed == 0 ? kExitOk : kExitFailed;
-  if (!rules_dir.empty() && !advice.groups.empty()) {
-    const int wrote = WriteRules(advice, rules_dir, client.follow_up());
+               client.follow_up().Line("again", {"advise", "--sweep", WorkflowId(done->name())}));
+  int code = done->state() == v1::WORKFLOW_SUCCEEDED ? kExitOk : kExitFailed;
+  if (!rules_dir.empty() && done->output().tuning_refusal() !=
+                                "no two successful runs of one operation on one rank count to "
+                                "compare") {
+    const int wrote = WriteRules(client, *done, MeasuredSpec(client, *done, {}), rules_dir);
     if (wrote != kExitOk) code = wrote;
   }
   return code;

@@ -19,6 +19,7 @@
 #include "client/lifecycle_commands.h"
 #include "client/local.h"
 #include "client/matrix.h"
+#include "client/workflow_client.h"
 #include "client/report_command.h"
 #include "client/run_flags.h"
 #include "client/suite_command.h"
@@ -71,6 +72,9 @@ commands:
   advise RUN... | --suite ID | --sweep ID [--write-rules DIR]
                                 the fastest configuration per size range, its
                                 margin and significance; tuning files to deploy
+  workflows [list] | show ID | watch ID | cancel ID | delete ID
+                                the coordinator's matrices, suite runs, sweeps,
+                                advice and reports (the commands above make them)
   local [flags] COMMAND...      an embedded coordinator and K local workers on
                                 127.0.0.1 for one command; nothing left running
     flags: )";
@@ -285,74 +289,6 @@ int Run(CoordinatorClient& client, const std::vector<std::string>& args) {
   return Succeeded(*ended) ? kExitOk : kExitFailed;
 }
 
-constexpr char kMatrixUsage[] =
-    R"(usage: collbench matrix [--operations L] [--placements L] [--transports L] [--mpis L] [run flags]
-One run per combination of the lists (defaults: allreduce,bcast,gather; pack,spread;
-shm,tcp; openmpi), each with the same run flags (see collbench run --help), then
-each operation side by side and the fastest and slowest configuration per size,
-and the command that reports on the runs (under local, only with --store).
-Every combination is checked before any runs: a list value that fits no
-combination (a misspelled operation) refuses the whole matrix; a combination that
-cannot be (Open MPI's shm across workers) is skipped with its reason.
-)";
-
-int Matrix(CoordinatorClient& client, const std::vector<std::string>& args) {
-  if (AsksForHelp(args)) {
-    std::fputs(kMatrixUsage, stdout);
-    return kExitOk;
-  }
-  absl::StatusOr<MatrixPlan> plan = ParseMatrixFlags(args);
-  if (!plan.ok()) return Report(plan.status());
-  std::vector<MatrixRun> done;
-  bool all_ok = true;
-  int index = 0;
-  for (const std::string& op : plan->operations) {
-    std::vector<RunWithResults> of_op;
-    for (const std::string& placement : plan->placements) {
-      for (const std::string& transport : plan->transports) {
-        for (const std::string& mpi : plan->mpis) {
-          const std::string config = MatrixConfig(placement, transport, mpi);
-          absl::FPrintF(stderr, "[%d/%d] %s %s ...\n", ++index, plan->size(), op, config);
-          absl::StatusOr<RunRequest> request =
-              ParseRunFlags(plan->FlagsFor(op, placement, transport, mpi));
-          v1::CreateRunRequest create;
-          *create.mutable_spec() = request->spec;
-          v1::Run run;
-          absl::Status s = client.Call(&v1::Coordinator::Stub::CreateRun, create, &run);
-          if (absl::IsInvalidArgument(s)) {  // a combination that cannot be: say so, go on
-            absl::FPrintF(stderr, "      skipped: %s\n", s.message());
-            continue;
-          }
-          if (!s.ok()) return Report(s);
-          absl::StatusOr<v1::Run> ended = client.Watch(run.name(), [](const v1::RunEvent&) {});
-          if (!ended.ok()) return Report(ended.status());
-          absl::StatusOr<RunWithResults> full = Fetch(client, run.name());
-          if (!full.ok()) return Report(full.status());
-          absl::FPrintF(stderr, "      %s: %s, %d sizes, %d wrong%s\n", run.name(),
-                        RunStateName(full->run.state()), full->results.size(), full->run.wrong(),
-                        full->run.error().empty() ? "" : ": " + full->run.error());
-          all_ok &= Succeeded(full->run);
-          done.push_back({absl::StrCat(op, " ", config), full->run, full->results});
-          done.back().config = config;
-          of_op.push_back(*std::move(full));
-        }
-      }
-    }
-    absl::PrintF("\n== %s\n%s", op,
-                 of_op.empty() ? "no run: every combination was skipped (above)\n"
-                               : FormatComparison(of_op, OutputKind::kTable));
-  }
-  absl::PrintF("\n== fastest and slowest configuration per operation and size\n%s",
-               FormatBestWorst(done));
-  if (!done.empty()) {
-    std::vector<std::string> report = {"report"};
-    for (const MatrixRun& run : done) report.push_back(run.run.name());
-    report.insert(report.end(), {"-o", "matrix.html"});
-    absl::PrintF("\n# %d runs; %s\n", done.size(), client.follow_up().Line("report", report));
-  }
-  return all_ok ? kExitOk : kExitFailed;
-}
-
 // `collbench health`: asks the standard gRPC health service, as
 // Kubernetes' grpc probe does. A worker is SERVING only while registered.
 int Health(const std::string& coordinator, const ChannelSetup& channel,
@@ -431,7 +367,8 @@ int RunCommand(const std::string& coordinator, const std::string& token,
   if (name == "drain" || name == "undrain") return DrainCommand(client, args, name == "drain");
   if (name == "compare") return Compare(client, args);
   if (name == "run") return Run(client, args);
-  if (name == "matrix") return Matrix(client, args);
+  if (name == "matrix") return MatrixCommand(client, args);
+  if (name == "workflows") return WorkflowsCommand(client, args);
   if (name == "suite") return SuiteCommand(client, args);
   if (name == "report") return ReportCommand(client, args);
   if (name == "advise") return AdviseCommand(client, args);

@@ -2,10 +2,12 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <optional>
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "absl/strings/strip.h"
 #include "client/interrupt_notice.h"
 
 namespace collbench {
@@ -75,6 +77,31 @@ absl::StatusOr<v1::Run> CoordinatorClient::Watch(
   absl::Status got = Call(&v1::Coordinator::Stub::GetRun, get, &ended);
   if (!got.ok()) return got;
   return ended;
+}
+
+absl::StatusOr<v1::Workflow> CoordinatorClient::FollowWorkflow(
+    const std::string& workflow, const std::function<void(const v1::Workflow&)>& on_version) {
+  absl::string_view id = workflow;
+  absl::ConsumePrefix(&id, "workflows/");
+  const ScopedInterruptNotice notice(absl::StrCat(
+      "\ncollbench: interrupted; ", workflow, " goes on at the coordinator\n  watch it again: ",
+      follow_up_.Command({"workflows", "watch", std::string(id)}), "\n  cancel it:      ",
+      follow_up_.Command({"workflows", "cancel", std::string(id)}), "\n"));
+  grpc::ClientContext context;
+  Prepare(&context);
+  v1::WatchWorkflowRequest request;
+  request.set_name(workflow);
+  auto reader = stub_->WatchWorkflow(&context, request);
+  v1::WorkflowEvent event;
+  std::optional<v1::Workflow> last;
+  while (reader->Read(&event)) {
+    on_version(event.snapshot());
+    last = event.snapshot();
+  }
+  absl::Status status = Explain(FromGrpcStatus(reader->Finish()));
+  if (!status.ok()) return status;
+  if (!last) return absl::InternalError(absl::StrCat("the watch of ", workflow, " sent nothing"));
+  return *last;
 }
 
 void CoordinatorClient::Prepare(grpc::ClientContext* context) {

@@ -67,6 +67,12 @@ class CoordinatorClient {
   absl::StatusOr<v1::Run> Watch(const std::string& run,
                                 const std::function<void(const v1::RunEvent&)>& on_event);
 
+  // Streams the workflow's versions to `on_version` until it ends; returns
+  // it as it ended. Ctrl-C meanwhile ends the command, saying that the
+  // workflow goes on and how to watch or cancel it.
+  absl::StatusOr<v1::Workflow> FollowWorkflow(
+      const std::string& workflow, const std::function<void(const v1::Workflow&)>& on_version);
+
   // How a person reaches this coordinator again from a shell.
   const FollowUp& follow_up() const { return follow_up_; }
 

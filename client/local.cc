@@ -120,6 +120,16 @@ class LocalCluster {
   std::vector<std::string> CancelUnfinishedRuns() {
     std::vector<std::string> cancelled;
     if (!coordinator_) return cancelled;
+    // Workflows first, so that none makes a run after the runs are cancelled.
+    if (WorkflowManager* workflows = coordinator_->workflows(); workflows != nullptr) {
+      for (const char* state : {"state=QUEUED", "state=RUNNING"}) {
+        absl::StatusOr<WorkflowManager::Page> page = workflows->List(1000, "", state);
+        if (!page.ok()) continue;
+        for (const v1::Workflow& w : page->workflows) {
+          if (workflows->Cancel(w.name(), absl::Now()).ok()) cancelled.push_back(w.name());
+        }
+      }
+    }
     RunManager* manager = coordinator_->manager();
     for (v1::RunState state : {v1::QUEUED, v1::SCHEDULED, v1::RUNNING}) {
       absl::StatusOr<Store::RunPage> page = manager->ListRuns(1000, "", state);

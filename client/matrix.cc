@@ -1,168 +1,113 @@
-// `collbench matrix`: one run per combination of operation x placement x
-// transport x MPI library, each waited for in turn, then a table in the
-// spirit of the best/worst tables of the studies collbench grew out of:
-// for every operation and size, the fastest and slowest configuration and
-// how far apart they are.
 #include "client/matrix.h"
 
-#include <array>
+#include <cstdio>
 #include <map>
-#include <tuple>
 
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
-#include "absl/strings/str_join.h"
+#include "absl/strings/str_replace.h"
 #include "absl/strings/str_split.h"
-#include "analysis/run_set.h"
-#include "api/validation.h"
+#include "analysis/table.h"
 #include "client/format.h"
 #include "client/run_flags.h"
-#include "common/status_macros.h"
-#include "flavors/registry.h"
+#include "client/workflow_client.h"
 
 namespace collbench {
 namespace {
 
-struct Cell {
-  std::string config;
-  const v1::SizeResult* result = nullptr;
-};
+constexpr char kUsage[] =
+    R"(usage: collbench matrix [--operations L] [--placements L] [--transports L] [--mpis L] [run flags]
+One run per combination of the lists (defaults: allreduce,bcast,gather; pack,spread;
+shm,tcp; openmpi), each with the same run flags (see collbench run --help), then
+each operation side by side and the fastest and slowest configuration per size,
+and the command that reports on the runs (under local, only with --store).
+The coordinator runs the matrix as one workflow (collbench workflows) and checks
+every combination before any runs: a list value that fits no combination (a
+misspelled operation) refuses the whole matrix; a combination that cannot be
+(Open MPI's shm across workers) is skipped with its reason.
+)";
 
-std::vector<std::string> List(const std::string& text) {
-  return absl::StrSplit(text, ',', absl::SkipEmpty());
-}
-
-std::string Config(const std::string& placement, const std::string& transport,
-                   const std::string& mpi) {
-  return absl::StrCat(mpi, "/", placement, "/", transport);
-}
-
-using CellKey = std::array<std::string, 4>;  // operation, placement, transport, MPI
-
-// Each combination's verdict from the checks that need no workers: the run
-// flags parse, and the spec passes ValidateRunSpec with no fleet facts.
-std::map<CellKey, absl::Status> CheckCells(const MatrixPlan& plan) {
-  std::map<CellKey, absl::Status> verdicts;
-  for (const auto& op : plan.operations) {
-    for (const auto& placement : plan.placements) {
-      for (const auto& transport : plan.transports) {
-        for (const auto& mpi : plan.mpis) {
-          absl::StatusOr<RunRequest> request =
-              ParseRunFlags(plan.FlagsFor(op, placement, transport, mpi));
-          verdicts[{op, placement, transport, mpi}] =
-              request.ok() ? ValidateRunSpec(request->spec, ValidationLimits()) : request.status();
-        }
-      }
-    }
-  }
-  return verdicts;
-}
-
-// A list value that no combination can run (a misspelled operation, an
-// option no cell can take) refuses the matrix whole, naming the flag, the
-// value and why, before anything runs. A value that fails only in some
-// combinations (Open MPI's SHM across workers) leaves those cells to be
-// skipped, each with its reason, while the others run.
-absl::Status CheckEveryValue(const MatrixPlan& plan) {
-  const std::map<CellKey, absl::Status> verdicts = CheckCells(plan);
-  const std::array<std::pair<const char*, const std::vector<std::string>*>, 4> lists = {{
-      {"--operations", &plan.operations},
-      {"--placements", &plan.placements},
-      {"--transports", &plan.transports},
-      {"--mpis", &plan.mpis},
-  }};
-  for (size_t axis = 0; axis < lists.size(); ++axis) {
-    for (const std::string& value : *lists[axis].second) {
-      const absl::Status* first_refusal = nullptr;
-      bool runs_somewhere = false;
-      for (const auto& [cell, status] : verdicts) {
-        if (cell[axis] != value) continue;
-        runs_somewhere = runs_somewhere || status.ok();
-        if (!status.ok() && first_refusal == nullptr) first_refusal = &status;
-      }
-      if (!runs_somewhere && first_refusal != nullptr) {
-        return absl::InvalidArgumentError(absl::StrCat(lists[axis].first, ": '", value,
-                                                       "' fits no combination: ",
-                                                       first_refusal->message()));
-      }
-    }
-  }
-  return absl::OkStatus();
+// The coordinator's field path for a list, as the flag that set it.
+absl::Status AsFlags(const absl::Status& status) {
+  if (status.ok()) return status;
+  return absl::Status(status.code(),
+                      absl::StrReplaceAll(status.message(), {{"spec.matrix.operations", "--operations"},
+                                                             {"spec.matrix.placements", "--placements"},
+                                                             {"spec.matrix.transports", "--transports"},
+                                                             {"spec.matrix.mpis", "--mpis"}}));
 }
 
 }  // namespace
 
-std::vector<std::string> DefaultMatrixMpis() { return {std::string(Flavors().Default().name())}; }
-
-absl::StatusOr<MatrixPlan> ParseMatrixFlags(const std::vector<std::string>& args) {
-  MatrixPlan plan;
+absl::StatusOr<v1::MatrixSpec> ParseMatrixFlags(const std::vector<std::string>& args) {
+  v1::MatrixSpec spec;
   std::vector<std::string> rest;
   for (size_t i = 0; i < args.size(); ++i) {
     const std::string& arg = args[i];
-    auto take = [&](std::vector<std::string>* into) -> absl::Status {
-      if (i + 1 >= args.size()) return absl::InvalidArgumentError(arg + " needs a value");
-      *into = List(args[++i]);
-      return absl::OkStatus();
-    };
-    absl::Status s;
-    if (arg == "--operations") s = take(&plan.operations);
-    else if (arg == "--placements") s = take(&plan.placements);
-    else if (arg == "--transports") s = take(&plan.transports);
-    else if (arg == "--mpis") s = take(&plan.mpis);
-    else rest.push_back(arg);
-    if (!s.ok()) return s;
-  }
-  plan.common_flags = rest;
-  RETURN_IF_ERROR(CheckEveryValue(plan));
-  return plan;
-}
-
-std::vector<std::string> MatrixPlan::FlagsFor(const std::string& op, const std::string& placement,
-                                              const std::string& transport,
-                                              const std::string& mpi) const {
-  std::vector<std::string> flags = {op, "--placement", placement, "--transport", transport,
-                                    "--mpi", mpi};
-  flags.insert(flags.end(), common_flags.begin(), common_flags.end());
-  return flags;
-}
-
-int MatrixPlan::size() const {
-  return static_cast<int>(operations.size() * placements.size() * transports.size() * mpis.size());
-}
-
-std::string FormatBestWorst(const std::vector<MatrixRun>& runs) {
-  using Key = std::tuple<std::string, std::string, uint64_t>;  // op, dtype, bytes
-  std::map<Key, std::vector<Cell>> cells;
-  for (const MatrixRun& run : runs) {
-    for (const v1::SizeResult& r : run.results) {
-      cells[{r.operation(), r.dtype(), r.bytes()}].push_back({run.config, &r});
+    google::protobuf::RepeatedPtrField<std::string>* list = nullptr;
+    if (arg == "--operations") list = spec.mutable_operations();
+    else if (arg == "--placements") list = spec.mutable_placements();
+    else if (arg == "--transports") list = spec.mutable_transports();
+    else if (arg == "--mpis") list = spec.mutable_mpis();
+    if (list == nullptr) {
+      rest.push_back(arg);
+      continue;
+    }
+    if (i + 1 >= args.size()) return absl::InvalidArgumentError(arg + " needs a value");
+    for (absl::string_view item : absl::StrSplit(args[++i], ',', absl::SkipEmpty())) {
+      list->Add(std::string(item));
     }
   }
-  std::string out = absl::StrCat("# ", kFastestLegend, "\n");
-  absl::StrAppendFormat(&out, "%-10s %10s  %-24s %10s  %-24s %10s %8s\n", "operation", "bytes",
-                        "fastest", "avg_us", "slowest", "avg_us", "ratio");
-  for (const auto& [key, list] : cells) {
-    std::vector<const v1::SizeResult*> results;
-    for (const Cell& c : list) results.push_back(c.result);
-    const Cell* best = &list[0];
-    const Cell* worst = &list[0];
-    for (const Cell& c : list) {
-      if (c.result->avg_s() < best->result->avg_s()) best = &c;
-      if (c.result->avg_s() > worst->result->avg_s()) worst = &c;
-    }
-    // The lowest mean is always shown; its name only where the win is significant.
-    const std::string fastest = SignificantFastest(results) < 0 ? "~" : best->config;
-    const double best_s = best->result->avg_s(), worst_s = worst->result->avg_s();
-    absl::StrAppendFormat(&out, "%-10s %10d  %-24s %10.2f  %-24s %10.2f %7.2fx\n",
-                          std::get<0>(key), std::get<2>(key), fastest, best_s * 1e6,
-                          worst->config, worst_s * 1e6, best_s > 0 ? worst_s / best_s : 0.0);
-  }
-  return out;
+  // The run flags parse as they would for `run` (the operation is the
+  // lists'; a placeholder stands for it here).
+  rest.insert(rest.begin(), spec.operations().empty() ? "allreduce" : spec.operations(0));
+  absl::StatusOr<RunRequest> base = ParseRunFlags(rest);
+  if (!base.ok()) return base.status();
+  *spec.mutable_base() = base->spec;
+  spec.mutable_base()->clear_operation();
+  return spec;
 }
 
-std::string MatrixConfig(const std::string& placement, const std::string& transport,
-                         const std::string& mpi) {
-  return Config(placement, transport, mpi);
+int MatrixCommand(CoordinatorClient& client, const std::vector<std::string>& args) {
+  if (AsksForHelp(args)) {
+    std::fputs(kUsage, stdout);
+    return kExitOk;
+  }
+  absl::StatusOr<v1::MatrixSpec> matrix = ParseMatrixFlags(args);
+  if (!matrix.ok()) return Report(matrix.status());
+  v1::WorkflowSpec spec;
+  *spec.mutable_matrix() = *matrix;
+  absl::StatusOr<v1::Workflow> done = RunWorkflow(client, spec);
+  if (!done.ok()) return Report(AsFlags(done.status()));
+  absl::StatusOr<std::vector<RunWithResults>> runs = FetchWorkflowRuns(client, *done);
+  if (!runs.ok()) return Report(runs.status());
+  // Each operation's runs side by side, in the lists' order.
+  std::vector<std::string> operations;
+  std::map<std::string, std::vector<RunWithResults>> by_operation;
+  for (const v1::WorkflowCell& cell : done->cells()) {
+    const std::string op = cell.spec().operation();
+    if (!by_operation.count(op)) operations.push_back(op);
+    by_operation[op];
+  }
+  for (const RunWithResults& run : *runs) by_operation[run.run.spec().operation()].push_back(run);
+  for (const std::string& op : operations) {
+    const std::vector<RunWithResults>& of_op = by_operation[op];
+    absl::PrintF("\n== %s\n%s", op,
+                 of_op.empty() ? "no run: every combination was skipped (above)\n"
+                               : FormatComparison(of_op, OutputKind::kTable));
+  }
+  for (const v1::OutputTable& table : done->output().tables()) {
+    absl::PrintF("\n%s", FormatTableText(TableFromProto(table)));
+  }
+  if (!runs->empty()) {
+    std::vector<std::string> report = {"report"};
+    for (const RunWithResults& run : *runs) report.push_back(run.run.name());
+    report.insert(report.end(), {"-o", "matrix.html"});
+    absl::PrintF("\n# %d runs (%s); %s\n", runs->size(), done->name(),
+                 client.follow_up().Line("report", report));
+  }
+  return done->state() == v1::WORKFLOW_SUCCEEDED ? kExitOk : kExitFailed;
 }
 
 }  // namespace collbench

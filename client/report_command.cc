@@ -8,6 +8,7 @@
 #include "analysis/suite.h"
 #include "common/atomic_file.h"
 #include "common/flag_parser.h"
+#include "client/workflow_client.h"
 
 namespace collbench {
 namespace {
@@ -20,35 +21,34 @@ latency and bus bandwidth against size, latency distributions, ratios
 against the first run, the advisor's fastest configuration per size range,
 the per-rank view and the environment fields that differ (for a sweep, its
 runs: one per algorithm); for a suite run, its tables with agreement marked and skipped cells
-named. The coordinator serves the same pages at /ui/.
+named. The coordinator makes the page (a report workflow over the runs
+named; a suite run's or sweep's own page) and serves the same at /ui/.
 )";
 
-absl::StatusOr<std::string> RenderSweep(CoordinatorClient& client, const std::string& id) {
-  absl::FPrintF(stderr, "fetching the runs of sweep %s\n", id);
-  absl::StatusOr<std::vector<RunWithResults>> runs = FetchLabelled(client, "sweep", id);
-  if (!runs.ok()) return runs.status();
-  return RunsReport(*runs);
-}
-
-absl::StatusOr<std::string> RenderRuns(CoordinatorClient& client,
-                                       const std::vector<std::string>& names) {
-  std::vector<RunWithResults> runs;
-  for (size_t i = 0; i < names.size(); ++i) {
-    absl::FPrintF(stderr, "[%d/%d] fetching %s\n", i + 1, names.size(), RunName(names[i]));
-    absl::StatusOr<RunWithResults> run = Fetch(client, names[i]);
-    if (!run.ok()) return run.status();
-    runs.push_back(*std::move(run));
+// The page of a stored workflow (a suite run's, a sweep's), or of a new
+// report workflow over the runs named.
+absl::StatusOr<std::string> Page(CoordinatorClient& client, const std::string& workflow,
+                                 const std::vector<std::string>& runs) {
+  std::string name = workflow;
+  if (name.empty()) {
+    v1::WorkflowSpec spec;
+    for (const std::string& run : runs) spec.mutable_report()->add_runs(RunName(run));
+    absl::StatusOr<v1::Workflow> done = RunWorkflow(client, spec);
+    if (!done.ok()) return done.status();
+    if (done->state() != v1::WORKFLOW_SUCCEEDED) {
+      return absl::FailedPreconditionError(absl::StrCat(done->name(), ": ", done->error()));
+    }
+    name = done->name();
   }
-  return RunsReport(runs);
-}
-
-absl::StatusOr<std::string> RenderSuite(CoordinatorClient& client, const std::string& id) {
-  absl::FPrintF(stderr, "fetching the runs of suite run %s\n", id);
-  absl::StatusOr<std::vector<RunWithResults>> runs = FetchLabelled(client, "suite-run", id);
-  if (!runs.ok()) return runs.status();
-  absl::StatusOr<SuiteView> view = ViewSuiteRun(*runs);
-  if (!view.ok()) return view.status();
-  return SuiteReport(id, *view, *runs);
+  absl::FPrintF(stderr, "fetching the page of %s\n", WorkflowName(name));
+  v1::GetWorkflowReportRequest request;
+  request.set_name(WorkflowName(name));
+  v1::WorkflowReport report;
+  if (absl::Status s = client.Call(&v1::Coordinator::Stub::GetWorkflowReport, request, &report);
+      !s.ok()) {
+    return s;
+  }
+  return report.html();
 }
 
 }  // namespace
@@ -86,9 +86,8 @@ int ReportCommand(CoordinatorClient& client, const std::vector<std::string>& arg
   if (absl::Status folder = CheckParentFolder(output); !folder.ok()) {
     return Report(absl::InvalidArgumentError(absl::StrCat("-o ", folder.message())));
   }
-  absl::StatusOr<std::string> page = !suite.empty()   ? RenderSuite(client, suite)
-                                     : !sweep.empty() ? RenderSweep(client, sweep)
-                                                      : RenderRuns(client, runs);
+  absl::StatusOr<std::string> page =
+      Page(client, !suite.empty() ? suite : sweep, runs);
   if (!page.ok()) return Report(page.status());
   if (absl::Status s = WriteFileAtomically(output, *page); !s.ok()) {
     // A file that cannot be created is bad input of -o.

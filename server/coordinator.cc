@@ -22,6 +22,7 @@
 #include "server/services/coordinator_service.h"
 #include "server/services/gateway_service.h"
 #include "server/store/store.h"
+#include "server/workflows/workflow_manager.h"
 
 namespace collbench {
 
@@ -35,6 +36,8 @@ struct Coordinator::Parts {
   scheduling::WorkerRegistry registry;
   WatchHub hub;
   GatewayService gateway;
+  // Stopped before the run manager goes (its threads call it).
+  std::unique_ptr<WorkflowManager> workflows;
   std::unique_ptr<CoordinatorService> service;
   std::unique_ptr<grpc::Server> server;
   std::unique_ptr<HttpServer> http;
@@ -138,9 +141,12 @@ absl::StatusOr<std::unique_ptr<Coordinator>> Coordinator::Start(const Coordinato
   }
   c->manager_->ApplyRetention(absl::Now());
   p.gateway.SetManager(c->manager_.get());
+  p.workflows =
+      std::make_unique<WorkflowManager>(p.store.get(), c->manager_.get(), options.workflows);
+  RETURN_IF_ERROR(p.workflows->Start());
   p.service =
       std::make_unique<CoordinatorService>(c->manager_.get(), &p.hub, &p.authorizer,
-                                           p.watchers.get());
+                                           p.watchers.get(), p.workflows.get());
   RETURN_IF_ERROR(c->StartGrpc(options, std::move(credentials)));
   if (!options.http_listen.empty()) RETURN_IF_ERROR(c->StartHttp(options));
   RunManager* manager = c->manager_.get();
@@ -204,6 +210,7 @@ absl::Status Coordinator::StartHttp(const CoordinatorOptions& options) {
   HttpServerDependencies deps;
   deps.manager = manager_.get();
   deps.hub = &p.hub;
+  deps.workflows = p.workflows.get();
   deps.authorizer = &p.authorizer;
   deps.watchers = p.watchers.get();
   CoordinatorMetrics* metrics = p.metrics.get();
@@ -237,6 +244,7 @@ void Coordinator::Shutdown() {
       .Int("grpc_grace_ms", absl::ToInt64Milliseconds(kGrpcShutdownGrace));
   if (!stop_.HasBeenNotified()) stop_.Notify();
   if (ticker_.joinable()) ticker_.join();
+  if (parts_->workflows) parts_->workflows->Stop();
   parts_->hub.EndAll();
   if (parts_->http) {
     parts_->http->Shutdown();
@@ -250,6 +258,10 @@ void Coordinator::Shutdown() {
 
 Coordinator::~Coordinator() {
   if (parts_ && parts_->server) Shutdown();
+  // Its threads call the run manager, which goes before parts_.
+  if (parts_ && parts_->workflows) parts_->workflows->Stop();
 }
+
+WorkflowManager* Coordinator::workflows() { return parts_->workflows.get(); }
 
 }  // namespace collbench

@@ -17,6 +17,7 @@
 #include "server/core/run_manager.h"
 #include "server/core/watcher_limits.h"
 #include "server/metrics/collective_labels.h"
+#include "server/workflows/workflow_manager.h"
 
 namespace collbench {
 
@@ -37,6 +38,7 @@ struct CoordinatorOptions {
   bool insecure_no_auth = false;
   size_t max_body_bytes = 1 << 20;  // REST request bodies
   RunManagerOptions run_manager;
+  WorkflowManagerOptions workflows;
   // Worker names forgotten (row and secret) before serving, so that a worker
   // that lost its secret can join anew (--forget-worker).
   std::vector<std::string> forget_workers;
@@ -69,6 +71,7 @@ class Coordinator {
   // Whether it serves without API tokens on purpose (--insecure-no-auth).
   bool insecure_no_auth() const;
   RunManager* manager() { return manager_.get(); }
+  WorkflowManager* workflows();
   // Blocks until Shutdown() is called from another thread.
   void Wait();
   void Shutdown();

@@ -179,6 +179,12 @@ absl::StatusOr<v1::Run> RunManager::CreateRun(const v1::RunSpec& spec,
   return created;
 }
 
+absl::Status RunManager::CheckRun(const v1::RunSpec& spec) {
+  absl::MutexLock lock(&mu_);
+  RETURN_IF_ERROR(ValidateRunSpec(spec, LimitsNow()));
+  return CheckFleetCanRunLocked(spec);
+}
+
 absl::Status RunManager::CheckFleetCanRunLocked(const v1::RunSpec& spec) {
   const std::vector<scheduling::WorkerInfo> workers = registry_->SchedulerWorkers();
   // With no workers yet, queue and wait rather than reject.

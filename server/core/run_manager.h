@@ -168,6 +168,11 @@ class RunManager {
   // retry-after (admission.h), and nothing is stored.
   absl::StatusOr<v1::Run> CreateRun(const v1::RunSpec& spec, const std::string& request_id,
                                     absl::Time now, absl::string_view caller = "");
+  // What CreateRun checks of `spec` before it queues (validation and
+  // whether any placement on the registered workers could run it), with no
+  // admission and nothing stored: a workflow checks every run it will make
+  // before it makes the first.
+  absl::Status CheckRun(const v1::RunSpec& spec);
   absl::StatusOr<v1::Run> GetRun(absl::string_view name);
   absl::StatusOr<Store::RunPage> ListRuns(int page_size, absl::string_view page_token,
                                           v1::RunState state);

@@ -46,10 +46,11 @@
 #include "server/core/watch_feed.h"
 #include "server/core/watch_hub.h"
 #include "server/core/watcher_limits.h"
+#include "server/rest/sse_source.h"
 
 namespace collbench {
 
-class EventStream final : public RunEventSink {
+class EventStream final : public RunEventSink, public SseSource {
  public:
   // Watches the run named `run_name` ("runs/{id}"). The run's error (e.g.
   // NotFound) when it cannot be read.
@@ -61,25 +62,21 @@ class EventStream final : public RunEventSink {
   void OnEvent(const v1::RunEvent& event) override;
   void OnEnd() override;
 
-  // What to write next.
-  struct Chunk {
-    std::string text;   // whole SSE events or a keep-alive comment; may be ""
-    bool last = false;  // nothing follows: end the response after `text`
-  };
+  using Chunk = SseSource::Chunk;
   // Blocks until an event is queued, the stream ends or is closed, or
   // `keepalive` passed (then `text` is a keep-alive comment).
   Chunk Next();
   // What is queued now, without waiting (`text` may be "").
-  Chunk Take();
+  Chunk Take() override;
   // Called, with no lock of the caller's held, whenever there is something
   // to Take(); nullptr stops the calls (before the callee goes away).
-  void SetNotify(std::function<void()> notify);
+  void SetNotify(std::function<void()> notify) override;
 
   // Ends the stream at once (server shutdown): Next() returns what is
   // queued with `last` set.
-  void Close();
+  void Close() override;
   // Stops receiving events from the hub. Idempotent.
-  void Detach();
+  void Detach() override;
 
   const std::string& run() const { return run_; }
 

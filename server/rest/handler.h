@@ -19,7 +19,8 @@
 
 namespace collbench {
 
-class EventStream;
+class SseSource;
+class WorkflowManager;
 class UiSessions;
 
 // One request. Query parameter names are in snake_case (the dispatcher
@@ -41,12 +42,13 @@ struct RestReply {
   std::map<std::string, std::string> headers;
   // When set, the answer is `text/event-stream` fed from this stream and
   // `body` is unused.
-  std::shared_ptr<EventStream> stream;
+  std::shared_ptr<SseSource> stream;
 };
 
 // What handlers may use. Pointers are not owned and outlive every request.
 struct RestContext {
   RunManager* manager = nullptr;
+  WorkflowManager* workflows = nullptr;  // may be null: no workflow routes answer
   WatchHub* hub = nullptr;
   std::function<std::string()> metrics_text;     // may be empty
   std::function<bool()> ready;                   // may be empty: always ready

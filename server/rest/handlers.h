@@ -20,6 +20,16 @@ RestReply GetRunResults(const RestContext& context, const RestRequest& request);
 RestReply WatchRun(const RestContext& context, const RestRequest& request);
 
 // Workers and the service itself (service_handlers.cc).
+RestReply CreateWorkflow(const RestContext& context, const RestRequest& request);
+RestReply ListWorkflows(const RestContext& context, const RestRequest& request);
+RestReply GetWorkflow(const RestContext& context, const RestRequest& request);
+RestReply CancelWorkflow(const RestContext& context, const RestRequest& request);
+RestReply DeleteWorkflow(const RestContext& context, const RestRequest& request);
+RestReply GetWorkflowReport(const RestContext& context, const RestRequest& request);
+RestReply WatchWorkflow(const RestContext& context, const RestRequest& request);
+RestReply UiWorkflows(const RestContext& context, const RestRequest& request);
+RestReply UiWorkflow(const RestContext& context, const RestRequest& request);
+RestReply UiWorkflowReport(const RestContext& context, const RestRequest& request);
 RestReply ListWorkers(const RestContext& context, const RestRequest& request);
 RestReply GetWorker(const RestContext& context, const RestRequest& request);
 RestReply DrainWorker(const RestContext& context, const RestRequest& request);

@@ -176,6 +176,7 @@ class HttpServerImpl final : public HttpServer {
       : options_(options), deps_(std::move(deps)), sessions_(options.ui_sessions) {
     context_.manager = deps_.manager;
     context_.hub = deps_.hub;
+    context_.workflows = deps_.workflows;
     context_.metrics_text = deps_.metrics_text;
     context_.ready = deps_.ready;
     context_.keepalive = options_.event_keepalive;

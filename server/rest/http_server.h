@@ -67,10 +67,13 @@ struct HttpServerOptions {
   UiSessionOptions ui_sessions;
 };
 
+class WorkflowManager;
+
 struct HttpServerDependencies {
   // Not owned; all outlive the server.
   RunManager* manager = nullptr;
   WatchHub* hub = nullptr;
+  WorkflowManager* workflows = nullptr;  // may be null: /v1/workflows answers 503
   const Authorizer* authorizer = nullptr;
   // Bounds event streams, with gRPC's WatchRun; may be null: no limits.
   WatcherLimits* watchers = nullptr;

@@ -256,4 +256,10 @@ std::string SnakeCase(absl::string_view name) {
   return out;
 }
 
+absl::StatusOr<std::unique_ptr<WatcherSlot>> AcquireWatcherSlot(const RestContext& context,
+                                                                const RestRequest& request) {
+  if (context.watchers == nullptr) return std::unique_ptr<WatcherSlot>();
+  return context.watchers->Acquire(request.caller);
+}
+
 }  // namespace collbench

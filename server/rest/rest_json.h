@@ -15,6 +15,7 @@
 #define COLLBENCH_SERVER_REST_REST_JSON_H_
 
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <utility>
 #include <vector>
@@ -77,6 +78,11 @@ std::string QueryString(const RestRequest& request, const std::string& name);
 // first '=' to the next '&'. InvalidArgument for a malformed %-escape.
 absl::StatusOr<std::vector<std::pair<std::string, std::string>>> ParseQueryString(
     absl::string_view query);
+
+// The caller's place among the event-stream watchers (null when the server
+// has no watcher limits), or the refusal (429) to answer with.
+absl::StatusOr<std::unique_ptr<WatcherSlot>> AcquireWatcherSlot(const RestContext& context,
+                                                                const RestRequest& request);
 
 // "pageSize" -> "page_size"; snake_case names are returned unchanged.
 std::string SnakeCase(absl::string_view name);

@@ -81,16 +81,11 @@ RestReply GetRunResults(const RestContext& context, const RestRequest& request) 
 }
 
 RestReply WatchRun(const RestContext& context, const RestRequest& request) {
-  std::unique_ptr<WatcherSlot> slot;
-  if (context.watchers != nullptr) {
-    absl::StatusOr<std::unique_ptr<WatcherSlot>> acquired =
-        context.watchers->Acquire(request.caller);
-    if (!acquired.ok()) return ErrorReply(acquired.status());
-    slot = *std::move(acquired);
-  }
+  absl::StatusOr<std::unique_ptr<WatcherSlot>> slot = AcquireWatcherSlot(context, request);
+  if (!slot.ok()) return ErrorReply(slot.status());
   absl::StatusOr<std::shared_ptr<EventStream>> stream =
       EventStream::Open(*context.manager, *context.hub, RunName(request), context.keepalive,
-                        context.watchers, std::move(slot));
+                        context.watchers, *std::move(slot));
   if (!stream.ok()) return ErrorReply(stream.status());
   RestReply reply;
   reply.content_type = "text/event-stream";

@@ -37,7 +37,7 @@ SseWriter::~SseWriter() {
 
 void SseWriter::Start(evhttp_request* req, int http_status,
                       const std::map<std::string, std::string>& headers,
-                      std::shared_ptr<EventStream> events) {
+                      std::shared_ptr<SseSource> events) {
   evhttp_connection* connection = evhttp_request_get_connection(req);
   evkeyvalq* out = evhttp_request_get_output_headers(req);
   evhttp_add_header(out, "Content-Type", "text/event-stream");
@@ -91,7 +91,7 @@ void SseWriter::PumpReady() {
 
 void SseWriter::Pump(Stream& s) {
   if (s.writing || s.ended) return;
-  EventStream::Chunk chunk = s.events->Take();
+  SseSource::Chunk chunk = s.events->Take();
   if (!chunk.text.empty()) WriteChunk(s, chunk.text);
   if (!chunk.last) return;
   s.ended = true;

@@ -27,7 +27,7 @@
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
 #include "server/rest/event_loop.h"
-#include "server/rest/event_stream.h"
+#include "server/rest/sse_source.h"
 
 struct event;
 struct evhttp_connection;
@@ -45,7 +45,7 @@ class SseWriter {
   // Answers `req` with `http_status`, `headers` and then `stream` until it
   // ends.
   void Start(evhttp_request* req, int http_status, const std::map<std::string, std::string>& headers,
-             std::shared_ptr<EventStream> stream);
+             std::shared_ptr<SseSource> stream);
   // Ends every stream with its final chunk, now and from now on (a stream
   // started later ends at once).
   void CloseAll();
@@ -62,7 +62,7 @@ class SseWriter {
     uint64_t id;
     evhttp_request* req;
     evhttp_connection* connection;
-    std::shared_ptr<EventStream> events;
+    std::shared_ptr<SseSource> events;
     bool writing = false;  // a chunk is on its way; take nothing more
     bool ended = false;    // the final chunk was queued
     absl::Time last_output;

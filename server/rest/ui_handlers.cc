@@ -30,7 +30,7 @@ namespace collbench::rest_handlers {
 namespace {
 
 constexpr char kNav[] =
-    "<a href=\"/ui/\">runs</a><a href=\"/ui/login\">token</a>"
+    "<a href=\"/ui/\">runs</a><a href=\"/ui/workflows\">workflows</a><a href=\"/ui/login\">token</a>"
     "<form class=\"logout\" method=\"post\" action=\"/ui/logout\">"
     "<button type=\"submit\">sign out</button></form>";
 // The runs tables' head; RunRow() fills them.

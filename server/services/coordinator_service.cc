@@ -4,6 +4,7 @@
 
 #include "absl/time/clock.h"
 #include "api/status_mapping.h"
+#include "server/services/unary_reply.h"
 #include "server/core/admission.h"
 #include "server/core/listing.h"
 #include "server/services/watch_reactor.h"
@@ -11,29 +12,9 @@
 namespace collbench {
 namespace {
 
-// Answers a unary call with `status`, copying `value` into the response.
-template <typename T>
-grpc::ServerUnaryReactor* Reply(grpc::CallbackServerContext* context,
-                                const absl::StatusOr<T>& value, T* response) {
-  grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
-  if (value.ok()) *response = *value;
-  reactor->Finish(ToGrpcStatus(value.status()));
-  return reactor;
-}
-
-grpc::ServerUnaryReactor* Fail(grpc::CallbackServerContext* context, const absl::Status& status) {
-  grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
-  reactor->Finish(ToGrpcStatus(status));
-  return reactor;
-}
-
-// The call's `authorization` metadata, empty without one.
-absl::string_view AuthorizationOf(const grpc::CallbackServerContext* context) {
-  const auto& metadata = context->client_metadata();
-  auto it = metadata.find("authorization");
-  return it == metadata.end() ? absl::string_view()
-                              : absl::string_view(it->second.data(), it->second.size());
-}
+using service_reply::AuthorizationOf;
+using service_reply::Fail;
+using service_reply::Reply;
 
 // Ends a WatchRun that may not start.
 class RefusedWatch final : public grpc::ServerWriteReactor<v1::RunEvent> {

@@ -12,6 +12,7 @@
 #include "server/core/run_manager.h"
 #include "server/core/watch_hub.h"
 #include "server/core/watcher_limits.h"
+#include "server/workflows/workflow_manager.h"
 
 namespace collbench {
 
@@ -19,9 +20,14 @@ class CoordinatorService final : public v1::Coordinator::CallbackService {
  public:
   // None is owned; all outlive the service.
   // `limits` bounds WatchRun streams (shared with the REST event streams).
+  // `workflows` may be null: the workflow methods answer UNAVAILABLE.
   CoordinatorService(RunManager* manager, WatchHub* hub, const Authorizer* authorizer,
-                     WatcherLimits* limits)
-      : manager_(manager), hub_(hub), authorizer_(authorizer), limits_(limits) {}
+                     WatcherLimits* limits, WorkflowManager* workflows = nullptr)
+      : manager_(manager),
+        hub_(hub),
+        authorizer_(authorizer),
+        limits_(limits),
+        workflows_(workflows) {}
 
   grpc::ServerUnaryReactor* CreateRun(grpc::CallbackServerContext* context,
                                       const v1::CreateRunRequest* request,
@@ -58,6 +64,29 @@ class CoordinatorService final : public v1::Coordinator::CallbackService {
                                          const v1::DeleteWorkerRequest* request,
                                          google::protobuf::Empty* response) override;
 
+  // Workflows (workflow_methods.cc): reads need a read token, the rest an
+  // operator token.
+  grpc::ServerUnaryReactor* CreateWorkflow(grpc::CallbackServerContext* context,
+                                           const v1::CreateWorkflowRequest* request,
+                                           v1::Workflow* response) override;
+  grpc::ServerUnaryReactor* GetWorkflow(grpc::CallbackServerContext* context,
+                                        const v1::GetWorkflowRequest* request,
+                                        v1::Workflow* response) override;
+  grpc::ServerUnaryReactor* ListWorkflows(grpc::CallbackServerContext* context,
+                                          const v1::ListWorkflowsRequest* request,
+                                          v1::ListWorkflowsResponse* response) override;
+  grpc::ServerUnaryReactor* CancelWorkflow(grpc::CallbackServerContext* context,
+                                           const v1::CancelWorkflowRequest* request,
+                                           v1::Workflow* response) override;
+  grpc::ServerUnaryReactor* DeleteWorkflow(grpc::CallbackServerContext* context,
+                                           const v1::DeleteWorkflowRequest* request,
+                                           google::protobuf::Empty* response) override;
+  grpc::ServerWriteReactor<v1::WorkflowEvent>* WatchWorkflow(
+      grpc::CallbackServerContext* context, const v1::WatchWorkflowRequest* request) override;
+  grpc::ServerUnaryReactor* GetWorkflowReport(grpc::CallbackServerContext* context,
+                                              const v1::GetWorkflowReportRequest* request,
+                                              v1::WorkflowReport* response) override;
+
  private:
   absl::Status Authorize(const grpc::CallbackServerContext* context, Role needed) const;
   // A reactor already finished with the refusal, or nullptr when allowed.
@@ -67,6 +96,7 @@ class CoordinatorService final : public v1::Coordinator::CallbackService {
   WatchHub* const hub_;
   const Authorizer* const authorizer_;
   WatcherLimits* const limits_;
+  WorkflowManager* const workflows_;
 };
 
 }  // namespace collbench

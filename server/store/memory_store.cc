@@ -226,6 +226,46 @@ class MemoryStore final : public Store {
     return absl::OkStatus();
   }
 
+  absl::Status PutWorkflow(const v1::Workflow& workflow) override {
+    RETURN_IF_ERROR(store_internal::ValidateWorkflowName(workflow.name()));
+    absl::MutexLock lock(&mu_);
+    workflows_[workflow.name()] = workflow;
+    return absl::OkStatus();
+  }
+
+  absl::StatusOr<std::vector<v1::Workflow>> ListWorkflows() override {
+    absl::MutexLock lock(&mu_);
+    std::vector<v1::Workflow> out;
+    for (const auto& [name, workflow] : workflows_) out.push_back(workflow);
+    store_internal::SortWorkflowsNewestFirst(&out);
+    return out;
+  }
+
+  absl::Status PutWorkflowReport(absl::string_view name, const std::string& html) override {
+    absl::MutexLock lock(&mu_);
+    if (!workflows_.contains(name)) return store_internal::WorkflowNotFound(name);
+    reports_[std::string(name)] = html;
+    return absl::OkStatus();
+  }
+
+  absl::StatusOr<std::string> GetWorkflowReport(absl::string_view name) override {
+    absl::MutexLock lock(&mu_);
+    auto it = reports_.find(name);
+    if (it == reports_.end()) {
+      return absl::NotFoundError(absl::StrCat("workflow ", name, " has no stored report"));
+    }
+    return it->second;
+  }
+
+  absl::Status DeleteWorkflow(absl::string_view name) override {
+    absl::MutexLock lock(&mu_);
+    auto it = workflows_.find(name);
+    if (it == workflows_.end()) return store_internal::WorkflowNotFound(name);
+    workflows_.erase(it);
+    if (auto report = reports_.find(name); report != reports_.end()) reports_.erase(report);
+    return absl::OkStatus();
+  }
+
  private:
   // AlreadyExists if another run than `run` holds its (non-empty) request id.
   absl::Status CheckRequestIdFree(const v1::Run& run)
@@ -275,6 +315,8 @@ class MemoryStore final : public Store {
       ABSL_GUARDED_BY(mu_);
   std::map<std::string, v1::Worker> workers_ ABSL_GUARDED_BY(mu_);
   std::map<std::string, std::string> secret_hashes_ ABSL_GUARDED_BY(mu_);
+  std::map<std::string, v1::Workflow, std::less<>> workflows_ ABSL_GUARDED_BY(mu_);
+  std::map<std::string, std::string, std::less<>> reports_ ABSL_GUARDED_BY(mu_);
 };
 
 }  // namespace

@@ -87,6 +87,15 @@ CREATE TABLE worker_credentials (
 ALTER TABLE runs ADD COLUMN sizes_done INTEGER NOT NULL DEFAULT 0;
 ALTER TABLE runs ADD COLUMN wrong INTEGER NOT NULL DEFAULT 0;
 )sql",
+    R"sql(
+CREATE TABLE workflows (
+  name TEXT PRIMARY KEY,            -- workflows/{id}
+  create_time_ns INTEGER NOT NULL,
+  state INTEGER NOT NULL,           -- collbench.v1.WorkflowState
+  data BLOB NOT NULL,               -- serialized collbench.v1.Workflow
+  report BLOB                       -- a report workflow's HTML page
+);
+)sql",
 };
 constexpr int kSchemaVersion = std::size(kMigrations);
 
@@ -113,7 +122,8 @@ struct Statements {
       add_progress, list_results,
       upsert_worker, list_workers, set_secret_hash, list_secret_hashes,
       delete_worker_row, delete_secret_hash, list_finished_runs, delete_results,
-      delete_run;
+      delete_run, put_workflow, list_workflows, put_workflow_report, get_workflow_report,
+      delete_workflow;
 };
 
 // insert_run and update_run bind ?1 … ?11 in this order (BindRun, then
@@ -173,6 +183,13 @@ absl::StatusOr<Statements> PrepareStatements(sqlite3* db) {
        "ORDER BY create_time_ns DESC, name DESC"},
       {&s.delete_results, "DELETE FROM results WHERE run = ?1"},
       {&s.delete_run, "DELETE FROM runs WHERE name = ?1"},
+      {&s.put_workflow,
+       "INSERT INTO workflows (name, create_time_ns, state, data) VALUES (?1, ?2, ?3, ?4) "
+       "ON CONFLICT (name) DO UPDATE SET create_time_ns = ?2, state = ?3, data = ?4"},
+      {&s.list_workflows, "SELECT data FROM workflows ORDER BY create_time_ns DESC, name DESC"},
+      {&s.put_workflow_report, "UPDATE workflows SET report = ?2 WHERE name = ?1"},
+      {&s.get_workflow_report, "SELECT report FROM workflows WHERE name = ?1 AND report IS NOT NULL"},
+      {&s.delete_workflow, "DELETE FROM workflows WHERE name = ?1"},
   };
   for (const auto& [statement, sql] : all) {
     sqlite3_stmt* raw = nullptr;
@@ -548,6 +565,54 @@ class SqliteStore final : public Store {
     if (changed[0] + changed[1] == 0) {
       return absl::NotFoundError(absl::StrCat("worker ", name, " is not stored"));
     }
+    return absl::OkStatus();
+  }
+
+  absl::Status PutWorkflow(const v1::Workflow& workflow) override {
+    RETURN_IF_ERROR(store_internal::ValidateWorkflowName(workflow.name()));
+    absl::MutexLock lock(&mu_);
+    Query query(db_.get(), statements_.put_workflow.get(), "put workflow");
+    query.Text(workflow.name())
+        .Int(store_internal::TimestampNs(workflow.create_time()))
+        .Int(workflow.state())
+        .Blob(workflow.SerializeAsString());
+    return Written(query.Execute().status());
+  }
+
+  absl::StatusOr<std::vector<v1::Workflow>> ListWorkflows() override {
+    return Read([](sqlite3* db, const Statements& s) {
+      Query query(db, s.list_workflows.get(), "list workflows");
+      return ReadAll<v1::Workflow>(query, "workflow");
+    });
+  }
+
+  absl::Status PutWorkflowReport(absl::string_view name, const std::string& html) override {
+    absl::MutexLock lock(&mu_);
+    Query query(db_.get(), statements_.put_workflow_report.get(), "put workflow report");
+    query.Text(name).Blob(html);
+    absl::StatusOr<int> changed = query.Execute();
+    if (!changed.ok()) return Written(changed.status());
+    if (*changed == 0) return store_internal::WorkflowNotFound(name);
+    return absl::OkStatus();
+  }
+
+  absl::StatusOr<std::string> GetWorkflowReport(absl::string_view name) override {
+    return Read([&](sqlite3* db, const Statements& s) -> absl::StatusOr<std::string> {
+      Query query(db, s.get_workflow_report.get(), "get workflow report");
+      query.Text(name);
+      ASSIGN_OR_RETURN(const bool found, query.Step());
+      if (!found) {
+        return absl::NotFoundError(absl::StrCat("workflow ", name, " has no stored report"));
+      }
+      return query.ColumnText(0);
+    });
+  }
+
+  absl::Status DeleteWorkflow(absl::string_view name) override {
+    absl::MutexLock lock(&mu_);
+    ASSIGN_OR_RETURN(const std::vector<int> changed,
+                     DeleteLocked({statements_.delete_workflow.get()}, name, "delete workflow"));
+    if (changed[0] == 0) return store_internal::WorkflowNotFound(name);
     return absl::OkStatus();
   }
 

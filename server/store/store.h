@@ -25,6 +25,7 @@
 #include "absl/strings/string_view.h"
 #include "collbench/v1/run.pb.h"
 #include "collbench/v1/worker.pb.h"
+#include "collbench/v1/workflow.pb.h"
 
 namespace collbench {
 
@@ -182,6 +183,29 @@ class Store {
   // Forgets the worker: its row and its secret hash (an operator lets the
   // name join anew). NotFound naming it when neither is stored.
   virtual absl::Status DeleteWorker(absl::string_view name) = 0;
+
+  // ---- Workflows -----------------------------------------------------------
+  // Keyed by `name()` ("workflows/{id}"). Workflows are few (a person or a
+  // portal makes them, each of many runs), so the coordinator reads them
+  // all once at start and writes each change through.
+
+  // Stores `workflow`, replacing any workflow of that name (its report, if
+  // any, is kept). Durable when it returns. InvalidArgument unless the name
+  // is "workflows/{id}" with a non-empty id.
+  virtual absl::Status PutWorkflow(const v1::Workflow& workflow) = 0;
+
+  // Every stored workflow, newest first (create_time descending, then name).
+  virtual absl::StatusOr<std::vector<v1::Workflow>> ListWorkflows() = 0;
+
+  // The HTML page of a report workflow, kept apart from its row (pages are
+  // large; listings never read them). NotFound when the workflow is not
+  // stored (PutWorkflowReport) or has no page (GetWorkflowReport).
+  virtual absl::Status PutWorkflowReport(absl::string_view name, const std::string& html) = 0;
+  virtual absl::StatusOr<std::string> GetWorkflowReport(absl::string_view name) = 0;
+
+  // Deletes the workflow and its page; its runs stay. NotFound naming it
+  // when it is not stored.
+  virtual absl::Status DeleteWorkflow(absl::string_view name) = 0;
 };
 
 // An empty store in memory: the fake for tests. Never fails except on

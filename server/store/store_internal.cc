@@ -40,6 +40,22 @@ absl::Status ValidateWorkerName(absl::string_view name) {
   return ValidateName(name, "workers/", "worker");
 }
 
+absl::Status ValidateWorkflowName(absl::string_view name) {
+  return ValidateName(name, "workflows/", "workflow");
+}
+
+absl::Status WorkflowNotFound(absl::string_view name) {
+  return absl::NotFoundError(absl::StrCat("workflow ", name, " not found"));
+}
+
+void SortWorkflowsNewestFirst(std::vector<v1::Workflow>* workflows) {
+  std::sort(workflows->begin(), workflows->end(),
+            [](const v1::Workflow& a, const v1::Workflow& b) {
+              const int64_t ta = TimestampNs(a.create_time()), tb = TimestampNs(b.create_time());
+              return ta != tb ? ta > tb : a.name() > b.name();
+            });
+}
+
 absl::Status ValidateWorkerSecretHash(absl::string_view name, absl::string_view secret_hash) {
   if (absl::Status valid = ValidateWorkerName(name); !valid.ok()) return valid;
   if (secret_hash.empty()) return absl::InvalidArgumentError("secret_hash: must not be empty");

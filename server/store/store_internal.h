@@ -6,11 +6,13 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
 #include "collbench/v1/run.pb.h"
+#include "collbench/v1/workflow.pb.h"
 #include "google/protobuf/timestamp.pb.h"
 
 namespace collbench::store_internal {
@@ -19,6 +21,11 @@ namespace collbench::store_internal {
 absl::Status ValidateRunName(absl::string_view name);
 // OK if `name` is "workers/{id}" with a non-empty id, else InvalidArgument.
 absl::Status ValidateWorkerName(absl::string_view name);
+// InvalidArgument unless `name` is "workflows/{id}" with a non-empty id.
+absl::Status ValidateWorkflowName(absl::string_view name);
+absl::Status WorkflowNotFound(absl::string_view name);
+// Newest first, as ListWorkflows returns them.
+void SortWorkflowsNewestFirst(std::vector<v1::Workflow>* workflows);
 // SetWorkerSecretHash's arguments: a worker name and a non-empty hash.
 absl::Status ValidateWorkerSecretHash(absl::string_view name, absl::string_view secret_hash);
 

@@ -41,6 +41,19 @@ Cases:
           coordinator restarted with --retain-runs 1 deletes exactly the two
           older finished runs (and logs them), keeps the queued one, and the
           drain survived the restart.
+  workflows  a portal's workflows over REST only: a suite (container-parity,
+          ci profile) and an algorithm sweep of allreduce (Open MPI's
+          default, ring, recursive_doubling) created and watched over SSE
+          from the start (versions in order, cellsDone growing, the stream
+          ends after WORKFLOW_SUCCEEDED); every suite cell ran or names why
+          it was skipped; the sweep's advice tables and a tuning file or the
+          reason for none; advice over the sweep and a report over the suite,
+          whose page and the sweep's are fetched; refusals that store and
+          queue nothing (a typo in a matrix's operations names the field, a
+          read token, an unknown workflow), requestId retries (same spec:
+          the same workflow; another spec: 409), validateOnly; a matrix
+          cancelled while it runs leaves no run active, is refused deletion
+          while running (412) and deleted once ended.
 
 It reuses tests/integration/service/service_test.py's cluster (processes,
 ports, teardown, leak-safe subreaper). Each case prints one PASS/FAIL line.
@@ -406,12 +419,13 @@ class SseReader:
     """Reads `curl -N` of an event stream on a thread; keeps each event with
     the time it arrived."""
 
-    def __init__(self, c, path, token):
+    def __init__(self, c, path, token, headers_name="sse-headers"):
         self.events = []  # (arrival monotonic time, event name, data dict)
         self.lock = threading.Condition()
+        self.headers_path = os.path.join(c.dir, headers_name)
         self.proc = subprocess.Popen(
             ["curl", "-sS", "-N", "--max-time", "300", "-H", "Authorization: Bearer " + token,
-             "-D", os.path.join(c.dir, "sse-headers"), c.url(path)],
+             "-D", self.headers_path, c.url(path)],
             stdout=subprocess.PIPE, stderr=subprocess.PIPE)
         c.popens.append(self.proc)  # the teardown stops it on failure
         self.thread = threading.Thread(target=self._read, daemon=True)
@@ -852,6 +866,331 @@ def case_retention(c):
            "the queued run started on drained workers")
 
 
+# ---------------------------------------------------------------------------
+# Workflows: what a portal does with a coordinator, over REST only.
+
+FINAL_WORKFLOW_STATES = ("WORKFLOW_SUCCEEDED", "WORKFLOW_FAILED", "WORKFLOW_CANCELLED")
+ACTIVE_RUN_STATES = ("QUEUED", "SCHEDULED", "RUNNING")
+PORTAL_SUITE = {"suite": "container-parity", "profile": "ci"}
+
+
+def workflow_id(workflow):
+    expect(workflow["name"].startswith("workflows/"), "not a workflow name: %s" % workflow["name"])
+    return workflow["name"][len("workflows/"):]
+
+
+def list_workflows(c):
+    return c.call("GET", "/v1/workflows", READ).get("workflows", [])
+
+
+def list_runs(c):
+    return c.call("GET", "/v1/runs?page_size=1000", READ).get("runs", [])
+
+
+def create_workflow(c, spec_body, **extra):
+    body = dict({"spec": spec_body}, **extra)
+    workflow = c.call("POST", "/v1/workflows", OPERATOR, json.dumps(body))
+    log("created %s (%s, %s cells): %s" % (workflow["name"], workflow["kind"],
+                                          workflow["cellsTotal"], workflow["state"]))
+    return workflow
+
+
+def wait_workflow_final(c, wid, timeout):
+    def final():
+        workflow = c.call("GET", "/v1/workflows/" + wid, READ)
+        return workflow if workflow["state"] in FINAL_WORKFLOW_STATES else None
+    return poll("workflows/%s to end" % wid, final, timeout, 0.25)
+
+
+def workflow_failure(workflow):
+    """What to say when a workflow did not succeed: its error and its cells."""
+    return "%s ended %s: %s; cells: %s" % (
+        workflow["name"], workflow["state"], workflow.get("error"),
+        [(cell["label"], cell.get("run"), cell.get("state"), cell.get("skipped"),
+          cell.get("error")) for cell in workflow.get("cells", [])])
+
+
+def watch_workflow(c, wid):
+    return SseReader(c, "/v1/workflows/%s:watch" % wid, READ, headers_name="sse-headers-" + wid)
+
+
+def check_watched(c, reader, wid, timeout):
+    """The stream of a workflow watched since its create: versions in
+    increasing order, cellsDone never going back and growing, nothing final
+    before the last event, the last one WORKFLOW_SUCCEEDED, then the stream
+    ends. Returns the events' snapshots."""
+    name = "workflows/" + wid
+    reader.wait(lambda ev: any(d["snapshot"]["state"] in FINAL_WORKFLOW_STATES
+                               for _, _, d in ev), "%s to end (SSE)" % name, timeout)
+    code = reader.finish(15)
+    expect(code == 0, "curl of %s's event stream exited %d: %s" % (
+        name, code, reader.proc.stderr.read().decode(errors="replace")))
+    with open(reader.headers_path) as f:
+        headers = f.read().lower()
+    expect("content-type: text/event-stream" in headers, "SSE headers of %s: %s" % (name, headers))
+    events = reader.events
+    expect([n for _, n, _ in events] == ["workflow"] * len(events),
+           "%s's stream has events other than `workflow`: %s" % (name, [n for _, n, _ in events]))
+    snapshots = [d["snapshot"] for _, _, d in events]
+    for _, _, data in events:
+        expect(data["workflow"] == name and data["snapshot"]["name"] == name and data["time"],
+               "an event of %s names %s / %s (time %r)" % (
+                   name, data["workflow"], data["snapshot"]["name"], data.get("time")))
+    versions = [int(s["version"]) for s in snapshots]
+    done = [s["cellsDone"] for s in snapshots]
+    states = [s["state"] for s in snapshots]
+    log("%s: %d events, versions %s, cellsDone %s" % (name, len(events), versions, done))
+    expect(all(a < b for a, b in zip(versions, versions[1:])),
+           "%s's versions did not arrive in increasing order: %s" % (name, versions))
+    expect(all(a <= b for a, b in zip(done, done[1:])),
+           "%s's cellsDone went back: %s" % (name, done))
+    expect(len(events) >= 2 and done[0] < done[-1],
+           "%s's stream did not show its cells being done (cellsDone %s): opened too late or "
+           "replayed at the end" % (name, done))
+    expect(all(s not in FINAL_WORKFLOW_STATES for s in states[:-1]),
+           "%s's stream went on after a final state: %s" % (name, states))
+    expect(states[-1] == "WORKFLOW_SUCCEEDED", workflow_failure(snapshots[-1]))
+    expect(done[-1] == snapshots[-1]["cellsTotal"],
+           "%s succeeded with %s of %s cells done" % (name, done[-1], snapshots[-1]["cellsTotal"]))
+    return snapshots
+
+
+def expect_tuning_xor_refusal(workflow):
+    output = workflow["output"]
+    files = output.get("tuningFiles", [])
+    refusal = output.get("tuningRefusal", "")
+    expect(bool(files) != bool(refusal),
+           "%s: expected tuning files or a refusal, exactly one: files %s, refusal %r" % (
+               workflow["name"], [f["name"] for f in files], refusal))
+    for f in files:
+        expect(f["name"] and f["content"].strip(), "%s: an empty tuning file %s" % (
+            workflow["name"], f))
+    log("%s: %s" % (workflow["name"], "tuning files %s" % [f["name"] for f in files] if files
+                    else "no tuning file: %s" % refusal))
+
+
+def check_report_page(c, wid, must_contain):
+    report = c.call("GET", "/v1/workflows/%s/report" % wid, READ)
+    expect(set(report) >= {"title", "html"} and report["title"],
+           "the report of workflows/%s: %s" % (wid, list(report)))
+    html = report["html"]
+    expect(html.startswith("<!DOCTYPE html>"),
+           "the report of workflows/%s does not start with <!DOCTYPE html>: %r" % (wid, html[:80]))
+    for text in must_contain:
+        expect(text in html, "the report of workflows/%s (%s) does not name %s" % (
+            wid, report["title"], text))
+    log("report of workflows/%s: %r, %d bytes" % (wid, report["title"], len(html)))
+    return report
+
+
+def check_workflow_refusals(c):
+    """Refusals that store and queue nothing (with no workflow yet)."""
+    # A typo in a matrix's operations: 400 naming the field and the value.
+    matrix = {"matrix": {"base": spec(), "operations": ["allreduce", "allredcue"],
+                         "placements": ["spread"], "transports": ["tcp"]}}
+    expect_error(c, "POST", "/v1/workflows", OPERATOR, 400, "INVALID_ARGUMENT",
+                 "spec.matrix.operations", json.dumps({"spec": matrix}),
+                 message_part="'allredcue'")
+    # A read token creates nothing.
+    expect_error(c, "POST", "/v1/workflows", READ, 403, "PERMISSION_DENIED",
+                 body=json.dumps({"spec": {"suite": PORTAL_SUITE}}))
+    expect_error(c, "POST", "/v1/workflows", None, 401, "UNAUTHENTICATED",
+                 body=json.dumps({"spec": {"suite": PORTAL_SUITE}}))
+    # Other specs the plan refuses, naming the field.
+    for field, refused in (
+            ("spec.sweep.algorithms", {"sweep": {"base": spec(), "algorithms": ["rign"]}}),
+            ("spec.suite.suite", {"suite": {"suite": "no-such-suite"}}),
+            ("spec.advice.workflow", {"advice": {"workflow": "workflows/nope"}}),
+            ("spec", {})):
+        expect_error(c, "POST", "/v1/workflows", OPERATOR, 400, "INVALID_ARGUMENT", field,
+                     json.dumps({"spec": refused}))
+    # validateOnly: the plan (with the cells a portal shows before it
+    # commits), stored nowhere.
+    dry = c.call("POST", "/v1/workflows", OPERATOR,
+                 json.dumps({"spec": {"suite": PORTAL_SUITE}, "validateOnly": True}))
+    cells = dry.get("cells", [])
+    runnable = [cell["label"] for cell in cells if not cell.get("skipped")]
+    skipped = [(cell["label"], cell["skipped"]) for cell in cells if cell.get("skipped")]
+    log("validateOnly %s: %d cells, runnable %s, skipped %s" % (
+        dry["name"], len(cells), runnable, skipped))
+    expect(dry["kind"] == "suite" and cells and dry["cellsTotal"] == len(cells),
+           "validateOnly of the suite: %s" % {k: dry.get(k) for k in ("kind", "cellsTotal")})
+    expect(runnable, "validateOnly: no cell of %s runs on these workers: %s" % (
+        PORTAL_SUITE["suite"], skipped))
+    expect(dry["cellsDone"] == len(skipped),
+           "validateOnly: cellsDone %s, %d cells skipped" % (dry["cellsDone"], len(skipped)))
+    expect_error(c, "GET", "/v1/workflows/" + workflow_id(dry), READ, 404, "NOT_FOUND")
+    # Unknown workflows.
+    for method, path, token in (("GET", "/v1/workflows/nope", READ),
+                                ("GET", "/v1/workflows/nope:watch", READ),
+                                ("GET", "/v1/workflows/nope/report", READ),
+                                ("POST", "/v1/workflows/nope:cancel", OPERATOR),
+                                ("DELETE", "/v1/workflows/nope", OPERATOR)):
+        expect_error(c, method, path, token, 404, "NOT_FOUND")
+    expect(list_workflows(c) == [], "a refused or validate-only create stored a workflow: %s" % [
+        w["name"] for w in list_workflows(c)])
+    expect(list_runs(c) == [], "a refused or validate-only create queued a run: %s" % [
+        r["name"] for r in list_runs(c)])
+    return len(runnable)
+
+
+def check_suite_workflow(c, suite):
+    wid = workflow_id(suite)
+    cells = suite["cells"]
+    expect(suite["kind"] == "suite" and suite["state"] == "WORKFLOW_SUCCEEDED",
+           workflow_failure(suite))
+    ran = 0
+    for cell in cells:
+        if cell.get("skipped"):
+            expect(not cell.get("run"), "skipped cell %s has a run %s" % (cell["label"], cell["run"]))
+            continue
+        expect(cell.get("run", "").startswith("runs/") and cell["state"] == "SUCCEEDED",
+               "suite cell %s: neither a succeeded run nor a reason to skip it: %s" % (
+                   cell["label"], cell))
+        run = c.call("GET", "/v1/" + cell["run"], READ)
+        expect(run["state"] == "SUCCEEDED" and run["spec"]["labels"].get("suite-run") == wid,
+               "%s of suite cell %s: %s, labels %s" % (cell["run"], cell["label"], run["state"],
+                                                     run["spec"].get("labels")))
+        ran += 1
+    expect(ran > 0, "no cell of the suite ran")
+    output = suite["output"]
+    expect(output.get("tables"), "the suite workflow has no output tables")
+    expect(any(wid in line for line in output.get("header", [])),
+           "the suite's header does not name its run: %s" % output.get("header"))
+    log("suite %s: %d cells, %d ran, tables %s" % (
+        suite["name"], len(cells), ran, [t["id"] for t in output["tables"]]))
+    return [cell["run"] for cell in cells if cell.get("run")]
+
+
+def check_sweep_workflow(sweep, algorithms):
+    expect(sweep["kind"] == "sweep" and sweep["state"] == "WORKFLOW_SUCCEEDED",
+           workflow_failure(sweep))
+    labels = [cell["label"] for cell in sweep["cells"]]
+    expect([label.split(" ")[-1] for label in labels] == ["default"] + algorithms,
+           "the sweep's cells: %s" % labels)
+    for cell in sweep["cells"]:
+        expect(cell.get("run") and cell["state"] == "SUCCEEDED", "sweep cell %s" % cell)
+    tables = [t["id"] for t in sweep["output"].get("tables", [])]
+    expect("advice-allreduce-2" in tables, "the sweep's output has no advice table: %s" % tables)
+    expect_tuning_xor_refusal(sweep)
+    return [cell["run"] for cell in sweep["cells"]]
+
+
+def check_cancel_workflow(c):
+    """A matrix of long runs, cancelled while its first run runs."""
+    long_base = spec(sizes=("1048576",), iters=100000)
+    matrix = c.call("POST", "/v1/workflows", OPERATOR, json.dumps({"spec": {"matrix": {
+        "base": long_base, "operations": ["allreduce", "bcast", "gather"],
+        "placements": ["spread"], "transports": ["tcp"]}}}))
+    wid = workflow_id(matrix)
+    expect(matrix["cellsTotal"] == 3 and not any(cell.get("skipped") for cell in matrix["cells"]),
+           "the matrix to cancel: %s" % workflow_failure(matrix))
+
+    def first_run_running():
+        now = c.call("GET", "/v1/workflows/" + wid, READ)
+        expect(now["state"] not in FINAL_WORKFLOW_STATES, workflow_failure(now))
+        return now if now["state"] == "WORKFLOW_RUNNING" and now["cells"][0].get(
+            "state") == "RUNNING" else None
+    running = poll("workflows/%s's first run to run" % wid, first_run_running, 60, 0.25)
+    expect_error(c, "DELETE", "/v1/workflows/" + wid, OPERATOR, 412, "FAILED_PRECONDITION",
+                 message_part="cancel it first")
+    expect(c.call("GET", "/v1/workflows/" + wid, READ)["state"] == "WORKFLOW_RUNNING",
+           "the refused delete changed the running workflow")
+    cancelled = c.call("POST", "/v1/workflows/%s:cancel" % wid, OPERATOR)
+    expect(cancelled["name"] == running["name"], "cancel answered %s" % cancelled["name"])
+    final = wait_workflow_final(c, wid, 30)
+    expect(final["state"] == "WORKFLOW_CANCELLED", workflow_failure(final))
+    # The moment it reads CANCELLED, none of its runs is left to run.
+    runs = list_runs(c)
+    active = [(r["name"], r["state"]) for r in runs if r["state"] in ACTIVE_RUN_STATES]
+    expect(not active, "runs still active after workflows/%s was cancelled: %s" % (wid, active))
+    mine = [r for r in runs if r["spec"].get("labels", {}).get("workflow") == wid]
+    expect(len(mine) >= 1 and any(r["state"] == "CANCELLED" for r in mine),
+           "workflows/%s's runs: %s" % (wid, [(r["name"], r["state"]) for r in mine]))
+    for cell in final["cells"]:
+        expect(cell.get("state", "RUN_STATE_UNSPECIFIED") not in ACTIVE_RUN_STATES,
+               "cell %s of the cancelled workflow is %s" % (cell["label"], cell["state"]))
+    log("workflows/%s cancelled: runs %s" % (wid, [(r["name"], r["state"]) for r in mine]))
+    expect_error(c, "POST", "/v1/workflows/%s:cancel" % wid, OPERATOR, 412, "FAILED_PRECONDITION")
+    # Ended: deleted (its runs stay), then gone.
+    expect(c.call("DELETE", "/v1/workflows/" + wid, OPERATOR) == {},
+           "DELETE of a finished workflow answers no empty object")
+    expect_error(c, "GET", "/v1/workflows/" + wid, READ, 404, "NOT_FOUND")
+    expect_error(c, "DELETE", "/v1/workflows/" + wid, OPERATOR, 404, "NOT_FOUND")
+    for r in mine:
+        expect(c.call("GET", "/v1/" + r["name"], READ)["name"] == r["name"],
+               "deleting the workflow deleted its run %s" % r["name"])
+
+
+def case_workflows(c):
+    c.start_coordinator()
+    c.start_workers(2, slots=1)
+    started = time.monotonic()
+    runnable = check_workflow_refusals(c)
+    # A suite and a sweep, as a portal starts them: create, then watch at once.
+    suite = create_workflow(c, {"suite": PORTAL_SUITE}, requestId="portal-suite")
+    suite_id = workflow_id(suite)
+    suite_watch = watch_workflow(c, suite_id)
+    algorithms = ["ring", "recursive_doubling"]
+    sweep_spec = {"sweep": {"base": spec(iters=200), "algorithms": algorithms}}
+    sweep = create_workflow(c, sweep_spec, requestId="portal-sweep")
+    sweep_id = workflow_id(sweep)
+    sweep_watch = watch_workflow(c, sweep_id)
+    expect(suite["kind"] == "suite" and sweep["kind"] == "sweep" and
+           suite["state"] in ("WORKFLOW_QUEUED", "WORKFLOW_RUNNING"),
+           "created: %s %s, %s %s" % (suite["kind"], suite["state"], sweep["kind"], sweep["state"]))
+    expect(len([cell for cell in suite["cells"] if not cell.get("skipped")]) == runnable,
+           "the suite's create planned other cells than its validateOnly")
+    # Retries: the same requestId and spec is the same workflow; another
+    # spec under it is refused and stores nothing.
+    again = c.call("POST", "/v1/workflows", OPERATOR,
+                   json.dumps({"spec": sweep_spec, "requestId": "portal-sweep"}))
+    expect(again["name"] == sweep["name"], "the retry made %s, not %s" % (
+        again["name"], sweep["name"]))
+    other = {"sweep": {"base": spec(iters=200), "algorithms": ["ring"]}}
+    expect_error(c, "POST", "/v1/workflows", OPERATOR, 409, "ALREADY_EXISTS",
+                 body=json.dumps({"spec": other, "requestId": "portal-sweep"}),
+                 message_part="portal-sweep")
+    names = sorted(w["name"] for w in list_workflows(c))
+    expect(names == sorted([suite["name"], sweep["name"]]), "workflows after the retries: %s" % names)
+    # Both run to the end, streamed as they go.
+    check_watched(c, suite_watch, suite_id, 150)
+    check_watched(c, sweep_watch, sweep_id, 90)
+    log("suite and sweep done after %.1f s" % (time.monotonic() - started))
+    suite = c.call("GET", "/v1/workflows/" + suite_id, READ)
+    suite_runs = check_suite_workflow(c, suite)
+    sweep = c.call("GET", "/v1/workflows/" + sweep_id, READ)
+    sweep_runs = check_sweep_workflow(sweep, algorithms)
+    # A watch of a finished workflow: its last version, then the end.
+    late = watch_workflow(c, sweep_id)
+    expect(late.finish(15) == 0 and [int(d["snapshot"]["version"]) for _, _, d in late.events] ==
+           [int(sweep["version"])], "a watch of the finished sweep: %s" % [
+               (n, d["snapshot"]["version"]) for _, n, d in late.events])
+    # Advice over the sweep, a report over the suite.
+    advice = create_workflow(c, {"advice": {"workflow": sweep["name"]}})
+    report = create_workflow(c, {"report": {"workflow": suite["name"]}})
+    advice = wait_workflow_final(c, workflow_id(advice), 60)
+    expect(advice["kind"] == "advice" and advice["state"] == "WORKFLOW_SUCCEEDED",
+           workflow_failure(advice))
+    expect(any(t["id"] == "advice-allreduce-2" for t in advice["output"].get("tables", [])),
+           "the advice has no advice table: %s" % [t["id"] for t in advice["output"]["tables"]])
+    expect_tuning_xor_refusal(advice)
+    report = wait_workflow_final(c, workflow_id(report), 60)
+    expect(report["kind"] == "report" and report["state"] == "WORKFLOW_SUCCEEDED" and
+           report["output"].get("hasReport") is True, workflow_failure(report))
+    check_report_page(c, workflow_id(report), [PORTAL_SUITE["suite"], suite_id])
+    check_report_page(c, sweep_id, sweep_runs)
+    log("the suite's runs: %s" % suite_runs)
+    listed = c.call("GET", "/v1/workflows?filter=kind=sweep", READ)["workflows"]
+    expect([w["name"] for w in listed] == [sweep["name"]], "kind=sweep lists %s" % [
+        w["name"] for w in listed])
+    # Nothing left active, then a workflow cancelled while it runs.
+    expect(not [r["name"] for r in list_runs(c) if r["state"] in ACTIVE_RUN_STATES],
+           "runs still active after every workflow ended")
+    check_cancel_workflow(c)
+    log("case done after %.1f s" % (time.monotonic() - started))
+
+
 CASES = {
     "routes": case_routes,
     "watch": case_watch,
@@ -860,6 +1199,7 @@ CASES = {
     "watchers": case_watchers,
     "lifecycle": case_lifecycle,
     "retention": case_retention,
+    "workflows": case_workflows,
 }
 
 

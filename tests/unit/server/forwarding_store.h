@@ -57,6 +57,21 @@ class ForwardingStore : public Store {
     return inner_->ListWorkerSecretHashes();
   }
   absl::Status DeleteWorker(absl::string_view name) override { return inner_->DeleteWorker(name); }
+  absl::Status PutWorkflow(const v1::Workflow& workflow) override {
+    return inner_->PutWorkflow(workflow);
+  }
+  absl::StatusOr<std::vector<v1::Workflow>> ListWorkflows() override {
+    return inner_->ListWorkflows();
+  }
+  absl::Status PutWorkflowReport(absl::string_view name, const std::string& html) override {
+    return inner_->PutWorkflowReport(name, html);
+  }
+  absl::StatusOr<std::string> GetWorkflowReport(absl::string_view name) override {
+    return inner_->GetWorkflowReport(name);
+  }
+  absl::Status DeleteWorkflow(absl::string_view name) override {
+    return inner_->DeleteWorkflow(name);
+  }
 
  private:
   std::unique_ptr<Store> inner_ = NewMemoryStore();

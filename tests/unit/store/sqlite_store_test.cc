@@ -145,11 +145,11 @@ TEST_F(SqliteStoreTest, SchemaVersionIsRecordedOnce) {
   ASSERT_NE(Open(), nullptr);
   EXPECT_EQ(QueryDirectly("SELECT COUNT(*) || ':' || MAX(version) "
                           "FROM schema_version"),
-            "3:3");
+            "4:4");
 }
 
 // A store file of schema 2 (progress only inside each run's serialized
-// row) opens as schema 3 with every run's progress where it was.
+// row) opens as the current schema with every run's progress where it was.
 TEST_F(SqliteStoreTest, Schema2FileKeepsItsRunsProgress) {
   v1::Run run = MakeRun(1, 10, v1::SUCCEEDED);
   run.set_sizes_done(5);
@@ -162,15 +162,46 @@ TEST_F(SqliteStoreTest, Schema2FileKeepsItsRunsProgress) {
   // Back to what schema 2 had: no progress columns, version 2.
   QueryDirectly("ALTER TABLE runs DROP COLUMN sizes_done");
   QueryDirectly("ALTER TABLE runs DROP COLUMN wrong");
-  QueryDirectly("DELETE FROM schema_version WHERE version = 3");
+  QueryDirectly("DROP TABLE workflows");
+  QueryDirectly("DELETE FROM schema_version WHERE version >= 3");
   ASSERT_EQ(QueryDirectly("SELECT MAX(version) FROM schema_version"), "2");
   std::unique_ptr<Store> store = Open();
   ASSERT_NE(store, nullptr);
-  EXPECT_EQ(QueryDirectly("SELECT MAX(version) FROM schema_version"), "3");
+  EXPECT_EQ(QueryDirectly("SELECT MAX(version) FROM schema_version"), "4");
   EXPECT_EQ(store->GetRun(run.name())->DebugString(), run.DebugString());
   // And counting goes on from there.
   ASSERT_TRUE(store->AddResults({{run.name(), MakeResult(5, 8)}}).ok());
   EXPECT_EQ(store->GetRun(run.name())->sizes_done(), 6);
+}
+
+// Workflows and a report's page are kept across a reopen (a coordinator
+// restart), and a schema-3 file gains the workflows table.
+TEST_F(SqliteStoreTest, WorkflowsSurviveAReopen) {
+  v1::Workflow workflow;
+  workflow.set_name("workflows/suite-1");
+  workflow.set_state(v1::WORKFLOW_RUNNING);
+  workflow.add_cells()->set_label("a");
+  {
+    std::unique_ptr<Store> store = Open();
+    ASSERT_NE(store, nullptr);
+    ASSERT_TRUE(store->PutWorkflow(workflow).ok());
+    ASSERT_TRUE(store->PutWorkflowReport(workflow.name(), "<!DOCTYPE html>page").ok());
+  }
+  std::unique_ptr<Store> store = Open();
+  ASSERT_NE(store, nullptr);
+  absl::StatusOr<std::vector<v1::Workflow>> listed = store->ListWorkflows();
+  ASSERT_TRUE(listed.ok()) << listed.status();
+  ASSERT_EQ(listed->size(), 1u);
+  EXPECT_EQ((*listed)[0].DebugString(), workflow.DebugString());
+  EXPECT_EQ(*store->GetWorkflowReport(workflow.name()), "<!DOCTYPE html>page");
+
+  store.reset();
+  QueryDirectly("DROP TABLE workflows");
+  QueryDirectly("DELETE FROM schema_version WHERE version = 4");
+  store = Open();
+  ASSERT_NE(store, nullptr);
+  EXPECT_EQ(QueryDirectly("SELECT MAX(version) FROM schema_version"), "4");
+  EXPECT_TRUE(store->ListWorkflows()->empty());
 }
 
 TEST_F(SqliteStoreTest, NewerSchemaIsFailedPrecondition) {

@@ -502,6 +502,42 @@ TEST_P(StoreContractTest, FinishedRunsAreListedNewestFirstWithTheirTimes) {
   EXPECT_EQ(finished[0].end_time_ns, 0);
 }
 
+// Workflows: written through whole on every change, listed newest first,
+// a report's page apart from the row, deleted with its page.
+TEST_P(StoreContractTest, WorkflowsAreKeptWholeAndListedNewestFirst) {
+  auto make = [](const std::string& name, int64_t seconds) {
+    v1::Workflow w;
+    w.set_name(name);
+    w.mutable_create_time()->set_seconds(seconds);
+    w.set_kind("sweep");
+    return w;
+  };
+  ASSERT_TRUE(store_->PutWorkflow(make("workflows/a", 10)).ok());
+  ASSERT_TRUE(store_->PutWorkflow(make("workflows/b", 20)).ok());
+  v1::Workflow changed = make("workflows/a", 10);
+  changed.set_state(v1::WORKFLOW_SUCCEEDED);
+  changed.set_version(7);
+  ASSERT_TRUE(store_->PutWorkflow(changed).ok());
+  std::vector<v1::Workflow> listed = store_->ListWorkflows().value();
+  ASSERT_EQ(listed.size(), 2u);
+  EXPECT_EQ(listed[0].name(), "workflows/b");
+  EXPECT_TRUE(Same(listed[1], changed));
+
+  EXPECT_EQ(store_->GetWorkflowReport("workflows/a").status().code(),
+            absl::StatusCode::kNotFound);
+  EXPECT_EQ(store_->PutWorkflowReport("workflows/zz", "x").code(), absl::StatusCode::kNotFound);
+  ASSERT_TRUE(store_->PutWorkflowReport("workflows/a", "<html>").ok());
+  ASSERT_TRUE(store_->PutWorkflow(changed).ok());  // a later write keeps the page
+  EXPECT_EQ(store_->GetWorkflowReport("workflows/a").value(), "<html>");
+
+  ASSERT_TRUE(store_->DeleteWorkflow("workflows/a").ok());
+  EXPECT_EQ(store_->DeleteWorkflow("workflows/a").code(), absl::StatusCode::kNotFound);
+  EXPECT_EQ(store_->GetWorkflowReport("workflows/a").status().code(),
+            absl::StatusCode::kNotFound);
+  EXPECT_EQ(store_->ListWorkflows().value().size(), 1u);
+  EXPECT_EQ(store_->PutWorkflow(make("runs/x", 1)).code(), absl::StatusCode::kInvalidArgument);
+}
+
 INSTANTIATE_TEST_SUITE_P(Implementations, StoreContractTest,
                          testing::Values(Kind::kMemory, Kind::kSqlite),
                          [](const testing::TestParamInfo<Kind>& info) {

@@ -1,0 +1,170 @@
+// The /ui/workflows pages: the workflows a portal or the CLI made, each with
+// its cells (linked to their runs), its output tables and its report; a
+// workflow still going reloads itself as its events arrive.
+#include <string>
+
+#include "absl/strings/ascii.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/strip.h"
+#include "absl/time/time.h"
+#include "analysis/html.h"
+#include "api/convert.h"
+#include "server/rest/handlers.h"
+#include "server/rest/ui_pages.h"
+#include "server/rest/ui_session.h"
+#include "server/workflows/workflow_manager.h"
+#include "server/workflows/workflow_plan.h"
+
+namespace collbench::rest_handlers {
+namespace {
+
+constexpr char kNav[] =
+    "<a href=\"/ui/\">runs</a><a href=\"/ui/workflows\">workflows</a>"
+    "<a href=\"/ui/login\">token</a>"
+    "<form class=\"logout\" method=\"post\" action=\"/ui/logout\">"
+    "<button type=\"submit\">sign out</button></form>";
+
+// Reloads the page when the workflow changes (at most once a second) and
+// stops once it has ended.
+constexpr char kLiveScript[] = R"js(
+(function () {
+  var box = document.getElementById('workflow');
+  var seen = box.dataset.version, timer = null;
+  var events = new EventSource(box.dataset.events);
+  events.addEventListener('workflow', function (e) {
+    var w = {};
+    try { w = JSON.parse(e.data).snapshot || {}; } catch (x) {}
+    if (String(w.version) === seen) return;
+    var ended = ['WORKFLOW_SUCCEEDED', 'WORKFLOW_FAILED', 'WORKFLOW_CANCELLED'].indexOf(w.state) >= 0;
+    if (ended) events.close();
+    if (timer === null) timer = setTimeout(function () { location.reload(); }, ended ? 0 : 1000);
+  });
+})();
+)js";
+
+std::string IdOf(const std::string& name) {
+  absl::string_view id = name;
+  absl::ConsumePrefix(&id, "workflows/");
+  return std::string(id);
+}
+
+std::string StateWord(v1::WorkflowState state) {
+  const std::string word = absl::AsciiStrToLower(v1::WorkflowState_Name(state));
+  return std::string(absl::StripPrefix(word, "workflow_"));
+}
+
+std::string Badge(const std::string& state) {
+  return absl::StrCat("<span class=\"badge ", state, "\">", HtmlEscape(state), "</span>");
+}
+
+std::string Time(const google::protobuf::Timestamp& t) {
+  if (t.seconds() == 0 && t.nanos() == 0) return "";
+  return absl::FormatTime("%Y-%m-%d %H:%M:%S", TimeFromTimestamp(t), absl::UTCTimeZone());
+}
+
+std::string Link(const std::string& href, const std::string& text) {
+  return absl::StrCat("<a href=\"", HtmlEscape(href), "\">", HtmlEscape(text), "</a>");
+}
+
+}  // namespace
+
+RestReply UiWorkflows(const RestContext& context, const RestRequest& request) {
+  if (context.workflows == nullptr) {
+    return UiErrorReply(absl::UnavailableError("this server runs no workflows"));
+  }
+  absl::StatusOr<WorkflowManager::Page> page = context.workflows->List(1000, "", "");
+  if (!page.ok()) return UiErrorReply(page.status());
+  std::string body = absl::StrCat(
+      "<p class=\"meta\">", page->workflows.size(),
+      " workflows, newest first. Create them over the API (POST /v1/workflows) or with "
+      "<code>collbench suite run</code>, <code>matrix</code>, <code>sweep</code>, "
+      "<code>advise</code> and <code>report</code>.</p>\n"
+      "<table class=\"data\"><thead><tr><th>workflow</th><th>kind</th><th>state</th>"
+      "<th>runs</th><th>created (UTC)</th><th>error</th></tr></thead><tbody>");
+  for (const v1::Workflow& w : page->workflows) {
+    absl::StrAppend(&body, "<tr><td>", Link("/ui/workflows/" + IdOf(w.name()), IdOf(w.name())),
+                    "</td><td>", HtmlEscape(w.kind()), "</td><td>", Badge(StateWord(w.state())),
+                    "</td><td class=\"num\">", w.cells_done(), "/", w.cells_total(), "</td><td>",
+                    Time(w.create_time()), "</td><td class=\"wrap\">", HtmlEscape(w.error()),
+                    "</td></tr>");
+  }
+  body += "</tbody></table>\n";
+  return UiPageReply({"collbench workflows", kNav, body, "", ""});
+}
+
+RestReply UiWorkflow(const RestContext& context, const RestRequest& request) {
+  if (context.workflows == nullptr) {
+    return UiErrorReply(absl::UnavailableError("this server runs no workflows"));
+  }
+  absl::StatusOr<v1::Workflow> w = context.workflows->Get(absl::StrCat("workflows/", request.id));
+  if (!w.ok()) return UiErrorReply(w.status());
+  const std::string base = absl::StrCat("/ui/workflows/", request.id);
+  std::string body = absl::StrCat(
+      "<div id=\"workflow\" data-events=\"", HtmlEscape(base + "/events"), "\" data-version=\"",
+      w->version(), "\">\n<p class=\"meta\">", HtmlEscape(w->kind()), " ",
+      Badge(StateWord(w->state())), " &middot; ", w->cells_done(), " of ", w->cells_total(),
+      " runs ended &middot; created ", Time(w->create_time()), " UTC",
+      w->end_time().seconds() ? absl::StrCat(" &middot; ended ", Time(w->end_time()), " UTC") : "",
+      "</p>\n");
+  if (!w->error().empty()) {
+    absl::StrAppend(&body, "<p class=\"why\">", HtmlEscape(w->error()), "</p>\n");
+  }
+  if (w->state() == v1::WORKFLOW_SUCCEEDED || w->state() == v1::WORKFLOW_FAILED) {
+    absl::StrAppend(&body, "<p>", Link(base + "/report", "report: plots and tables"), "</p>\n");
+  }
+  for (const std::string& line : w->output().header()) {
+    absl::StrAppend(&body, "<div class=\"meta\">", HtmlEscape(line), "</div>\n");
+  }
+  for (const v1::OutputTable& t : w->output().tables()) {
+    body += HtmlTable(TableFromProto(t));
+  }
+  for (const v1::TuningFile& f : w->output().tuning_files()) {
+    absl::StrAppend(&body, "<h2>", HtmlEscape(f.name()), "</h2>\n<pre>", HtmlEscape(f.content()),
+                    "</pre>\n");
+  }
+  if (!w->output().tuning_refusal().empty()) {
+    absl::StrAppend(&body, "<p class=\"why\">no tuning file: ",
+                    HtmlEscape(w->output().tuning_refusal()), "</p>\n");
+  }
+  if (w->cells_size() > 0) {
+    body +=
+        "<h2>Runs</h2>\n<table class=\"data\"><thead><tr><th>cell</th><th>run</th><th>state</th>"
+        "<th>why</th></tr></thead><tbody>";
+    for (const v1::WorkflowCell& c : w->cells()) {
+      absl::string_view run = c.run();
+      absl::ConsumePrefix(&run, "runs/");
+      const std::string state =
+          !c.skipped().empty() ? "skipped"
+          : c.run().empty()    ? "planned"
+                               : absl::AsciiStrToLower(v1::RunState_Name(c.state()));
+      absl::StrAppend(&body, "<tr><td>", HtmlEscape(c.label()), "</td><td>",
+                      run.empty() ? "" : Link(absl::StrCat("/ui/runs/", run), std::string(run)),
+                      "</td><td>", Badge(state), "</td><td class=\"wrap\">",
+                      HtmlEscape(c.skipped().empty() ? c.error() : c.skipped()), "</td></tr>");
+    }
+    body += "</tbody></table>\n";
+  }
+  body += "</div>\n";
+  HtmlPage page{absl::StrCat("collbench workflow ", request.id), kNav, body, "", ""};
+  if (!IsFinalWorkflowState(w->state())) {
+    page.script = kLiveScript;
+    page.script_nonce = NewScriptNonce();
+  }
+  return UiPageReply(page);
+}
+
+RestReply UiWorkflowReport(const RestContext& context, const RestRequest& request) {
+  if (context.workflows == nullptr) {
+    return UiErrorReply(absl::UnavailableError("this server runs no workflows"));
+  }
+  absl::StatusOr<v1::WorkflowReport> report =
+      context.workflows->Report(absl::StrCat("workflows/", request.id));
+  if (!report.ok()) return UiErrorReply(report.status());
+  RestReply reply;
+  reply.content_type = "text/html; charset=utf-8";
+  reply.body = report->html();
+  reply.headers = UiSecurityHeaders("");
+  return reply;
+}
+
+}  // namespace collbench::rest_handlers

@@ -1,0 +1,521 @@
+#include "server/workflows/workflow_plan.h"
+
+#include <algorithm>
+#include <array>
+#include <map>
+#include <set>
+#include <tuple>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
+#include "absl/strings/str_split.h"
+#include "absl/strings/numbers.h"
+#include "absl/strings/strip.h"
+#include "analysis/advisor.h"
+#include "analysis/algorithms.h"
+#include "analysis/report.h"
+#include "analysis/suite.h"
+#include "client/format.h"
+#include "client/run_flags.h"
+#include "flavors/registry.h"
+
+namespace collbench::workflows {
+namespace {
+
+void AddLabels(v1::RunSpec* spec, const v1::WorkflowSpec& workflow,
+               const std::vector<std::pair<std::string, std::string>>& labels) {
+  for (const auto& [key, value] : workflow.labels()) (*spec->mutable_labels())[key] = value;
+  for (const auto& [key, value] : labels) (*spec->mutable_labels())[key] = value;
+}
+
+v1::WorkflowCell Cell(std::string label, v1::RunSpec spec, std::string skipped = "") {
+  v1::WorkflowCell cell;
+  cell.set_label(std::move(label));
+  *cell.mutable_spec() = std::move(spec);
+  cell.set_skipped(std::move(skipped));
+  return cell;
+}
+
+// --- Matrix ------------------------------------------------------------------
+
+using CellKey = std::array<std::string, 4>;  // operation, placement, transport, MPI
+
+std::vector<std::string> OrDefault(const google::protobuf::RepeatedPtrField<std::string>& list,
+                                   std::vector<std::string> fallback) {
+  std::vector<std::string> out;
+  for (const std::string& item : list) {
+    for (absl::string_view part : absl::StrSplit(item, ',', absl::SkipEmpty())) {
+      out.emplace_back(part);
+    }
+  }
+  return out.empty() ? fallback : out;
+}
+
+// `base` with one combination's operation, placement policy, transport and
+// MPI library, each parsed as `collbench run` parses its flag.
+absl::StatusOr<v1::RunSpec> MatrixCellSpec(const v1::RunSpec& base, const CellKey& key) {
+  absl::StatusOr<RunRequest> parsed = ParseRunFlags(
+      {key[0], "--placement", key[1], "--transport", key[2], "--mpi", key[3]});
+  if (!parsed.ok()) return parsed.status();
+  v1::RunSpec spec = base;
+  spec.set_operation(parsed->spec.operation());
+  spec.mutable_placement()->set_policy(parsed->spec.placement().policy());
+  spec.set_transport(parsed->spec.transport());
+  spec.set_mpi(parsed->spec.mpi());
+  return spec;
+}
+
+absl::StatusOr<Plan> PlanMatrix(const v1::WorkflowSpec& workflow, const std::string& id,
+                                const RunChecker& check) {
+  const v1::MatrixSpec& m = workflow.matrix();
+  std::vector<std::string> default_ops = {"allreduce", "bcast", "gather"};
+  if (!m.base().operation().empty()) default_ops = {m.base().operation()};
+  const std::array<std::pair<const char*, std::vector<std::string>>, 4> axes = {{
+      {"operations", OrDefault(m.operations(), default_ops)},
+      {"placements", OrDefault(m.placements(), {"pack", "spread"})},
+      {"transports", OrDefault(m.transports(), {"shm", "tcp"})},
+      {"mpis", OrDefault(m.mpis(), {std::string(Flavors().Default().name())})},
+  }};
+  // A value that does not parse (a misspelled placement, transport or
+  // library) is named on its own, before any combination is judged.
+  const char* const flag_of[] = {"", "--placement", "--transport", "--mpi"};
+  for (size_t axis = 1; axis < axes.size(); ++axis) {
+    for (const std::string& value : axes[axis].second) {
+      absl::StatusOr<RunRequest> parsed = ParseRunFlags({"allreduce", flag_of[axis], value});
+      if (!parsed.ok()) {
+        return absl::InvalidArgumentError(absl::StrCat("spec.matrix.", axes[axis].first, ": '",
+                                                       value, "': ", parsed.status().message()));
+      }
+    }
+  }
+  Plan plan;
+  std::map<CellKey, absl::Status> verdicts;
+  for (const std::string& op : axes[0].second) {
+    for (const std::string& placement : axes[1].second) {
+      for (const std::string& transport : axes[2].second) {
+        for (const std::string& mpi : axes[3].second) {
+          const CellKey key = {op, placement, transport, mpi};
+          const std::string config = absl::StrCat(mpi, "/", placement, "/", transport);
+          absl::StatusOr<v1::RunSpec> spec = MatrixCellSpec(m.base(), key);
+          absl::Status verdict = spec.ok() ? check(*spec) : spec.status();
+          v1::RunSpec planned = spec.ok() ? *spec : m.base();
+          AddLabels(&planned, workflow, {{"workflow", id}, {"matrix-config", config}});
+          plan.cells.push_back(Cell(absl::StrCat(op, " ", config), std::move(planned),
+                                    verdict.ok() ? "" : std::string(verdict.message())));
+          verdicts[key] = std::move(verdict);
+        }
+      }
+    }
+  }
+  // A value no combination can run (a typo) refuses the matrix whole; a
+  // combination that cannot be (Open MPI's shm across workers) is skipped.
+  for (size_t axis = 0; axis < axes.size(); ++axis) {
+    for (const std::string& value : axes[axis].second) {
+      const absl::Status* first_refusal = nullptr;
+      bool runs_somewhere = false;
+      for (const auto& [key, status] : verdicts) {
+        if (key[axis] != value) continue;
+        runs_somewhere = runs_somewhere || status.ok();
+        if (!status.ok() && first_refusal == nullptr) first_refusal = &status;
+      }
+      if (!runs_somewhere && first_refusal != nullptr) {
+        return absl::InvalidArgumentError(absl::StrCat("spec.matrix.", axes[axis].first, ": '",
+                                                       value, "' fits no combination: ",
+                                                       first_refusal->message()));
+      }
+    }
+  }
+  return plan;
+}
+
+// --- Sweep -------------------------------------------------------------------
+
+absl::StatusOr<Plan> PlanSweep(const v1::WorkflowSpec& workflow, const std::string& id,
+                               const RunChecker& check) {
+  const v1::RunSpec& base = workflow.sweep().base();
+  const std::string& op = base.operation();
+  if (op.empty()) {
+    return absl::InvalidArgumentError("spec.sweep.base.operation: name the collective to sweep");
+  }
+  const std::string library = MpiName(base.mpi());
+  if (!base.backend().empty() && base.backend() != "mpi") {
+    return absl::InvalidArgumentError(
+        absl::StrCat("spec.sweep.base.backend: algorithms are chosen for the mpi backend; ",
+                     base.backend(), " has none to sweep"));
+  }
+  const MpiFlavor& flavor = FlavorFor(base.mpi());
+  const std::vector<std::string>& offered = flavor.Algorithms(op);
+  if (offered.empty()) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "spec.sweep.base.operation: ", library, " offers no algorithm choice for ", op));
+  }
+  for (const auto& [key, value] : base.env()) {
+    if (IsAlgorithmVariable(key)) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "spec.sweep.base.env: ", key, " sets the algorithm the sweep varies; leave it out"));
+    }
+  }
+  std::vector<std::string> algorithms = {""};  // the library's own choice first
+  const std::vector<std::string> only = OrDefault(workflow.sweep().algorithms(), {});
+  if (only.empty()) {
+    algorithms.insert(algorithms.end(), offered.begin(), offered.end());
+  }
+  for (const std::string& name : only) {
+    if (std::find(offered.begin(), offered.end(), name) == offered.end()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("spec.sweep.algorithms: ", library, " has no ", op, " algorithm '", name,
+                       "' (it has ", absl::StrJoin(offered, ", "), ")"));
+    }
+    algorithms.push_back(name);
+  }
+  Plan plan;
+  for (const std::string& algorithm : algorithms) {
+    v1::RunSpec spec = base;
+    if (!algorithm.empty()) {
+      for (const auto& [key, value] : flavor.AlgorithmEnv(op, algorithm)) {
+        (*spec.mutable_env())[key] = value;
+      }
+    }
+    AddLabels(&spec, workflow, {{"workflow", id}, {"sweep", id}});
+    if (absl::Status s = check(spec); !s.ok()) {
+      return absl::InvalidArgumentError(absl::StrCat("spec.sweep.base: ", s.message()));
+    }
+    plan.cells.push_back(
+        Cell(absl::StrCat(op, " ", algorithm.empty() ? "default" : algorithm), std::move(spec)));
+  }
+  plan.header.push_back(absl::StrFormat("sweep %s: %s %s, %d runs (the library's choice and %d "
+                                        "algorithms)",
+                                        id, library, op, algorithms.size(),
+                                        algorithms.size() - 1));
+  return plan;
+}
+
+// --- Suite -------------------------------------------------------------------
+
+// The workers at hand, as a suite needs to know them.
+struct Fleet {
+  SuiteCapabilities caps;
+  std::vector<std::string> ready;  // READY worker names, sorted
+  std::map<std::string, std::map<std::string, std::string>> labels;  // by READY worker name
+  std::set<std::string> hosts;
+  int in_containers = 0;
+};
+
+Fleet ReadFleet(const std::vector<v1::Worker>& workers) {
+  Fleet fleet;
+  bool first = true;
+  for (const v1::Worker& w : workers) {
+    if (w.state() != v1::READY) continue;
+    const v1::Inventory& inv = w.inventory();
+    fleet.ready.push_back(w.name());
+    fleet.labels[w.name()] = {inv.labels().begin(), inv.labels().end()};
+    fleet.caps.worker_labels.push_back(fleet.labels[w.name()]);
+    fleet.hosts.insert(inv.host_id());
+    fleet.in_containers += inv.in_container() ? 1 : 0;
+    SuiteCapabilities& c = fleet.caps;
+    ++c.workers;
+    c.max_slots = std::max(c.max_slots, w.slots());
+    c.max_gpus_per_worker = std::max(c.max_gpus_per_worker, inv.gpus_size());
+    c.max_numa_nodes = std::max(c.max_numa_nodes, inv.numa_nodes_size());
+    std::set<std::string> kinds(inv.memory_kinds().begin(), inv.memory_kinds().end());
+    if (first) {
+      c.memory_kinds = kinds;
+    } else {
+      std::set<std::string> both;
+      for (const std::string& k : c.memory_kinds) {
+        if (kinds.count(k)) both.insert(k);
+      }
+      c.memory_kinds = both;
+    }
+    first = false;
+  }
+  std::sort(fleet.ready.begin(), fleet.ready.end());
+  return fleet;
+}
+
+// The READY workers a cell may run on, sorted: those carrying the labels it
+// needs (all of them when it needs none).
+std::vector<std::string> CellWorkers(const SuiteCell& cell, const Fleet& fleet) {
+  std::vector<std::string> out;
+  for (const std::string& name : fleet.ready) {
+    if (CarriesLabels(fleet.labels.at(name), cell.needs.worker_labels)) out.push_back(name);
+  }
+  return out;
+}
+
+// Places `ranks` on the first of `workers`, `per_worker` each (EXPLICIT).
+// Too few workers leave the placement short; SkipReason skips such a cell.
+void PlaceOn(const std::vector<std::string>& workers, int ranks, int per_worker,
+             v1::Placement* placement) {
+  placement->set_policy(v1::EXPLICIT);
+  placement->set_ranks_per_worker(per_worker);
+  placement->clear_workers();
+  const int count = (ranks + per_worker - 1) / std::max(per_worker, 1);
+  for (int i = 0; i < count && i < static_cast<int>(workers.size()); ++i) {
+    placement->add_workers(workers[i]);
+  }
+}
+
+struct CellRun {
+  v1::RunSpec spec;
+  int per_worker = 1;
+};
+
+// A cell's run. `--groups K` (a suite's own flag) puts the ranks on K
+// workers, ranks/K each: K "containers"; it needs the fleet's names. A
+// cell that needs worker labels is placed on workers carrying them.
+absl::StatusOr<CellRun> PrepareCell(const SuiteCell& cell, const Fleet& fleet) {
+  std::vector<std::string> flags = {cell.operation};
+  int groups = 0;
+  for (size_t i = 0; i < cell.flags.size(); ++i) {
+    if (cell.flags[i] == "--groups" && i + 1 < cell.flags.size()) {
+      if (!absl::SimpleAtoi(cell.flags[++i], &groups) || groups < 1) {
+        return absl::InvalidArgumentError(
+            absl::StrCat(cell.Label(), ": --groups wants a positive count"));
+      }
+      continue;
+    }
+    flags.push_back(cell.flags[i]);
+  }
+  absl::StatusOr<RunRequest> request = ParseRunFlags(flags);
+  if (!request.ok()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(cell.Label(), ": ", request.status().message()));
+  }
+  CellRun out{request->spec, 1};
+  const int ranks = out.spec.ranks();
+  if (groups > 0) {
+    if (ranks % groups != 0) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(cell.Label(), ": ", ranks, " ranks do not split into ", groups, " groups"));
+    }
+    out.per_worker = ranks / groups;
+    PlaceOn(CellWorkers(cell, fleet), ranks, out.per_worker, out.spec.mutable_placement());
+  } else if (out.spec.placement().policy() == v1::EXPLICIT) {
+    out.per_worker = out.spec.placement().ranks_per_worker();
+  } else if (out.spec.placement().policy() == v1::SPREAD) {
+    out.per_worker = 1;
+  } else {
+    out.per_worker = ranks;  // pack: the suite means "all in one container"
+  }
+  if (!cell.needs.worker_labels.empty() && groups == 0 &&
+      out.spec.placement().policy() != v1::EXPLICIT) {
+    PlaceOn(CellWorkers(cell, fleet), ranks, out.per_worker, out.spec.mutable_placement());
+  }
+  return out;
+}
+
+std::string FleetNote(const Fleet& fleet) {
+  std::string note = absl::StrFormat("workers: %d ready on %d host%s", fleet.caps.workers,
+                                     fleet.hosts.size(), fleet.hosts.size() == 1 ? "" : "s");
+  if (fleet.in_containers == 0) {
+    absl::StrAppend(&note, ", none in a container: a \"container\" row uses separate workers ",
+                    "on the same host (same kernel and IPC namespace), not real containers");
+  } else {
+    absl::StrAppend(&note, ", ", fleet.in_containers, " in containers");
+  }
+  return note;
+}
+
+std::string SuiteProfile(const v1::SuiteSpec& spec) {
+  return spec.profile().empty() ? "ci" : spec.profile();
+}
+
+absl::StatusOr<Plan> PlanSuite(const v1::WorkflowSpec& workflow, const std::string& id,
+                               const std::vector<v1::Worker>& workers, const RunChecker& check) {
+  const std::string profile = SuiteProfile(workflow.suite());
+  absl::StatusOr<Suite> suite = FindSuite(workflow.suite().suite());
+  if (!suite.ok()) {
+    return absl::InvalidArgumentError(absl::StrCat("spec.suite.suite: ", suite.status().message()));
+  }
+  absl::StatusOr<std::vector<SuiteCell>> cells = ExpandSuite(*suite, profile);
+  if (!cells.ok()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("spec.suite.profile: ", cells.status().message()));
+  }
+  const Fleet fleet = ReadFleet(workers);
+  Plan plan;
+  for (const SuiteCell& cell : *cells) {
+    absl::StatusOr<CellRun> run = PrepareCell(cell, fleet);
+    if (!run.ok()) return run.status();
+    AddLabels(&run->spec, workflow,
+              {{"workflow", id}, {"suite", suite->name}, {"suite-run", id},
+               {"suite-profile", profile}, {"suite-cell", cell.Label()}});
+    std::string skipped = SkipReason(cell, run->spec.ranks(), run->per_worker, fleet.caps);
+    if (skipped.empty()) {
+      if (absl::Status s = check(run->spec); !s.ok()) {
+        skipped = absl::StrCat("not accepted: ", s.message());
+      }
+    }
+    plan.cells.push_back(Cell(cell.Label(), std::move(run->spec), std::move(skipped)));
+  }
+  for (absl::string_view line : absl::StrSplit(SuiteHeader(*suite, profile), '\n',
+                                               absl::SkipEmpty())) {
+    plan.header.emplace_back(line);
+  }
+  plan.header.push_back(absl::StrCat("# suite run: ", id));
+  plan.header.push_back(absl::StrCat("# ", FleetNote(fleet)));
+  return plan;
+}
+
+// --- Output ------------------------------------------------------------------
+
+void AddAdvice(const std::vector<RunWithResults>& runs, v1::WorkflowOutput* output) {
+  const Advice advice = Advise(runs);
+  for (const Table& t : AdviceTables(advice)) *output->add_tables() = TableToProto(t);
+  if (advice.groups.empty()) {
+    output->set_tuning_refusal(
+        "no two successful runs of one operation on one rank count to compare");
+    return;
+  }
+  absl::StatusOr<std::vector<TuningFileText>> files = TuningFiles(advice);
+  if (!files.ok()) {
+    output->set_tuning_refusal(std::string(files.status().message()));
+    return;
+  }
+  for (const auto& [name, text] : *files) {
+    v1::TuningFile* file = output->add_tuning_files();
+    file->set_name(name);
+    file->set_content(text);
+  }
+}
+
+}  // namespace
+
+absl::StatusOr<std::string> KindOf(const v1::WorkflowSpec& spec) {
+  switch (spec.kind_case()) {
+    case v1::WorkflowSpec::kMatrix:
+      return std::string("matrix");
+    case v1::WorkflowSpec::kSuite:
+      return std::string("suite");
+    case v1::WorkflowSpec::kSweep:
+      return std::string("sweep");
+    case v1::WorkflowSpec::kAdvice:
+      return std::string("advice");
+    case v1::WorkflowSpec::kReport:
+      return std::string("report");
+    case v1::WorkflowSpec::KIND_NOT_SET:
+      break;
+  }
+  return absl::InvalidArgumentError(
+      "spec: set one of matrix, suite, sweep, advice or report (the workflow's kind)");
+}
+
+absl::StatusOr<Plan> PlanWorkflow(const v1::WorkflowSpec& spec, const std::string& id,
+                                  const std::vector<v1::Worker>& workers,
+                                  const RunChecker& check) {
+  switch (spec.kind_case()) {
+    case v1::WorkflowSpec::kMatrix:
+      return PlanMatrix(spec, id, check);
+    case v1::WorkflowSpec::kSuite:
+      return PlanSuite(spec, id, workers, check);
+    case v1::WorkflowSpec::kSweep:
+      return PlanSweep(spec, id, check);
+    case v1::WorkflowSpec::kAdvice:
+    case v1::WorkflowSpec::kReport:
+      return Plan{};
+    case v1::WorkflowSpec::KIND_NOT_SET:
+      break;
+  }
+  return KindOf(spec).status();
+}
+
+v1::WorkflowOutput RenderOutput(const v1::Workflow& workflow,
+                                const std::vector<RunWithResults>& runs) {
+  v1::WorkflowOutput output;
+  const v1::WorkflowSpec& spec = workflow.spec();
+  switch (spec.kind_case()) {
+    case v1::WorkflowSpec::kMatrix: {
+      std::vector<std::string> configs;
+      for (const RunWithResults& run : runs) {
+        auto it = run.run.spec().labels().find("matrix-config");
+        configs.push_back(it == run.run.spec().labels().end() ? run.run.name() : it->second);
+      }
+      *output.add_tables() = TableToProto(BestWorstTable(runs, configs));
+      break;
+    }
+    case v1::WorkflowSpec::kSuite: {
+      absl::StatusOr<Suite> suite = FindSuite(spec.suite().suite());
+      absl::StatusOr<std::vector<SuiteCell>> cells =
+          suite.ok() ? ExpandSuite(*suite, SuiteProfile(spec.suite()))
+                     : absl::StatusOr<std::vector<SuiteCell>>(suite.status());
+      if (!cells.ok()) break;
+      SuiteOutcome outcome;
+      for (const v1::WorkflowCell& cell : workflow.cells()) {
+        if (!cell.skipped().empty()) outcome.skipped[cell.label()] = cell.skipped();
+      }
+      for (const RunWithResults& run : runs) {
+        auto it = run.run.spec().labels().find("suite-cell");
+        if (it != run.run.spec().labels().end()) outcome.runs[it->second] = run;
+      }
+      for (const Table& t : RenderSuite(*suite, *cells, outcome)) {
+        *output.add_tables() = TableToProto(t);
+      }
+      break;
+    }
+    case v1::WorkflowSpec::kSweep:
+    case v1::WorkflowSpec::kAdvice:
+      AddAdvice(runs, &output);
+      break;
+    case v1::WorkflowSpec::kReport:
+      output.set_has_report(true);
+      break;
+    case v1::WorkflowSpec::KIND_NOT_SET:
+      break;
+  }
+  return output;
+}
+
+absl::StatusOr<std::string> RenderReport(const v1::Workflow& workflow,
+                                         const std::vector<RunWithResults>& runs) {
+  if (runs.empty()) {
+    return absl::FailedPreconditionError(
+        absl::StrCat(workflow.name(), " has no run with results to report on yet"));
+  }
+  if (workflow.spec().has_suite()) {
+    absl::StatusOr<SuiteView> view = ViewSuiteRun(runs);
+    if (!view.ok()) return view.status();
+    const std::string id(absl::StripPrefix(workflow.name(), "workflows/"));
+    return SuiteReport(id, *view, runs);
+  }
+  return RunsReport(runs);
+}
+
+Table BestWorstTable(const std::vector<RunWithResults>& runs,
+                     const std::vector<std::string>& configs) {
+  struct Entry {
+    std::string config;
+    const v1::SizeResult* result;
+  };
+  using Key = std::tuple<std::string, std::string, uint64_t>;  // op, dtype, bytes
+  std::map<Key, std::vector<Entry>> cells;
+  for (size_t i = 0; i < runs.size(); ++i) {
+    for (const v1::SizeResult& r : runs[i].results) {
+      cells[{r.operation(), r.dtype(), r.bytes()}].push_back({configs[i], &r});
+    }
+  }
+  Table table{"best-worst", "fastest and slowest configuration per operation and size",
+              {"operation", "bytes", "fastest", "avg_us", "slowest", "avg_us", "ratio"}, {},
+              {kFastestLegend}};
+  for (const auto& [key, list] : cells) {
+    std::vector<const v1::SizeResult*> results;
+    for (const Entry& e : list) results.push_back(e.result);
+    const Entry* best = &list[0];
+    const Entry* worst = &list[0];
+    for (const Entry& e : list) {
+      if (e.result->avg_s() < best->result->avg_s()) best = &e;
+      if (e.result->avg_s() > worst->result->avg_s()) worst = &e;
+    }
+    // The lowest mean is always shown; its name only where the win is significant.
+    const std::string fastest = SignificantFastest(results) < 0 ? "~" : best->config;
+    const double best_s = best->result->avg_s(), worst_s = worst->result->avg_s();
+    table.rows.push_back({std::get<0>(key), absl::StrCat(std::get<2>(key)), fastest,
+                          absl::StrFormat("%.2f", best_s * 1e6), worst->config,
+                          absl::StrFormat("%.2f", worst_s * 1e6),
+                          absl::StrFormat("%.2fx", best_s > 0 ? worst_s / best_s : 0.0)});
+  }
+  return table;
+}
+
+}  // namespace collbench::workflows
