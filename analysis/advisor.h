@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The advisor (DESIGN §9): per operation and message-size range, the best
 // configuration among stored runs, its margin over the runner-up and
 // whether that margin is significant; and the tuning files users deploy —

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The collective algorithms the MPI libraries let a user choose, as
 // collbench's operations name them. The lists and the variables that force
 // them belong to each library's flavour (flavors/mpi_flavor.h,

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # Writes OUTPUT: a C++ file defining EmbeddedSuites() from the JSON files in
 # SUITES (a |-separated list, in order). Run at build time so an edited suite rebuilds.
 string(REPLACE "|" ";" SUITES "${SUITES}")

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #include "analysis/report.h"
 
 #include <algorithm>
@@ -33,7 +34,7 @@ std::string StateBadge(v1::RunState state) {
 std::vector<std::string> SeriesNames(const std::vector<RunWithResults>& runs) {
   if (runs.size() == 1) {
     const v1::RunSpec& s = runs[0].run.spec();
-    return {absl::StrCat(s.operation(), " ", MpiName(s.mpi()), "/", TransportName(s.transport()),
+    return {absl::StrCat(s.operation(), " ", MpiName(s.mpi()), "/", TransportText(runs[0].run),
                          " ", s.ranks(), s.ranks() == 1 ? " rank" : " ranks")};
   }
   std::vector<std::string> names = DistinctConfigNames(runs);

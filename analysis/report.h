@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Reports (DESIGN §9): one self-contained HTML page for a run, for several
 // runs compared, or for a stored suite run — what `collbench report`
 // writes to a file and what the coordinator serves under /ui/. See

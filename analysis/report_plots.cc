@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The reports' plots: latency and bandwidth against size, and latency
 // distributions.
 #include <algorithm>

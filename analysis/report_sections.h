@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The sections a report is made of, each an HTML fragment (a heading and
 // its plots or tables); report.cc puts them in order. Internal to the
 // analysis library. `names` holds one series name per run, in run order.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The reports' tables: a run's results, ratios against the baseline, and
 // the environment fields that differ.
 #include <map>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #include "analysis/run_set.h"
 
 #include <cmath>
@@ -34,6 +35,12 @@ std::string TransportName(v1::Transport transport) {
   }
 }
 
+std::string TransportText(const v1::Run& run) {
+  const std::string used = TransportName(EffectiveTransport(run));
+  const std::string asked = TransportName(run.spec().transport());
+  return used == asked ? used : absl::StrCat(used, " (", asked, ")");
+}
+
 std::string PlacementName(const v1::Placement& placement) {
   switch (placement.policy()) {
     case v1::SPREAD: return "spread";
@@ -47,7 +54,7 @@ std::vector<std::pair<std::string, std::string>> ConfigFields(const v1::Run& run
   std::vector<std::pair<std::string, std::string>> fields = {
       {"mpi", MpiName(s.mpi())},
       {"backend", s.backend().empty() ? "mpi" : s.backend()},
-      {"transport", TransportName(s.transport())},
+      {"transport", TransportName(EffectiveTransport(run))},
       {"placement", PlacementName(s.placement())},
       {"ranks", absl::StrCat(s.ranks())},
       {"memory", s.memory().empty() ? "default" : s.memory()},

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // What the analysis library (DESIGN §9) takes: runs with their results, as
 // stored, and the few facts every analysis asks of them — what sets one
 // run's configuration apart from another's, and how precisely a size's
@@ -21,6 +22,9 @@ struct RunWithResults {
 // The spec's enums as the command line spells them.
 std::string MpiName(v1::MpiImplementation mpi);          // the flavour's name (flavors/)
 std::string TransportName(v1::Transport transport);      // "auto", "shm", "tcp", "ucx"
+// The transport the run used, and what it asked for when that differs:
+// "tcp", or "tcp (auto)" for an AUTO run that the placement made TCP.
+std::string TransportText(const v1::Run& run);
 std::string PlacementName(const v1::Placement& placement);  // "pack", "spread", "explicit"
 
 // The fields that make a run's configuration, in a fixed order, as

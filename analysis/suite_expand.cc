@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // A suite's data into cells (one run each) and whether the workers at hand
 // can run a cell.
 #include <algorithm>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // A suite's JSON form (analysis/suites/README.md) into a Suite. Every
 // mistake is an InvalidArgument naming where it is ("parts[1].tables[0].kind").
 #include <nlohmann/json.hpp>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // A suite's tables from the runs its cells made: the values, the derived
 // quantities (ratios, best/worst, winners per size range) and, row by row,
 // whether this run agrees with the paper.

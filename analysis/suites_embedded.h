@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The built-in suites' JSON, compiled in from analysis/suites/*.json
 // (analysis/CMakeLists.txt generates the definition).
 #ifndef COLLBENCH_ANALYSIS_SUITES_EMBEDDED_H_

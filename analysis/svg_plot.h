@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Line plots as inline SVG for the reports (DESIGN §9): latency and bus
 // bandwidth against message size on log axes, and latency distributions.
 // One <g class="series" data-series="NAME"> per series (also for a series

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // A table as the analysis library hands it to its renderers: the CLI's
 // aligned text and the HTML reports draw the same tables (suite tables,
 // the advisor's ranges) without knowing what is in them.

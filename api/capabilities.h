@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // What a run needs of the workers it runs on, and what a worker offers, as
 // the "field=value" tokens the scheduler matches (server/scheduling/
 // scheduler.h, WorkerInfo::offers and PendingRun::needs). The field is the

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #include "api/convert.h"
 
 #include "google/protobuf/util/time_util.h"
@@ -371,6 +372,17 @@ v1::IterationSync IterationSyncFromText(absl::string_view text) {
   if (text == "barrier") return v1::SYNC_BARRIER;
   if (text == "none") return v1::SYNC_NONE;
   return v1::ITERATION_SYNC_UNSPECIFIED;
+}
+
+v1::Transport EffectiveTransport(const v1::Run& run) {
+  if (run.effective_transport() != v1::TRANSPORT_UNSPECIFIED) return run.effective_transport();
+  return run.spec().transport() == v1::TRANSPORT_UNSPECIFIED ? v1::AUTO : run.spec().transport();
+}
+
+v1::RunSpec SpecAsRun(const v1::Run& run) {
+  v1::RunSpec spec = run.spec();
+  spec.set_transport(EffectiveTransport(run));
+  return spec;
 }
 
 bool IsFinalWorkflowState(v1::WorkflowState state) {

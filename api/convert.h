@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Conversions between the API's protos (collbench.v1) and the engine's own
 // types, shared by the worker (records it parses from collbench-rank), the
 // coordinator (results it stores and streams) and the CLI (engine flags it
@@ -60,6 +61,13 @@ v1::IterationSync IterationSyncFromText(absl::string_view text);
 
 // SUCCEEDED, FAILED or CANCELLED: the run will not change again.
 bool IsFinalRunState(v1::RunState state);
+// The run's effective transport (Run.effective_transport) once scheduled,
+// else the one its spec asks for (AUTO when unset).
+v1::Transport EffectiveTransport(const v1::Run& run);
+// The run's spec with the effective transport in place of the asked one:
+// what results are compared and labelled by.
+v1::RunSpec SpecAsRun(const v1::Run& run);
+
 // SUCCEEDED, FAILED or CANCELLED.
 bool IsFinalWorkflowState(v1::WorkflowState state);
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Whether the workers of a run share memory (DESIGN §8): shared memory can
 // connect ranks on different workers only when every one of them sees the
 // same IPC namespace (System V segments, the same /dev/shm) on the same

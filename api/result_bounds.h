@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // What a run's spec can make the engine report (DESIGN §5, "Bounds"): the
 // coordinator refuses results beyond it and makes metric series only for
 // the sizes it names, so a worker cannot grow the store or the metrics

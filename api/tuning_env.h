@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The tuning parameters a run spec may set (spec.env, DESIGN §5): one table,
 // each parameter with the grammar of its value (flavors/tuning_param.h): the
 // MPI libraries' own, as each flavour lists them (MpiFlavor::TuningParams),

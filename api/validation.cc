@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // ValidateRunSpec: one small check per concern, run in the order of
 // kChecks over a Context that resolves the spec's names once. This file
 // holds the resolution, the ranges of the fields collbench-rank takes and

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Validation of a RunSpec before anything is queued (DESIGN §5): sizes,
 // ranks, iterations, buffer memory against the workers' memory, env keys,
 // and every enum and name the engine would otherwise reject only once the

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Internal to api/: the pieces ValidateRunSpec (validation.h) is built
 // from, shared by validation.cc (the ranges of the engine's fields and the
 // engine's own rules) and validation_job.cc (ranks, placement and the run's

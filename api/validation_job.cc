@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The checks of ValidateRunSpec that concern where the run goes and what
 // surrounds it: ranks, placement, transport, env, timeout, labels, and the
 // buffers of the largest size against the workers' memory.

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
 """Does collbench-rank report what a minimal MPI loop measures?
 
 For each MPI library (Open MPI, MPICH), iteration synchronization (barrier:

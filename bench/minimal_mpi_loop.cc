@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The smallest honest MPI timing loop, as the OSU Micro-Benchmarks write it:
 // the reference collbench-rank is compared against (bench/fidelity.py).
 //

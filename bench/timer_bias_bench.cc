@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // How much each program's clock adds to every interval it measures: the
 // mean of many empty intervals, for MPI_Wtime (what bench/minimal_mpi_loop
 // --clock wtime times each call with, as OSU does) and for collbench-rank's tick

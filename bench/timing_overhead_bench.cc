@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // What the engine's measurement loop adds to every iteration it times.
 //
 // TimeIterations() (worker/engine/timing.h) brackets each iteration with two

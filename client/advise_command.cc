@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #include "client/advise_command.h"
 
 #include <algorithm>
@@ -9,6 +10,7 @@
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_replace.h"
 #include "absl/strings/str_split.h"
+#include "absl/strings/strip.h"
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
 #include "analysis/advisor.h"
@@ -133,7 +135,7 @@ int AdviseCommand(CoordinatorClient& client, const std::vector<std::string>& arg
   }
   if (!rules_dir.empty()) {
     // Before anything is asked: a folder that cannot be made is a typo.
-    if (absl::Status folder = CheckParentFolder(rules_dir); !folder.ok()) {
+    if (absl::Status folder = CheckParentFolder(std::string(absl::StripSuffix(rules_dir, "/"))); !folder.ok()) {
       return Report(absl::InvalidArgumentError(absl::StrCat("--write-rules ", folder.message())));
     }
   }
@@ -185,7 +187,7 @@ int SweepCommand(CoordinatorClient& client, const std::vector<std::string>& args
     return Report(absl::InvalidArgumentError("usage: sweep OPERATION [flags] (see --help)"));
   }
   if (!rules_dir.empty()) {
-    if (absl::Status folder = CheckParentFolder(rules_dir); !folder.ok()) {
+    if (absl::Status folder = CheckParentFolder(std::string(absl::StripSuffix(rules_dir, "/"))); !folder.ok()) {
       return Report(absl::InvalidArgumentError(absl::StrCat("--write-rules ", folder.message())));
     }
   }

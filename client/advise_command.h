@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // `collbench advise` and `collbench sweep` (DESIGN §6, §9): the best
 // configuration per operation and size range among stored runs, with the
 // tuning files that deploy it; and the runs that give the advisor an

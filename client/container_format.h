@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // How the CLI shows container facts (DESIGN §8): a worker's runtime,
 // namespaces and limits, and a run's placement in one line, so every result
 // says how its ranks were spread over containers and what they shared.

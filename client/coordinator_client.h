@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The CLI's connection to a coordinator: unary calls and run watches with
 // the bearer token attached, and the few fetches several commands share
 // (a run with its results; every run carrying a label).

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The commands the CLI prints for a person to run next ("again: ...",
 // "cancel it: ..."), written so that they run as printed: the program as
 // it was invoked, then the words that reach the same coordinator and store

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #include "client/format.h"
 
 #include <algorithm>
@@ -101,7 +102,7 @@ std::string DescribeRun(const v1::Run& run) {
   const v1::RunSpec& s = run.spec();
   return absl::StrFormat("%s %s/%s %d ranks %s %s sync=%s", s.operation(),
                          s.backend().empty() ? "mpi" : s.backend(), MpiName(s.mpi()), s.ranks(),
-                         PlacementName(s.placement()), TransportName(s.transport()),
+                         PlacementName(s.placement()), TransportText(run),
                          SyncOf(run));
 }
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // How the CLI shows runs and results: tables for people, JSON lines and CSV
 // for tools. Pure functions over the API messages, apart from any I/O.
 #ifndef COLLBENCH_CLIENT_FORMAT_H_

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // What Ctrl-C says while the CLI follows a run. Interrupting the CLI ends
 // the command, not the run: the coordinator goes on with it. So for the
 // lifetime of a ScopedInterruptNotice, SIGINT prints its notice (the run

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The operator's commands on workers and runs that exist (docs/operations/lifecycle.md,
 // "Drain and undrain", "Deleting a worker", "Deleting runs"):
 //   collbench drain WORKER...       no new run on it until undrained

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // `collbench local [flags] COMMAND...`: an embedded
 // coordinator and K collbench-worker processes on 127.0.0.1 for one
 // command, torn down afterwards (also on Ctrl-C), so nothing is left

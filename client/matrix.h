@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // `collbench matrix`: a run matrix (operations x placements x transports x
 // MPI libraries) made by the coordinator as one workflow (it checks every
 // combination before the first run: a typo refuses the matrix whole, a

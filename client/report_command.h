@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // `collbench report RUN... | --suite ID -o FILE.html` (DESIGN §6, §9): one
 // self-contained HTML page (analysis/report.h) for a run, several runs
 // compared (the first is the baseline) or a stored suite run, written

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // `collbench run OPERATION [engine flags] [run flags]`: splits the command
 // line into the engine's flags (parsed by the engine's own parser into the
 // RunSpec's engine fields) and the service's (ranks, placement, transport,

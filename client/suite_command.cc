@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #include "client/suite_command.h"
 
 #include <algorithm>
@@ -74,6 +75,13 @@ int RunSuite(CoordinatorClient& client, const std::vector<std::string>& args) {
   if (absl::Status s = flags.Parse(args); !s.ok()) return Report(s);
   if (flags.rest().size() != 1) {
     return Report(absl::InvalidArgumentError("usage: suite run NAME [--profile ci|paper]"));
+  }
+  // The built-in suites are known here too: a typo is refused before any
+  // coordinator is asked (the coordinator checks it again).
+  absl::StatusOr<Suite> suite = FindSuite(flags.rest()[0]);
+  if (!suite.ok()) return Report(suite.status());
+  if (absl::StatusOr<std::vector<SuiteCell>> cells = ExpandSuite(*suite, profile); !cells.ok()) {
+    return Report(cells.status());
   }
   v1::WorkflowSpec spec;
   spec.mutable_suite()->set_suite(flags.rest()[0]);

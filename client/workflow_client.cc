@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #include "client/workflow_client.h"
 
 #include <cstdio>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The CLI side of the coordinator's workflows (server/workflows): create
 // one, follow it with a progress line per run on stderr, and print what it
 // produced. `suite run`, `matrix`, `sweep`, `advise` and `report` are such

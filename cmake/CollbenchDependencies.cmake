@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # Locates the Debian-packaged dependencies (DESIGN §7) and defines imported
 # targets for those that ship no CMake config of their own.
 find_package(PkgConfig REQUIRED)

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # Sanitizer and fuzzing builds (tests/fuzz/README.md). Both apply to every
 # target of the build tree, so the libraries a fuzz target or a unit test
 # links are instrumented as the test itself is. Use a build tree of its own:

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Writing a whole file so that a reader sees the old contents or the new
 // ones, never a part: reports (collbench report) and tuning files
 // (collbench advise --write-rules).

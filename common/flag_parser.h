@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // A small command-line parser for the service binaries (coordinator,
 // worker, CLI): `--name value` or `--name=value`, booleans without a value,
 // positional arguments kept in order. Values are written into variables the

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // A client of the standard gRPC health service (grpc.health.v1.Health/Check),
 // without generated code for it: what `collbench health` and the tests ask a
 // coordinator or a worker (a worker is SERVING only while it is registered,

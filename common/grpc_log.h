@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Sends gRPC's own log lines (gpr_log: connection errors, TLS handshake
 // failures) through common/log.h, so that a process whose log is JSON
 // writes nothing else to stderr. Event "grpc", the source file and line as

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Network addresses written "HOST:PORT": "node1:7100", "198.18.0.2:7100",
 // "[fe80::1]:7100", ":7100" (any host). One parser for every listen and
 // advertise flag and for the Agent addresses peers exchange, so they all

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // --log-format and --log-level, the same for every service binary
 // (collbench-coordinator, collbench-worker): common/log.h's options from
 // the command line.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #include "common/log_format.h"
 
 #include "absl/strings/ascii.h"

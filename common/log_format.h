@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // How one structured log line (common/log.h) is written: JSON (one object
 // per line, for containers and log collectors) or text (for a terminal).
 // Pure functions, safe from any thread.

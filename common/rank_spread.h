@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Which rank is slow (DESIGN §2, per rank). Every size record carries each
 // rank's mean, p50 and p99; AttributeRanks names the slowest rank, its mean
 // over the median rank's, and flags stragglers.

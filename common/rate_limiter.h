@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Per-caller token buckets for admission control (DESIGN §5, "Admission and
 // fairness"): each caller identity has a bucket of `burst` tokens that
 // refills at `per_second`; a request takes one token or is refused with the

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The JSON-lines records collbench-rank prints with `--format jsonl` and the
 // agent and coordinator parse (DESIGN §2, Output). Field names are part of
 // the contract with external tools; keep them stable.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Status propagation macros. Abseil 20220623 ships none, so the project keeps
 // its own pair here. Both evaluate their argument exactly once.
 #ifndef COLLBENCH_COMMON_STATUS_MACROS_H_

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #include "common/tls_channel.h"
 
 #include <cerrno>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Client channels to the coordinator, plain or TLS (DESIGN §5): what
 // collbench-worker and the collbench CLI dial with `--tls-ca FILE` and
 // `--tls-server-name NAME`, presenting `--tls-cert`/`--tls-key` to a

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #include "common/worker_labels.h"
 
 #include "absl/strings/ascii.h"

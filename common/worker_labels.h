@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Worker labels: KEY=VALUE facts an operator gives a worker
 // (`collbench-worker --label link=tbf-1gbit`) that it cannot discover, such
 // as how its host is linked to the others. They travel in the worker's

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The one table of backends (the library that moves the bytes, DESIGN §2)
 // and of the parameter-server strategies, as metadata: names, where the
 // buffers live, whether the backend needs a CUDA build, what it is. The

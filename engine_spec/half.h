@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Host-side conversions for the 16-bit float types NCCL reduces. Only the
 // validation pattern uses them (small exact integers), but they round to
 // nearest-even like the hardware so any finite value converts correctly.

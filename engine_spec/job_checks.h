@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The rules a run must keep, checked against the job it is in: made on
 // every rank before any communication (DESIGN §2, bad input), so each rank
 // reaches the same verdict from the same flags and rank count, no agreement

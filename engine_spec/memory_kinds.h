@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The `--memory` kinds (DESIGN §2, Memory) as vocabulary: their names, the
 // space their buffers live in, and the parsing of a `--memory` text. The
 // engine's MemoryKindRegistry (worker/engine/memory/) attaches the

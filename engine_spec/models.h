@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The gradient tensors a data-parallel training step all-reduces, for the
 // gradient-replay scenario (DESIGN §2, Scenarios), and their fusion into
 // buckets as PyTorch DDP and Horovod do.

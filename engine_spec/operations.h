@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The operations collbench-rank measures, as vocabulary (DESIGN §2,
 // Operations): each one's name, traits and the buffers it needs on one
 // rank. The engine's Operation (worker/engine/collectives/operation.h)

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The engine's settings: what collbench-rank's command line says, as a plain
 // struct, and the size sweep they describe. Parsing is MPI-free so it can be
 // unit-tested and reused by the CLI (`collbench run OPERATION [engine

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The data every operation sends, chosen so every result is exactly
 // predictable per rank and element (DESIGN §2, Validation):
 //

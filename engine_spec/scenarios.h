@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The scenarios (DESIGN §2, Scenarios) as vocabulary: their names and the
 // checks of their options against the job, made by collbench-rank on every
 // rank before any communication and by api/ before a run is queued. The

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #include "engine_spec/types.h"
 
 #include "absl/strings/str_cat.h"

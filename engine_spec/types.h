@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Element types, reduction operators and memory spaces the engine speaks of,
 // with their command-line names.
 #ifndef COLLBENCH_ENGINE_SPEC_TYPES_H_

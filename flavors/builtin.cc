@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The MPI libraries collbench launches, registered explicitly (STYLE §2).
 // Open MPI first: it is the default when a run does not name one.
 #include "flavors/mpich.h"

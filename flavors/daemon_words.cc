@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #include "flavors/daemon_words.h"
 
 #include "absl/strings/escaping.h"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Helpers the flavours and Exec's daemon check (worker/agent/daemon_command.h)
 // share for refusing a word of a daemon's argv.
 #ifndef COLLBENCH_FLAVORS_DAEMON_WORDS_H_

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // An MPI implementation as a plug-in (DESIGN §3 Launch, §5, §7): what
 // collbench needs to know about one MPI library, its binaries, how a run is
 // launched with it, which daemons its launcher starts on peers and with

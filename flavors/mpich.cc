@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // MPICH 4.0 (Debian bookworm: ch4 over UCX, hydra): mpiexec.mpich,
 // hydra_pmi_proxy, algorithm CVARs.
 #include "flavors/mpich.h"

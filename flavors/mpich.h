@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // MPICH 4.0 (ch4 over UCX, hydra) as an MpiFlavor (mpi_flavor.h): mpiexec
 // with the shim link as -launcher-exec, hydra_pmi_proxy on peers, algorithm
 // CVARs by name.

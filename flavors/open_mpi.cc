@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Open MPI 4.1 (Debian bookworm): mpirun.openmpi, orted, coll_tuned.
 #include "flavors/open_mpi.h"
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Open MPI 4.1 as an MpiFlavor (mpi_flavor.h): mpirun with the worker's
 // launch shim as plm_rsh_agent, orted (prted for PRRTE-based releases) on
 // peers, coll_tuned's numbered algorithms and dynamic rules files.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The MPI flavours by name, by RunSpec.mpi value, by daemon and by version
 // line, filled explicitly by RegisterBuiltinFlavors() (builtin.cc; no
 // static-initialisation magic). Flavors() is the process' registry, built

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The vocabulary of a tuning parameter a run spec may set (spec.env): the
 // grammar its value must match. The table itself is api/tuning_env.h; the
 // MPI libraries' own parameters come from their flavours (mpi_flavor.h).

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #include "server/coordinator.h"
 
 #include <grpcpp/ext/proto_server_reflection_plugin.h>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // A whole coordinator in one object: store, worker registry, run manager,
 // the Coordinator and WorkerGateway gRPC services (with health checking and
 // reflection), the HTTP listener (REST, /metrics, /healthz, /readyz), the

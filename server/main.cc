@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // collbench-coordinator: flags into CoordinatorOptions, then serve until
 // SIGINT or SIGTERM.
 #include <csignal>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // load_bench: how one coordinator holds up under a fleet's worth of
 // streams. One process plays every client:
 //

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // What load_bench's modes share: a coordinator started as a child process,
 // /proc samples of it, percentiles, channels and open-loop unary API calls.
 //

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // load_bench --results; see results_bench.h.
 #include "bench/load/results_bench.h"
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // load_bench --results: the result path at fleet rate (DESIGN §3, "Results
 // and durability"). One process plays every launcher:
 //

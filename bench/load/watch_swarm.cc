@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #include "bench/load/watch_swarm.h"
 
 #include <arpa/inet.h>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // WatchSwarm: many run watchers from one process, for load_bench and the
 // watcher acceptance test (tests/integration/rest). gRPC WatchRun streams
 // use the callback API over a few channels; SSE watches

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // watch_swarm: opens many watchers of one run and reports what they got,
 // for the watcher acceptance test (tests/integration/rest, case watchers).
 //

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: Apache-2.0
 # bin/collbench-bundle of an engine bundle (scripts/bundle-engine): sets the
 # variables that relocate Open MPI, PMIx, MPICH's hydra and UCX to this
 # folder, then runs the real program from libexec/. Every tool in bin/ is a

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
 """Reads collbench-rank JSON lines and prints them for people.
 
   results.py table FILE.jsonl             the size records as a table

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Fail closed (DESIGN §5): which listeners a coordinator may open with the
 // tokens it has.
 //

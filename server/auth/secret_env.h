@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Secrets passed in the environment (COLLBENCH_JOIN_TOKEN, COLLBENCH_TOKEN)
 // are read once and scrubbed: unsetenv() alone leaves the bytes in the
 // process's initial environment block, which /proc/PID/environ shows to

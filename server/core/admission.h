@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Admission control's vocabulary (DESIGN §5, "Admission and fairness"):
 // how a refusal carries the time after which the caller may retry, and
 // the refusal counters the metrics read.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Group commit for size results (DESIGN §3, "Results and durability"):
 // results submitted from any thread are written by one writer thread, many
 // per store transaction (Store::AddResults: each result and its run's

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Run retention (docs/operations/lifecycle.md, "Retention"): which finished runs a
 // coordinator started with --retain-runs N and/or --retain-for DURATION
 // deletes. Only finished runs (SUCCEEDED, FAILED, CANCELLED) are ever

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // RunManager: the caller-facing API, scheduling and completion. The
 // worker-facing half (registration, status, results, ticks, recovery) is
 // in run_manager_workers.cc, worker identity in run_manager_identity.cc.
@@ -343,6 +344,27 @@ void RunManager::ScheduleLocked(absl::Time now) {
   for (const scheduling::Assignment& assignment : result.started) StartLocked(assignment, now);
 }
 
+namespace {
+
+// What the ranks of `spec` placed as `facts` use for transport
+// (Run.effective_transport): the spec's, or for AUTO what the placement
+// leaves an MPI library, where that can be known.
+v1::Transport ResolvedTransport(const v1::RunSpec& spec, const PlacementFacts& facts) {
+  if (spec.transport() != v1::AUTO && spec.transport() != v1::TRANSPORT_UNSPECIFIED) {
+    return spec.transport();
+  }
+  if (spec.backend() == "nccl") return v1::AUTO;  // NVLink, P2P, SHM or a network: NCCL's pick
+  if (facts.inventories.size() <= 1) return v1::SHM;  // one node to the MPI library
+  for (const auto& inventory : facts.inventories) {
+    if (inventory != nullptr && inventory->rdma_devices_size() > 0) return v1::AUTO;
+  }
+  // MPICH may connect workers that share an IPC namespace over shared memory.
+  if (spec.mpi() == v1::MPICH && facts.sharing.shared) return v1::AUTO;
+  return v1::TCP;
+}
+
+}  // namespace
+
 void RunManager::StartLocked(const scheduling::Assignment& a, absl::Time now) {
   LiveRun* live = FindLiveLocked(a.run);
   if (live == nullptr) return;
@@ -416,6 +438,7 @@ void RunManager::StartLocked(const scheduling::Assignment& a, absl::Time now) {
   }
   run.set_shared_ipc(message.shared_ipc());
   run.set_single_copy_mechanism(facts.sharing.single_copy_mechanism);
+  run.set_effective_transport(ResolvedTransport(run.spec(), facts));
   run.mutable_held_workers()->Assign(a.held_workers.begin(), a.held_workers.end());
   *run.mutable_start_time() = TimestampFromTime(now);
   const absl::Duration timeout =

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The run lifecycle (DESIGN §3): validation, the FIFO queue, scheduling
 // onto workers, launch, results, completion, cancel, timeouts, lost
 // workers, and recovery after a coordinator restart. The gRPC and REST

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // RunManager: worker identity (DESIGN §5): the secret check of a known
 // name, the caps and a new secret for a new one, forgetting a name, and the
 // counts of registrations and refused worker messages.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // RunManager: what operators do to workers and runs once they exist:
 // drain and undrain a worker, delete a finished run, and retention.
 // Forgetting a worker (the API's DeleteWorker) is in

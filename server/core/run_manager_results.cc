@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // RunManager: the result path. OnResult checks a result and queues it for
 // the ResultWriter; OnResultsStored, on the writer's thread once a batch is
 // durable, publishes it and acknowledges it to its launcher.

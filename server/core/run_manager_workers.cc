@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // RunManager: what workers tell the coordinator (registration, heartbeats,
 // run status, logs), the periodic tick, and recovery after a restart. The
 // result path is in run_manager_results.cc.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #include "server/core/watch_feed.h"
 
 #include <utility>

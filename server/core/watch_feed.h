@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // What one watcher of a run (gRPC WatchRun, the REST event stream) sends,
 // in order: the run's stored state and stored results first, then the live
 // events the WatchHub delivers. The watcher subscribes to the hub before

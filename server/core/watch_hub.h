@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Fan-out of run events to watchers (WatchRun, the REST event stream, the
 // CLI's live view). Publishers never block on watchers: each sink queues
 // what it gets and writes at its own pace.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // How many run watchers (gRPC WatchRun, GET /v1/runs/{id}:watch) may be
 // open at once, in all and per client (DESIGN §5, "Admission and
 // fairness"). A client is who Authorizer::CallerOf() says: its bearer

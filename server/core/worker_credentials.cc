@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #include "server/core/worker_credentials.h"
 
 #include <openssl/crypto.h>

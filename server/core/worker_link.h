@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // How the run manager reaches connected workers: the gateway service
 // implements it over each worker's Connect stream; tests use a recording
 // fake.

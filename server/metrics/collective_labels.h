@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The labels of the collective series (collbench_collective_*, DESIGN §4):
 // every field that defines a configuration is a label, so two
 // configurations never share a series, plus the operator's dimensions to

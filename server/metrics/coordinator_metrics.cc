@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #include "server/metrics/coordinator_metrics.h"
 
 #include <prometheus/counter.h>
@@ -182,7 +183,7 @@ void CoordinatorMetrics::OnStateChange(const v1::Run& run, absl::Time event_time
   Tracked& tracked = runs_[run.name()];
   if (tracked.state == run.state()) return;  // announced again, counted once
   tracked.state = run.state();
-  tracked.spec = run.spec();
+  tracked.spec = SpecAsRun(run);
   tracked.pool = RunPool(run, pool_label_);
   families_->runs_total.Add({{"state", StateLabel(run.state())}}).Increment();
   if (!IsFinalRunState(run.state())) return;
@@ -201,7 +202,7 @@ CoordinatorMetrics::Tracked* CoordinatorMetrics::TrackedLocked(const std::string
   absl::StatusOr<v1::Run> run = sources_.lookup_run(run_name);
   if (!run.ok() || IsFinalRunState(run->state())) return nullptr;
   Tracked& tracked = runs_[run_name];
-  tracked.spec = run->spec();
+  tracked.spec = SpecAsRun(*run);
   tracked.state = run->state();
   tracked.pool = RunPool(*run, pool_label_);
   return &tracked;

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The coordinator's Prometheus metrics (DESIGN §4):
 //
 //   collbench_build_info{version}                        gauge, 1

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The mapping from the engine's log-linear histograms to Prometheus
 // histogram buckets at powers of two of nanoseconds (DESIGN §4). Every
 // power of two is an exact bucket edge of the engine histogram, so the

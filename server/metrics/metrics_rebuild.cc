@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // CoordinatorMetrics::RebuildFromStore: the collective series of a
 // restarted coordinator, from the results its store kept.
 #include <algorithm>
@@ -30,7 +31,7 @@ absl::Status CoordinatorMetrics::RebuildFromStore(Store& store) {
     ASSIGN_OR_RETURN(const std::vector<v1::SizeResult> results, store.ListResults(run.name()));
     absl::MutexLock lock(&mu_);
     Tracked tracked;
-    tracked.spec = run.spec();
+    tracked.spec = SpecAsRun(run);
     tracked.state = run.state();
     tracked.pool = RunPool(run, pool_label_);
     // A size the spec does not name was counted when it arrived.

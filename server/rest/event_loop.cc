@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #include "server/rest/event_loop.h"
 
 #include <event2/event.h>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // One thread running a libevent event_base: the HTTP server's loop, which
 // owns every connection, reads requests, writes replies and event streams.
 // Other threads hand it work with Post(); the loop runs posted work in the

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // One server-sent-events watch of a run (GET /v1/runs/{id}:watch): what
 // WatchRun streams over gRPC, as `text/event-stream`. Each RunEvent is one
 // event, named after what it carries, with the event as one line of JSON:

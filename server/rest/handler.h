@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // What a REST handler sees and returns, independent of the HTTP library:
 // the dispatcher (http_server.cc) matches a route, checks the token and the
 // query parameter names, builds a RestRequest, calls the route's handler and

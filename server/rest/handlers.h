@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The REST handlers, one per route (see RestRoutes() for which is which).
 // Each translates JSON and query parameters into the RunManager call the
 // gRPC Coordinator service makes for the same operation, so both APIs

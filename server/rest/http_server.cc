@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // HttpServer on libevent's evhttp (server/README.md says why this library).
 // Only this file, event_loop.cc and sse_writer.cc include libevent; it
 // stays private to server/rest (server/rest/CMakeLists.txt).

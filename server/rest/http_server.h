@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The coordinator's HTTP listener (DESIGN §4, §5): the REST/JSON API under
 // /v1 (the same operations and validation as the gRPC Coordinator service),
 // /metrics, /healthz and /readyz, and the /ui/ pages. libevent (evhttp)

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #include "server/rest/request_guard.h"
 
 #include "absl/strings/ascii.h"

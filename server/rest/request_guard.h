@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The checks every HTTP request passes before it is routed (DESIGN §5,
 // "Fail closed"), kept apart from the HTTP library so they outlive it:
 //

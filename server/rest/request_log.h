@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The HTTP listener's request log (DESIGN §4): one line per finished
 // request, through common/log.h.
 //

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #include "server/rest/rest_json.h"
 
 #include <google/protobuf/util/json_util.h>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // JSON in and out of the REST API: the proto3 JSON mapping for bodies
 // (lowerCamelCase out; both spellings in; unknown fields rejected), the
 // error body every failed request gets, and query parameter parsing.

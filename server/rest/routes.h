@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The REST API's routes, declared once (routes.cc). The dispatcher serves
 // exactly these, docs/openapi.yaml describes exactly these (a unit test
 // compares the two both ways), and metrics label requests by Template().

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The /v1/runs routes.
 #include <string>
 #include <utility>

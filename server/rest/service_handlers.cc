@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The /v1/workers routes and the service's own health, readiness and
 // metrics.
 #include <string>

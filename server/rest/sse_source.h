@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // What the HTTP server's SseWriter streams: a run's events (EventStream)
 // or a workflow's versions (WorkflowStream), as ready-made SSE text.
 //

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #include "server/rest/sse_writer.h"
 
 #include <event2/buffer.h>

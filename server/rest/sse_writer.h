@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Writes event streams (GET /v1/runs/{id}:watch) from the HTTP server's
 // event loop, with or without TLS: no stream holds a thread. The loop
 // starts the response (chunked transfer coding, Connection: close), then

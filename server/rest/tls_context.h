@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The HTTP listener's OpenSSL context (DESIGN §5): the server's
 // certificate chain and key and, with a client CA, mutual TLS: a client
 // without a certificate that chains to that CA fails the handshake and

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The /ui/ pages: the report library's pages (analysis/report.h) served
 // from the coordinator's store, plus the runs list, the live run page and
 // the login form (server/rest/ui_session.h).
@@ -127,7 +128,7 @@ std::string RunRow(const v1::Run& run) {
           : absl::StrCat("<div class=\"why\">", HtmlEscape(run.waiting_reason()), "</div>"),
       "</td><td>", HtmlEscape(s.operation()), "</td><td>",
       HtmlEscape(absl::StrCat(MpiName(s.mpi()), "/", s.backend().empty() ? "mpi" : s.backend(),
-                              "/", TransportName(s.transport()), " ", PlacementName(s.placement()),
+                              "/", TransportText(run), " ", PlacementName(s.placement()),
                               " ", s.ranks(), s.ranks() == 1 ? " rank" : " ranks")),
       "</td><td class=\"num\">", run.sizes_done(), "/", run.sizes_total(), "</td><td>",
       HtmlEscape(absl::FormatTime("%Y-%m-%d %H:%M:%S", TimeFromTimestamp(run.create_time()),

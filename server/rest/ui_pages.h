@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Replies of the /ui/ pages: an HTML page with the /ui/ security headers
 // (server/rest/ui_session.h), an error as a page rather than JSON, and the
 // login form (also what a /ui/ page without a valid token answers, 401).

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // How a browser holds a session for the /ui/ pages (DESIGN §5, §9). A
 // browser cannot add an Authorization header to a page load or an
 // EventSource, so /ui/login (public) takes a token in a form and, when it

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The /ui/ pages' server-side sessions (DESIGN §5): a login with a token of
 // read access creates a session and the browser's cookie holds only its
 // random id (256 bits), never the token. A session ends at its expiry or

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The /ui/workflows pages: the workflows a portal or the CLI made, each with
 // its cells (linked to their runs), its output tables and its report; a
 // workflow still going reloads itself as its events arrive.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // A small, bounded pool of threads for the HTTP handlers that may block
 // (store queries, report rendering, CreateRun), so the event loop never
 // waits on them. A job that finds the queue full is refused at once: the

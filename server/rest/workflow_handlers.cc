@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The /v1/workflows routes: thin translations onto WorkflowManager.
 #include <string>
 #include <utility>

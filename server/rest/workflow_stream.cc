@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #include "server/rest/workflow_stream.h"
 
 #include <utility>
@@ -12,15 +13,18 @@ namespace collbench {
 absl::StatusOr<std::shared_ptr<WorkflowStream>> WorkflowStream::Open(
     WorkflowManager& manager, const std::string& name, std::unique_ptr<WatcherSlot> slot) {
   std::shared_ptr<WorkflowStream> stream(new WorkflowStream(&manager, std::move(slot)));
-  absl::MutexLock lock(&stream->mu_);
-  // Subscribe hands out the current version and registers in one step:
-  // later versions queue behind it.
+  // Subscribe hands out the current version and registers in one step.
+  // It is called without the stream's lock (the manager calls sinks under
+  // its own); a version delivered meanwhile is kept if it is newer.
   absl::StatusOr<v1::Workflow> now = manager.Subscribe(name, stream);
   if (!now.ok()) return now.status();
+  absl::MutexLock lock(&stream->mu_);
   stream->name_ = now->name();
-  stream->subscribed_ = !IsFinalWorkflowState(now->state());
-  stream->newest_ = *std::move(now);
-  stream->ended_ = !stream->subscribed_;
+  stream->subscribed_ = !IsFinalWorkflowState(now->state()) && !stream->ended_;
+  if (!stream->newest_ || stream->newest_->version() < now->version()) {
+    stream->newest_ = *std::move(now);
+  }
+  if (IsFinalWorkflowState(stream->newest_->state())) stream->ended_ = true;
   return stream;
 }
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // One server-sent-events watch of a workflow (GET
 // /v1/workflows/{id}:watch): the workflow now, then after each change, as
 //

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The coordinator's placement logic (DESIGN §3, Scheduler): which queued runs
 // start now, on which workers, and which workers each run holds while it
 // runs. Pure and deterministic: the same inputs give the same answer, nothing

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The coordinator's live table of workers (DESIGN §3): who is registered,
 // when each last heartbeated, which run holds it, and which are draining or
 // lost. It feeds the Scheduler (SchedulerWorkers(), ActiveRuns()) and records

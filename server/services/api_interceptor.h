@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // A gRPC server interceptor that reports every finished call (method, status
 // code, and for unary calls the time it took) to a callback; the coordinator
 // feeds collbench_api_requests_total and collbench_api_request_duration_seconds

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #include "server/services/call_log.h"
 
 #include <grpcpp/server_context.h>

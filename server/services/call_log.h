@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // A gRPC server interceptor that logs every finished call (DESIGN §4),
 // through common/log.h, as server/rest/request_log.h does for HTTP:
 //

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The Coordinator gRPC service (DESIGN §3): a thin translation of requests
 // onto RunManager (STYLE §5). WatchRun replays what is stored, then streams
 // live events until the run ends. Every call is authorized first (DESIGN

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #include "server/services/gateway_service.h"
 
 #include <atomic>

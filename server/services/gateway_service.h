@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The WorkerGateway gRPC service: one Connect stream per worker. It turns
 // what workers send into RunManager calls and implements WorkerLink, so
 // the run manager can queue messages to any connected worker.

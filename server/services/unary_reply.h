@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // What every Coordinator method does around its plain-class call: answer a
 // unary call from a Status or StatusOr, and read the caller's
 // `authorization` metadata.

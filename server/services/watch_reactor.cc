@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #include "server/services/watch_reactor.h"
 
 #include <algorithm>

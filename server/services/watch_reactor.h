@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The server side of one WatchRun stream: replays the run's stored state
 // and results, then relays live events from the WatchHub until the run
 // ends or the client goes away. Writes go out one at a time from a queue,

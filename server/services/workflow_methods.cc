@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // CoordinatorService's workflow methods: thin translations onto
 // WorkflowManager, and the WatchWorkflow stream.
 #include <memory>
@@ -30,16 +31,21 @@ class WorkflowWatch final : public grpc::ServerWriteReactor<v1::WorkflowEvent> {
   WorkflowWatch(WorkflowManager* manager, std::unique_ptr<WatcherSlot> slot,
                 const std::string& name)
       : manager_(manager), slot_(std::move(slot)), sink_(std::make_shared<Sink>(this)) {
-    absl::MutexLock lock(&mu_);
+    // Subscribed without this reactor's lock: the manager calls the sink
+    // under its own, so holding ours here would order the two both ways.
+    // A version delivered meanwhile is kept if it is newer.
     absl::StatusOr<v1::Workflow> now = manager_->Subscribe(name, sink_);
+    absl::MutexLock lock(&mu_);
     if (!now.ok()) {
       FinishLocked(ToGrpcStatus(now.status()));
       return;
     }
     name_ = now->name();
     subscribed_ = !IsFinalWorkflowState(now->state());
-    ended_ = !subscribed_;
-    newest_ = *std::move(now);
+    if (!subscribed_) ended_ = true;
+    if ((!newest_ || newest_->version() < now->version()) && now->version() > written_version_) {
+      newest_ = *std::move(now);
+    }
     MaybeWriteLocked();
   }
 

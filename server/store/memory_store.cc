@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The in-memory Store: the fake beside the SQLite store (STYLE §3). Same
 // contract, nothing survives the process.
 #include <map>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Thin RAII over the SQLite C API for the SQLite store: owned connections
 // and statements, one-shot statement executions, result codes as Status.
 // Not for use outside server/store/.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The SQLite Store: one file in WAL mode, every commit fsynced, so what a
 // call reported as stored survives kill -9 and power loss (DESIGN §3).
 //

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The coordinator's persistent state: workers, runs and per-size results
 // (DESIGN §3, "Store" and "Results and durability").
 //

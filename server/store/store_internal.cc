@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #include "server/store/store_internal.h"
 
 #include <algorithm>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Rules both Store implementations share, so they keep one contract: name
 // checks, the run order and the ListRuns page token. Not for use outside
 // server/store/.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #include "server/workflows/workflow_manager.h"
 
 #include <algorithm>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The coordinator's workflows (workflow.proto): created over gRPC or REST,
 // planned and checked in full at create time (workflow_plan.h), then run
 // here, not by the client: one cell at a time through the RunManager (so a

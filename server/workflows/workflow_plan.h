@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // What a workflow will run, planned once, at create time, from its spec
 // and the workers registered then (DESIGN §9): a matrix's combinations, a
 // suite's cells, a sweep's algorithms. Every cell is checked as CreateRun

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
 """collbench in real containers, from the Kubernetes manifests (DESIGN §8).
 
 Builds the coordinator and worker images (scripts/images, from the programs

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """What each rendering of deploy/kubernetes must say (issue 21, item 11).
 
 Every rendering: a PodDisruptionBudget for the coordinator (maxUnavailable 0)

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
 """The Kubernetes manifests of deploy/kubernetes: render, validate, lint.
 
 For the base, every overlay under deploy/kubernetes/overlays (and that the

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
 """The control plane's binaries and libraries need no data-plane library.
 
 collbench-coordinator and the collbench CLI must start on a host without MPI,

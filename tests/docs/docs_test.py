@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
 """The documentation's promises, checked: its runnable examples run, its
 relative links resolve, and README.md stays small.
 
@@ -134,7 +135,7 @@ HELPS = {
     "collbench": [["collbench", "--help"]] + [
         ["collbench", c, "--help"]
         for c in ("run", "matrix", "local", "suite", "report", "sweep", "advise", "health",
-                  "workers", "runs", "show", "watch", "cancel", "compare")
+                  "workers", "runs", "show", "watch", "cancel", "compare", "workflows")
     ] + [["collbench-rank", "--help"]],
     "collbench-rank": [["collbench-rank", "--help"]],
     "collbench-rank-mpich": [["collbench-rank-mpich", "--help"]],

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // collbench-rank's command line (engine_spec/options): one argument per
 // input line. Accepted options give at most kMaxSweepSizes sizes, and a
 // geometric sweep that is strictly increasing within [min, max]; errors are

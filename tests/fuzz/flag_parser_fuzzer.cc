@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The service binaries' flag parser (common/flag_parser): one argument per
 // input line, against a parser with every kind of flag. Parsing never
 // crashes, an error is InvalidArgument, and a flag error names the flag.

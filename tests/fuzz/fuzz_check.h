@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Helpers shared by the fuzz targets: an invariant check that stops the
 // fuzzer with a message (libFuzzer then saves the input), and the split of
 // an input into command-line arguments.

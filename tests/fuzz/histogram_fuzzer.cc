@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The histogram's wire form: a v1::Histogram in protobuf encoding (as the
 // worker relays it) through HistogramFromProto and Histogram::FromSparse.
 // An accepted histogram converts back to the same proto form, and its

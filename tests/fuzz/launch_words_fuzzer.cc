@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The launch path's input checks (DESIGN §5): the tuning-parameter table
 // (api/tuning_env), the shim's quote parser (worker/agent/shell_words) and
 // Exec's daemon check (worker/agent/daemon_command). The first line is a

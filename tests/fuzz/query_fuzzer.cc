@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // HTTP query parameters and page tokens (server/rest, server/core/listing,
 // server/store): the query string of a list request, as the HTTP server
 // splits and decodes it, then page_size, page_token and filter through the

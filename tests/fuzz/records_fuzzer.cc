@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // collbench-rank's JSON-lines records (common/records), as the agent reads
 // them from the engine's output. An accepted line writes back to a line
 // that parses to the same text again; errors are InvalidArgument.

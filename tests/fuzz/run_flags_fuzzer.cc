@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // `collbench run`'s command line (client/run_flags): one argument per input
 // line. An accepted command line gives a RunSpec whose validation (as the
 // CLI does it, with default limits) never crashes and names a spec field

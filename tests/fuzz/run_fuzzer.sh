@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # Runs one libFuzzer target for a fixed time over a copy of its seed corpus,
 # so the repository's corpus is never modified. Exit status: the fuzzer's
 # (non-zero on a crash, leak, timeout or failed invariant).

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // REST bodies into a RunSpec (server/rest/rest_json) and its validation
 // (api/validation), as POST /v1/runs does them: a JSON CreateRunRequest,
 // then ValidateRunSpec with the CLI's limits (workers unknown) and with a

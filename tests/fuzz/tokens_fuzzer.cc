@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The coordinator's token file (server/auth): Authorizer::FromText, then a
 // check of an Authorization header taken from the same input. A refusal of
 // the file names the line; Check answers OK, Unauthenticated or

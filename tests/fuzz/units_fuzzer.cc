@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Sizes and durations (common/units): ParseBytes, ParseByteList and
 // ParseDurationSeconds. A parsed size formats back to text that parses to
 // the same value; a parsed duration is positive and finite; every error

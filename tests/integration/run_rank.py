@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
 """Runs collbench-rank under an MPI launcher and checks its JSON lines.
 
 Used by ctest (tests/integration/CMakeLists.txt). Fails unless the run

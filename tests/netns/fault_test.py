@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
 """Faults in network-namespace hosts (issue 12, scope 5).
 
 The hosts are those of multihost_test.py (netns_hosts.py), on a network of

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
 """Multi-host launch through network namespaces (DESIGN §3, Launch).
 
 Three "hosts" are network namespaces on one bridge, each with its own host

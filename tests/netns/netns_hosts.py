@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Namespace "hosts" on a bridge, shared by the tests in tests/netns/.
 
 A Network names a bridge, a coordinator address on it and three hosts; each

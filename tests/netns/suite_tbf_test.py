@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
 """The rate-limited rows of dl-framework-scaling, on hosts in namespaces.
 
 Eight "hosts" are network namespaces on one bridge (198.18.2.0/24, names

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // What the attack tests that spawn the real binaries share: a child
 // process in its own group with its output in a log file, and polling for
 // a condition. Header-only test support; not thread-safe.

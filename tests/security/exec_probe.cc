@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // A direct Agent.Exec call, as an attacker holding a valid run token would
 // make it (tests/security/launch_test.py):
 //   exec_probe AGENT_ADDRESS RUN TOKEN_FILE ARGV...

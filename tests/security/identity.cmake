@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # Worker identity and Agent attacks (issue 19, stream "identity"): a real
 # coordinator and two workers on 127.0.0.1 (identity_attack_test.cc). The
 # unit tests of the same rules (tests/unit/server/worker_identity_test.cc,

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Attacks on worker identity and the Agent (issue 19, DESIGN §5), against a
 // real collbench-coordinator and two real collbench-worker processes on
 // 127.0.0.1. Each test asserts that the attack's effect did not happen:

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # The launch path: hostile spec.env keys and values, a direct Exec of a
 # non-daemon argv with a valid run token, tokens in the run's processes,
 # a rank that leaves a setsid'd child, allowed tuning parameters and tuning

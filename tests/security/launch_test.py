@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
 """Security tests of the launch path (DESIGN §5): a real coordinator, two
 collbench-worker processes and the CLI on 127.0.0.1 per case.
 

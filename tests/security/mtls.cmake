@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # Mutual TLS on the coordinator (--tls-client-ca): callers without a
 # certificate from the client CA, or with another CA's, create nothing over
 # gRPC or HTTP; workers and the CLI get through with theirs

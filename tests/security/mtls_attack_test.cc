@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Mutual TLS on the coordinator (DESIGN §5: TLS, mutual where certificates
 // are given, on every gRPC and HTTP listener), against a real
 // collbench-coordinator started with --tls-cert/--tls-key/--tls-client-ca

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # Attacks on the coordinator's web surface and on `collbench local`
 # (tests/security/web_test.py; each case asserts the attack had no effect).
 # local_user needs root (a second local user via setpriv) and skips

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
 """Attacks on the coordinator's web surface and on `collbench local` (issue
 19, "fail closed", "tokens and sessions"). Each case asserts that the
 attack's effect did not happen (no run exists, no proof file was written,

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """A small Chrome DevTools Protocol client on the standard library: starts
 Debian's chromium headless, speaks the protocol over a WebSocket (RFC 6455,
 client side: masked text frames out, unfragmented or fragmented frames in)

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
 """Browser tests of the reports and the coordinator's /ui/ pages: Debian's
 chromium, headless, driven over the DevTools protocol (cdp.py), against a
 real coordinator (--http-listen, --tokens) and two workers.
@@ -10,7 +11,8 @@ Cases:
          (container-parity, ci profile); `collbench report` writes one run's
          and the comparison's file and refuses bad input with exit 2. In the
          browser: the report files and /ui/, /ui/runs/{id}, /ui/compare and
-         /ui/suites/{id} load with no console error, no exception and no
+         /ui/suites/{id}, /ui/workflows, /ui/workflows/{id} and its report
+         load with no console error, no exception and no
          request outside the page's own origin (for a file: none but the
          file); every plot has one series per configuration; /ui/ without a
          token shows the login form, and signing in sets an HttpOnly,
@@ -290,6 +292,27 @@ def case_pages(c):
         expect(marks[1] > 0, "the suite page names no skipped cell")
         page.screenshot(os.path.join(out, "ui-suite.png"))
         page.screenshot(os.path.join(out, "ui-suite-full.png"), full_page=True)
+        # The suite run is a workflow: listed, shown with its tables and
+        # runs, and its report served.
+        page.navigate(c.url("/ui/workflows"))
+        check_clean(page, "/ui/workflows", origin)
+        expect(suite in page.evaluate("document.body.innerText"),
+               "/ui/workflows does not list the suite run %s" % suite)
+        page.screenshot(os.path.join(out, "ui-workflows.png"))
+        page.navigate(c.url("/ui/workflows/" + suite))
+        check_clean(page, "/ui/workflows/" + suite, origin)
+        shown = page.evaluate("[document.querySelectorAll('table').length,"
+                              " document.querySelectorAll('a[href^=\"/ui/runs/\"]').length,"
+                              " document.body.innerText]")
+        expect(shown[0] >= 2, "/ui/workflows/%s shows %d tables" % (suite, shown[0]))
+        expect(shown[1] > 0, "/ui/workflows/%s links no run" % suite)
+        expect("skipped" in shown[2] and "succeeded" in shown[2],
+               "/ui/workflows/%s does not show its cells' states" % suite)
+        page.screenshot(os.path.join(out, "ui-workflow-full.png"), full_page=True)
+        page.navigate(c.url("/ui/workflows/%s/report" % suite))
+        check_clean(page, "/ui/workflows/%s/report" % suite, origin)
+        marks = page.evaluate("document.querySelectorAll('tr.agree, tr.disagree').length")
+        expect(marks > 0, "the workflow's report marks no row as agreeing or disagreeing")
         sign_out(c, page, session)
     finally:
         browser.close()

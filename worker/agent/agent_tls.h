@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // TLS on the Agent listener and on the launch shim's calls to peers
 // (DESIGN §5: TLS, mutual where certificates are given, the workers' Agent
 // listener included).

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The CPU and memory limits of the worker's own cgroup (DESIGN §8): they
 // replace the host's figures for its default slot count and for the memory
 // check of a run, since a container cannot use more than its limits.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The environment of everything a worker starts (DESIGN §5): built from an
 // allow-list, never the worker's whole environment, so that nothing the
 // worker holds (a join token in COLLBENCH_JOIN_TOKEN, credentials, proxy

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #include "worker/agent/container_facts.h"
 
 #include <sys/stat.h>

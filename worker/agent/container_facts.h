@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Which container a worker runs in (DESIGN §8, container awareness): the
 // runtime concluded from several signals, each reported as read, and the
 // namespace identities and /dev/shm size that decide whether co-resident

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // What Exec may run (DESIGN §5, "No shell anywhere on the launch path"):
 // only an MPI daemon a launcher starts on a peer (MpiFlavor::daemons, e.g.
 // orted or hydra_pmi_proxy), taken from this worker's own installation,

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The Agent service (DESIGN §3 Launch, §5 Security): runs the MPI daemon a
 // peer's launch shim asks for (only the installed orted / hydra_pmi_proxy,
 // arguments verbatim, no shell: daemon_command.h), with this worker's

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #include "worker/agent/host_facts_io.h"
 
 #include <sys/stat.h>

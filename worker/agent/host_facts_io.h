@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The small reads the inventory modules (inventory.cc, container_facts.cc,
 // cgroup_limits.cc) share: a whole file, whether a path exists, and an
 // environment variable through a replaceable lookup (tests pass a fake).

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #include "worker/agent/inventory.h"
 
 #include <dirent.h>
@@ -99,6 +100,20 @@ std::vector<int> ParseCpuList(absl::string_view text) {
     for (int cpu = first; cpu <= last; ++cpu) cpus.push_back(cpu);
   }
   return cpus;
+}
+
+// Every entry of /sys/class/infiniband: the RDMA devices (InfiniBand HCAs,
+// RoCE NICs, EFA) the kernel has, by name, sorted.
+void AddRdmaDevices(const InventoryOptions& options, v1::Inventory* inventory) {
+  DIR* handle = opendir((options.sys_root + "/class/infiniband").c_str());
+  if (handle == nullptr) return;
+  std::vector<std::string> names;
+  while (dirent* entry = readdir(handle)) {
+    if (entry->d_name[0] != '.') names.emplace_back(entry->d_name);
+  }
+  closedir(handle);
+  std::sort(names.begin(), names.end());
+  for (std::string& name : names) inventory->add_rdma_devices(std::move(name));
 }
 
 void AddNumaNodes(const InventoryOptions& options, v1::Inventory* inventory) {
@@ -254,6 +269,7 @@ absl::StatusOr<v1::Inventory> DiscoverInventory(const InventoryOptions& options)
   }
   inventory.set_memory_bytes(memory);
   AddNumaNodes(options, &inventory);
+  AddRdmaDevices(options, &inventory);
   std::unique_ptr<DeviceRuntime> device = AddGpus(options, &inventory);
   AddMemoryKinds(inventory, device.get(), &inventory);
   AddSoftware(options, &inventory);

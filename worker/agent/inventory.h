@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // What a worker reports about itself when it registers (DESIGN §3): the
 // scheduler places ranks by it, keeps benchmarks of one physical host apart
 // by host_id, and validates buffer sizes against memory.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Builds the command the launcher worker runs for an assignment (DESIGN §3,
 // Launch): the MPI launcher of the run's flavour (flavors/mpi_flavor.h) with
 // this worker's binary as the remote-shell agent, one host entry per worker

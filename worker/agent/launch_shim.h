@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The remote-shell agent that mpirun / mpiexec use on the launcher worker
 // (DESIGN §3 Launch). mpirun calls it like ssh:
 //

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The launcher role (DESIGN §3, Launch): runs an assignment's mpirun /
 // mpiexec, reads rank 0's JSON lines as they come, and reports the run's
 // status, each size result (numbered and kept in the ResultSpool until

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // collbench-worker: serves the Agent (Exec) service, registers with the
 // coordinator and launches runs. `collbench-worker launch-shim ...` is the
 // remote-shell agent mpirun / mpiexec call (launch_shim.h).

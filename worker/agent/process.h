@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Child processes for the worker agent: the launcher's mpirun / mpiexec and
 // the MPI daemons Exec starts (orted, hydra_pmi_proxy) go through a
 // ProcessRunner, and tests of the classes above it use FakeProcessRunner.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The launcher's record of what it owes the coordinator (DESIGN §3, Results
 // and durability): every size result of its runs, kept until the
 // coordinator acknowledges it (at-least-once delivery), and each run's

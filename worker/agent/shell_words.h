@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The remote command of an ssh-style call, taken apart without a shell.
 //
 // mpirun and mpiexec call their remote-shell agent like ssh: the words after

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Tuning files (DESIGN §5; docs/tuning-parameters.md, "Tuning files"): the
 // data-only files an operator installs in a worker's --tuning-dir, such as
 // an Open MPI coll_tuned dynamic rules file or an MPICH JSON collective

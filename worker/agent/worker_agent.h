@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The worker's side of the WorkerGateway stream (DESIGN §3): registers
 // with its inventory, heartbeats, relays the launcher's reports, and acts
 // on what the coordinator sends (assignments, run tokens, cancels, result

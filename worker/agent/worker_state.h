@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // What a worker keeps on disk and reads at start for its identity
 // (DESIGN §5, "Credentials"): the secret the coordinator issued at the
 // name's first registration, in `<state dir>/worker-secret` (mode 0600, the

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Agreeing on a failure that happened on some ranks only (allocation, a
 // missing device or memory kind on one host), so that every rank returns
 // instead of leaving peers inside a collective, and the job ends with one

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The control traffic the sweep driver needs between ranks: barriers,
 // agreement on errors and stopping, and gathering statistics and histograms
 // to rank 0. It is not the data path being measured; backends own that.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #include "worker/engine/rank_main.h"
 
 // A sanitized build (scripts/test-fuzz) runs real ranks in the security

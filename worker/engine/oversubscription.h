@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Whether the ranks on a host outnumber the CPUs they may run on. Such
 // ranks time-slice the cores: a collective waits for a descheduled peer,
 // and the figures measure the scheduler rather than the library (MPICH,

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The shared driver every operation runs under: for each size it allocates
 // and fills the buffers, times the iterations (timing.h), validates one more
 // call when asked, gathers the statistics to rank 0 and reports the size.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The timed loop's clock: the CPU's invariant time-stamp counter where it
 // has one (x86-64 with constant_tsc and nonstop_tsc in /proc/cpuinfo),
 // calibrated once against steady_clock; steady_clock itself elsewhere.

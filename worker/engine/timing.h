@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The measurement loop shared by every operation and scenario
 // (DESIGN §2, Measurement conventions): warmup untimed iterations, a barrier,
 // then the timed iterations with no communication inside the timed

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
 """The advisor closes the loop: `collbench sweep` runs every Open MPI
 allreduce algorithm (and the library's own choice) on a few ranks, writes a
 coll_tuned dynamic rules file, and a run with that file loaded must be, in

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
 """The collbench CLI as a person meets it: help, errors, follow-ups, Ctrl-C.
 
     cli_test.py --bin-dir build/bin --case help_offline [--case ...]

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
 """The coordinator's logs (DESIGN §4, docs/operations/logs.md): a real
 collbench-coordinator with --tokens and --http-listen, its stderr not a
 terminal, so JSON lines by default, as `kubectl logs` shows them.

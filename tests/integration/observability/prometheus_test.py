@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
 """The Grafana dashboards against a real Prometheus and a real coordinator.
 
 A coordinator (with --http-listen, so it serves /metrics) and three workers

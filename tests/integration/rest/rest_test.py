@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
 """REST API integration tests: a real collbench-coordinator with
 --http-listen and --tokens, two real collbench-worker processes joining with
 the worker token, and curl against every route of docs/openapi.yaml.

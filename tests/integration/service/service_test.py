@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
 """Service integration tests: a real collbench-coordinator, real
 collbench-worker processes and the collbench CLI, each case on its own port,
 store and temporary folders.

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
 """`collbench suite` end to end: the built-in suites are listed, one suite's
 ci profile runs on `collbench local --workers 4 --slots 4` with a kept store,
 prints its tables with the paper's values and a verdict per checked row, and

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The worker's side of identity and the Agent's robustness (DESIGN §5):
 // refused Exec calls with short client deadlines never crash the worker,
 // no call waits for a token, Exec is rate limited per caller, the Agent

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // cgroup CPU and memory limits (worker/agent/cgroup_limits.h) on fake /proc
 // and /sys trees: v2 and v1, "max" and v1's unlimited, limits set on an
 // ancestor of the worker's cgroup, and hierarchies mounted at a cgroup.

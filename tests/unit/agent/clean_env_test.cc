@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // What the worker passes of its own environment to what it starts.
 #include "worker/agent/clean_env.h"
 

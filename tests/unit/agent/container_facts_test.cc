@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Container detection (worker/agent/container_facts.h) on fake /proc trees:
 // each runtime is concluded from its own signals, every signal is shown as
 // read, and a VM's stray /.dockerenv is not taken for a container.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Exec's daemon check: only the installed MPI daemon, verbatim arguments
 // of the kinds the MPI launchers pass.
 #include "worker/agent/daemon_command.h"

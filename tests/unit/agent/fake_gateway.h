@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // A WorkerGateway for tests of the worker's side of the stream: it keeps
 // each registered stream open until DropStreams() ends it (the worker then
 // reconnects) and records the secret each registration presented. With

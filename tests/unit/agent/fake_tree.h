@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // A fake file system tree in a temp folder, for the tests that read /proc,
 // /sys and other absolute paths through a root prefix.
 #ifndef COLLBENCH_TESTS_UNIT_AGENT_FAKE_TREE_H_

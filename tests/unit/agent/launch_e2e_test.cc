@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // mpirun / mpiexec → launch shim → Exec → orted / hydra_pmi_proxy, on one
 // machine: the launcher runs on this host, and two host aliases both map to
 // an in-process Agent, which starts the daemons here. This binary is the

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #include "worker/agent/launch_shim.h"
 
 #include <stdlib.h>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The launcher's guard against a job stuck in MPI_Finalize: the engine has
 // written its end record, the MPI launcher does not exit. A runner that
 // ignores the launch command and runs a shell writing the engine's records

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The launcher's pure parts: the result spool (at-least-once delivery) and
 // the mpirun / mpiexec command an assignment becomes.
 #include <stdlib.h>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The remote command's quoting undone without a shell, and everything a
 // shell would interpret refused.
 #include "worker/agent/shell_words.h"

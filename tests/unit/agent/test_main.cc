@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The agent tests' main: `agent_test launch-shim ARGS...`, or this binary
 // called through a link named collbench-launch-shim, runs the launch shim
 // (so mpirun / mpiexec in launch_e2e_test.cc can use this binary as their

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Helpers shared by the agent tests.
 #ifndef COLLBENCH_TESTS_UNIT_AGENT_TEST_UTIL_H_
 #define COLLBENCH_TESTS_UNIT_AGENT_TEST_UTIL_H_

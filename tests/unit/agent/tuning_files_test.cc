@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Tuning files (worker/agent/tuning_files.h): a run names a file of the
 // worker's --tuning-dir by its bare name; the launcher resolves it, and a
 // peer's Exec accepts only a resolved path inside its own folder. Hostile

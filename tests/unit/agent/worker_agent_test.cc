@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The worker's readiness: its gRPC health status is SERVING exactly while it
 // is registered with the coordinator (a Kubernetes `grpc:` readiness probe
 // on the worker's --listen port relies on it).

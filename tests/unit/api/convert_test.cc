@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // api/convert.h: engine records <-> protos exactly, RunSpec <-> the
 // collbench-rank command line both ways.
 #include "api/convert.h"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Shared memory across workers (api/ipc_sharing.h and its use in
 // validation): allowed when every worker the placement may use shares one
 // IPC namespace on one host, refused naming the workers that do not.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The tuning-parameter table: what a run may set in spec.env, and how each
 // hostile key or value is refused (docs/tuning-parameters.md).
 #include "api/tuning_env.h"

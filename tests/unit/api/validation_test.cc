@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // api/validation.h: every malformed spec is INVALID_ARGUMENT naming the
 // field (DESIGN §5), and sound specs pass.
 #include "api/validation.h"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #include "server/auth/authorizer.h"
 
 #include <gtest/gtest.h>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Fail closed: which listeners a coordinator may open with which tokens.
 #include "server/auth/listen_policy.h"
 

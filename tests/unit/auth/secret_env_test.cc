@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Secrets from the environment are read once and scrubbed.
 #include "server/auth/secret_env.h"
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The CLI's texts for people: `local`'s flags in every help that names
 // them, and follow-up commands quoted so that they run as printed.
 #include <string>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // `collbench compare`'s table and CSV: the fastest is marked only where its
 // win is significant (from the histograms), and the CSV names every run and
 // gives ratios as numbers.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // `collbench run`'s flags into a RunRequest (client/run_flags).
 #include "client/run_flags.h"
 

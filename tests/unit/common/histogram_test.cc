@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The histogram's promises (DESIGN §2 and §4): log-linear buckets with 64
 // sub-buckets per power of two from 1 ns to 2^40 ns, any quantile within 1%
 // relative error, power-of-two edges that Prometheus `le` buckets can be

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // HOST:PORT addresses as flags and peers write them: names, IPv4, bracketed
 // IPv6, an empty host; a bad port or an unbracketed IPv6 is an error that
 // quotes the text.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // common/log.h and common/log_format.h: every JSON line parses whatever
 // bytes its values hold, text lines keep one value per field, levels
 // filter, and lines of many threads never interleave.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Naming the slowest rank and flagging stragglers (common/rank_spread.h).
 #include "common/rank_spread.h"
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The JSON-lines contract of `collbench-rank --format jsonl` (DESIGN §2,
 // Output): one object per line with a "kind", field names fixed because the
 // coordinator and external tools parse them, and malformed lines reported as

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // --tls-ca / --tls-server-name: a client channel reaches a TLS gRPC server
 // whose certificate names another host than the one dialled, and bad flags
 // are refused naming the flag and the file.

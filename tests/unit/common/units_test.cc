@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Sizes and durations as users type them (DESIGN §6): K/M/G/T suffixes are
 // powers of 1024; a bad value is an error that names the text.
 #include "common/units.h"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Fakes for driving the engine without MPI (STYLE §3): a one-rank
 // communicator and a loopback backend that implements every collective for
 // a single rank by copying, optionally corrupting one element.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Memory kinds (DESIGN §2, Memory): the registry's names and errors, Buffer
 // ownership, and that every host kind this machine offers gives writable,
 // aligned memory where it promises.

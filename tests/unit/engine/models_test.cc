@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The gradient-replay model presets and bucket fusion (DESIGN §2,
 // Scenarios): the presets must match the published parameter counts, and
 // fusion must follow DDP/Horovod.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The NCCL loader (worker/engine/nccl/nccl_library.h): where it looks, that
 // a missing or wrong library gives one line naming what was searched or the
 // missing symbol, and that an explicit COLLBENCH_NCCL_LIBRARY is never

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The oversubscription warning: more ranks on a host than CPUs they may run
 // on (the union of their affinity sets) is named per host; ranks bound to
 // distinct cores, or spread over hosts, are not.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The shared driver, run without MPI: iteration counts, validation catching
 // a corrupted buffer, the numbers each size record carries, and the timing
 // loop's fixed and adaptive modes.

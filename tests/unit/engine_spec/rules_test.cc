@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Every engine rule, table-driven: for the same input the service
 // (ValidateRunSpec on a RunSpec) and the engine (collbench-rank's checks on
 // the flags EngineArgs makes of that RunSpec, with the spec's rank count)

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // engine_spec's tables and the numbers derived from them: the size sweep,
 // the combinations `all` asks for and the progress total, the peak buffer.
 #include <cstdint>

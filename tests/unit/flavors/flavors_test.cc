@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The MPI flavours (flavors/): registration, identity against the proto's
 // MpiImplementation, binaries and daemons, the launch command each writes,
 // the daemon arguments each accepts, algorithm parameters and version lines.

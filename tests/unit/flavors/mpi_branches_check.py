@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
 """Fails when code outside flavors/ branches on the MPI implementation.
 
 The MPI implementation is a plug-in (DESIGN §7, flavors/mpi_flavor.h): one

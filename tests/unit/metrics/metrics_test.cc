@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The histogram-to-Prometheus mapping (DESIGN §4) and the run metrics,
 // checked on the exposition text exactly as Prometheus would read it.
 #include <gtest/gtest.h>

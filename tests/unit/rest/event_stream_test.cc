@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Event streams without HTTP: replay then live events, no duplicates, the
 // end after the final state, keep-alives, and Close().
 #include "server/rest/event_stream.h"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The request guard in front of the routes, over loopback: what another
 // site's page or a DNS-rebinding page can send is refused before any
 // handler runs, and no run exists afterwards.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // GET /v1/runs/{id}:watch over loopback: each result arrives as it is
 // reported, the stream ends after the final state, keep-alives flow while
 // nothing happens, and shutdown ends open streams at once.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Every REST route over loopback: success, validation (400 naming the
 // field), unknown resources (404), tokens (401, 403), malformed and
 // oversized bodies, and the per-request callback.

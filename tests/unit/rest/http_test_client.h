@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // A small blocking HTTP(S) client for the tests of the coordinator's HTTP
 // listener, on libcurl: the calls the tests make (GET, POST with a body,
 // a chunked body or none, DELETE; headers; a streamed response read as it

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #include "mini_yaml.h"
 
 #include "absl/strings/str_cat.h"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Just enough YAML to read docs/openapi.yaml in a test: block mappings,
 // block sequences (items that are scalars or mappings), plain and quoted
 // scalars, comments, and `|` / `>` block scalars (kept as raw text). Flow

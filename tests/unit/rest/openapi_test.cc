@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // docs/openapi.yaml and the route table (server/rest/routes.cc) describe the
 // same API: every route is described with its method, summary, access and
 // query parameters, and every described operation is a route.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The request guard's table: every kind of request a browser page of
 // another site, a DNS-rebinding page, the server's own pages and the
 // non-browser clients send, and what each gets.

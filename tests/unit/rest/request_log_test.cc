@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The HTTP listener's request log (server/rest/request_log.h) through a
 // real HttpServer: refusals at warn naming the caller and never a token,
 // writes at info, reads at debug, the request id echoed and set on the

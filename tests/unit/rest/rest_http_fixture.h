@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // An HttpServer on 127.0.0.1 (port 0) over a FakeCoordinator, with a read
 // token "r-token" and an operator token "o-token", and an HTTP client
 // (http_test_client.h).

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The JSON side of the REST API: proto3 JSON mapping in and out, the error
 // body and its field violation, query parameters.
 #include "server/rest/rest_json.h"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // A coordinator without gRPC for the REST tests: an in-memory store, a
 // worker registry, a watch hub, a run manager and a fake link that accepts
 // every message, plus helpers that play a launcher reporting a run.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The /ui/ session table on a fake clock: random ids, expiry, revocation,
 // the cap, and the login throttle.
 #include "server/rest/ui_sessions.h"

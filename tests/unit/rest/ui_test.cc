@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The /ui/ pages over loopback: the session cookie opens them and nothing
 // else, it holds a random session id and never the token, logout ends the
 // session, logins are throttled, every page carries the security headers,

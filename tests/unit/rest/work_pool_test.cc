@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The HTTP handlers' thread pool (server/rest/work_pool.h): jobs run on
 // the pool's threads, a full queue refuses at once, and Shutdown() runs
 // what was queued before it returns.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The Scheduler's rules as DESIGN §3 states them: placement policies, whole
 // host holding, FIFO with backfill, and runs that can never start.
 #include "server/scheduling/scheduler.h"

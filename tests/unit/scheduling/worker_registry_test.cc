@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The worker table: registration, heartbeat expiry, reconnects, draining and
 // holding, with time passed in explicitly.
 #include "server/scheduling/worker_registry.h"

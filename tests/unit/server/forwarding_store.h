@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // A Store that hands every call to an in-memory store, so a test's fake
 // overrides only the calls it counts, holds or fails.
 #ifndef COLLBENCH_TESTS_UNIT_SERVER_FORWARDING_STORE_H_

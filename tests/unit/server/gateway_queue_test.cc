@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The coordinator's send queue to one worker is bounded (DESIGN §5,
 // "Bounds"): a worker that stops reading has its stream ended with
 // RESOURCE_EXHAUSTED once the queue overflows, the overflow is counted, and

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The create-rate limiter (DESIGN §5, "Admission and fairness"): a token
 // bucket per caller, driven by a fake clock.
 #include "common/rate_limiter.h"

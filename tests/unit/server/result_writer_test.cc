@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The result writer (server/core/result_writer.h): group commit over a
 // store whose transactions the test can hold open or fail.
 #include "server/core/result_writer.h"

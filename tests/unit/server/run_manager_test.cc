@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The run lifecycle without gRPC: an in-memory store, a fake link that
 // records what workers would be sent, and simulated time.
 #include "server/core/run_manager.h"
@@ -245,6 +246,50 @@ TEST_F(RunManagerTest, ResultStoredBeforeIsAcknowledgedWithoutAWrite) {
   EXPECT_EQ(store_->result_writes, writes);
   EXPECT_EQ(AckedSequences("workers/a"), std::vector<int64_t>{0});
   EXPECT_EQ(Get(created.name()).sizes_done(), 1);
+}
+
+// What a run's ranks use for transport is stored with it once scheduled:
+// the spec's when it names one; for AUTO, what the placement leaves the
+// MPI library (one worker: shared memory; workers apart with no RDMA
+// device: TCP), or AUTO where that cannot be known.
+TEST_F(RunManagerTest, EffectiveTransportIsResolvedFromThePlacement) {
+  Register("a", "host-a");
+  Register("b", "host-b");
+  const v1::Run packed = Create(Spec(2, v1::PACK));
+  EXPECT_EQ(Get(packed.name()).effective_transport(), v1::SHM);
+  EXPECT_EQ(Get(packed.name()).spec().transport(), v1::AUTO);  // the ask is kept
+  Status(Get(packed.name()).launcher(), packed.name(), v1::SUCCEEDED, 0);
+
+  v1::RunSpec spread = Spec(2, v1::SPREAD);
+  const v1::Run apart = Create(spread);
+  ASSERT_EQ(Get(apart.name()).state(), v1::SCHEDULED);
+  EXPECT_EQ(Get(apart.name()).effective_transport(), v1::TCP);
+  EXPECT_EQ(EffectiveTransport(Get(apart.name())), v1::TCP);
+  Status(Get(apart.name()).launcher(), apart.name(), v1::SUCCEEDED, 0);
+
+  v1::RunSpec nccl = Spec(2, v1::PACK);
+  nccl.set_transport(v1::TCP);
+  const v1::Run asked = Create(nccl);
+  EXPECT_EQ(Get(asked.name()).effective_transport(), v1::TCP);
+  Status(Get(asked.name()).launcher(), asked.name(), v1::SUCCEEDED, 0);
+
+  // A worker with an RDMA device: the library may use it, so AUTO stays.
+  v1::Register hello;
+  hello.set_worker_id("c");
+  hello.set_slots(2);
+  hello.set_agent_address("c:7000");
+  hello.mutable_inventory()->set_host_id("host-c");
+  hello.mutable_inventory()->set_hostname("c");
+  hello.mutable_inventory()->set_memory_bytes(uint64_t{8} << 30);
+  hello.mutable_inventory()->add_rdma_devices("mlx5_0");
+  ASSERT_TRUE(manager_->OnRegister(hello, now_).ok());
+  v1::RunSpec with_rdma = Spec(2, v1::EXPLICIT);
+  with_rdma.mutable_placement()->add_workers("workers/a");
+  with_rdma.mutable_placement()->add_workers("workers/c");
+  with_rdma.mutable_placement()->set_ranks_per_worker(1);
+  const v1::Run rdma = Create(with_rdma);
+  ASSERT_EQ(Get(rdma.name()).state(), v1::SCHEDULED);
+  EXPECT_EQ(Get(rdma.name()).effective_transport(), v1::AUTO);
 }
 
 TEST_F(RunManagerTest, RunGoesThroughItsLifecycle) {

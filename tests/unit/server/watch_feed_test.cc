@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The order and deduplication every run watcher relies on (gRPC WatchRun
 // and the REST event stream share WatchFeed).
 #include "server/core/watch_feed.h"

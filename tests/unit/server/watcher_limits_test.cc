@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // WatcherLimits: the total and per-client bounds, what a refusal says and
 // carries, and places given back when a slot goes.
 #include "server/core/watcher_limits.h"

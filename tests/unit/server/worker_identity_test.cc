@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Worker identity and what workers may send (DESIGN §5): per-worker
 // secrets, no takeover of a known name, registration caps, the agent
 // address grammar, messages only from a run's launcher, and results bounded

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The SQLite store on a file system that fills up: a write is refused with
 // ResourceExhausted naming the store, nothing of it is kept, reads go on,
 // the file stays intact, and writes work again once there is space.

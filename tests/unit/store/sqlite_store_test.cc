@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // What only the SQLite store promises beyond the shared contract: the file
 // outlives the process, a result acknowledged before kill -9 is still there,
 // several connections share one file, and the schema is versioned.

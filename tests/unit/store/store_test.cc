@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The Store contract (server/store/store.h), one suite run against both the
 // in-memory fake and the SQLite store. What only the file promises (restarts,
 // kill -9) is in sqlite_store_test.cc.

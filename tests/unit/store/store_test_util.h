@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Builders and a scratch folder shared by the store tests.
 #ifndef COLLBENCH_TESTS_UNIT_STORE_STORE_TEST_UTIL_H_
 #define COLLBENCH_TESTS_UNIT_STORE_STORE_TEST_UTIL_H_

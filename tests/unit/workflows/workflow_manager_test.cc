@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The workflow manager over a real RunManager (in-memory store, a fake
 // link standing for the workers): one cell's run at a time, each created
 // with its cell's request id, so a restart goes on with the run it had;

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // A workflow's plan: every cell checked before anything runs, so a typo
 // refuses the workflow whole (naming the field) and a cell that cannot be
 // is planned as skipped with its reason.

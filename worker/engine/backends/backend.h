@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // A Backend is the library that moves the bytes being measured (DESIGN §2,
 // Backends): mpi, mpi-staged, mpi-cuda or nccl. Operations call exactly one
 // Backend method per iteration; the sweep driver owns timing.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Attaches this binary's factories to engine_spec's backend table. Compiled
 // once per MPI library; the device backends exist only in CUDA builds, and
 // the registry says why `--backend nccl` cannot run otherwise.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The backends whose buffers live in GPU memory (DESIGN §2, Backends):
 //
 //   mpi-staged  device -> pinned host copy, MPI on host, host -> device copy

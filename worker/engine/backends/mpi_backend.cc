@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #include "worker/engine/backends/mpi_backend.h"
 
 #include <climits>

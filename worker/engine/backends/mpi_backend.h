@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The `mpi` backend: MPI collectives and point-to-point on host memory. The
 // device backends build on it: mpi-staged wraps it with copies, mpi-cuda
 // hands it device pointers.

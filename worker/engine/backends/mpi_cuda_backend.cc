@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // mpi-cuda: the `mpi` backend handed device pointers. Only a CUDA-aware MPI
 // can take them; anything else would crash inside the library or silently
 // read host memory at the device address, so the factory asks the library

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // mpi-object: the serialized-object message path (SEEDS.md suite C, the
 // "object" API of mpi4py's lower-case methods) beside the buffer path of
 // `mpi`. Every call serializes its message into a byte string that

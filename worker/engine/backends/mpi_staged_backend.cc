@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // mpi-staged: the path a non-CUDA-aware MPI forces on a GPU application.
 // Every call copies its device inputs into pinned host buffers, runs the
 // `mpi` backend on those, and queues the copies of the results back to the

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // nccl: NCCL collectives on device memory, issued to the device runtime's
 // stream. NCCL itself is loaded at run time (nccl/nccl_library.h), so the
 // binary starts where it is not installed. The communicator is bootstrapped

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Backends by `--backend` name: the entries of engine_spec's table
 // (engine_spec/backends.h) with the factories this binary attaches,
 // explicitly, in RegisterBuiltinBackends() (backends/builtin.cc, compiled

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #include "worker/engine/backends/backend.h"
 #include "worker/engine/collectives/collectives.h"
 #include "engine_spec/pattern.h"

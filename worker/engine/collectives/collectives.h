@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Factories for the built-in collective and point-to-point operations; one
 // file each. Sizes follow DESIGN §2: `count` is elements per rank (per peer
 // for alltoall), and AlgBytes/BusFactor are nccl-tests' definitions.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Copy bandwidth (DESIGN §2, Operations): h2d, d2h and d2d on GPU builds,
 // and h2h (memcpy between two host buffers) everywhere. Each rank copies `count` elements between its own two buffers
 // with DeviceRuntime::CopyAsync; no backend and no other rank is involved,

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // gemm: the compute probe of the host-vs-container comparison (SEEDS.md
 // suite D, DeepBench's gemm_bench on a CPU). Each rank multiplies two
 // n x n matrices of its own, C = A * B, with a cache-blocked loop on one

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // An Operation is one measurable thing (DESIGN §2, Operations): a
 // collective, a point-to-point pattern or a host/device copy. Like
 // nccl-tests, each one fills the same few slots (name, buffer sizes, input

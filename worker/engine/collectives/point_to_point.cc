@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Point-to-point operations, OSU style, generalised to pairs: rank r in the
 // lower half pairs with r + n/2, so with ranks packed by host every pair
 // crosses hosts. n must be even.

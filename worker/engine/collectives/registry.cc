@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "worker/engine/collectives/collectives.h"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // DeviceRuntime over the CUDA runtime API (host code only; linked with the
 // static cudart so the binary loads where no driver is installed, and then
 // reports "no CUDA device" from Init()).

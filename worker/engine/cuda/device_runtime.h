@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The engine's view of a GPU: allocation, copies and stream completion.
 //
 // Two implementations: the CUDA one (cuda_runtime.cc, built when the toolkit

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // DeviceRuntime for builds without CUDA (COLLBENCH_WITH_CUDA=OFF): every
 // call fails with Unimplemented, so device backends, device memory and the
 // copy operations report one clear line instead of crashing.

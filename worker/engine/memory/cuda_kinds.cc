@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // `--memory pinned` (page-locked host memory, cudaHostAlloc) and
 // `--memory device` (cudaMalloc), both through the DeviceRuntime interface
 // only, so they compile in builds with and without CUDA.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // `--memory default`: ordinary host memory from the C library, page-aligned
 // so that every host kind starts its buffers on the same boundary. Large
 // requests are served by fresh mmap'd pages, so the memory is untouched until

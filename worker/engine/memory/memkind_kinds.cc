@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The memkind kinds: regular, interleave, hbw, hbw_preferred, dax_kmem.
 //
 // memkind (1.14) decides which NUMA nodes are high-bandwidth or KMEM DAX

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Where benchmark buffers live (DESIGN §2, Memory). One MemoryKind per
 // `--memory` name; the registry is filled explicitly by
 // RegisterBuiltinMemoryKinds() from main, never by static initialisers.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // `--memory numa:N`: host memory bound strictly to NUMA node N.
 //
 // Fresh anonymous pages are mapped and bound with mbind(MPOL_BIND) before

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // MemoryKindRegistry, Buffer and the list of built-in kinds.
 //
 // The registry matches `--memory` text on the part before any ':' and hands

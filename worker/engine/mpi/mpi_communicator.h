@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Communicator over an MPI communicator. The communicator is set to return
 // errors (MPI_ERRORS_RETURN) so failures become Status values.
 #ifndef COLLBENCH_WORKER_ENGINE_MPI_MPI_COMMUNICATOR_H_

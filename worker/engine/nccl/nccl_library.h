@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // NCCL, loaded at run time with dlopen so that collbench-rank starts on a
 // host without NCCL (or CUDA) and only `--backend nccl` needs it.
 //

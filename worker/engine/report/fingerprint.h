@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // What about this machine and environment can change the numbers: kernel,
 // CPU model, and the variables that tune MPI, UCX and NCCL. Recorded in the
 // "start" record so two results can be compared knowingly.

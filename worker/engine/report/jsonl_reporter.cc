@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // One JSON object per line (common/records.h), flushed per record so the
 // agent relays each size while the run goes on.
 #include "absl/strings/str_format.h"

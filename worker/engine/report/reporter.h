@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Where rank 0 sends results. Formatting lives here, apart from measuring:
 // the table for people, JSON lines for the agent and other tools.
 #ifndef COLLBENCH_WORKER_ENGINE_REPORT_REPORTER_H_

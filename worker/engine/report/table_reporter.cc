@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The human table: one header, one row per size, columns like nccl-tests
 // plus percentiles and the slowest rank (rank@host and its mean over the
 // median rank's, "!" when it is a straggler). Scenario numbers become extra

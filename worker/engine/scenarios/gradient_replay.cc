@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // gradient-replay (DESIGN §2, Scenarios): the communication of one
 // data-parallel training step. Per step every bucket of the model's
 // gradients (models.h) is all-reduced (sum) in gradient order through

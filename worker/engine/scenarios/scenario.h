@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Scenarios: the seed experiments as first-class workloads (DESIGN §2,
 // Scenarios). Each drives the shared timing loop (timing.h) with its own
 // per-iteration pattern and reports SizeRecords through the Reporter, with
