@@ -17,6 +17,7 @@
 #include "api/capabilities.h"
 #include "api/convert.h"
 #include "api/ipc_sharing.h"
+#include "flavors/registry.h"
 
 namespace collbench {
 namespace {
@@ -358,8 +359,9 @@ v1::Transport ResolvedTransport(const v1::RunSpec& spec, const PlacementFacts& f
   for (const auto& inventory : facts.inventories) {
     if (inventory != nullptr && inventory->rdma_devices_size() > 0) return v1::AUTO;
   }
-  // MPICH may connect workers that share an IPC namespace over shared memory.
-  if (spec.mpi() == v1::MPICH && facts.sharing.shared) return v1::AUTO;
+  // A library that connects workers sharing an IPC namespace over shared
+  // memory (MPICH's UCX) may pick it there.
+  if (FlavorFor(spec.mpi()).ShmAcrossWorkers() && facts.sharing.shared) return v1::AUTO;
   return v1::TCP;
 }
 
