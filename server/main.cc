@@ -28,6 +28,7 @@ constexpr char kUsage[] =
     "[--join-token-file F] "
     "[--insecure-no-auth] [--log-format auto|json|text] [--log-level debug|info|warn|error] "
     "[--max-queued-runs N] [--create-rate R] [--create-burst N] [--max-watchers N] "
+    "[--max-running-workflows N] [--max-queued-workflows N] "
     "[--max-watchers-per-client N] [--watcher-buffer N] [--max-workers N] [--register-rate R]\n"
     "       [--max-unregistered-streams N] [--forget-worker NAME]... [--metric-run-labels KEYS] "
     "[--metric-pool-label KEY] [--retain-runs N] [--retain-for DURATION]\n";
@@ -194,6 +195,12 @@ int main(int argc, char** argv) {
   WholeNumberFlag(flags, "max-workers", 0, &admission.max_workers,
                   "worker names this coordinator knows (each holds its own secret) beyond which "
                   "a new name is refused (RESOURCE_EXHAUSTED); 0: no limit");
+  WholeNumberFlag(flags, "max-running-workflows", 1, &options.workflows.max_running,
+                  "workflows (matrices, suite runs, sweeps, advice, reports) executed at once, "
+                  "each one run at a time");
+  WholeNumberFlag(flags, "max-queued-workflows", 1, &options.workflows.max_queued,
+                  "workflows waiting beyond which CreateWorkflow is refused (RESOURCE_EXHAUSTED, "
+                  "HTTP 429 with Retry-After)");
   WholeNumberFlag(flags, "max-unregistered-streams", 0,
                   &admission.max_unregistered_streams_per_source,
                   "worker streams from one address that have not registered yet beyond which a "

@@ -12,6 +12,7 @@
 
 #include "absl/time/clock.h"
 #include "gmock/gmock.h"
+#include "server/core/admission.h"
 #include "gtest/gtest.h"
 
 namespace collbench {
@@ -34,9 +35,8 @@ class WorkflowManagerTest : public ::testing::Test {
   }
   void TearDown() override { workflows_.reset(); }
 
-  void StartWorkflows() {
+  void StartWorkflows(WorkflowManagerOptions options = {}) {
     workflows_.reset();
-    WorkflowManagerOptions options;
     options.poll_interval = absl::Milliseconds(5);
     workflows_ = std::make_unique<WorkflowManager>(store_.get(), runs_.get(), options);
     ASSERT_TRUE(workflows_->Start().ok());
@@ -130,6 +130,24 @@ TEST_F(WorkflowManagerTest, ARestartGoesOnWithTheRunItHad) {
   absl::SleepFor(absl::Milliseconds(50));
   EXPECT_EQ(after.cells(0).run(), before.cells(0).run());
   EXPECT_EQ(StoredRuns().size(), 1u);
+}
+
+// One workflow runs (its first run waits for workers), one waits; a third
+// is refused with a retry-after and nothing of it is stored.
+TEST_F(WorkflowManagerTest, BeyondTheQueueCreateIsResourceExhausted) {
+  WorkflowManagerOptions options;
+  options.max_running = 1;
+  options.max_queued = 1;
+  StartWorkflows(options);
+  absl::StatusOr<v1::Workflow> first = workflows_->Create(MatrixRequest(), absl::Now());
+  ASSERT_TRUE(first.ok()) << first.status();
+  WaitFor(first->name(), [](const v1::Workflow& w) { return w.state() == v1::WORKFLOW_RUNNING; });
+  ASSERT_TRUE(workflows_->Create(MatrixRequest(), absl::Now()).ok());
+  absl::StatusOr<v1::Workflow> refused = workflows_->Create(MatrixRequest(), absl::Now());
+  ASSERT_FALSE(refused.ok());
+  EXPECT_EQ(refused.status().code(), absl::StatusCode::kResourceExhausted);
+  EXPECT_TRUE(RetryAfterSeconds(refused.status()).has_value());
+  EXPECT_EQ(store_->ListWorkflows()->size(), 2u);
 }
 
 TEST_F(WorkflowManagerTest, ARequestIdNamesOneSpec) {
