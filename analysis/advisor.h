@@ -136,6 +136,13 @@ std::string FormatNcclEnv(const Advice& advice, EnvSettings* settings);
 // KEY=VALUE lines; "#" starts a comment (a suggestion is not a setting).
 absl::StatusOr<EnvSettings> ParseEnvFile(const std::string& text);
 
+// Why advice has nothing to say: the refusal a workflow's output carries
+// (WorkflowOutput.tuning_refusal) when no group of runs can be compared,
+// as against the advisor's own refusal when a contest had no significant
+// winner.
+inline constexpr char kNothingToCompare[] =
+    "no two successful runs of one operation on one rank count to compare";
+
 // The name WriteTuningFiles gives the Open MPI rules file.
 inline constexpr char kOpenMpiRulesFile[] = "openmpi-rules.conf";
 

@@ -385,6 +385,12 @@ v1::RunSpec SpecAsRun(const v1::Run& run) {
   return spec;
 }
 
+std::string WorkflowStateName(v1::WorkflowState state) {
+  if (state == v1::WORKFLOW_STATE_UNSPECIFIED) return "UNSPECIFIED";
+  const std::string& name = v1::WorkflowState_Name(state);
+  return name.rfind("WORKFLOW_", 0) == 0 ? name.substr(9) : name;
+}
+
 bool IsFinalWorkflowState(v1::WorkflowState state) {
   return state == v1::WORKFLOW_SUCCEEDED || state == v1::WORKFLOW_FAILED ||
          state == v1::WORKFLOW_CANCELLED;

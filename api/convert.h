@@ -70,6 +70,9 @@ v1::RunSpec SpecAsRun(const v1::Run& run);
 
 // SUCCEEDED, FAILED or CANCELLED.
 bool IsFinalWorkflowState(v1::WorkflowState state);
+// "QUEUED", "RUNNING", "SUCCEEDED", "FAILED", "CANCELLED" (the enum's name
+// without its WORKFLOW_ prefix); "UNSPECIFIED" otherwise.
+std::string WorkflowStateName(v1::WorkflowState state);
 
 // absl::Time <-> google.protobuf.Timestamp, to the nanosecond.
 google::protobuf::Timestamp TimestampFromTime(absl::Time time);

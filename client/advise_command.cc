@@ -150,8 +150,7 @@ int AdviseCommand(CoordinatorClient& client, const std::vector<std::string>& arg
   if (done->state() != v1::WORKFLOW_SUCCEEDED) {
     return Report(absl::FailedPreconditionError(absl::StrCat("advise: ", done->error())));
   }
-  if (done->output().tuning_refusal() ==
-      "no two successful runs of one operation on one rank count to compare") {
+  if (done->output().tuning_refusal() == kNothingToCompare) {
     return Report(absl::InvalidArgumentError(absl::StrCat("advise: ", done->output().tuning_refusal())));
   }
   if (rules_dir.empty()) return kExitOk;
@@ -214,9 +213,7 @@ int SweepCommand(CoordinatorClient& client, const std::vector<std::string>& args
                absl::ToDoubleSeconds(absl::Now() - start),
                client.follow_up().Line("again", {"advise", "--sweep", WorkflowId(done->name())}));
   int code = done->state() == v1::WORKFLOW_SUCCEEDED ? kExitOk : kExitFailed;
-  if (!rules_dir.empty() && done->output().tuning_refusal() !=
-                                "no two successful runs of one operation on one rank count to "
-                                "compare") {
+  if (!rules_dir.empty() && done->output().tuning_refusal() != kNothingToCompare) {
     const int wrote = WriteRules(client, *done, MeasuredSpec(client, *done, {}), rules_dir);
     if (wrote != kExitOk) code = wrote;
   }

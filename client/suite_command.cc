@@ -14,6 +14,7 @@
 #include "absl/time/time.h"
 #include "analysis/suite.h"
 #include "client/format.h"
+#include "api/convert.h"
 #include "client/workflow_client.h"
 #include "common/flag_parser.h"
 
@@ -134,8 +135,8 @@ int Show(CoordinatorClient& client, const std::vector<std::string>& args) {
         "show ", args[0], ")")));
   }
   PrintHeader(*workflow);
-  absl::PrintF("# %s, %d of %d runs ended\n", absl::AsciiStrToLower(v1::WorkflowState_Name(
-                                                  workflow->state())),
+  absl::PrintF("# %s, %d of %d runs ended\n",
+               absl::AsciiStrToLower(WorkflowStateName(workflow->state())),
                workflow->cells_done(), workflow->cells_total());
   PrintTables(TablesOf(*workflow));
   return kExitOk;

@@ -33,11 +33,6 @@ cancel stops it and its run in progress, delete forgets a finished one (its
 runs stay).
 )";
 
-std::string StateWord(v1::WorkflowState state) {
-  const std::string word = v1::WorkflowState_Name(state);
-  return std::string(absl::StripPrefix(word, "WORKFLOW_"));
-}
-
 // Prints what changed between two versions: each cell that was skipped or
 // whose run ended, once.
 class Progress {
@@ -153,7 +148,7 @@ int WorkflowsCommand(CoordinatorClient& client, const std::vector<std::string>& 
                 {"workflow", "kind", "state", "runs", "created (UTC)", "error"}, {}, {}};
     for (const v1::Workflow& w : response.workflows()) {
       table.rows.push_back(
-          {WorkflowId(w.name()), w.kind(), StateWord(w.state()),
+          {WorkflowId(w.name()), w.kind(), WorkflowStateName(w.state()),
            absl::StrCat(w.cells_done(), "/", w.cells_total()),
            absl::FormatTime("%Y-%m-%d %H:%M:%S", TimeFromTimestamp(w.create_time()),
                             absl::UTCTimeZone()),
@@ -175,7 +170,7 @@ int WorkflowsCommand(CoordinatorClient& client, const std::vector<std::string>& 
       if (!workflow.ok()) return Report(workflow.status());
     }
     absl::PrintF("# %s: %s %s, %d of %d runs ended%s\n", workflow->name(), workflow->kind(),
-                 StateWord(workflow->state()), workflow->cells_done(), workflow->cells_total(),
+                 WorkflowStateName(workflow->state()), workflow->cells_done(), workflow->cells_total(),
                  workflow->error().empty() ? "" : ": " + workflow->error());
     PrintWorkflowOutput(*workflow);
     for (const v1::TuningFile& file : workflow->output().tuning_files()) {
@@ -191,7 +186,7 @@ int WorkflowsCommand(CoordinatorClient& client, const std::vector<std::string>& 
         !s.ok()) {
       return Report(s);
     }
-    absl::PrintF("%s: cancelling (%s)\n", workflow.name(), StateWord(workflow.state()));
+    absl::PrintF("%s: cancelling (%s)\n", workflow.name(), WorkflowStateName(workflow.state()));
     return kExitOk;
   }
   if (sub == "delete") {

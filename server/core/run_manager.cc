@@ -157,8 +157,7 @@ absl::StatusOr<v1::Run> RunManager::CreateRun(const v1::RunSpec& spec,
   // Every attempt spends the caller's rate, malformed ones too: they cost
   // the coordinator as much.
   RETURN_IF_ERROR(AdmitLocked(caller, now));
-  RETURN_IF_ERROR(ValidateRunSpec(spec, LimitsNow()));
-  RETURN_IF_ERROR(CheckFleetCanRunLocked(spec));
+  RETURN_IF_ERROR(CheckRunLocked(spec));
   RETURN_IF_ERROR(CheckQueueLengthLocked());
   LiveRun live;
   v1::Run& run = live.run;
@@ -183,6 +182,10 @@ absl::StatusOr<v1::Run> RunManager::CreateRun(const v1::RunSpec& spec,
 
 absl::Status RunManager::CheckRun(const v1::RunSpec& spec) {
   absl::MutexLock lock(&mu_);
+  return CheckRunLocked(spec);
+}
+
+absl::Status RunManager::CheckRunLocked(const v1::RunSpec& spec) {
   RETURN_IF_ERROR(ValidateRunSpec(spec, LimitsNow()));
   return CheckFleetCanRunLocked(spec);
 }

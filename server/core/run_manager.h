@@ -326,6 +326,9 @@ class RunManager {
   // implementation or memory kind no worker offers, more ranks than the
   // workers that offer them have slots. OK with no workers registered yet.
   absl::Status CheckFleetCanRunLocked(const v1::RunSpec& spec) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Validation, then CheckFleetCanRunLocked: what CreateRun and CheckRun
+  // both refuse.
+  absl::Status CheckRunLocked(const v1::RunSpec& spec) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // A QUEUED run's waiting reason, kept in memory by ScheduleLocked.
   void WithWaitingReasonLocked(v1::Run* run) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // The run `existing` made under `request_id` if `spec` is the one it was

@@ -30,10 +30,6 @@
 namespace collbench::rest_handlers {
 namespace {
 
-constexpr char kNav[] =
-    "<a href=\"/ui/\">runs</a><a href=\"/ui/workflows\">workflows</a><a href=\"/ui/login\">token</a>"
-    "<form class=\"logout\" method=\"post\" action=\"/ui/logout\">"
-    "<button type=\"submit\">sign out</button></form>";
 // The runs tables' head; RunRow() fills them.
 constexpr char kRunsTableHead[] =
     "<table class=\"data\"><thead><tr><th>run</th><th>state</th><th>operation</th>"
@@ -101,9 +97,6 @@ absl::StatusOr<std::vector<v1::Run>> ListAll(const RestContext& context, size_t 
   return runs;
 }
 
-std::string Link(const std::string& href, const std::string& text) {
-  return absl::StrCat("<a href=\"", HtmlEscape(href), "\">", HtmlEscape(text), "</a>");
-}
 
 std::string Id(const v1::Run& run) {
   absl::string_view name = run.name();
@@ -117,10 +110,10 @@ std::string RunRow(const v1::Run& run) {
   auto suite = s.labels().find("suite-run");
   auto cell = s.labels().find("suite-cell");
   std::string labels;
-  if (suite != s.labels().end()) labels = Link("/ui/suites/" + suite->second, suite->second);
+  if (suite != s.labels().end()) labels = UiLink("/ui/suites/" + suite->second, suite->second);
   if (cell != s.labels().end()) absl::StrAppend(&labels, " ", HtmlEscape(cell->second));
   return absl::StrCat(
-      "<tr><td>", Link("/ui/runs/" + Id(run), Id(run)), "</td><td><span class=\"badge ", state,
+      "<tr><td>", UiLink("/ui/runs/" + Id(run), Id(run)), "</td><td><span class=\"badge ", state,
       "\"", run.waiting_reason().empty() ? "" : absl::StrCat(" title=\"", HtmlEscape(run.waiting_reason()), "\""),
       ">", state, "</span>",
       run.waiting_reason().empty()
@@ -150,14 +143,14 @@ RestReply UiRuns(const RestContext& context, const RestRequest& request) {
       " runs, newest first.</p>\n", kRunsTableHead);
   for (const v1::Run& run : *runs) body += RunRow(run);
   body += "</tbody></table>\n";
-  return UiPageReply({"collbench runs", kNav, body, "", ""});
+  return UiPageReply({"collbench runs", kUiNav, body, "", ""});
 }
 
 RestReply UiRun(const RestContext& context, const RestRequest& request) {
   absl::StatusOr<RunWithResults> run = LoadRun(context, request.id);
   if (!run.ok()) return UiErrorReply(run.status());
   const std::string base = absl::StrCat("/ui/runs/", request.id);
-  HtmlPage page{RunsReportTitle({*run}), kNav,
+  HtmlPage page{RunsReportTitle({*run}), kUiNav,
                 absl::StrCat("<div id=\"report\" data-events=\"", HtmlEscape(base + "/events"),
                              "\" data-fragment=\"", HtmlEscape(base + "/fragment"), "\">",
                              RunsReportBody({*run}), "</div>\n"),
@@ -193,7 +186,7 @@ RestReply UiCompare(const RestContext& context, const RestRequest& request) {
     if (!run.ok()) return UiErrorReply(run.status());
     runs.push_back(*std::move(run));
   }
-  return UiPageReply({RunsReportTitle(runs), kNav, RunsReportBody(runs), "", ""});
+  return UiPageReply({RunsReportTitle(runs), kUiNav, RunsReportBody(runs), "", ""});
 }
 
 RestReply UiSuite(const RestContext& context, const RestRequest& request) {
@@ -217,7 +210,7 @@ RestReply UiSuite(const RestContext& context, const RestRequest& request) {
   std::string cells = absl::StrCat("<h2>Runs</h2>\n", kRunsTableHead);
   for (const RunWithResults& run : runs) cells += RunRow(run.run);
   cells += "</tbody></table>\n";
-  return UiPageReply({SuiteReportTitle(request.id, *view), kNav,
+  return UiPageReply({SuiteReportTitle(request.id, *view), kUiNav,
                       SuiteReportBody(request.id, *view, runs) + cells, "", ""});
 }
 

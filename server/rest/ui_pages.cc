@@ -7,6 +7,10 @@
 
 namespace collbench {
 
+std::string UiLink(const std::string& href, const std::string& text) {
+  return absl::StrCat("<a href=\"", HtmlEscape(href), "\">", HtmlEscape(text), "</a>");
+}
+
 RestReply UiPageReply(const HtmlPage& page, int http_status) {
   RestReply reply;
   reply.http_status = http_status;

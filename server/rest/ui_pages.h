@@ -13,6 +13,16 @@
 
 namespace collbench {
 
+// The links above every /ui/ page's title, and the sign-out form.
+inline constexpr char kUiNav[] =
+    "<a href=\"/ui/\">runs</a><a href=\"/ui/workflows\">workflows</a>"
+    "<a href=\"/ui/login\">token</a>"
+    "<form class=\"logout\" method=\"post\" action=\"/ui/logout\">"
+    "<button type=\"submit\">sign out</button></form>";
+
+// <a href="HREF">TEXT</a>, both escaped.
+std::string UiLink(const std::string& href, const std::string& text);
+
 // `page` as text/html with the security headers; a page with a script
 // gets a CSP that allows that script's nonce only.
 RestReply UiPageReply(const HtmlPage& page, int http_status = 200);

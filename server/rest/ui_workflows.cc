@@ -19,11 +19,6 @@
 namespace collbench::rest_handlers {
 namespace {
 
-constexpr char kNav[] =
-    "<a href=\"/ui/\">runs</a><a href=\"/ui/workflows\">workflows</a>"
-    "<a href=\"/ui/login\">token</a>"
-    "<form class=\"logout\" method=\"post\" action=\"/ui/logout\">"
-    "<button type=\"submit\">sign out</button></form>";
 
 // Reloads the page when the workflow changes (at most once a second) and
 // stops once it has ended.
@@ -50,8 +45,7 @@ std::string IdOf(const std::string& name) {
 }
 
 std::string StateWord(v1::WorkflowState state) {
-  const std::string word = absl::AsciiStrToLower(v1::WorkflowState_Name(state));
-  return std::string(absl::StripPrefix(word, "workflow_"));
+  return absl::AsciiStrToLower(WorkflowStateName(state));
 }
 
 std::string Badge(const std::string& state) {
@@ -63,9 +57,6 @@ std::string Time(const google::protobuf::Timestamp& t) {
   return absl::FormatTime("%Y-%m-%d %H:%M:%S", TimeFromTimestamp(t), absl::UTCTimeZone());
 }
 
-std::string Link(const std::string& href, const std::string& text) {
-  return absl::StrCat("<a href=\"", HtmlEscape(href), "\">", HtmlEscape(text), "</a>");
-}
 
 }  // namespace
 
@@ -83,14 +74,14 @@ RestReply UiWorkflows(const RestContext& context, const RestRequest& request) {
       "<table class=\"data\"><thead><tr><th>workflow</th><th>kind</th><th>state</th>"
       "<th>runs</th><th>created (UTC)</th><th>error</th></tr></thead><tbody>");
   for (const v1::Workflow& w : page->workflows) {
-    absl::StrAppend(&body, "<tr><td>", Link("/ui/workflows/" + IdOf(w.name()), IdOf(w.name())),
+    absl::StrAppend(&body, "<tr><td>", UiLink("/ui/workflows/" + IdOf(w.name()), IdOf(w.name())),
                     "</td><td>", HtmlEscape(w.kind()), "</td><td>", Badge(StateWord(w.state())),
                     "</td><td class=\"num\">", w.cells_done(), "/", w.cells_total(), "</td><td>",
                     Time(w.create_time()), "</td><td class=\"wrap\">", HtmlEscape(w.error()),
                     "</td></tr>");
   }
   body += "</tbody></table>\n";
-  return UiPageReply({"collbench workflows", kNav, body, "", ""});
+  return UiPageReply({"collbench workflows", kUiNav, body, "", ""});
 }
 
 RestReply UiWorkflow(const RestContext& context, const RestRequest& request) {
@@ -111,7 +102,7 @@ RestReply UiWorkflow(const RestContext& context, const RestRequest& request) {
     absl::StrAppend(&body, "<p class=\"why\">", HtmlEscape(w->error()), "</p>\n");
   }
   if (w->state() == v1::WORKFLOW_SUCCEEDED || w->state() == v1::WORKFLOW_FAILED) {
-    absl::StrAppend(&body, "<p>", Link(base + "/report", "report: plots and tables"), "</p>\n");
+    absl::StrAppend(&body, "<p>", UiLink(base + "/report", "report: plots and tables"), "</p>\n");
   }
   for (const std::string& line : w->output().header()) {
     absl::StrAppend(&body, "<div class=\"meta\">", HtmlEscape(line), "</div>\n");
@@ -139,14 +130,14 @@ RestReply UiWorkflow(const RestContext& context, const RestRequest& request) {
           : c.run().empty()    ? "planned"
                                : absl::AsciiStrToLower(v1::RunState_Name(c.state()));
       absl::StrAppend(&body, "<tr><td>", HtmlEscape(c.label()), "</td><td>",
-                      run.empty() ? "" : Link(absl::StrCat("/ui/runs/", run), std::string(run)),
+                      run.empty() ? "" : UiLink(absl::StrCat("/ui/runs/", run), std::string(run)),
                       "</td><td>", Badge(state), "</td><td class=\"wrap\">",
                       HtmlEscape(c.skipped().empty() ? c.error() : c.skipped()), "</td></tr>");
     }
     body += "</tbody></table>\n";
   }
   body += "</div>\n";
-  HtmlPage page{absl::StrCat("collbench workflow ", request.id), kNav, body, "", ""};
+  HtmlPage page{absl::StrCat("collbench workflow ", request.id), kUiNav, body, "", ""};
   if (!IsFinalWorkflowState(w->state())) {
     page.script = kLiveScript;
     page.script_nonce = NewScriptNonce();

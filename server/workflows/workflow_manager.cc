@@ -35,23 +35,6 @@ std::string NewId(const std::string& kind, absl::Time now) {
                          absl::Uniform<uint32_t>(*gen, 0, 0x10000));
 }
 
-const char* StateText(v1::WorkflowState state) {
-  switch (state) {
-    case v1::WORKFLOW_QUEUED:
-      return "QUEUED";
-    case v1::WORKFLOW_RUNNING:
-      return "RUNNING";
-    case v1::WORKFLOW_SUCCEEDED:
-      return "SUCCEEDED";
-    case v1::WORKFLOW_FAILED:
-      return "FAILED";
-    case v1::WORKFLOW_CANCELLED:
-      return "CANCELLED";
-    default:
-      return "UNSPECIFIED";
-  }
-}
-
 }  // namespace
 
 WorkflowManager::WorkflowManager(Store* store, RunManager* runs, WorkflowManagerOptions options)
@@ -73,7 +56,7 @@ absl::Status WorkflowManager::Start() {
     for (auto it = stored->rbegin(); it != stored->rend(); ++it) {
       if (!IsFinalWorkflowState(it->state())) {
         queue_.push_back(it->name());
-        LogInfo("workflow.recovered").Str("workflow", it->name()).Str("state", StateText(it->state()));
+        LogInfo("workflow.recovered").Str("workflow", it->name()).Str("state", WorkflowStateName(it->state()));
       }
       workflows_[it->name()] = *it;
     }
@@ -159,9 +142,7 @@ absl::StatusOr<v1::Workflow> WorkflowManager::Create(const v1::CreateWorkflowReq
   workflow.set_request_id(request.request_id());
   *workflow.mutable_create_time() = TimestampFromTime(now);
   if (spec.has_advice() || spec.has_report()) {
-    const v1::RunSelection& selection = spec.has_advice() ? spec.advice() : spec.report();
-    absl::StatusOr<std::vector<std::string>> selected =
-        SelectedRuns(selection, spec.has_advice() ? "spec.advice" : "spec.report");
+    absl::StatusOr<std::vector<std::string>> selected = SelectedRuns(spec);
     if (!selected.ok()) return selected.status();
   } else {
     absl::StatusOr<workflows::Plan> plan = workflows::PlanWorkflow(
@@ -239,7 +220,7 @@ absl::StatusOr<WorkflowManager::Page> WorkflowManager::List(int page_size,
   std::vector<const v1::Workflow*> all;
   for (const auto& [name, workflow] : workflows_) {
     if (!kind.empty() && workflow.kind() != kind) continue;
-    if (!state.empty() && StateText(workflow.state()) != state) continue;
+    if (!state.empty() && WorkflowStateName(workflow.state()) != state) continue;
     all.push_back(&workflow);
   }
   std::sort(all.begin(), all.end(), [](const v1::Workflow* a, const v1::Workflow* b) {
@@ -277,7 +258,7 @@ absl::StatusOr<v1::Workflow> WorkflowManager::Cancel(absl::string_view name, abs
     }
     if (IsFinalWorkflowState(workflow->state())) {
       return absl::FailedPreconditionError(absl::StrCat(
-          workflow->name(), " has already ended (", StateText(workflow->state()), ")"));
+          workflow->name(), " has already ended (", WorkflowStateName(workflow->state()), ")"));
     }
     if (workflow->state() == v1::WORKFLOW_QUEUED &&
         std::find(queue_.begin(), queue_.end(), workflow->name()) != queue_.end()) {
@@ -308,7 +289,7 @@ absl::Status WorkflowManager::Delete(absl::string_view name) {
   }
   if (!IsFinalWorkflowState(workflow->state())) {
     return absl::FailedPreconditionError(absl::StrCat(
-        workflow->name(), " is ", StateText(workflow->state()), "; cancel it first"));
+        workflow->name(), " is ", WorkflowStateName(workflow->state()), "; cancel it first"));
   }
   const std::string full = workflow->name();
   if (absl::Status deleted = store_->DeleteWorkflow(full); !deleted.ok()) return deleted;
@@ -324,7 +305,7 @@ absl::StatusOr<v1::WorkflowReport> WorkflowManager::Report(absl::string_view nam
   if (workflow->spec().has_report()) {
     if (workflow->state() != v1::WORKFLOW_SUCCEEDED) {
       return absl::FailedPreconditionError(absl::StrCat(
-          workflow->name(), " is ", StateText(workflow->state()), "; its page comes once it "
+          workflow->name(), " is ", WorkflowStateName(workflow->state()), "; its page comes once it "
           "has succeeded"));
     }
     absl::StatusOr<std::string> html = store_->GetWorkflowReport(workflow->name());
@@ -335,8 +316,7 @@ absl::StatusOr<v1::WorkflowReport> WorkflowManager::Report(absl::string_view nam
   }
   std::vector<std::string> names;
   if (workflow->spec().has_advice()) {
-    absl::StatusOr<std::vector<std::string>> selected =
-        SelectedRuns(workflow->spec().advice(), "spec.advice");
+    absl::StatusOr<std::vector<std::string>> selected = SelectedRuns(workflow->spec());
     if (!selected.ok()) return selected.status();
     names = *std::move(selected);
   } else {
@@ -407,7 +387,9 @@ bool WorkflowManager::StopOrCancelLocked(const std::string& name) {
 }
 
 absl::StatusOr<std::vector<std::string>> WorkflowManager::SelectedRuns(
-    const v1::RunSelection& selection, absl::string_view field) {
+    const v1::WorkflowSpec& spec) {
+  const v1::RunSelection& selection = spec.has_advice() ? spec.advice() : spec.report();
+  const absl::string_view field = spec.has_advice() ? "spec.advice" : "spec.report";
   if (selection.runs_size() > 0 && !selection.workflow().empty()) {
     return absl::InvalidArgumentError(
         absl::StrCat(field, ": name runs or a workflow, not both"));
@@ -436,7 +418,7 @@ absl::StatusOr<std::vector<std::string>> WorkflowManager::SelectedRuns(
   }
   if (!IsFinalWorkflowState(workflow->state())) {
     return absl::FailedPreconditionError(absl::StrCat(
-        field, ".workflow: ", workflow->name(), " is ", StateText(workflow->state()),
+        field, ".workflow: ", workflow->name(), " is ", WorkflowStateName(workflow->state()),
         "; ask once it has ended"));
   }
   names = CellRuns(*workflow);
@@ -483,25 +465,26 @@ void WorkflowManager::Execute(const std::string& name) {
   }
   const v1::WorkflowSpec& spec = snapshot.spec();
   if (spec.has_advice() || spec.has_report()) {
-    absl::StatusOr<std::vector<std::string>> selected = SelectedRuns(
-        spec.has_advice() ? spec.advice() : spec.report(),
-        spec.has_advice() ? "spec.advice" : "spec.report");
+    absl::StatusOr<std::vector<std::string>> selected = SelectedRuns(spec);
     if (!selected.ok()) {
       Finish(name, v1::WORKFLOW_FAILED, std::string(selected.status().message()), {},
              absl::Now());
       return;
     }
-    const std::vector<RunWithResults> runs = FetchRuns(*selected);
-    v1::WorkflowOutput output = workflows::RenderOutput(snapshot, runs);
-    if (spec.has_report()) {
-      // A workflow's page is its own (a suite run's tables and plots); runs
-      // named one by one get the runs' page.
+    if (spec.has_advice()) {
+      Finish(name, v1::WORKFLOW_SUCCEEDED, "",
+             workflows::RenderOutput(snapshot, FetchRuns(*selected)), absl::Now());
+      return;
+    }
+    {
+      // A workflow's page is its own (a suite run's tables and plots, which
+      // Report() fetches); runs named one by one get the runs' page.
       absl::StatusOr<std::string> html = absl::InternalError("");
       if (!spec.report().workflow().empty()) {
         absl::StatusOr<v1::WorkflowReport> of = Report(spec.report().workflow());
         html = of.ok() ? absl::StatusOr<std::string>(of->html()) : of.status();
       } else {
-        html = workflows::RenderReport(snapshot, runs);
+        html = workflows::RenderReport(snapshot, FetchRuns(*selected));
       }
       absl::Status stored = html.ok() ? store_->PutWorkflowReport(name, *html) : html.status();
       if (!stored.ok()) {
@@ -509,7 +492,7 @@ void WorkflowManager::Execute(const std::string& name) {
         return;
       }
     }
-    Finish(name, v1::WORKFLOW_SUCCEEDED, "", output, absl::Now());
+    Finish(name, v1::WORKFLOW_SUCCEEDED, "", workflows::RenderOutput(snapshot, {}), absl::Now());
     return;
   }
   for (int i = 0; i < snapshot.cells_size(); ++i) {
@@ -638,7 +621,7 @@ void WorkflowManager::Finish(const std::string& name, v1::WorkflowState state,
   workflow->set_error(error);
   *workflow->mutable_end_time() = TimestampFromTime(now);
   SaveLocked(*workflow);
-  LogInfo("workflow.state").Str("workflow", name).Str("state", StateText(state)).Str("error", error);
+  LogInfo("workflow.state").Str("workflow", name).Str("state", WorkflowStateName(state)).Str("error", error);
 }
 
 }  // namespace collbench

@@ -110,10 +110,9 @@ class WorkflowManager {
   // Creates and follows cell `index`'s run; false when the workflow is
   // being cancelled or the manager stops.
   bool RunCell(const std::string& name, int index);
-  // The runs advice and report workflows are about; the error names the
-  // field of the selection that is wrong.
-  absl::StatusOr<std::vector<std::string>> SelectedRuns(const v1::RunSelection& selection,
-                                                        absl::string_view field)
+  // The runs an advice or report workflow is about (REQUIRES: `spec` is
+  // one); the error names the field of the selection that is wrong.
+  absl::StatusOr<std::vector<std::string>> SelectedRuns(const v1::WorkflowSpec& spec)
       ABSL_LOCKS_EXCLUDED(mu_);
   std::vector<RunWithResults> FetchRuns(const std::vector<std::string>& names);
   std::vector<std::string> CellRuns(const v1::Workflow& workflow) const;

@@ -366,8 +366,7 @@ void AddAdvice(const std::vector<RunWithResults>& runs, v1::WorkflowOutput* outp
   const Advice advice = Advise(runs);
   for (const Table& t : AdviceTables(advice)) *output->add_tables() = TableToProto(t);
   if (advice.groups.empty()) {
-    output->set_tuning_refusal(
-        "no two successful runs of one operation on one rank count to compare");
+    output->set_tuning_refusal(kNothingToCompare);
     return;
   }
   absl::StatusOr<std::vector<TuningFileText>> files = TuningFiles(advice);

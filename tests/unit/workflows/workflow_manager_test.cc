@@ -187,6 +187,30 @@ TEST_F(WorkflowManagerTest, BadInputIsRefusedAndNothingIsStored) {
   EXPECT_TRUE(StoredRuns().empty());
 }
 
+// A workflow's runs are checked as CreateRun checks a run: a tuning
+// environment that names a program (the launch agent, a preloaded
+// library) refuses the whole workflow, and no workflow or run of it
+// appears.
+TEST_F(WorkflowManagerTest, AHostileSpecIsRefusedWholeAndNothingIsMadeOfIt) {
+  v1::CreateWorkflowRequest agent = MatrixRequest();
+  (*agent.mutable_spec()->mutable_matrix()->mutable_base()->mutable_env())
+      ["OMPI_MCA_plm_rsh_agent"] = "/bin/sh -c 'touch /tmp/pwned'";
+  v1::CreateWorkflowRequest sweep;
+  sweep.mutable_spec()->mutable_sweep()->mutable_base()->set_operation("allreduce");
+  sweep.mutable_spec()->mutable_sweep()->mutable_base()->set_ranks(2);
+  (*sweep.mutable_spec()->mutable_sweep()->mutable_base()->mutable_env())["LD_PRELOAD"] =
+      "/tmp/evil.so";
+  for (const v1::CreateWorkflowRequest& request : {agent, sweep}) {
+    absl::StatusOr<v1::Workflow> refused = workflows_->Create(request, absl::Now());
+    ASSERT_FALSE(refused.ok()) << request.DebugString();
+    EXPECT_EQ(refused.status().code(), absl::StatusCode::kInvalidArgument);
+    EXPECT_THAT(refused.status().message(), HasSubstr("names a program"));
+  }
+  absl::SleepFor(absl::Milliseconds(20));
+  EXPECT_TRUE(store_->ListWorkflows()->empty());
+  EXPECT_TRUE(StoredRuns().empty());
+}
+
 // Watchers see the workflow now and every later version, in order, ending
 // with the final one.
 TEST_F(WorkflowManagerTest, SubscribersSeeEveryVersionToTheEnd) {
