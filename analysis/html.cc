@@ -31,6 +31,7 @@ svg.plot .axis-label { font-size: 12px; }
 svg.plot .grid { stroke: #e6e9ef; stroke-width: 1; }
 svg.plot .frame { fill: none; stroke: #8a93a6; stroke-width: 1; }
 svg.plot .empty { fill: #8a93a6; font-size: 13px; }
+svg.plot .reference-label { fill: #4a5366; font-style: italic; }
 table.data { border-collapse: collapse; margin: 4px 0 8px; font-size: 13px; }
 table.data th, table.data td { border: 1px solid #d5dae3; padding: 3px 8px; text-align: left;
                                 vertical-align: top; white-space: nowrap; }
@@ -42,6 +43,13 @@ table.data tr.disagree td { background: #fde8e6; }
 table.data tr.straggler td { background: #fff1d6; }
 table.data td.faster { color: #11702f; font-weight: 600; }
 table.data td.slower { color: #b3261e; font-weight: 600; }
+table.data td[title] { cursor: help; }
+table.data tr td.verdict-ok, table.data tr td.verdict-faster { background: #e7f6ea;
+                                                               color: #11702f; }
+table.data tr td.verdict-low, table.data tr td.verdict-slower { background: #fff1d6;
+                                                               color: #8a4b00; }
+table.data tr td.verdict-below-floor, table.data tr td.verdict-regression {
+  background: #fde8e6; color: #b3261e; font-weight: 600; }
 p.warning { background: #fff1d6; border: 1px solid #e0a040; border-radius: 4px;
             padding: 6px 10px; color: #5c3b00; font-weight: 600; }
 ul.notes { margin: 2px 0 10px; padding-left: 20px; color: #4a5366; font-size: 13px; }
@@ -50,7 +58,8 @@ ul.notes li.missing { color: #8a4b00; }
          background: #e6e9ef; }
 .badge.running { background: #d9e8ff; color: #123f80; }
 .badge.succeeded { background: #e7f6ea; color: #11702f; }
-.badge.failed, .badge.cancelled { background: #fde8e6; color: #b3261e; }
+.badge.failed, .badge.cancelled, .badge.regression { background: #fde8e6; color: #b3261e; }
+.badge.skipped { background: #fff1d6; color: #8a4b00; }
 details { margin: 6px 0; }
 summary { cursor: pointer; font-weight: 600; }
 form.login input[type=password] { width: 320px; padding: 4px; }
@@ -73,11 +82,24 @@ bool LooksNumeric(const std::string& cell) {
 // Long text (a paper's claim) may wrap; the rest keeps to one line.
 constexpr size_t kWrapChars = 40;
 
-std::string Cell(absl::string_view tag, const std::string& text) {
-  absl::string_view cls = "";
-  if (tag == "td" && LooksNumeric(text)) cls = " class=\"num\"";
-  if (tag == "td" && text.size() > kWrapChars) cls = " class=\"wrap\"";
-  return absl::StrCat("<", tag, cls, ">", HtmlEscape(text), "</", tag, ">");
+// `cls`, when given, replaces the automatic class; `title` is a tooltip.
+std::string Cell(absl::string_view tag, const std::string& text, const std::string& cls = "",
+                 const std::string& title = "") {
+  std::string attributes;
+  if (!cls.empty()) {
+    attributes = absl::StrCat(" class=\"", HtmlEscape(cls), "\"");
+  } else if (tag == "td" && text.size() > kWrapChars) {
+    attributes = " class=\"wrap\"";
+  } else if (tag == "td" && LooksNumeric(text)) {
+    attributes = " class=\"num\"";
+  }
+  if (!title.empty()) absl::StrAppend(&attributes, " title=\"", HtmlEscape(title), "\"");
+  return absl::StrCat("<", tag, attributes, ">", HtmlEscape(text), "</", tag, ">");
+}
+
+std::string RowStart(const std::vector<std::string>& row_classes, size_t index) {
+  const std::string cls = index < row_classes.size() ? row_classes[index] : "";
+  return cls.empty() ? "<tr>" : absl::StrCat("<tr class=\"", HtmlEscape(cls), "\">");
 }
 
 // "agree", "disagree" or "" for an "agrees" cell ("yes (…)", "no (…); yes (…)").
@@ -117,22 +139,39 @@ std::string HtmlRows(const std::vector<std::vector<std::string>>& rows,
   for (const std::string& h : rows[0]) out += Cell("th", h);
   out += "</tr></thead><tbody>";
   for (size_t i = 1; i < rows.size(); ++i) {
-    const std::string cls = i - 1 < row_classes.size() ? row_classes[i - 1] : "";
-    out += cls.empty() ? "<tr>" : absl::StrCat("<tr class=\"", HtmlEscape(cls), "\">");
+    out += RowStart(row_classes, i - 1);
     for (const std::string& c : rows[i]) out += Cell("td", c);
     out += "</tr>";
   }
   return out + "</tbody></table>\n";
 }
 
-std::string HtmlTable(const Table& table) {
+std::string HtmlCellRows(const std::vector<std::string>& header,
+                         const std::vector<std::vector<HtmlCell>>& rows,
+                         const std::vector<std::string>& row_classes) {
+  std::string out = "<table class=\"data\"><thead><tr>";
+  for (const std::string& h : header) out += Cell("th", h);
+  out += "</tr></thead><tbody>";
+  for (size_t i = 0; i < rows.size(); ++i) {
+    out += RowStart(row_classes, i);
+    for (const HtmlCell& c : rows[i]) out += Cell("td", c.text, c.cls, c.title);
+    out += "</tr>";
+  }
+  return out + "</tbody></table>\n";
+}
+
+std::string HtmlTable(const Table& table, const HtmlCellClass& cell_class) {
   std::string out = absl::StrCat("<h3>", HtmlEscape(table.id), table.id.empty() ? "" : " ",
                                  HtmlEscape(table.title), "</h3>\n");
   const auto agrees = std::find(table.columns.begin(), table.columns.end(), "agrees");
-  std::vector<std::vector<std::string>> rows = {table.columns};
+  std::vector<std::vector<HtmlCell>> rows;
   std::vector<std::string> classes;
   for (const auto& row : table.rows) {
-    rows.push_back(row);
+    std::vector<HtmlCell>& cells = rows.emplace_back();
+    for (size_t i = 0; i < row.size(); ++i) {
+      const std::string& column = i < table.columns.size() ? table.columns[i] : "";
+      cells.push_back({row[i], cell_class ? cell_class(column, row[i]) : "", ""});
+    }
     const size_t col = agrees - table.columns.begin();
     classes.push_back(agrees != table.columns.end() && col < row.size() ? VerdictClass(row[col])
                                                                         : "");
@@ -140,7 +179,7 @@ std::string HtmlTable(const Table& table) {
   if (table.rows.empty()) {
     absl::StrAppend(&out, "<p class=\"note\">no rows: none of its cells ran</p>\n");
   } else {
-    out += HtmlRows(rows, classes);
+    out += HtmlCellRows(table.columns, rows, classes);
   }
   if (!table.notes.empty()) {
     out += "<ul class=\"notes\">";
@@ -151,6 +190,14 @@ std::string HtmlTable(const Table& table) {
     out += "</ul>\n";
   }
   return out;
+}
+
+std::string CheckVerdictClass(const std::string& column, const std::string& cell) {
+  if (column != "verdict") return "";
+  if (cell == "ok" || cell == "faster" || cell == "slower" || cell == "regression") {
+    return absl::StrCat("verdict-", cell);
+  }
+  return "";
 }
 
 std::string RenderHtmlPage(const HtmlPage& page) {

@@ -12,6 +12,7 @@
 #ifndef COLLBENCH_ANALYSIS_HTML_H_
 #define COLLBENCH_ANALYSIS_HTML_H_
 
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -24,18 +25,45 @@ namespace collbench {
 // attribute values.
 std::string HtmlEscape(absl::string_view text);
 
+// Picks a data cell's class from its column's name and its text; "" keeps
+// the automatic one ("num", "wrap").
+using HtmlCellClass =
+    std::function<std::string(const std::string& column, const std::string& cell)>;
+
 // `table` as <table class="data">, its id and title as a heading above and
 // its notes as a list below. Cells that read as numbers are aligned right.
 // A column named "agrees" marks its row agree (every verdict "yes"),
 // disagree (any "no") or unknown; notes saying a cell was skipped, failed
-// or not run are marked too. Nothing is left out.
-std::string HtmlTable(const Table& table);
+// or not run are marked too. `cell_class`, when given, classes the data
+// cells (e.g. CheckVerdictClass). Nothing is left out.
+std::string HtmlTable(const Table& table, const HtmlCellClass& cell_class = nullptr);
+
+// For HtmlTable: a check's verdict (a cell of a column named "verdict":
+// ok, faster, slower, regression) as "verdict-ok", "verdict-faster"
+// (green), "verdict-slower" (amber) or "verdict-regression" (red); "" for
+// any other cell.
+std::string CheckVerdictClass(const std::string& column, const std::string& cell);
 
 // A <table class="data"> of plain rows, the first being the header; for
 // the reports' own tables (results, ratios, per-rank views).
 // `row_classes`, when given, has one class name (or "") per data row.
 std::string HtmlRows(const std::vector<std::vector<std::string>>& rows,
                      const std::vector<std::string>& row_classes = {});
+
+// One cell of HtmlCellRows, all text: what it shows, its class (replacing
+// the automatic "num"/"wrap"; "" keeps them) and a tooltip (its title
+// attribute; "" for none).
+struct HtmlCell {
+  std::string text;
+  std::string cls;
+  std::string title;
+};
+
+// As HtmlRows, with a class and a tooltip per cell: `header` is the first
+// row, `rows` the data rows.
+std::string HtmlCellRows(const std::vector<std::string>& header,
+                         const std::vector<std::vector<HtmlCell>>& rows,
+                         const std::vector<std::string>& row_classes = {});
 
 struct HtmlPage {
   std::string title;  // text

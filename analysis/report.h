@@ -5,10 +5,12 @@
 // analysis/html.h for what "self-contained" promises.
 //
 // A runs report holds: a summary of each run; latency and bus bandwidth
-// against size (one series per run, named by DistinctConfigNames); the
+// against size (one series per run, named by DistinctConfigNames; the
+// results' limit and expected value as dashed reference lines); the
 // latency distribution at three sizes; for several runs, each run's mean
-// against the first's per size; each run's results; the per-rank view;
-// the spec and environment fields that differ. A suite report holds the
+// against the first's per size; each run's results, with their % of limit
+// and % of expected (ResultReferences); the per-rank view; the spec and
+// environment fields that differ. A suite report holds the
 // suite's tables with agreement marked and skipped cells named, then its
 // runs' plots per operation.
 //

@@ -3,6 +3,8 @@
 // distributions.
 #include <algorithm>
 #include <set>
+#include <utility>
+#include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
@@ -54,6 +56,64 @@ std::vector<uint64_t> ChosenSizes(const std::vector<RunWithResults>& runs) {
   return {sizes.front(), sizes[sizes.size() / 2], sizes.back()};
 }
 
+std::string RateText(double bytes_per_s) {
+  return FormatUnitValue(bytes_per_s, AxisUnit::kBytesPerSecond);
+}
+
+// The references of run `index`'s results (ResultReferences) as lines: its
+// path's limit, the published expected value and floor, each through the
+// sizes that have one, in the run's colour, with their derivation as tip.
+std::vector<PlotReference> ReferenceLines(const RunWithResults& run, int index,
+                                          const std::string& name) {
+  PlotReference limit{"limit", {}, "", index};
+  PlotReference expected{"expected", {}, "", index};
+  PlotReference floor_line{"floor", {}, "", index};
+  for (const v1::SizeResult& r : run.results) {
+    const v1::ResultReferences& refs = r.references();
+    const double x = static_cast<double>(r.bytes());
+    const std::string source =
+        refs.expected_source().empty() ? "" : absl::StrCat("; source ", refs.expected_source());
+    if (refs.limit_busbw_bytes_per_s() > 0) {
+      limit.points.push_back({x, refs.limit_busbw_bytes_per_s(), ""});
+      limit.tip = absl::StrCat(name, ": limit ", RateText(refs.limit_busbw_bytes_per_s()), " (",
+                               refs.limit_path(), ")");
+    }
+    if (refs.expected_busbw_bytes_per_s() > 0) {
+      expected.points.push_back({x, refs.expected_busbw_bytes_per_s(), ""});
+      expected.tip = absl::StrCat(name, ": expected for ", refs.expected_class(), source);
+    }
+    if (refs.expected_floor_bytes_per_s() > 0) {
+      floor_line.points.push_back({x, refs.expected_floor_bytes_per_s(), ""});
+      floor_line.tip = absl::StrCat(name, ": floor for ", refs.expected_class(), source);
+    }
+  }
+  std::vector<PlotReference> lines;
+  for (PlotReference* line : {&limit, &expected, &floor_line}) {
+    if (!line->points.empty()) lines.push_back(std::move(*line));
+  }
+  return lines;
+}
+
+bool SamePoints(const std::vector<PlotPoint>& a, const std::vector<PlotPoint>& b) {
+  return std::equal(
+      a.begin(), a.end(), b.begin(), b.end(),
+      [](const PlotPoint& p, const PlotPoint& q) { return p.x == q.x && p.y == q.y; });
+}
+
+// Adds `line` to `plot`, unless a line of its label through the same
+// points is there already (runs on one path): that one then stands for
+// both, in grey, with both tips.
+void AddReference(Plot* plot, PlotReference line) {
+  for (PlotReference& drawn : plot->references) {
+    if (drawn.label == line.label && SamePoints(drawn.points, line.points)) {
+      drawn.series = -1;
+      absl::StrAppend(&drawn.tip, "\n", line.tip);
+      return;
+    }
+  }
+  plot->references.push_back(std::move(line));
+}
+
 }  // namespace
 
 std::string SizePlots(const std::vector<RunWithResults>& runs,
@@ -82,6 +142,11 @@ std::string SizePlots(const std::vector<RunWithResults>& runs,
     }
     latency.series.push_back(std::move(lat));
     bandwidth.series.push_back(std::move(bw));
+    // The references are bus bandwidths: nothing to read an algbw plot against.
+    if (!any_busbw) continue;
+    for (PlotReference& line : ReferenceLines(runs[i], static_cast<int>(i), names[i])) {
+      AddReference(&bandwidth, std::move(line));
+    }
   }
   return absl::StrCat("<h2>", HtmlEscape(heading), "</h2>\n<div class=\"plots\">",
                       RenderSvgPlot(latency), RenderSvgPlot(bandwidth), "</div>\n");

@@ -14,7 +14,8 @@ namespace collbench::report_internal {
 
 // Latency and bus bandwidth (algorithm bandwidth where no run has a bus
 // bandwidth: point-to-point) against size, one series per run, under an
-// <h2> saying `heading` (text).
+// <h2> saying `heading` (text). The bus bandwidth plot draws each run's
+// references (limit, expected, floor) where its results carry them.
 std::string SizePlots(const std::vector<RunWithResults>& runs,
                       const std::vector<std::string>& names, const std::string& heading);
 
@@ -28,7 +29,9 @@ std::string DistributionPlots(const std::vector<RunWithResults>& runs,
 std::string PerRankSection(const std::vector<RunWithResults>& runs,
                            const std::vector<std::string>& names);
 
-// A run's results, one row per size.
+// A run's results, one row per size, with the share of its path's limit
+// and of the published expected value ("-" where unknown), the latter
+// coloured by its verdict; each with its derivation as a tooltip.
 std::string ResultsTable(const RunWithResults& run);
 
 // Each run's mean against the first run's, per size, with the 95%

@@ -75,6 +75,42 @@ std::vector<std::pair<std::string, std::string>> Facts(const v1::Run& run) {
   return facts;
 }
 
+// "62%" of the path's limit, its derivation as the tooltip; "-" unknown.
+HtmlCell LimitCell(const v1::ResultReferences& references) {
+  HtmlCell cell{"-", "num", references.limit_path()};
+  if (references.limit_ratio() > 0) {
+    cell.text = absl::StrFormat("%.0f%%", references.limit_ratio() * 100);
+  }
+  return cell;
+}
+
+// "97% ok" of the published value (or floor), coloured by its verdict, the
+// class, values and source as the tooltip; "-" without a reference.
+HtmlCell ExpectedCell(const v1::ResultReferences& references) {
+  HtmlCell cell{"-", "num", ""};
+  std::vector<std::string> values;
+  if (references.expected_busbw_bytes_per_s() > 0) {
+    values.push_back(absl::StrCat("expected ", Rate(references.expected_busbw_bytes_per_s())));
+  }
+  if (references.expected_floor_bytes_per_s() > 0) {
+    values.push_back(absl::StrCat("floor ", Rate(references.expected_floor_bytes_per_s())));
+  }
+  if (!references.expected_class().empty() || !values.empty()) {
+    cell.title = absl::StrCat(references.expected_class(), ": ", absl::StrJoin(values, ", "));
+    if (!references.expected_source().empty()) {
+      absl::StrAppend(&cell.title, "; source ", references.expected_source());
+    }
+  }
+  if (references.expected_ratio() <= 0) return cell;
+  cell.text = absl::StrFormat("%.0f%%", references.expected_ratio() * 100);
+  const std::string& verdict = references.expected_verdict();
+  if (!verdict.empty()) absl::StrAppend(&cell.text, " ", verdict);
+  if (verdict == "ok" || verdict == "low" || verdict == "below-floor") {
+    cell.cls = absl::StrCat("num verdict-", verdict);
+  }
+  return cell;
+}
+
 std::string Cell(const std::string& text, const std::string& cls = "") {
   return absl::StrCat(cls.empty() ? "<td>" : absl::StrCat("<td class=\"", cls, "\">"),
                       HtmlEscape(text), "</td>");
@@ -83,9 +119,11 @@ std::string Cell(const std::string& text, const std::string& cls = "") {
 }  // namespace
 
 std::string ResultsTable(const RunWithResults& run) {
-  std::vector<std::vector<std::string>> rows = {{"size", "count", "iters", "mean", "min", "p50",
-                                                 "p99", "max", "algbw", "busbw", "slowest rank",
-                                                 "wrong"}};
+  if (run.results.empty()) return "<p class=\"note\">no results yet</p>\n";
+  const std::vector<std::string> header = {
+      "size", "count", "iters", "mean",         "min",   "p50",        "p99",
+      "max",  "algbw", "busbw", "slowest rank", "wrong", "% of limit", "% of expected"};
+  std::vector<std::vector<HtmlCell>> rows;
   std::vector<std::string> classes;
   for (const v1::SizeResult& r : run.results) {
     std::string slowest;
@@ -94,15 +132,24 @@ std::string ResultsTable(const RunWithResults& run) {
       slowest = absl::StrFormat("%d@%s %.2fx%s", t.rank(), t.host(), r.slowest_vs_median(),
                                 t.straggler() ? " straggler" : "");
     }
-    rows.push_back({Bytes(r.bytes()), absl::StrCat(r.count()), absl::StrCat(r.iters()),
-                    Seconds(r.avg_s()), Seconds(r.min_s()), Seconds(r.p50_s()),
-                    Seconds(r.p99_s()), Seconds(r.max_s()), Rate(r.algbw_bytes_per_s()),
-                    Rate(r.busbw_bytes_per_s()), slowest,
-                    r.checked() ? absl::StrCat(r.wrong()) : "-"});
+    std::vector<HtmlCell>& row = rows.emplace_back();
+    for (std::string& text : std::vector<std::string>{
+             Bytes(r.bytes()), absl::StrCat(r.count()), absl::StrCat(r.iters()), Seconds(r.avg_s()),
+             Seconds(r.min_s()), Seconds(r.p50_s()), Seconds(r.p99_s()), Seconds(r.max_s()),
+             Rate(r.algbw_bytes_per_s()), Rate(r.busbw_bytes_per_s()), slowest,
+             r.checked() ? absl::StrCat(r.wrong()) : "-"}) {
+      row.push_back({std::move(text), "", ""});
+    }
+    row.push_back(LimitCell(r.references()));
+    row.push_back(ExpectedCell(r.references()));
     classes.push_back(r.wrong() > 0 ? "disagree" : "");
   }
-  if (run.results.empty()) return "<p class=\"note\">no results yet</p>\n";
-  return HtmlRows(rows, classes);
+  return HtmlCellRows(header, rows, classes) +
+         "<p class=\"meta\">% of limit: the bus bandwidth against the best its path allows "
+         "(from the workers' measured memory bandwidth and link rates). % of expected: against "
+         "the published figure for the hardware class (or its floor): ok from 90% of it, low "
+         "below, below-floor under a published floor. Hover a cell for its derivation and "
+         "source; - where none is known.</p>\n";
 }
 
 std::string RatioTable(const std::vector<RunWithResults>& runs,

@@ -20,7 +20,7 @@ constexpr double kZ95 = 1.96;
 // Labels that say which suite run or sweep a run belongs to, not how it ran.
 bool IsBookkeepingLabel(const std::string& key) {
   return key == "suite" || key == "suite-run" || key == "suite-profile" || key == "sweep" ||
-         key == "workflow" || key == "matrix-config";
+         key == "workflow" || key == "matrix-config" || key == "schedule";
 }
 
 }  // namespace

@@ -23,6 +23,9 @@ constexpr size_t kMaxLegendChars = 44;
 constexpr const char* kPalette[] = {"#0072b2", "#d55e00", "#009e73", "#cc79a7",
                                     "#e69f00", "#56b4e9", "#1d2330", "#8c564b"};
 constexpr int kPaletteSize = sizeof(kPalette) / sizeof(kPalette[0]);
+constexpr char kReferenceColor[] = "#5b6478";  // a reference of no one series
+constexpr double kLoneDash = 12;               // half the width of a one-point reference
+constexpr double kLabelRow = 12;               // least distance between two references' labels
 
 std::string Num(double v) { return absl::StrFormat("%.1f", v); }
 
@@ -169,15 +172,23 @@ Frame MakeFrame(const Plot& plot) {
   f.y_log = plot.y.log && plot.y.unit != AxisUnit::kFraction;
   double x_min = std::numeric_limits<double>::infinity(), x_max = -x_min;
   double y_min = x_min, y_max = -x_min;
-  for (const PlotSeries& s : plot.series) {
-    for (const PlotPoint& p : s.points) {
+  auto include = [&](const std::vector<PlotPoint>& points) {
+    for (const PlotPoint& p : points) {
       if (!f.Drawn(p)) continue;
       x_min = std::min(x_min, p.x), x_max = std::max(x_max, p.x);
       y_min = std::min(y_min, p.y), y_max = std::max(y_max, p.y);
     }
-  }
+  };
+  for (const PlotSeries& s : plot.series) include(s.points);
+  for (const PlotReference& r : plot.references) include(r.points);
   f.empty = !(x_min <= x_max);
   if (f.empty) x_min = 1, x_max = 2, y_min = 1, y_max = 2;
+  // Room right of the plot for the references' labels.
+  size_t longest_label = 0;
+  for (const PlotReference& r : plot.references) {
+    longest_label = std::max(longest_label, r.label.size());
+  }
+  if (longest_label > 0) f.pw -= std::max(0.0, 8 + kCharWidth * longest_label - kRight);
   f.xs = MakeScale(plot.x, x_min, x_max);
   f.ys = MakeScale(plot.y, y_min, y_max);
   return f;
@@ -253,6 +264,63 @@ std::string SeriesGroup(const Plot& plot, size_t index, const Frame& f) {
   return absl::StrCat(out, marks, "</g>");
 }
 
+// Where one reference is drawn: its line and its label's place.
+struct ReferenceShape {
+  std::string path;  // SVG path data; empty when no point is drawable
+  double label_x = 0, label_y = 0;
+};
+
+// A dashed line through the drawable points (a short level dash for one),
+// labelled in the right margin level with its right end.
+ReferenceShape ShapeOf(const PlotReference& r, const Frame& f) {
+  ReferenceShape shape;
+  double end_x = 0, end_y = 0;
+  int drawn = 0;
+  for (const PlotPoint& p : r.points) {
+    if (!f.Drawn(p)) continue;
+    end_x = f.X(p.x), end_y = f.Y(p.y);
+    absl::StrAppend(&shape.path, drawn == 0 ? "M" : " L", Num(end_x), " ", Num(end_y));
+    ++drawn;
+  }
+  if (drawn == 1) {
+    shape.path =
+        absl::StrCat("M", Num(end_x - kLoneDash), " ", Num(end_y), " H", Num(end_x + kLoneDash));
+    end_x += kLoneDash;
+  }
+  shape.label_x = std::max(end_x, kLeft + f.pw) + 4;
+  shape.label_y = end_y + 4;
+  return shape;
+}
+
+// Labels of references close in height would print over each other: from
+// the top down, each is moved below the one above it when closer than a
+// row (their order stays the lines' order).
+void SpreadLabels(std::vector<ReferenceShape>* shapes) {
+  std::vector<ReferenceShape*> drawn;
+  for (ReferenceShape& shape : *shapes) {
+    if (!shape.path.empty()) drawn.push_back(&shape);
+  }
+  std::stable_sort(
+      drawn.begin(), drawn.end(),
+      [](const ReferenceShape* a, const ReferenceShape* b) { return a->label_y < b->label_y; });
+  for (size_t i = 1; i < drawn.size(); ++i) {
+    drawn[i]->label_y = std::max(drawn[i]->label_y, drawn[i - 1]->label_y + kLabelRow);
+  }
+}
+
+std::string ReferenceGroup(const PlotReference& r, const ReferenceShape& shape) {
+  std::string out =
+      absl::StrCat("<g class=\"reference\" data-reference=\"", HtmlEscape(r.label), "\">");
+  if (!r.tip.empty()) absl::StrAppend(&out, "<title>", HtmlEscape(r.tip), "</title>");
+  if (!shape.path.empty()) {
+    const std::string color = r.series >= 0 ? SeriesColor(r.series) : kReferenceColor;
+    absl::StrAppend(&out, "<path d=\"", shape.path, "\" fill=\"none\" stroke=\"", color,
+                    "\" stroke-width=\"1.5\" stroke-dasharray=\"6 4\"/>",
+                    Text(shape.label_x, shape.label_y, r.label, " class=\"reference-label\""));
+  }
+  return out + "</g>";
+}
+
 std::string Legend(const Plot& plot, const std::vector<std::pair<double, int>>& layout) {
   std::string out;
   for (size_t i = 0; i < layout.size(); ++i) {
@@ -280,6 +348,10 @@ std::string RenderSvgPlot(const Plot& plot) {
       "<svg class=\"plot\" width=\"", Num(kWidth), "\" height=\"", Num(height),
       "\" viewBox=\"0 0 ", Num(kWidth), " ", Num(height), "\" role=\"img\" aria-label=\"",
       HtmlEscape(plot.title), "\">", Axes(plot, frame));
+  std::vector<ReferenceShape> shapes;
+  for (const PlotReference& r : plot.references) shapes.push_back(ShapeOf(r, frame));
+  SpreadLabels(&shapes);
+  for (size_t i = 0; i < shapes.size(); ++i) out += ReferenceGroup(plot.references[i], shapes[i]);
   for (size_t i = 0; i < plot.series.size(); ++i) out += SeriesGroup(plot, i, frame);
   return absl::StrCat(out, Legend(plot, legend), "</svg>\n");
 }

@@ -4,8 +4,10 @@
 // One <g class="series" data-series="NAME"> per series (also for a series
 // with nothing to draw), each point a <circle class="point">, so a page's
 // plots can be checked by counting; a legend names every series in its
-// colour. Ticks read as people write the unit: B/KiB/MiB, ns/µs/ms/s,
-// MB/s/GB/s.
+// colour. Reference lines (a physical limit, a published value) are drawn
+// behind the series, dashed and labelled, one <g class="reference"
+// data-reference="LABEL"> each, and are not in the legend. Ticks read as
+// people write the unit: B/KiB/MiB, ns/µs/ms/s, MB/s/GB/s.
 //
 // Pure functions; no state.
 #ifndef COLLBENCH_ANALYSIS_SVG_PLOT_H_
@@ -40,6 +42,18 @@ struct PlotSeries {
   std::vector<PlotPoint> points;  // in x order; points <= 0 on a log axis are not drawn
 };
 
+// A value the series are read against, such as the limit of the path a
+// run used: a dashed line through its points (a short level dash when only
+// one point is drawable), its label in the plot's right margin, level with
+// the line's right end. Its points count in the y range, so a limit above
+// every result stays in view.
+struct PlotReference {
+  std::string label;              // "limit", "expected"; text
+  std::vector<PlotPoint> points;  // in x order; the points' tips are unused
+  std::string tip;                // the whole line's hover text: how it was derived
+  int series = -1;                // drawn in SeriesColor(series); -1: a neutral grey
+};
+
 struct Plot {
   std::string title;
   PlotAxis x;
@@ -47,6 +61,7 @@ struct Plot {
   std::vector<PlotSeries> series;
   bool markers = true;  // a circle per point (false for dense curves: CDFs)
   bool steps = false;   // draw as a staircase (a CDF) instead of straight segments
+  std::vector<PlotReference> references = {};  // drawn behind the series
 };
 
 // The plot as one <svg class="plot"> element.

@@ -7,6 +7,8 @@
 // service's own checks.
 #include "api/validation.h"
 
+#include "api/capabilities.h"
+
 #include <algorithm>
 #include <cmath>
 #include <cstdlib>
@@ -375,7 +377,7 @@ absl::Status ValidateRunSpec(const v1::RunSpec& spec, const ValidationLimits& li
   for (validation_internal::Check check : kChecks) {
     if (absl::Status status = check(context); !status.ok()) return status;
   }
-  return absl::OkStatus();
+  return ValidateWorkerSelector(spec.workers(), "workers");
 }
 
 v1::IterationSync ResolvedSync(const v1::RunSpec& spec) {

@@ -20,6 +20,7 @@
 #include "client/lifecycle_commands.h"
 #include "client/local.h"
 #include "client/matrix.h"
+#include "client/verdict_commands.h"
 #include "client/workflow_client.h"
 #include "client/report_command.h"
 #include "client/run_flags.h"
@@ -73,6 +74,16 @@ commands:
   advise RUN... | --suite ID | --sweep ID [--write-rules DIR]
                                 the fastest configuration per size range, its
                                 margin and significance; tuning files to deploy
+  baseline save NAME (RUN... | --suite ID) | list | show NAME | delete NAME
+                                keep runs' latency distributions per
+                                configuration to check later runs against
+  check (RUN... | --suite ID) --baseline NAME [--output json]
+                                like with like against a baseline: ratio,
+                                interval, verdict; exit 3 on a regression
+  schedule create NAME --every D (--suite S | OPERATION [run flags]) [--baseline B]
+           | list | show NAME | pause NAME | resume NAME | delete NAME
+                                checks the coordinator fires every period when
+                                the workers are idle, against a baseline
   workflows [list] | show ID | watch ID | cancel ID | delete ID
                                 the coordinator's matrices, suite runs, sweeps,
                                 advice and reports (the commands above make them)
@@ -374,6 +385,9 @@ int RunCommand(const std::string& coordinator, const std::string& token,
   if (name == "report") return ReportCommand(client, args);
   if (name == "advise") return AdviseCommand(client, args);
   if (name == "sweep") return SweepCommand(client, args);
+  if (name == "baseline") return BaselineCommand(client, args);
+  if (name == "check") return CheckCommand(client, args);
+  if (name == "schedule") return ScheduleCommand(client, args);
   absl::FPrintF(stderr, "collbench: unknown command '%s'\n%s", name, CliUsage());
   return kExitUsage;
 }

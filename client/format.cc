@@ -5,6 +5,8 @@
 #include <map>
 #include <tuple>
 
+#include <google/protobuf/util/json_util.h>
+
 #include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
@@ -141,20 +143,36 @@ std::string FormatWorkerList(const std::vector<v1::Worker>& workers) {
   return out;
 }
 
+namespace {
+
+std::string LimitText(const v1::ResultReferences& references) {
+  if (references.limit_ratio() <= 0) return "-";
+  return absl::StrFormat("%.0f%%", references.limit_ratio() * 100);
+}
+
+std::string ExpectedText(const v1::ResultReferences& references) {
+  if (references.expected_ratio() <= 0) return "-";
+  return absl::StrFormat("%.0f%% %s", references.expected_ratio() * 100,
+                         references.expected_verdict());
+}
+
+}  // namespace
+
 std::string ResultHeader() {
-  return absl::StrFormat("%12s %9s %6s %10s %10s %10s %10s %11s %11s %7s %20s %8s\n", "bytes",
-                         "type", "redop", "avg_us", "p50_us", "p99_us", "max_us", "algbw_GBps",
-                         "busbw_GBps", "wrong", "slowest", "vs_med");
+  return absl::StrFormat("%12s %9s %6s %10s %10s %10s %10s %11s %11s %7s %20s %8s %6s %-16s\n",
+                         "bytes", "type", "redop", "avg_us", "p50_us", "p99_us", "max_us",
+                         "algbw_GBps", "busbw_GBps", "wrong", "slowest", "vs_med", "%limit",
+                         "%expected");
 }
 
 std::string FormatResultRow(const v1::SizeResult& r) {
   const SizeRecord ranks = RankView(r);
-  return absl::StrFormat("%12d %9s %6s %10.2f %10.2f %10.2f %10.2f %11.3f %11.3f %7s %20s %8s\n",
-                         r.bytes(), r.dtype(), r.redop().empty() ? "-" : r.redop(),
-                         r.avg_s() * kUs, r.p50_s() * kUs, r.p99_s() * kUs, r.max_s() * kUs,
-                         r.algbw_bytes_per_s() / kGB, r.busbw_bytes_per_s() / kGB,
-                         r.checked() ? absl::StrCat(r.wrong()) : "N/A", SlowestRankText(ranks),
-                         SlowestVsMedianText(ranks));
+  return absl::StrFormat(
+      "%12d %9s %6s %10.2f %10.2f %10.2f %10.2f %11.3f %11.3f %7s %20s %8s %6s %-16s\n", r.bytes(),
+      r.dtype(), r.redop().empty() ? "-" : r.redop(), r.avg_s() * kUs, r.p50_s() * kUs,
+      r.p99_s() * kUs, r.max_s() * kUs, r.algbw_bytes_per_s() / kGB, r.busbw_bytes_per_s() / kGB,
+      r.checked() ? absl::StrCat(r.wrong()) : "N/A", SlowestRankText(ranks),
+      SlowestVsMedianText(ranks), LimitText(r.references()), ExpectedText(r.references()));
 }
 
 std::string SyncMismatchWarning(const std::vector<RunWithResults>& runs) {
@@ -184,7 +202,16 @@ std::string StoredJsonLine(const v1::Run& run, const v1::SizeResult& r) {
     without.clear_histogram();
     record = SizeRecordFromResult(without);  // an unset histogram always converts
   }
-  return ToStoredJsonLine(*record, run.name(), r.sequence());
+  std::string line = ToStoredJsonLine(*record, run.name(), r.sequence());
+  // The engine's record knows nothing of references: the coordinator's
+  // ResultReferences go in as one more member, in the API's JSON names.
+  if (r.has_references() && !line.empty() && line.back() == '}') {
+    std::string references;
+    if (google::protobuf::util::MessageToJsonString(r.references(), &references).ok()) {
+      line.insert(line.size() - 1, absl::StrCat(",\"references\":", references));
+    }
+  }
+  return line;
 }
 
 }  // namespace

@@ -135,20 +135,30 @@ std::string FormatBytesHuman(uint64_t bytes) {
   return absl::StrFormat("%.1f %s", value, kUnits[unit]);
 }
 
-absl::StatusOr<double> ParseDurationSeconds(absl::string_view text) {
+namespace {
+
+// "25gbit" into 25 and "gbit"; false when it does not start with a number.
+bool SplitNumber(absl::string_view text, double* value, absl::string_view* unit) {
   const absl::string_view s = absl::StripAsciiWhitespace(text);
   size_t end = 0;
   while (end < s.size() &&
          (std::isdigit(static_cast<unsigned char>(s[end])) || s[end] == '.')) {
     ++end;
   }
+  *unit = s.substr(end);
+  return end > 0 && absl::SimpleAtod(s.substr(0, end), value);
+}
+
+}  // namespace
+
+absl::StatusOr<double> ParseDurationSeconds(absl::string_view text) {
   double value = 0;
-  if (end == 0 || !absl::SimpleAtod(s.substr(0, end), &value)) {
+  absl::string_view unit;
+  if (!SplitNumber(text, &value, &unit)) {
     return absl::InvalidArgumentError(absl::StrCat(
         "malformed duration '", text, "': expected a number with a unit "
         "(ns, us, ms, s, m, h), e.g. 0.5s"));
   }
-  const absl::string_view unit = s.substr(end);
   double scale = 0;
   if (unit.empty() || unit == "s") scale = 1;
   else if (unit == "ms") scale = 1e-3;
@@ -174,6 +184,48 @@ std::string FormatDuration(double seconds) {
   if (seconds >= 1e-3) return absl::StrFormat("%gms", seconds * 1e3);
   if (seconds >= 1e-6) return absl::StrFormat("%gus", seconds * 1e6);
   return absl::StrFormat("%gns", seconds * 1e9);
+}
+
+absl::StatusOr<double> ParseBitRate(absl::string_view text) {
+  double value = 0;
+  absl::string_view number_unit;
+  if (!SplitNumber(text, &value, &number_unit) || !(value > 0) || !std::isfinite(value)) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "malformed link rate '", text, "': expected a positive number with a unit "
+        "(bit, kbit, mbit, gbit, tbit), e.g. 25gbit"));
+  }
+  if (absl::StrContains(number_unit, 'B')) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "malformed link rate '", text, "': link rates are in bits (25gbit, 400Gb/s), not bytes"));
+  }
+  std::string unit = absl::AsciiStrToLower(absl::StripAsciiWhitespace(number_unit));
+  if (absl::EndsWith(unit, "/s")) unit.resize(unit.size() - 2);
+  if (absl::EndsWith(unit, "it") || absl::EndsWith(unit, "ps")) unit.resize(unit.size() - 2);
+  // Left: "b", "kb", "mb", "gb", "tb" (from bit, bps, b/s).
+  double scale = 0;
+  if (unit == "b") scale = 1;
+  else if (unit == "kb") scale = 1e3;
+  else if (unit == "mb") scale = 1e6;
+  else if (unit == "gb") scale = 1e9;
+  else if (unit == "tb") scale = 1e12;
+  else {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "malformed link rate '", text, "': unknown unit (use bit, kbit, mbit, gbit or tbit)"));
+  }
+  return value * scale;
+}
+
+std::string FormatBitRate(double bits_per_s) {
+  static constexpr struct {
+    double scale;
+    const char* unit;
+  } kUnits[] = {{1e12, "Tbit/s"}, {1e9, "Gbit/s"}, {1e6, "Mbit/s"}, {1e3, "kbit/s"}};
+  for (const auto& unit : kUnits) {
+    if (bits_per_s >= unit.scale) {
+      return absl::StrCat(absl::SixDigits(bits_per_s / unit.scale), " ", unit.unit);
+    }
+  }
+  return absl::StrCat(absl::SixDigits(bits_per_s), " bit/s");
 }
 
 }  // namespace collbench

@@ -37,6 +37,14 @@ absl::StatusOr<double> ParseDurationSeconds(absl::string_view text);
 // "1.5s", "200ms", "12us".
 std::string FormatDuration(double seconds);
 
+// A link rate in bits per second, decimal as links are sold: a positive
+// number with a unit bit, kbit, mbit, gbit or tbit (any case; "bps",
+// "kbps" ... and "Gb/s" read the same): "25gbit", "400Gb/s", "100mbit".
+absl::StatusOr<double> ParseBitRate(absl::string_view text);
+
+// "25 Gbit/s", "100 Mbit/s", for people.
+std::string FormatBitRate(double bits_per_s);
+
 }  // namespace collbench
 
 #endif  // COLLBENCH_COMMON_UNITS_H_

@@ -21,6 +21,14 @@
 
 namespace collbench {
 
+// The label that declares a worker's link rate (common/units.h
+// ParseBitRate: "link-rate=25gbit"); the roofline of the network path
+// prefers it to the rate sysfs reports.
+inline constexpr char kLinkRateLabel[] = "link-rate";
+// The label that names a worker's hardware class for baselines (an
+// instance type, a SKU): part of every configuration key.
+inline constexpr char kClassLabel[] = "class";
+
 // OK, or InvalidArgument saying what is wrong with `key` or `value`.
 absl::Status ValidateWorkerLabel(absl::string_view key, absl::string_view value);
 

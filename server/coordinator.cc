@@ -23,6 +23,7 @@
 #include "server/services/coordinator_service.h"
 #include "server/services/gateway_service.h"
 #include "server/store/store.h"
+#include "server/workflows/schedule_manager.h"
 #include "server/workflows/workflow_manager.h"
 
 namespace collbench {
@@ -39,6 +40,7 @@ struct Coordinator::Parts {
   GatewayService gateway;
   // Stopped before the run manager goes (its threads call it).
   std::unique_ptr<WorkflowManager> workflows;
+  std::unique_ptr<ScheduleManager> schedules;  // stopped before the workflows
   std::unique_ptr<CoordinatorService> service;
   std::unique_ptr<grpc::Server> server;
   std::unique_ptr<HttpServer> http;
@@ -145,9 +147,12 @@ absl::StatusOr<std::unique_ptr<Coordinator>> Coordinator::Start(const Coordinato
   p.workflows =
       std::make_unique<WorkflowManager>(p.store.get(), c->manager_.get(), options.workflows);
   RETURN_IF_ERROR(p.workflows->Start());
-  p.service =
-      std::make_unique<CoordinatorService>(c->manager_.get(), &p.hub, &p.authorizer,
-                                           p.watchers.get(), p.workflows.get());
+  p.schedules = std::make_unique<ScheduleManager>(p.store.get(), c->manager_.get(),
+                                                  p.workflows.get(), options.schedules);
+  RETURN_IF_ERROR(p.schedules->Start());
+  p.service = std::make_unique<CoordinatorService>(c->manager_.get(), &p.hub, &p.authorizer,
+                                                   p.watchers.get(), p.workflows.get(),
+                                                   p.schedules.get());
   RETURN_IF_ERROR(c->StartGrpc(options, std::move(credentials)));
   if (!options.http_listen.empty()) RETURN_IF_ERROR(c->StartHttp(options));
   RunManager* manager = c->manager_.get();
@@ -212,13 +217,15 @@ absl::Status Coordinator::StartHttp(const CoordinatorOptions& options) {
   deps.manager = manager_.get();
   deps.hub = &p.hub;
   deps.workflows = p.workflows.get();
+  deps.schedules = p.schedules.get();
   deps.authorizer = &p.authorizer;
   deps.watchers = p.watchers.get();
   CoordinatorMetrics* metrics = p.metrics.get();
   Parts* parts = &p;
   deps.metrics_text = [metrics, parts] {
     return metrics->Scrape() +
-           SecurityMetrics(parts->insecure_no_auth, parts->http_for_metrics.load());
+           SecurityMetrics(parts->insecure_no_auth, parts->http_for_metrics.load()) +
+           (parts->schedules ? parts->schedules->MetricsText() : std::string());
   };
   grpc::Server* server = p.server.get();
   deps.ready = [server] { return server != nullptr; };
@@ -245,6 +252,7 @@ void Coordinator::Shutdown() {
       .Int("grpc_grace_ms", absl::ToInt64Milliseconds(kGrpcShutdownGrace));
   if (!stop_.HasBeenNotified()) stop_.Notify();
   if (ticker_.joinable()) ticker_.join();
+  if (parts_->schedules) parts_->schedules->Stop();
   if (parts_->workflows) parts_->workflows->Stop();
   parts_->hub.EndAll();
   if (parts_->http) {
@@ -260,9 +268,12 @@ void Coordinator::Shutdown() {
 Coordinator::~Coordinator() {
   if (parts_ && parts_->server) Shutdown();
   // Its threads call the run manager, which goes before parts_.
+  if (parts_ && parts_->schedules) parts_->schedules->Stop();
   if (parts_ && parts_->workflows) parts_->workflows->Stop();
 }
 
 WorkflowManager* Coordinator::workflows() { return parts_->workflows.get(); }
+
+ScheduleManager* Coordinator::schedules() { return parts_->schedules.get(); }
 
 }  // namespace collbench

@@ -18,6 +18,7 @@
 #include "server/core/run_manager.h"
 #include "server/core/watcher_limits.h"
 #include "server/metrics/collective_labels.h"
+#include "server/workflows/schedule_manager.h"
 #include "server/workflows/workflow_manager.h"
 
 namespace collbench {
@@ -40,6 +41,7 @@ struct CoordinatorOptions {
   size_t max_body_bytes = 1 << 20;  // REST request bodies
   RunManagerOptions run_manager;
   WorkflowManagerOptions workflows;
+  ScheduleManagerOptions schedules;
   // Worker names forgotten (row and secret) before serving, so that a worker
   // that lost its secret can join anew (--forget-worker).
   std::vector<std::string> forget_workers;
@@ -73,6 +75,7 @@ class Coordinator {
   bool insecure_no_auth() const;
   RunManager* manager() { return manager_.get(); }
   WorkflowManager* workflows();
+  ScheduleManager* schedules();
   // Blocks until Shutdown() is called from another thread.
   void Wait();
   void Shutdown();

@@ -6,6 +6,9 @@
 #include <cstdlib>
 #include <thread>
 
+#include <fstream>
+#include <sstream>
+
 #include "absl/strings/numbers.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/strings/str_cat.h"
@@ -16,6 +19,7 @@
 #include "common/log.h"
 #include "common/log_flags.h"
 #include "common/units.h"
+#include "analysis/references.h"
 #include "server/auth/authorizer.h"
 #include "server/auth/secret_env.h"
 #include "server/coordinator.h"
@@ -28,7 +32,7 @@ constexpr char kUsage[] =
     "[--join-token-file F] "
     "[--insecure-no-auth] [--log-format auto|json|text] [--log-level debug|info|warn|error] "
     "[--max-queued-runs N] [--create-rate R] [--create-burst N] [--max-watchers N] "
-    "[--max-running-workflows N] [--max-queued-workflows N] "
+    "[--max-running-workflows N] [--max-queued-workflows N] [--min-schedule-period D] "
     "[--max-watchers-per-client N] [--watcher-buffer N] [--max-workers N] [--register-rate R]\n"
     "       [--max-unregistered-streams N] [--forget-worker NAME]... [--metric-run-labels KEYS] "
     "[--metric-pool-label KEY] [--retain-runs N] [--retain-for DURATION]\n";
@@ -201,6 +205,40 @@ int main(int argc, char** argv) {
   WholeNumberFlag(flags, "max-queued-workflows", 1, &options.workflows.max_queued,
                   "workflows waiting beyond which CreateWorkflow is refused (RESOURCE_EXHAUSTED, "
                   "HTTP 429 with Retry-After)");
+  flags.Custom(
+      "references", "FILE",
+      [&options](absl::string_view v) {
+        std::ifstream file{std::string(v)};
+        std::stringstream text;
+        text << file.rdbuf();
+        if (!file.good() && !file.eof()) {
+          return absl::InvalidArgumentError(absl::StrCat("--references ", v, ": cannot read it"));
+        }
+        absl::StatusOr<collbench::ReferenceTable> site =
+            collbench::ReferenceTable::Parse(text.str());
+        if (!site.ok()) {
+          return absl::InvalidArgumentError(
+              absl::StrCat("--references ", v, ": ", site.status().message()));
+        }
+        options.run_manager.references = std::make_shared<const collbench::ReferenceTable>(
+            collbench::ReferenceTable::Embedded().With(*site));
+        return absl::OkStatus();
+      },
+      "a site's own references (the format of analysis/references/collective_references.json, "
+      "every entry with its source), judged against beside the published ones: floors for "
+      "your own hardware classes");
+  flags.Custom(
+      "min-schedule-period", "D",
+      [&options](absl::string_view v) {
+        absl::StatusOr<double> seconds = collbench::ParseDurationSeconds(v);
+        if (!seconds.ok() || *seconds < 1) {
+          return absl::InvalidArgumentError(
+              absl::StrCat("invalid --min-schedule-period '", v, "': a duration of at least 1s"));
+        }
+        options.schedules.min_period = absl::Seconds(*seconds);
+        return absl::OkStatus();
+      },
+      "the shortest period a schedule may have (default 60s)");
   WholeNumberFlag(flags, "max-unregistered-streams", 0,
                   &admission.max_unregistered_streams_per_source,
                   "worker streams from one address that have not registered yet beyond which a "

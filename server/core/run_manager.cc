@@ -249,6 +249,27 @@ absl::StatusOr<std::vector<v1::SizeResult>> RunManager::GetResults(absl::string_
   return store_->ListResults(name);
 }
 
+bool IsBackgroundRun(const v1::Run& run) {
+  return run.spec().labels().contains(std::string(kScheduleLabel));
+}
+
+absl::Status RunManager::WorkersIdle(absl::string_view selector) {
+  absl::MutexLock lock(&mu_);
+  if (!queue_.empty()) {
+    return absl::UnavailableError(absl::StrCat(queue_.size(), queue_.size() == 1 ? " run" : " runs",
+                                               " queued (", queue_.front(), " first)"));
+  }
+  for (const auto& [name, live] : live_) {
+    for (const std::string& worker : live.run.held_workers()) {
+      const std::shared_ptr<const v1::Inventory> inventory = InventoryOf(worker);
+      if (selector.empty() || SelectorMatches(selector, worker, *inventory)) {
+        return absl::UnavailableError(absl::StrCat(name, " holds ", worker));
+      }
+    }
+  }
+  return absl::OkStatus();
+}
+
 int RunManager::queued_count() {
   absl::MutexLock lock(&mu_);
   return static_cast<int>(queue_.size());
@@ -327,7 +348,15 @@ void RunManager::ScheduleLocked(absl::Time now) {
   scheduling::ScheduleInput input;
   input.workers = registry_->SchedulerWorkers();
   input.active = registry_->ActiveRuns();
-  for (const std::string& name : queue_) input.queue.push_back(Pending(live_[name].run));
+  // A scheduled check's runs (labelled schedule=) come after every user
+  // run, in FIFO order among themselves: one never starts ahead of, nor
+  // reserves workers before, a user's run that waits.
+  for (const bool background : {false, true}) {
+    for (const std::string& name : queue_) {
+      const v1::Run& run = live_[name].run;
+      if (IsBackgroundRun(run) == background) input.queue.push_back(Pending(run));
+    }
+  }
   const scheduling::ScheduleResult result = scheduler_.Schedule(input);
   for (const scheduling::WaitingRun& waiting : result.waiting) {
     if (LiveRun* live = FindLiveLocked(waiting.run)) live->run.set_waiting_reason(waiting.reason);

@@ -83,6 +83,7 @@
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
+#include "analysis/references.h"
 #include "api/validation.h"
 #include "collbench/v1/gateway.pb.h"
 #include "collbench/v1/run.pb.h"
@@ -100,7 +101,16 @@
 
 namespace collbench {
 
+// The run label that marks a scheduled check's runs (its value: the
+// schedule's id). They are queued behind every user run.
+inline constexpr char kScheduleLabel[] = "schedule";
+bool IsBackgroundRun(const v1::Run& run);
+
 struct RunManagerOptions {
+  // The published references results are judged against
+  // (analysis/references.h); null: the compiled-in table. The coordinator's
+  // --references FILE adds a site's own entries to it.
+  std::shared_ptr<const ReferenceTable> references;
   // A worker that sent nothing for this long is lost.
   absl::Duration heartbeat_timeout = absl::Seconds(6);
   // What workers are told to use.
@@ -216,6 +226,11 @@ class RunManager {
   const RunManagerOptions& options() const { return options_; }
   // Queued runs, for metrics.
   int queued_count();
+  // OK when no run is queued and no run holds a worker the selector
+  // (RunSpec.workers' grammar; empty: any worker) selects; else
+  // Unavailable saying which run is in the way. A scheduled check starts
+  // only then (DESIGN §10: it never delays a user's run).
+  absl::Status WorkersIdle(absl::string_view selector);
   // CreateRun refusals so far, for metrics.
   AdmissionRejections admission_rejections();
 
@@ -277,6 +292,10 @@ class RunManager {
     bool cancelling = false;          // marked cancelled, workers still held
     absl::Time cancel_deadline = absl::InfiniteFuture();
     int64_t max_results = -1;         // from the spec, computed on first use
+    // What a result's references are computed from (its workers' memory
+    // bandwidth, links and class), on first use.
+    std::optional<PathFacts> path;
+    RunClass run_class;
   };
 
   ValidationLimits LimitsNow() const;

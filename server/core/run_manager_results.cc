@@ -4,6 +4,7 @@
 // durable, publishes it and acknowledges it to its launcher.
 #include <algorithm>
 #include <map>
+#include <memory>
 #include <utility>
 
 #include "api/convert.h"
@@ -36,7 +37,21 @@ void RunManager::OnResult(const std::string& worker, const v1::RunResult& messag
     SendAckLocked(worker, live->run.name(), live->stored_through);
     return;
   }
-  writer_->Submit({worker, {live->run.name(), result}, now});
+  if (!live->path.has_value()) {
+    std::map<std::string, std::shared_ptr<const v1::Inventory>> held;
+    for (const v1::RankHost& host : live->run.hosts()) held[host.worker()] = InventoryOf(host.worker());
+    auto inventory = [&held](const std::string& name) -> const v1::Inventory* {
+      auto it = held.find(name);
+      return it == held.end() ? nullptr : it->second.get();
+    };
+    live->path = PathFactsOf(live->run, inventory);
+    live->run_class = RunClassOf(live->run, inventory);
+  }
+  v1::SizeResult annotated = result;
+  *annotated.mutable_references() =
+      ReferencesOf(*live->path, live->run_class, result,
+                   options_.references ? *options_.references : ReferenceTable::Embedded());
+  writer_->Submit({worker, {live->run.name(), std::move(annotated)}, now});
 }
 
 void RunManager::OnResultOfEndedRunLocked(const std::string& worker,

@@ -153,7 +153,7 @@ absl::StatusOr<RunManager::Registration> RunManager::OnRegister(const v1::Regist
   registration.slots = hello.slots();
   registration.agent_address = hello.agent_address();
   registration.offers =
-      std::make_shared<const std::vector<std::string>>(OffersOf(hello.inventory()));
+      std::make_shared<const std::vector<std::string>>(OffersOf(hello.inventory(), hello.worker_id()));
   if (absl::Status valid = scheduling::WorkerRegistry::Validate(registration); !valid.ok()) {
     return refused("refused_invalid", valid);
   }

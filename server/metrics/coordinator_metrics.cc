@@ -65,6 +65,22 @@ struct CoordinatorMetrics::Families {
                           .Name("collbench_collective_bus_bandwidth_bytes_per_second")
                           .Help("Bus bandwidth of the last result (nccl-tests' busbw).")
                           .Register(*registry)),
+        limit_ratio(prometheus::BuildGauge()
+                        .Name("collbench_result_limit_ratio")
+                        .Help("Bus bandwidth of the last result over the physical limit of its"
+                              " path (the roofline from the workers' measured memory bandwidth"
+                              " and link rates).")
+                        .Register(*registry)),
+        expected_ratio(prometheus::BuildGauge()
+                           .Name("collbench_result_expected_ratio")
+                           .Help("Bus bandwidth of the last result over the published expected"
+                                 " value for its hardware class (analysis/references).")
+                           .Register(*registry)),
+        floor_ratio(prometheus::BuildGauge()
+                        .Name("collbench_result_floor_ratio")
+                        .Help("Bus bandwidth of the last result over the published floor for"
+                              " its hardware class; below 1 is below the floor.")
+                        .Register(*registry)),
         api_requests(prometheus::BuildCounter()
                          .Name("collbench_api_requests_total")
                          .Help("Finished API calls by protocol, method and code.")
@@ -123,6 +139,9 @@ struct CoordinatorMetrics::Families {
   prometheus::Family<prometheus::Histogram>& run_duration;
   prometheus::Family<prometheus::Histogram>& latency;
   prometheus::Family<prometheus::Gauge>& bus_bandwidth;
+  prometheus::Family<prometheus::Gauge>& limit_ratio;
+  prometheus::Family<prometheus::Gauge>& expected_ratio;
+  prometheus::Family<prometheus::Gauge>& floor_ratio;
   prometheus::Family<prometheus::Counter>& api_requests;
   prometheus::Family<prometheus::Histogram>& api_duration;
   prometheus::Family<prometheus::Counter>& admission_rejections;
@@ -236,6 +255,15 @@ bool CoordinatorMetrics::AddResultLocked(Tracked& tracked, const v1::SizeResult&
   if (!SizeAllowed(tracked, result.bytes())) return false;
   const Labels labels = labeler_.Labels(tracked.spec, tracked.pool, result);
   families_->bus_bandwidth.Add(labels).Set(result.busbw_bytes_per_s());
+  const v1::ResultReferences& references = result.references();
+  if (references.limit_ratio() > 0) families_->limit_ratio.Add(labels).Set(references.limit_ratio());
+  if (references.expected_ratio() > 0) {
+    families_->expected_ratio.Add(labels).Set(references.expected_ratio());
+  }
+  if (references.expected_floor_bytes_per_s() > 0 && result.busbw_bytes_per_s() > 0) {
+    families_->floor_ratio.Add(labels).Set(result.busbw_bytes_per_s() /
+                                           references.expected_floor_bytes_per_s());
+  }
   absl::StatusOr<Histogram> histogram = HistogramFromProto(result.histogram());
   if (!histogram.ok() || histogram->count() == 0) return true;
   static const auto* bounds =

@@ -11,6 +11,13 @@
 //                                                        filled exactly from the engine's
 //                                                        (labels: collective_labels.h)
 //   collbench_collective_bus_bandwidth_bytes_per_second{same labels}   gauge, last value
+//   collbench_result_limit_ratio{same labels}            gauge, last busbw over the path's
+//                                                        limit (analysis/roofline.h)
+//   collbench_result_expected_ratio{same labels}         gauge, last busbw over the published
+//                                                        expected value (analysis/references.h)
+//   collbench_result_floor_ratio{same labels}            gauge, last busbw over the published
+//                                                        floor; the three exist only where
+//                                                        the reference is known
 //   collbench_api_requests_total{protocol, method, code} counter
 //   collbench_api_request_duration_seconds{protocol, method}           histogram
 //   collbench_admission_rejections_total{reason}          counter of refused CreateRun calls

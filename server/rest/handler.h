@@ -22,6 +22,7 @@ namespace collbench {
 
 class SseSource;
 class WorkflowManager;
+class ScheduleManager;
 class UiSessions;
 
 // One request. Query parameter names are in snake_case (the dispatcher
@@ -50,6 +51,7 @@ struct RestReply {
 struct RestContext {
   RunManager* manager = nullptr;
   WorkflowManager* workflows = nullptr;  // may be null: no workflow routes answer
+  ScheduleManager* schedules = nullptr;  // may be null: /v1/schedules answers 503
   WatchHub* hub = nullptr;
   std::function<std::string()> metrics_text;     // may be empty
   std::function<bool()> ready;                   // may be empty: always ready

@@ -28,9 +28,22 @@ RestReply CancelWorkflow(const RestContext& context, const RestRequest& request)
 RestReply DeleteWorkflow(const RestContext& context, const RestRequest& request);
 RestReply GetWorkflowReport(const RestContext& context, const RestRequest& request);
 RestReply WatchWorkflow(const RestContext& context, const RestRequest& request);
+RestReply CreateBaseline(const RestContext& context, const RestRequest& request);
+RestReply ListBaselines(const RestContext& context, const RestRequest& request);
+RestReply GetBaseline(const RestContext& context, const RestRequest& request);
+RestReply DeleteBaseline(const RestContext& context, const RestRequest& request);
+RestReply CreateSchedule(const RestContext& context, const RestRequest& request);
+RestReply ListSchedules(const RestContext& context, const RestRequest& request);
+RestReply GetSchedule(const RestContext& context, const RestRequest& request);
+RestReply PauseSchedule(const RestContext& context, const RestRequest& request);
+RestReply ResumeSchedule(const RestContext& context, const RestRequest& request);
+RestReply DeleteSchedule(const RestContext& context, const RestRequest& request);
 RestReply UiWorkflows(const RestContext& context, const RestRequest& request);
 RestReply UiWorkflow(const RestContext& context, const RestRequest& request);
 RestReply UiWorkflowReport(const RestContext& context, const RestRequest& request);
+// The /ui/schedules pages (ui_schedules.cc).
+RestReply UiSchedules(const RestContext& context, const RestRequest& request);
+RestReply UiSchedule(const RestContext& context, const RestRequest& request);
 RestReply ListWorkers(const RestContext& context, const RestRequest& request);
 RestReply GetWorker(const RestContext& context, const RestRequest& request);
 RestReply DrainWorker(const RestContext& context, const RestRequest& request);

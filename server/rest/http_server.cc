@@ -178,6 +178,7 @@ class HttpServerImpl final : public HttpServer {
     context_.manager = deps_.manager;
     context_.hub = deps_.hub;
     context_.workflows = deps_.workflows;
+    context_.schedules = deps_.schedules;
     context_.metrics_text = deps_.metrics_text;
     context_.ready = deps_.ready;
     context_.keepalive = options_.event_keepalive;

@@ -69,12 +69,14 @@ struct HttpServerOptions {
 };
 
 class WorkflowManager;
+class ScheduleManager;
 
 struct HttpServerDependencies {
   // Not owned; all outlive the server.
   RunManager* manager = nullptr;
   WatchHub* hub = nullptr;
   WorkflowManager* workflows = nullptr;  // may be null: /v1/workflows answers 503
+  ScheduleManager* schedules = nullptr;  // may be null: /v1/schedules answers 503
   const Authorizer* authorizer = nullptr;
   // Bounds event streams, with gRPC's WatchRun; may be null: no limits.
   WatcherLimits* watchers = nullptr;

@@ -4,6 +4,8 @@
 #include <google/protobuf/util/json_util.h>
 
 #include <cctype>
+#include <map>
+#include <string>
 #include <nlohmann/json.hpp>
 
 #include "absl/strings/ascii.h"
@@ -12,6 +14,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
+#include "absl/synchronization/mutex.h"
 #include "api/status_mapping.h"
 #include "common/status_macros.h"
 #include "server/core/admission.h"
@@ -261,6 +264,17 @@ absl::StatusOr<std::unique_ptr<WatcherSlot>> AcquireWatcherSlot(const RestContex
                                                                 const RestRequest& request) {
   if (context.watchers == nullptr) return std::unique_ptr<WatcherSlot>();
   return context.watchers->Acquire(request.caller);
+}
+
+const RestReply* Unavailable(absl::string_view why) {
+  static absl::Mutex mu(absl::kConstInit);
+  static auto* const replies = new std::map<std::string, RestReply, std::less<>>();
+  absl::MutexLock lock(&mu);
+  auto it = replies->find(why);
+  if (it == replies->end()) {
+    it = replies->emplace(std::string(why), ErrorReply(absl::UnavailableError(why))).first;
+  }
+  return &it->second;
 }
 
 }  // namespace collbench

@@ -52,6 +52,16 @@ std::string FieldOf(absl::string_view message);
 RestReply JsonReply(const google::protobuf::Message& message);
 RestReply ErrorReply(const absl::Status& status);
 
+// The value as JSON, or its error.
+template <typename T>
+RestReply Answer(const absl::StatusOr<T>& value) {
+  return value.ok() ? JsonReply(*value) : ErrorReply(value.status());
+}
+
+// A 503 saying `why` (a route whose manager this server does not run),
+// made once per distinct text and kept.
+const RestReply* Unavailable(absl::string_view why);
+
 // The optional body of a method on one resource (a custom method such as
 // :cancel, or a delete): nothing, {}, or a `Request` whose `name` is
 // `name`, the resource of the path. Otherwise the body's parse error, or

@@ -19,11 +19,6 @@ namespace {
 // The resource name of the run in the path.
 std::string RunName(const RestRequest& request) { return absl::StrCat("runs/", request.id); }
 
-template <typename T>
-RestReply Answer(const absl::StatusOr<T>& value) {
-  return value.ok() ? JsonReply(*value) : ErrorReply(value.status());
-}
-
 }  // namespace
 
 RestReply CreateRun(const RestContext& context, const RestRequest& request) {

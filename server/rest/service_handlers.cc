@@ -14,11 +14,6 @@
 namespace collbench::rest_handlers {
 namespace {
 
-template <typename T>
-RestReply Answer(const absl::StatusOr<T>& value) {
-  return value.ok() ? JsonReply(*value) : ErrorReply(value.status());
-}
-
 // The resource name of the worker in the path.
 std::string WorkerName(const RestRequest& request) { return absl::StrCat("workers/", request.id); }
 

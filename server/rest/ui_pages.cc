@@ -2,6 +2,9 @@
 #include "server/rest/ui_pages.h"
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/strip.h"
+#include "absl/time/time.h"
+#include "api/convert.h"
 #include "api/status_mapping.h"
 #include "server/rest/ui_session.h"
 
@@ -9,6 +12,22 @@ namespace collbench {
 
 std::string UiLink(const std::string& href, const std::string& text) {
   return absl::StrCat("<a href=\"", HtmlEscape(href), "\">", HtmlEscape(text), "</a>");
+}
+
+std::string UiBadge(const std::string& word) {
+  return absl::StrCat("<span class=\"badge ", HtmlEscape(word), "\">", HtmlEscape(word), "</span>");
+}
+
+std::string UiTime(const google::protobuf::Timestamp& time) {
+  if (time.seconds() == 0 && time.nanos() == 0) return "";
+  return absl::FormatTime("%Y-%m-%d %H:%M:%S", TimeFromTimestamp(time), absl::UTCTimeZone());
+}
+
+std::string UiWorkflowLink(const std::string& workflow) {
+  absl::string_view id = workflow;
+  absl::ConsumePrefix(&id, "workflows/");
+  if (id.empty()) return "";
+  return UiLink(absl::StrCat("/ui/workflows/", id), std::string(id));
 }
 
 RestReply UiPageReply(const HtmlPage& page, int http_status) {

@@ -1,13 +1,13 @@
 // SPDX-License-Identifier: Apache-2.0
 // The /ui/workflows pages: the workflows a portal or the CLI made, each with
-// its cells (linked to their runs), its output tables and its report; a
-// workflow still going reloads itself as its events arrive.
+// its cells (linked to their runs), its output tables (a check's verdicts
+// coloured) and its report; a workflow still going reloads itself as its
+// events arrive.
 #include <string>
 
 #include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/strip.h"
-#include "absl/time/time.h"
 #include "analysis/html.h"
 #include "api/convert.h"
 #include "server/rest/handlers.h"
@@ -18,7 +18,6 @@
 
 namespace collbench::rest_handlers {
 namespace {
-
 
 // Reloads the page when the workflow changes (at most once a second) and
 // stops once it has ended.
@@ -38,26 +37,9 @@ constexpr char kLiveScript[] = R"js(
 })();
 )js";
 
-std::string IdOf(const std::string& name) {
-  absl::string_view id = name;
-  absl::ConsumePrefix(&id, "workflows/");
-  return std::string(id);
-}
-
 std::string StateWord(v1::WorkflowState state) {
   return absl::AsciiStrToLower(WorkflowStateName(state));
 }
-
-std::string Badge(const std::string& state) {
-  return absl::StrCat("<span class=\"badge ", state, "\">", HtmlEscape(state), "</span>");
-}
-
-std::string Time(const google::protobuf::Timestamp& t) {
-  if (t.seconds() == 0 && t.nanos() == 0) return "";
-  return absl::FormatTime("%Y-%m-%d %H:%M:%S", TimeFromTimestamp(t), absl::UTCTimeZone());
-}
-
-
 }  // namespace
 
 RestReply UiWorkflows(const RestContext& context, const RestRequest& request) {
@@ -74,11 +56,10 @@ RestReply UiWorkflows(const RestContext& context, const RestRequest& request) {
       "<table class=\"data\"><thead><tr><th>workflow</th><th>kind</th><th>state</th>"
       "<th>runs</th><th>created (UTC)</th><th>error</th></tr></thead><tbody>");
   for (const v1::Workflow& w : page->workflows) {
-    absl::StrAppend(&body, "<tr><td>", UiLink("/ui/workflows/" + IdOf(w.name()), IdOf(w.name())),
-                    "</td><td>", HtmlEscape(w.kind()), "</td><td>", Badge(StateWord(w.state())),
-                    "</td><td class=\"num\">", w.cells_done(), "/", w.cells_total(), "</td><td>",
-                    Time(w.create_time()), "</td><td class=\"wrap\">", HtmlEscape(w.error()),
-                    "</td></tr>");
+    absl::StrAppend(&body, "<tr><td>", UiWorkflowLink(w.name()), "</td><td>", HtmlEscape(w.kind()),
+                    "</td><td>", UiBadge(StateWord(w.state())), "</td><td class=\"num\">",
+                    w.cells_done(), "/", w.cells_total(), "</td><td>", UiTime(w.create_time()),
+                    "</td><td class=\"wrap\">", HtmlEscape(w.error()), "</td></tr>");
   }
   body += "</tbody></table>\n";
   return UiPageReply({"collbench workflows", kUiNav, body, "", ""});
@@ -94,9 +75,10 @@ RestReply UiWorkflow(const RestContext& context, const RestRequest& request) {
   std::string body = absl::StrCat(
       "<div id=\"workflow\" data-events=\"", HtmlEscape(base + "/events"), "\" data-version=\"",
       w->version(), "\">\n<p class=\"meta\">", HtmlEscape(w->kind()), " ",
-      Badge(StateWord(w->state())), " &middot; ", w->cells_done(), " of ", w->cells_total(),
-      " runs ended &middot; created ", Time(w->create_time()), " UTC",
-      w->end_time().seconds() ? absl::StrCat(" &middot; ended ", Time(w->end_time()), " UTC") : "",
+      UiBadge(StateWord(w->state())), " &middot; ", w->cells_done(), " of ", w->cells_total(),
+      " runs ended &middot; created ", UiTime(w->create_time()), " UTC",
+      w->end_time().seconds() ? absl::StrCat(" &middot; ended ", UiTime(w->end_time()), " UTC")
+                              : "",
       "</p>\n");
   if (!w->error().empty()) {
     absl::StrAppend(&body, "<p class=\"why\">", HtmlEscape(w->error()), "</p>\n");
@@ -108,7 +90,8 @@ RestReply UiWorkflow(const RestContext& context, const RestRequest& request) {
     absl::StrAppend(&body, "<div class=\"meta\">", HtmlEscape(line), "</div>\n");
   }
   for (const v1::OutputTable& t : w->output().tables()) {
-    body += HtmlTable(TableFromProto(t));
+    // A check's verdicts (output.check's rows, in the "check" table) coloured.
+    body += HtmlTable(TableFromProto(t), CheckVerdictClass);
   }
   for (const v1::TuningFile& f : w->output().tuning_files()) {
     absl::StrAppend(&body, "<h2>", HtmlEscape(f.name()), "</h2>\n<pre>", HtmlEscape(f.content()),
@@ -131,7 +114,7 @@ RestReply UiWorkflow(const RestContext& context, const RestRequest& request) {
                                : absl::AsciiStrToLower(v1::RunState_Name(c.state()));
       absl::StrAppend(&body, "<tr><td>", HtmlEscape(c.label()), "</td><td>",
                       run.empty() ? "" : UiLink(absl::StrCat("/ui/runs/", run), std::string(run)),
-                      "</td><td>", Badge(state), "</td><td class=\"wrap\">",
+                      "</td><td>", UiBadge(state), "</td><td class=\"wrap\">",
                       HtmlEscape(c.skipped().empty() ? c.error() : c.skipped()), "</td></tr>");
     }
     body += "</tbody></table>\n";

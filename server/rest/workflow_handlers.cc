@@ -7,6 +7,7 @@
 #include "absl/time/clock.h"
 #include "collbench/v1/coordinator.pb.h"
 #include "google/protobuf/empty.pb.h"
+#include "server/core/name_pages.h"
 #include "server/rest/handlers.h"
 #include "server/rest/rest_json.h"
 #include "server/rest/workflow_stream.h"
@@ -19,17 +20,10 @@ std::string WorkflowName(const RestRequest& request) {
   return absl::StrCat("workflows/", request.id);
 }
 
-template <typename T>
-RestReply Answer(const absl::StatusOr<T>& value) {
-  return value.ok() ? JsonReply(*value) : ErrorReply(value.status());
-}
-
 // Every workflow route needs the manager; a server built without one
 // (tests of the run routes) says so.
 const RestReply* NoManager(const RestContext& context) {
-  static const RestReply* const reply =
-      new RestReply(ErrorReply(absl::UnavailableError("this server runs no workflows")));
-  return context.workflows == nullptr ? reply : nullptr;
+  return context.workflows == nullptr ? Unavailable("this server runs no workflows") : nullptr;
 }
 
 }  // namespace
@@ -102,6 +96,51 @@ RestReply WatchWorkflow(const RestContext& context, const RestRequest& request) 
   reply.content_type = "text/event-stream";
   reply.stream = *std::move(stream);
   return reply;
+}
+
+}  // namespace collbench::rest_handlers
+
+namespace collbench::rest_handlers {
+
+// The /v1/baselines routes: baselines live beside the workflows that check
+// against them.
+RestReply CreateBaseline(const RestContext& context, const RestRequest& request) {
+  if (const RestReply* none = NoManager(context)) return *none;
+  v1::CreateBaselineRequest create;
+  if (absl::Status parsed = ProtoFromJson(request.body, /*empty_ok=*/false, &create);
+      !parsed.ok()) {
+    return ErrorReply(parsed);
+  }
+  return Answer(context.workflows->CreateBaseline(create, absl::Now(), request.caller));
+}
+
+RestReply ListBaselines(const RestContext& context, const RestRequest& request) {
+  if (const RestReply* none = NoManager(context)) return *none;
+  absl::StatusOr<int32_t> page_size = QueryInt(request, "page_size");
+  if (!page_size.ok()) return ErrorReply(page_size.status());
+  absl::StatusOr<std::vector<v1::Baseline>> all = context.workflows->ListBaselines();
+  if (!all.ok()) return ErrorReply(all.status());
+  v1::ListBaselinesResponse response;
+  if (absl::Status paged = PageByName(*std::move(all), *page_size,
+                                      QueryString(request, "page_token"),
+                                      response.mutable_baselines(),
+                                      response.mutable_next_page_token());
+      !paged.ok()) {
+    return ErrorReply(paged);
+  }
+  return JsonReply(response);
+}
+
+RestReply GetBaseline(const RestContext& context, const RestRequest& request) {
+  if (const RestReply* none = NoManager(context)) return *none;
+  return Answer(context.workflows->GetBaseline(absl::StrCat("baselines/", request.id)));
+}
+
+RestReply DeleteBaseline(const RestContext& context, const RestRequest& request) {
+  if (const RestReply* none = NoManager(context)) return *none;
+  absl::Status deleted = context.workflows->DeleteBaseline(absl::StrCat("baselines/", request.id));
+  if (!deleted.ok()) return ErrorReply(deleted);
+  return JsonReply(google::protobuf::Empty());
 }
 
 }  // namespace collbench::rest_handlers

@@ -12,6 +12,7 @@
 #include "absl/container/flat_hash_map.h"
 #include "absl/container/flat_hash_set.h"
 #include "absl/strings/match.h"
+#include "absl/strings/str_split.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
@@ -58,6 +59,16 @@ bool Offers(const WorkerInfo& worker, absl::string_view need) {
   const absl::string_view field = need.substr(0, need.find('='));
   for (const std::string& offer : *worker.offers) {
     if (offer == need || offer == absl::StrCat(field, "=*")) return true;
+  }
+  // "field=a|b": any of the alternatives (a worker selector's names).
+  const absl::string_view value = need.substr(field.size() + 1);
+  if (absl::StrContains(value, '|')) {
+    for (absl::string_view alternative : absl::StrSplit(value, '|')) {
+      const std::string one = absl::StrCat(field, "=", alternative);
+      for (const std::string& offer : *worker.offers) {
+        if (offer == one) return true;
+      }
+    }
   }
   return false;
 }

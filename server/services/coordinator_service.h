@@ -13,6 +13,7 @@
 #include "server/core/run_manager.h"
 #include "server/core/watch_hub.h"
 #include "server/core/watcher_limits.h"
+#include "server/workflows/schedule_manager.h"
 #include "server/workflows/workflow_manager.h"
 
 namespace collbench {
@@ -21,14 +22,17 @@ class CoordinatorService final : public v1::Coordinator::CallbackService {
  public:
   // None is owned; all outlive the service.
   // `limits` bounds WatchRun streams (shared with the REST event streams).
-  // `workflows` may be null: the workflow methods answer UNAVAILABLE.
+  // `workflows` and `schedules` may be null: their methods answer
+  // UNAVAILABLE.
   CoordinatorService(RunManager* manager, WatchHub* hub, const Authorizer* authorizer,
-                     WatcherLimits* limits, WorkflowManager* workflows = nullptr)
+                     WatcherLimits* limits, WorkflowManager* workflows = nullptr,
+                     ScheduleManager* schedules = nullptr)
       : manager_(manager),
         hub_(hub),
         authorizer_(authorizer),
         limits_(limits),
-        workflows_(workflows) {}
+        workflows_(workflows),
+        schedules_(schedules) {}
 
   grpc::ServerUnaryReactor* CreateRun(grpc::CallbackServerContext* context,
                                       const v1::CreateRunRequest* request,
@@ -88,6 +92,42 @@ class CoordinatorService final : public v1::Coordinator::CallbackService {
                                               const v1::GetWorkflowReportRequest* request,
                                               v1::WorkflowReport* response) override;
 
+  // Baselines (baseline_methods.cc): reads need a read token, the rest an
+  // operator's.
+  grpc::ServerUnaryReactor* CreateBaseline(grpc::CallbackServerContext* context,
+                                           const v1::CreateBaselineRequest* request,
+                                           v1::Baseline* response) override;
+  grpc::ServerUnaryReactor* GetBaseline(grpc::CallbackServerContext* context,
+                                        const v1::GetBaselineRequest* request,
+                                        v1::Baseline* response) override;
+  grpc::ServerUnaryReactor* ListBaselines(grpc::CallbackServerContext* context,
+                                          const v1::ListBaselinesRequest* request,
+                                          v1::ListBaselinesResponse* response) override;
+  grpc::ServerUnaryReactor* DeleteBaseline(grpc::CallbackServerContext* context,
+                                           const v1::DeleteBaselineRequest* request,
+                                           google::protobuf::Empty* response) override;
+
+  // Schedules (schedule_methods.cc): reads need a read token, the rest an
+  // operator's.
+  grpc::ServerUnaryReactor* CreateSchedule(grpc::CallbackServerContext* context,
+                                           const v1::CreateScheduleRequest* request,
+                                           v1::Schedule* response) override;
+  grpc::ServerUnaryReactor* GetSchedule(grpc::CallbackServerContext* context,
+                                        const v1::GetScheduleRequest* request,
+                                        v1::Schedule* response) override;
+  grpc::ServerUnaryReactor* ListSchedules(grpc::CallbackServerContext* context,
+                                          const v1::ListSchedulesRequest* request,
+                                          v1::ListSchedulesResponse* response) override;
+  grpc::ServerUnaryReactor* PauseSchedule(grpc::CallbackServerContext* context,
+                                          const v1::PauseScheduleRequest* request,
+                                          v1::Schedule* response) override;
+  grpc::ServerUnaryReactor* ResumeSchedule(grpc::CallbackServerContext* context,
+                                           const v1::ResumeScheduleRequest* request,
+                                           v1::Schedule* response) override;
+  grpc::ServerUnaryReactor* DeleteSchedule(grpc::CallbackServerContext* context,
+                                           const v1::DeleteScheduleRequest* request,
+                                           google::protobuf::Empty* response) override;
+
  private:
   absl::Status Authorize(const grpc::CallbackServerContext* context, Role needed) const;
   // A reactor already finished with the refusal, or nullptr when allowed.
@@ -98,6 +138,7 @@ class CoordinatorService final : public v1::Coordinator::CallbackService {
   const Authorizer* const authorizer_;
   WatcherLimits* const limits_;
   WorkflowManager* const workflows_;
+  ScheduleManager* const schedules_;
 };
 
 }  // namespace collbench

@@ -267,6 +267,57 @@ class MemoryStore final : public Store {
     return absl::OkStatus();
   }
 
+  absl::Status PutBaseline(const v1::Baseline& baseline) override {
+    RETURN_IF_ERROR(store_internal::ValidateBaselineName(baseline.name()));
+    absl::MutexLock lock(&mu_);
+    baselines_[baseline.name()] = baseline;
+    return absl::OkStatus();
+  }
+
+  absl::StatusOr<v1::Baseline> GetBaseline(absl::string_view name) override {
+    absl::MutexLock lock(&mu_);
+    auto it = baselines_.find(name);
+    if (it == baselines_.end()) return store_internal::NotFoundNamed("baseline", name);
+    return it->second;
+  }
+
+  absl::StatusOr<std::vector<v1::Baseline>> ListBaselines() override {
+    absl::MutexLock lock(&mu_);
+    std::vector<v1::Baseline> out;
+    for (const auto& [name, baseline] : baselines_) out.push_back(baseline);
+    return out;
+  }
+
+  absl::Status DeleteBaseline(absl::string_view name) override {
+    absl::MutexLock lock(&mu_);
+    auto it = baselines_.find(name);
+    if (it == baselines_.end()) return store_internal::NotFoundNamed("baseline", name);
+    baselines_.erase(it);
+    return absl::OkStatus();
+  }
+
+  absl::Status PutSchedule(const v1::Schedule& schedule) override {
+    RETURN_IF_ERROR(store_internal::ValidateScheduleName(schedule.name()));
+    absl::MutexLock lock(&mu_);
+    schedules_[schedule.name()] = schedule;
+    return absl::OkStatus();
+  }
+
+  absl::StatusOr<std::vector<v1::Schedule>> ListSchedules() override {
+    absl::MutexLock lock(&mu_);
+    std::vector<v1::Schedule> out;
+    for (const auto& [name, schedule] : schedules_) out.push_back(schedule);
+    return out;
+  }
+
+  absl::Status DeleteSchedule(absl::string_view name) override {
+    absl::MutexLock lock(&mu_);
+    auto it = schedules_.find(name);
+    if (it == schedules_.end()) return store_internal::NotFoundNamed("schedule", name);
+    schedules_.erase(it);
+    return absl::OkStatus();
+  }
+
  private:
   // AlreadyExists if another run than `run` holds its (non-empty) request id.
   absl::Status CheckRequestIdFree(const v1::Run& run)
@@ -317,6 +368,8 @@ class MemoryStore final : public Store {
   std::map<std::string, v1::Worker> workers_ ABSL_GUARDED_BY(mu_);
   std::map<std::string, std::string> secret_hashes_ ABSL_GUARDED_BY(mu_);
   std::map<std::string, v1::Workflow, std::less<>> workflows_ ABSL_GUARDED_BY(mu_);
+  std::map<std::string, v1::Baseline, std::less<>> baselines_ ABSL_GUARDED_BY(mu_);
+  std::map<std::string, v1::Schedule, std::less<>> schedules_ ABSL_GUARDED_BY(mu_);
   std::map<std::string, std::string, std::less<>> reports_ ABSL_GUARDED_BY(mu_);
 };
 

@@ -97,6 +97,16 @@ CREATE TABLE workflows (
   report BLOB                       -- a report workflow's HTML page
 );
 )sql",
+    R"sql(
+CREATE TABLE baselines (
+  name TEXT PRIMARY KEY,            -- baselines/{id}
+  data BLOB NOT NULL                -- serialized collbench.v1.Baseline
+);
+CREATE TABLE schedules (
+  name TEXT PRIMARY KEY,            -- schedules/{id}
+  data BLOB NOT NULL                -- serialized collbench.v1.Schedule
+);
+)sql",
 };
 constexpr int kSchemaVersion = std::size(kMigrations);
 
@@ -124,7 +134,8 @@ struct Statements {
       upsert_worker, list_workers, set_secret_hash, list_secret_hashes,
       delete_worker_row, delete_secret_hash, list_finished_runs, delete_results,
       delete_run, put_workflow, list_workflows, put_workflow_report, get_workflow_report,
-      delete_workflow;
+      delete_workflow, put_baseline, get_baseline, list_baselines, delete_baseline,
+      put_schedule, list_schedules, delete_schedule;
 };
 
 // insert_run and update_run bind ?1 … ?11 in this order (BindRun, then
@@ -191,6 +202,17 @@ absl::StatusOr<Statements> PrepareStatements(sqlite3* db) {
       {&s.put_workflow_report, "UPDATE workflows SET report = ?2 WHERE name = ?1"},
       {&s.get_workflow_report, "SELECT report FROM workflows WHERE name = ?1 AND report IS NOT NULL"},
       {&s.delete_workflow, "DELETE FROM workflows WHERE name = ?1"},
+      {&s.put_baseline,
+       "INSERT INTO baselines (name, data) VALUES (?1, ?2) "
+       "ON CONFLICT (name) DO UPDATE SET data = ?2"},
+      {&s.get_baseline, "SELECT data FROM baselines WHERE name = ?1"},
+      {&s.list_baselines, "SELECT data FROM baselines ORDER BY name"},
+      {&s.delete_baseline, "DELETE FROM baselines WHERE name = ?1"},
+      {&s.put_schedule,
+       "INSERT INTO schedules (name, data) VALUES (?1, ?2) "
+       "ON CONFLICT (name) DO UPDATE SET data = ?2"},
+      {&s.list_schedules, "SELECT data FROM schedules ORDER BY name"},
+      {&s.delete_schedule, "DELETE FROM schedules WHERE name = ?1"},
   };
   for (const auto& [statement, sql] : all) {
     sqlite3_stmt* raw = nullptr;
@@ -614,6 +636,62 @@ class SqliteStore final : public Store {
     ASSIGN_OR_RETURN(const std::vector<int> changed,
                      DeleteLocked({statements_.delete_workflow.get()}, name, "delete workflow"));
     if (changed[0] == 0) return store_internal::WorkflowNotFound(name);
+    return absl::OkStatus();
+  }
+
+  absl::Status PutBaseline(const v1::Baseline& baseline) override {
+    RETURN_IF_ERROR(store_internal::ValidateBaselineName(baseline.name()));
+    absl::MutexLock lock(&mu_);
+    Query query(db_.get(), statements_.put_baseline.get(), "put baseline");
+    query.Text(baseline.name()).Blob(baseline.SerializeAsString());
+    return Written(query.Execute().status());
+  }
+
+  absl::StatusOr<v1::Baseline> GetBaseline(absl::string_view name) override {
+    return Read([&](sqlite3* db, const Statements& s) -> absl::StatusOr<v1::Baseline> {
+      Query query(db, s.get_baseline.get(), "get baseline");
+      query.Text(name);
+      ASSIGN_OR_RETURN(std::vector<v1::Baseline> found, ReadAll<v1::Baseline>(query, "baseline"));
+      if (found.empty()) return store_internal::NotFoundNamed("baseline", name);
+      return std::move(found.front());
+    });
+  }
+
+  absl::StatusOr<std::vector<v1::Baseline>> ListBaselines() override {
+    return Read([](sqlite3* db, const Statements& s) {
+      Query query(db, s.list_baselines.get(), "list baselines");
+      return ReadAll<v1::Baseline>(query, "baseline");
+    });
+  }
+
+  absl::Status DeleteBaseline(absl::string_view name) override {
+    absl::MutexLock lock(&mu_);
+    ASSIGN_OR_RETURN(const std::vector<int> changed,
+                     DeleteLocked({statements_.delete_baseline.get()}, name, "delete baseline"));
+    if (changed[0] == 0) return store_internal::NotFoundNamed("baseline", name);
+    return absl::OkStatus();
+  }
+
+  absl::Status PutSchedule(const v1::Schedule& schedule) override {
+    RETURN_IF_ERROR(store_internal::ValidateScheduleName(schedule.name()));
+    absl::MutexLock lock(&mu_);
+    Query query(db_.get(), statements_.put_schedule.get(), "put schedule");
+    query.Text(schedule.name()).Blob(schedule.SerializeAsString());
+    return Written(query.Execute().status());
+  }
+
+  absl::StatusOr<std::vector<v1::Schedule>> ListSchedules() override {
+    return Read([](sqlite3* db, const Statements& s) {
+      Query query(db, s.list_schedules.get(), "list schedules");
+      return ReadAll<v1::Schedule>(query, "schedule");
+    });
+  }
+
+  absl::Status DeleteSchedule(absl::string_view name) override {
+    absl::MutexLock lock(&mu_);
+    ASSIGN_OR_RETURN(const std::vector<int> changed,
+                     DeleteLocked({statements_.delete_schedule.get()}, name, "delete schedule"));
+    if (changed[0] == 0) return store_internal::NotFoundNamed("schedule", name);
     return absl::OkStatus();
   }
 

@@ -26,6 +26,8 @@
 #include "absl/strings/string_view.h"
 #include "collbench/v1/run.pb.h"
 #include "collbench/v1/worker.pb.h"
+#include "collbench/v1/baseline.pb.h"
+#include "collbench/v1/schedule.pb.h"
 #include "collbench/v1/workflow.pb.h"
 
 namespace collbench {
@@ -207,6 +209,21 @@ class Store {
   // Deletes the workflow and its page; its runs stay. NotFound naming it
   // when it is not stored.
   virtual absl::Status DeleteWorkflow(absl::string_view name) = 0;
+
+  // ---- Baselines and schedules (DESIGN §10) --------------------------------
+  // Keyed by `name()` ("baselines/{id}", "schedules/{id}"). Put replaces a
+  // stored one of that name and is durable when it returns; InvalidArgument
+  // for a malformed name. Get and Delete: NotFound naming it.
+  virtual absl::Status PutBaseline(const v1::Baseline& baseline) = 0;
+  virtual absl::StatusOr<v1::Baseline> GetBaseline(absl::string_view name) = 0;
+  // Every baseline by name, entries included.
+  virtual absl::StatusOr<std::vector<v1::Baseline>> ListBaselines() = 0;
+  virtual absl::Status DeleteBaseline(absl::string_view name) = 0;
+
+  virtual absl::Status PutSchedule(const v1::Schedule& schedule) = 0;
+  // Every schedule by name.
+  virtual absl::StatusOr<std::vector<v1::Schedule>> ListSchedules() = 0;
+  virtual absl::Status DeleteSchedule(absl::string_view name) = 0;
 };
 
 // An empty store in memory: the fake for tests. Never fails except on

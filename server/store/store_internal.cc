@@ -45,6 +45,18 @@ absl::Status ValidateWorkflowName(absl::string_view name) {
   return ValidateName(name, "workflows/", "workflow");
 }
 
+absl::Status ValidateBaselineName(absl::string_view name) {
+  return ValidateName(name, "baselines/", "baseline");
+}
+
+absl::Status ValidateScheduleName(absl::string_view name) {
+  return ValidateName(name, "schedules/", "schedule");
+}
+
+absl::Status NotFoundNamed(absl::string_view what, absl::string_view name) {
+  return absl::NotFoundError(absl::StrCat(what, " ", name, " not found"));
+}
+
 absl::Status WorkflowNotFound(absl::string_view name) {
   return absl::NotFoundError(absl::StrCat("workflow ", name, " not found"));
 }

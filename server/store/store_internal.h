@@ -25,6 +25,10 @@ absl::Status ValidateWorkerName(absl::string_view name);
 // InvalidArgument unless `name` is "workflows/{id}" with a non-empty id.
 absl::Status ValidateWorkflowName(absl::string_view name);
 absl::Status WorkflowNotFound(absl::string_view name);
+absl::Status ValidateBaselineName(absl::string_view name);
+absl::Status ValidateScheduleName(absl::string_view name);
+// "baseline baselines/x not found", "schedule schedules/x not found".
+absl::Status NotFoundNamed(absl::string_view what, absl::string_view name);
 // Newest first, as ListWorkflows returns them.
 void SortWorkflowsNewestFirst(std::vector<v1::Workflow>* workflows);
 // SetWorkerSecretHash's arguments: a worker name and a non-empty hash.

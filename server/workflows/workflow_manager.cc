@@ -10,6 +10,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "absl/strings/str_replace.h"
 #include "absl/strings/strip.h"
 #include "absl/time/clock.h"
 #include "analysis/report.h"
@@ -17,6 +18,7 @@
 #include "common/log.h"
 #include "server/core/admission.h"
 #include "google/protobuf/util/message_differencer.h"
+#include "server/workflows/checks.h"
 #include "server/workflows/workflow_plan.h"
 
 namespace collbench {
@@ -141,7 +143,26 @@ absl::StatusOr<v1::Workflow> WorkflowManager::Create(const v1::CreateWorkflowReq
   workflow.set_state(v1::WORKFLOW_QUEUED);
   workflow.set_request_id(request.request_id());
   *workflow.mutable_create_time() = TimestampFromTime(now);
-  if (spec.has_advice() || spec.has_report()) {
+  if (!spec.baseline().empty()) {
+    if (!spec.has_matrix() && !spec.has_suite()) {
+      return absl::InvalidArgumentError(
+          "spec.baseline: only a matrix or a suite checks its runs against a baseline (a check "
+          "workflow names its baseline in spec.check.baseline)");
+    }
+    absl::StatusOr<v1::Baseline> baseline = FindBaseline(spec.baseline(), "spec.baseline");
+    if (!baseline.ok()) return baseline.status();
+  }
+  if (spec.has_check()) {
+    absl::StatusOr<v1::Baseline> baseline = FindBaseline(spec.check().baseline(), "spec.check.baseline");
+    if (!baseline.ok()) return baseline.status();
+    // The statistics' options, refused now rather than when it runs.
+    if (absl::Status valid =
+            workflows::ValidateCheckOptions(spec.check().threshold(), spec.check().alpha());
+        !valid.ok()) {
+      return absl::InvalidArgumentError(absl::StrCat("spec.check.", valid.message()));
+    }
+  }
+  if (spec.has_advice() || spec.has_report() || spec.has_check()) {
     absl::StatusOr<std::vector<std::string>> selected = SelectedRuns(spec);
     if (!selected.ok()) return selected.status();
   } else {
@@ -152,6 +173,10 @@ absl::StatusOr<v1::Workflow> WorkflowManager::Create(const v1::CreateWorkflowReq
     int skipped = 0;
     for (v1::WorkflowCell& cell : plan->cells) {
       skipped += cell.skipped().empty() ? 0 : 1;
+      if (!spec.schedule().empty()) {
+        (*cell.mutable_spec()->mutable_labels())[kScheduleLabel] =
+            std::string(absl::StripPrefix(spec.schedule(), "schedules/"));
+      }
       *workflow.add_cells() = std::move(cell);
     }
     if (skipped == workflow.cells_size()) {
@@ -198,9 +223,9 @@ absl::StatusOr<WorkflowManager::Page> WorkflowManager::List(int page_size,
     if (absl::ConsumePrefix(&filter, "kind=")) {
       kind = std::string(filter);
       if (kind != "matrix" && kind != "suite" && kind != "sweep" && kind != "advice" &&
-          kind != "report") {
+          kind != "report" && kind != "check") {
         return absl::InvalidArgumentError(absl::StrCat(
-            "filter: unknown kind '", kind, "' (matrix, suite, sweep, advice, report)"));
+            "filter: unknown kind '", kind, "' (matrix, suite, sweep, advice, report, check)"));
       }
     } else if (absl::ConsumePrefix(&filter, "state=")) {
       state = absl::AsciiStrToUpper(filter);
@@ -315,7 +340,7 @@ absl::StatusOr<v1::WorkflowReport> WorkflowManager::Report(absl::string_view nam
     return report;
   }
   std::vector<std::string> names;
-  if (workflow->spec().has_advice()) {
+  if (workflow->spec().has_advice() || workflow->spec().has_check()) {
     absl::StatusOr<std::vector<std::string>> selected = SelectedRuns(workflow->spec());
     if (!selected.ok()) return selected.status();
     names = *std::move(selected);
@@ -388,8 +413,10 @@ bool WorkflowManager::StopOrCancelLocked(const std::string& name) {
 
 absl::StatusOr<std::vector<std::string>> WorkflowManager::SelectedRuns(
     const v1::WorkflowSpec& spec) {
-  const v1::RunSelection& selection = spec.has_advice() ? spec.advice() : spec.report();
-  const absl::string_view field = spec.has_advice() ? "spec.advice" : "spec.report";
+  const v1::RunSelection& selection =
+      spec.has_advice() ? spec.advice() : spec.has_check() ? spec.check().runs() : spec.report();
+  const absl::string_view field =
+      spec.has_advice() ? "spec.advice" : spec.has_check() ? "spec.check.runs" : "spec.report";
   if (selection.runs_size() > 0 && !selection.workflow().empty()) {
     return absl::InvalidArgumentError(
         absl::StrCat(field, ": name runs or a workflow, not both"));
@@ -464,7 +491,7 @@ void WorkflowManager::Execute(const std::string& name) {
     snapshot = *workflow;
   }
   const v1::WorkflowSpec& spec = snapshot.spec();
-  if (spec.has_advice() || spec.has_report()) {
+  if (spec.has_advice() || spec.has_report() || spec.has_check()) {
     absl::StatusOr<std::vector<std::string>> selected = SelectedRuns(spec);
     if (!selected.ok()) {
       Finish(name, v1::WORKFLOW_FAILED, std::string(selected.status().message()), {},
@@ -474,6 +501,17 @@ void WorkflowManager::Execute(const std::string& name) {
     if (spec.has_advice()) {
       Finish(name, v1::WORKFLOW_SUCCEEDED, "",
              workflows::RenderOutput(snapshot, FetchRuns(*selected)), absl::Now());
+      return;
+    }
+    if (spec.has_check()) {
+      v1::WorkflowOutput output;
+      if (absl::Status checked = AddCheck(spec.check().baseline(), FetchRuns(*selected),
+                                          spec.check().threshold(), spec.check().alpha(), &output);
+          !checked.ok()) {
+        Finish(name, v1::WORKFLOW_FAILED, std::string(checked.message()), {}, absl::Now());
+        return;
+      }
+      Finish(name, v1::WORKFLOW_SUCCEEDED, "", output, absl::Now());
       return;
     }
     {
@@ -508,6 +546,24 @@ void WorkflowManager::Execute(const std::string& name) {
   }
   const std::vector<RunWithResults> runs = FetchRuns(CellRuns(snapshot));
   v1::WorkflowOutput output = workflows::RenderOutput(snapshot, runs);
+  std::string check_error;
+  if (!cancelled && !snapshot.spec().baseline().empty()) {
+    // A check that cannot be made (the baseline deleted since, no run with
+    // results) fails the workflow: its runs are kept, and a later check
+    // workflow over them can be made.
+    double threshold = 0;
+    {
+      absl::MutexLock lock(&mu_);
+      if (!snapshot.spec().schedule().empty() && schedule_threshold_) {
+        threshold = schedule_threshold_(snapshot.spec().schedule());
+      }
+    }
+    if (absl::Status checked = AddCheck(snapshot.spec().baseline(), runs, threshold, 0, &output);
+        !checked.ok()) {
+      check_error = absl::StrCat("check against ", snapshot.spec().baseline(), ": ",
+                                 checked.message());
+    }
+  }
   int failed = 0;
   std::string first_failure;
   for (const v1::WorkflowCell& cell : snapshot.cells()) {
@@ -525,9 +581,102 @@ void WorkflowManager::Execute(const std::string& name) {
            absl::StrCat(failed, " of ", snapshot.cells_total(), " runs did not succeed (",
                         first_failure, ")"),
            output, absl::Now());
+  } else if (!check_error.empty()) {
+    Finish(name, v1::WORKFLOW_FAILED, check_error, output, absl::Now());
   } else {
     Finish(name, v1::WORKFLOW_SUCCEEDED, "", output, absl::Now());
   }
+}
+
+absl::Status WorkflowManager::AddCheck(const std::string& baseline_name,
+                                       const std::vector<RunWithResults>& runs, double threshold,
+                                       double alpha, v1::WorkflowOutput* output) {
+  absl::StatusOr<v1::Baseline> baseline = FindBaseline(baseline_name, "baseline");
+  if (!baseline.ok()) return baseline.status();
+  absl::StatusOr<v1::CheckOutput> check = workflows::CheckAgainst(*baseline, runs, threshold, alpha);
+  if (!check.ok()) return check.status();
+  *output->add_tables() = workflows::CheckTable(*check);
+  *output->mutable_check() = *std::move(check);
+  return absl::OkStatus();
+}
+
+absl::StatusOr<v1::Baseline> WorkflowManager::FindBaseline(const std::string& text,
+                                                           absl::string_view field) {
+  absl::StatusOr<std::string> name = workflows::BaselineName(text, field);
+  if (!name.ok()) return name.status();
+  absl::StatusOr<v1::Baseline> baseline = store_->GetBaseline(*name);
+  if (absl::IsNotFound(baseline.status())) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        field, ": baseline ", *name, " not found (collbench baseline list shows them)"));
+  }
+  return baseline;
+}
+
+absl::StatusOr<v1::Baseline> WorkflowManager::CreateBaseline(
+    const v1::CreateBaselineRequest& request, absl::Time now, absl::string_view caller) {
+  absl::StatusOr<std::string> name = workflows::BaselineName(request.baseline_id(), "baseline_id");
+  if (!name.ok()) return name.status();
+  v1::WorkflowSpec selection;
+  *selection.mutable_check()->mutable_runs()->mutable_runs() = request.runs();
+  selection.mutable_check()->mutable_runs()->set_workflow(request.workflow());
+  absl::StatusOr<std::vector<std::string>> selected = SelectedRuns(selection);
+  if (!selected.ok()) {
+    std::string message(selected.status().message());
+    absl::StrReplaceAll({{"spec.check.runs.", ""}, {"spec.check.runs", "runs"}}, &message);
+    return absl::Status(selected.status().code(), message);
+  }
+  const std::vector<RunWithResults> runs = FetchRuns(*selected);
+  for (const RunWithResults& run : runs) {
+    if (!IsFinalRunState(run.run.state())) {
+      return absl::FailedPreconditionError(absl::StrCat(
+          run.run.name(), " is ", v1::RunState_Name(run.run.state()),
+          "; a baseline is made of runs that have ended"));
+    }
+  }
+  absl::StatusOr<v1::Baseline> baseline = workflows::MakeBaseline(*name, runs);
+  if (!baseline.ok()) return baseline.status();
+  baseline->set_description(request.description());
+  baseline->set_workflow(request.workflow().empty() ? "" : NameOf(request.workflow()));
+  *baseline->mutable_create_time() = TimestampFromTime(now);
+  absl::MutexLock lock(&baselines_mu_);
+  absl::StatusOr<v1::Baseline> existing = store_->GetBaseline(*name);
+  if (existing.ok() && !request.replace()) {
+    return absl::AlreadyExistsError(absl::StrCat(
+        *name, " exists (made ", existing->create_time().seconds(),
+        "); pass replace (--replace) to overwrite it, or pick another name"));
+  }
+  if (absl::Status stored = store_->PutBaseline(*baseline); !stored.ok()) return stored;
+  LogInfo("baseline.created")
+      .Str("baseline", *name)
+      .Int("entries", baseline->entries_size())
+      .Int("runs", baseline->runs_size())
+      .Str("caller", caller.empty() ? "anonymous" : std::string(caller));
+  return baseline;
+}
+
+absl::StatusOr<v1::Baseline> WorkflowManager::GetBaseline(absl::string_view text) {
+  absl::StatusOr<std::string> name = workflows::BaselineName(text, "name");
+  if (!name.ok()) return name.status();
+  return store_->GetBaseline(*name);
+}
+
+absl::StatusOr<std::vector<v1::Baseline>> WorkflowManager::ListBaselines() {
+  absl::StatusOr<std::vector<v1::Baseline>> all = store_->ListBaselines();
+  if (!all.ok()) return all.status();
+  for (v1::Baseline& baseline : *all) {
+    baseline.set_entries_total(baseline.entries_size());
+    baseline.clear_entries();
+  }
+  return all;
+}
+
+absl::Status WorkflowManager::DeleteBaseline(absl::string_view text) {
+  absl::StatusOr<std::string> name = workflows::BaselineName(text, "name");
+  if (!name.ok()) return name.status();
+  absl::MutexLock lock(&baselines_mu_);
+  if (absl::Status deleted = store_->DeleteBaseline(*name); !deleted.ok()) return deleted;
+  LogInfo("baseline.deleted").Str("baseline", *name);
+  return absl::OkStatus();
 }
 
 bool WorkflowManager::RunCell(const std::string& name, int index) {
@@ -549,6 +698,14 @@ bool WorkflowManager::RunCell(const std::string& name, int index) {
     SaveLocked(*workflow);
   };
   while (run.empty()) {
+    if (spec.labels().contains(kScheduleLabel) && !runs_->WorkersIdle(spec.workers()).ok()) {
+      // A scheduled check's run waits for its workers to be idle, so a
+      // user's run never waits behind it.
+      absl::SleepFor(options_.poll_interval);
+      absl::MutexLock lock(&mu_);
+      if (StopOrCancelLocked(name)) return false;
+      continue;
+    }
     absl::StatusOr<v1::Run> created =
         runs_->CreateRun(spec, absl::StrCat(name, "/cell-", index), absl::Now(), name);
     if (absl::IsResourceExhausted(created.status())) {  // the queue or the rate: wait

@@ -22,6 +22,7 @@
 #define COLLBENCH_SERVER_WORKFLOWS_WORKFLOW_MANAGER_H_
 
 #include <deque>
+#include <functional>
 #include <map>
 #include <memory>
 #include <set>
@@ -93,6 +94,27 @@ class WorkflowManager {
   // from the runs of its cells (or its selection).
   absl::StatusOr<v1::WorkflowReport> Report(absl::string_view name);
 
+  // Baselines (DESIGN §10): made from ended runs, or a workflow's runs;
+  // kept in the store; checked against by check workflows and by matrices
+  // and suites with spec.baseline. Create: InvalidArgument naming the
+  // field (a bad id, an unknown run, no result with a histogram),
+  // AlreadyExists unless `replace`.
+  absl::StatusOr<v1::Baseline> CreateBaseline(const v1::CreateBaselineRequest& request,
+                                              absl::Time now, absl::string_view caller);
+  absl::StatusOr<v1::Baseline> GetBaseline(absl::string_view name);
+  // By name, without their entries (entries_total says how many).
+  absl::StatusOr<std::vector<v1::Baseline>> ListBaselines();
+  absl::Status DeleteBaseline(absl::string_view name);
+
+  // The regression threshold of a schedule's checks (0: the default), by
+  // schedule name; the ScheduleManager sets it. A schedule's firings are
+  // matrices or suites with a baseline, whose spec carries no threshold.
+  void SetScheduleThresholds(std::function<double(const std::string& schedule)> thresholds)
+      ABSL_LOCKS_EXCLUDED(mu_) {
+    absl::MutexLock lock(&mu_);
+    schedule_threshold_ = std::move(thresholds);
+  }
+
   // The workflow now; `sink` then gets every later version until it ends.
   // A workflow that has ended is returned and `sink` is not kept.
   absl::StatusOr<v1::Workflow> Subscribe(absl::string_view name,
@@ -115,6 +137,13 @@ class WorkflowManager {
   absl::StatusOr<std::vector<std::string>> SelectedRuns(const v1::WorkflowSpec& spec)
       ABSL_LOCKS_EXCLUDED(mu_);
   std::vector<RunWithResults> FetchRuns(const std::vector<std::string>& names);
+  // The stored baseline a spec names; InvalidArgument naming `field` when
+  // the name is malformed or unknown.
+  absl::StatusOr<v1::Baseline> FindBaseline(const std::string& text, absl::string_view field);
+  // `runs` checked against the baseline: the check and its table added to
+  // `output`.
+  absl::Status AddCheck(const std::string& baseline, const std::vector<RunWithResults>& runs,
+                        double threshold, double alpha, v1::WorkflowOutput* output);
   std::vector<std::string> CellRuns(const v1::Workflow& workflow) const;
   void Finish(const std::string& name, v1::WorkflowState state, const std::string& error,
               const v1::WorkflowOutput& output, absl::Time now) ABSL_LOCKS_EXCLUDED(mu_);
@@ -128,6 +157,8 @@ class WorkflowManager {
   const WorkflowManagerOptions options_;
 
   absl::Mutex mu_;
+  absl::Mutex baselines_mu_;
+  std::function<double(const std::string&)> schedule_threshold_ ABSL_GUARDED_BY(mu_);  // a create or delete of one baseline at a time
   std::map<std::string, v1::Workflow, std::less<>> workflows_ ABSL_GUARDED_BY(mu_);
   std::deque<std::string> queue_ ABSL_GUARDED_BY(mu_);
   std::set<std::string> cancelling_ ABSL_GUARDED_BY(mu_);

@@ -17,6 +17,7 @@
 #include "analysis/algorithms.h"
 #include "analysis/report.h"
 #include "analysis/suite.h"
+#include "api/capabilities.h"
 #include "client/format.h"
 #include "client/run_flags.h"
 #include "flavors/registry.h"
@@ -395,16 +396,44 @@ absl::StatusOr<std::string> KindOf(const v1::WorkflowSpec& spec) {
       return std::string("advice");
     case v1::WorkflowSpec::kReport:
       return std::string("report");
+    case v1::WorkflowSpec::kCheck:
+      return std::string("check");
     case v1::WorkflowSpec::KIND_NOT_SET:
       break;
   }
   return absl::InvalidArgumentError(
-      "spec: set one of matrix, suite, sweep, advice or report (the workflow's kind)");
+      "spec: set one of matrix, suite, sweep, advice, report or check (the workflow's kind)");
 }
+
+namespace {
+// The plan of the spec's kind.
+absl::StatusOr<Plan> PlanKind(const v1::WorkflowSpec& spec, const std::string& id,
+                              const std::vector<v1::Worker>& workers, const RunChecker& check);
+}  // namespace
 
 absl::StatusOr<Plan> PlanWorkflow(const v1::WorkflowSpec& spec, const std::string& id,
                                   const std::vector<v1::Worker>& workers,
                                   const RunChecker& check) {
+  if (spec.workers().empty()) return PlanKind(spec, id, workers, check);
+  if (absl::Status valid = ValidateWorkerSelector(spec.workers(), "spec.workers"); !valid.ok()) {
+    return valid;
+  }
+  // Every cell runs on the selected workers (a cell that names its own
+  // keeps them), and is checked as it will run.
+  auto select = [&spec](v1::RunSpec run) {
+    if (run.workers().empty()) run.set_workers(spec.workers());
+    return run;
+  };
+  absl::StatusOr<Plan> plan = PlanKind(
+      spec, id, workers, [&](const v1::RunSpec& run) { return check(select(run)); });
+  if (!plan.ok()) return plan;
+  for (v1::WorkflowCell& cell : plan->cells) *cell.mutable_spec() = select(cell.spec());
+  return plan;
+}
+
+namespace {
+absl::StatusOr<Plan> PlanKind(const v1::WorkflowSpec& spec, const std::string& id,
+                              const std::vector<v1::Worker>& workers, const RunChecker& check) {
   switch (spec.kind_case()) {
     case v1::WorkflowSpec::kMatrix:
       return PlanMatrix(spec, id, check);
@@ -414,12 +443,14 @@ absl::StatusOr<Plan> PlanWorkflow(const v1::WorkflowSpec& spec, const std::strin
       return PlanSweep(spec, id, check);
     case v1::WorkflowSpec::kAdvice:
     case v1::WorkflowSpec::kReport:
+    case v1::WorkflowSpec::kCheck:
       return Plan{};
     case v1::WorkflowSpec::KIND_NOT_SET:
       break;
   }
   return KindOf(spec).status();
 }
+}  // namespace
 
 v1::WorkflowOutput RenderOutput(const v1::Workflow& workflow,
                                 const std::vector<RunWithResults>& runs) {
@@ -461,6 +492,7 @@ v1::WorkflowOutput RenderOutput(const v1::Workflow& workflow,
     case v1::WorkflowSpec::kReport:
       output.set_has_report(true);
       break;
+    case v1::WorkflowSpec::kCheck:  // the manager adds the check (it reads the baseline)
     case v1::WorkflowSpec::KIND_NOT_SET:
       break;
   }

@@ -28,8 +28,12 @@ overlays of OVERLAYS are there), the pods of the container test
 Once: yamllint --strict on the sources (deploy/kubernetes); the
 PrometheusRule's expressions through `promtool check rules` (when Debian's
 prometheus is installed) and their metric names against the coordinator's
-(server/metrics/); and the validator itself on documents with an unknown
-field, a wrong type and an unknown kind, which it must refuse.
+(server/metrics/); the alerts' unit tests (verdict_alerts_test.yaml) through
+`promtool test rules` on the PrometheusRule's groups, where every alert a
+case names must exist and every alert of TESTED_GROUPS must have a case
+where it fires and one where it does not; and the validator itself on
+documents with an unknown field, a wrong type and an unknown kind, which it
+must refuse.
 
     manifests_test.py --build-dir DIR --coordinator BIN --worker BIN [-v]
 
@@ -57,6 +61,10 @@ VALIDATE = os.path.join(KUBERNETES, "validate")
 SKIP = 77
 PROGRAMS = {"collbench-coordinator": "coordinator", "collbench-worker": "worker"}
 DASHBOARDS = os.path.join(ROOT, "dashboards")
+PROMETHEUS_RULE = os.path.join(KUBERNETES, "components", "monitoring", "prometheus-rule.yaml")
+ALERT_TESTS = os.path.join(HERE, "verdict_alerts_test.yaml")
+# Rule groups whose every alert the unit tests must show firing and quiet.
+TESTED_GROUPS = {"collbench-verdicts"}
 # Each overlay's features (manifest_properties.py); every one must exist.
 OVERLAYS = {
     "gpu": {"gpu"},
@@ -189,6 +197,50 @@ def check_rules(docs, what):
     return notes
 
 
+def check_alert_cases(groups, tests):
+    """Every alert a case names exists (a misspelt name would pass its
+    "does not fire" cases without testing anything); every alert of
+    TESTED_GROUPS has a case where it fires and one where it does not."""
+    alerts = {rule["alert"]: group["name"] for group in groups for rule in group["rules"]
+              if "alert" in rule}
+    cases = [case for test in tests["tests"] for case in test.get("alert_rule_test", [])]
+    where = os.path.relpath(ALERT_TESTS, ROOT)
+    unknown = sorted({case["alertname"] for case in cases} - set(alerts))
+    if unknown:
+        raise Failure(f"{where}: {', '.join(unknown)}: no such alert in "
+                      f"{os.path.relpath(PROMETHEUS_RULE, ROOT)}")
+    for alert in sorted(a for a, group in alerts.items() if group in TESTED_GROUPS):
+        expected = [bool(case.get("exp_alerts")) for case in cases if case["alertname"] == alert]
+        if True not in expected or False not in expected:
+            raise Failure(f"{where}: {alert} needs a case where it fires and one where it "
+                          f"does not ({expected.count(True)} firing, "
+                          f"{expected.count(False)} quiet)")
+
+
+def test_alerts():
+    """The alerts' promtool unit tests on the PrometheusRule's groups; notes."""
+    with open(PROMETHEUS_RULE) as file:
+        spec = yaml.safe_load(file)["spec"]
+    with open(ALERT_TESTS) as file:
+        tests = yaml.safe_load(file)
+    check_alert_cases(spec["groups"], tests)
+    if shutil.which("promtool") is None:
+        return ["promtool not installed: the alerts' unit tests not run"]
+    with tempfile.TemporaryDirectory() as directory:
+        # promtool reads rule_files relative to the test file: both go here.
+        rules = os.path.join(directory, "collbench.rules.yaml")
+        with open(rules, "w") as file:
+            yaml.safe_dump(spec, file)
+        tests["rule_files"] = [rules]
+        unit = os.path.join(directory, os.path.basename(ALERT_TESTS))
+        with open(unit, "w") as file:
+            yaml.safe_dump(tests, file)
+        must(["promtool", "test", "rules", unit],
+             f"promtool test rules {os.path.relpath(ALERT_TESTS, ROOT)}")
+    print(f"ok  alerts: {os.path.relpath(ALERT_TESTS, ROOT)} passed")
+    return []
+
+
 # Documents the validator must refuse, each with a word its message must have.
 BAD_DOCUMENTS = [
     ("an unknown field", "runAsNonRot", """
@@ -308,7 +360,7 @@ def main():
         must(["yamllint", "--strict", "-f", "parsable", KUBERNETES], "yamllint of the sources",
              cwd=ROOT)
 
-        notes = []
+        notes = test_alerts()
         with tempfile.TemporaryDirectory(dir=os.path.abspath(args.build_dir)) as combined:
             for what, directory, features in targets(combined):
                 notes += check_rendering(what, directory, features, validate, flags)

@@ -135,7 +135,8 @@ HELPS = {
     "collbench": [["collbench", "--help"]] + [
         ["collbench", c, "--help"]
         for c in ("run", "matrix", "local", "suite", "report", "sweep", "advise", "health",
-                  "workers", "runs", "show", "watch", "cancel", "compare", "workflows")
+                  "workers", "runs", "show", "watch", "cancel", "compare", "workflows",
+                  "baseline", "check", "schedule")
     ] + [["collbench-rank", "--help"]],
     "collbench-rank": [["collbench-rank", "--help"]],
     "collbench-rank-mpich": [["collbench-rank-mpich", "--help"]],

@@ -11,10 +11,14 @@ Cases:
          (container-parity, ci profile); `collbench report` writes one run's
          and the comparison's file and refuses bad input with exit 2. In the
          browser: the report files and /ui/, /ui/runs/{id}, /ui/compare and
-         /ui/suites/{id}, /ui/workflows, /ui/workflows/{id} and its report
-         load with no console error, no exception and no
+         /ui/suites/{id}, /ui/workflows, /ui/workflows/{id} and its report,
+         /ui/schedules and /ui/schedules/{id} (a schedule checked against a
+         baseline of the shm run, after its first firing) and the firing's
+         workflow load with no console error, no exception and no
          request outside the page's own origin (for a file: none but the
-         file); every plot has one series per configuration; /ui/ without a
+         file); every plot has one series per configuration; the schedule's
+         last outcome and the check's verdict cells are coloured (green,
+         amber or red) and link to the firing's workflow; /ui/ without a
          token shows the login form, and signing in sets an HttpOnly,
          SameSite=Strict, expiring cookie holding a random session id (never
          the token) that the pages accept and the API does not; the page's
@@ -224,6 +228,73 @@ def check_headers_and_cookie(c, rid):
            "a wrong token at /ui/login: %r" % done.stdout[-300:])
 
 
+SCHEDULE = "ui-check"
+# What the style sheet paints a coloured outcome or verdict with
+# (analysis/html.cc): green, amber, red backgrounds.
+GREEN, AMBER, RED = "rgb(231, 246, 234)", "rgb(255, 241, 214)", "rgb(253, 232, 230)"
+OUTCOME_COLOURS = {"succeeded": GREEN, "regression": RED, "failed": RED, "skipped": AMBER}
+VERDICT_COLOURS = {"ok": GREEN, "faster": GREEN, "slower": AMBER, "regression": RED}
+
+
+def make_schedule(c, rid):
+    """A baseline of run `rid` (shm, four sizes) and a schedule of the same
+    run checked against it every hour; waits for its first firing (due at
+    once) to end with its check. The firing's workflow id."""
+    c.cli("baseline", "save", "ui-base", rid)
+    c.cli("schedule", "create", SCHEDULE, "--every", "1h", "--baseline", "ui-base", "allreduce",
+          "--ranks", "2", "--transport", "shm", "--sizes", "8,1K,64K,1M")
+
+    def ended():
+        history = c.call("GET", "/v1/schedules/" + SCHEDULE, READ).get("history", [])
+        outcome = history[0].get("outcome") if history else None
+        expect(outcome not in ("failed", "skipped", "cancelled"),
+               "the first firing of %s: %s" % (SCHEDULE, history[:1]))
+        return history[0] if outcome in ("succeeded", "regression") else None
+    firing = poll("the first firing of %s to end with its check" % SCHEDULE, ended, 180, 0.5)
+    return run_id(firing["workflow"])
+
+
+BADGE_COLOURS = """
+  Array.from(document.querySelectorAll('span.badge')).map(function (b) {
+    return [b.textContent, getComputedStyle(b).backgroundColor]; })"""
+
+VERDICT_CELLS = """
+  Array.from(document.querySelectorAll('td[class^="verdict-"]')).map(function (td) {
+    return [td.textContent, td.className, getComputedStyle(td).backgroundColor]; })"""
+
+
+def check_schedule_pages(c, page, origin, out, workflow):
+    """/ui/schedules and /ui/schedules/{id} list the schedule with its last
+    outcome coloured and link its firing's workflow, whose page colours the
+    check's verdicts."""
+    page.navigate(c.url("/ui/schedules"))
+    check_clean(page, "/ui/schedules", origin)
+    links = page.evaluate("[document.querySelectorAll('a[href=\"/ui/schedules/%s\"]').length,"
+                          " document.querySelectorAll('a[href=\"/ui/workflows/%s\"]').length]"
+                          % (SCHEDULE, workflow))
+    expect(links == [1, 1], "/ui/schedules links the schedule and its workflow %s times" % links)
+    coloured = [(text, colour) for text, colour in page.evaluate(BADGE_COLOURS)
+                if text in OUTCOME_COLOURS]
+    expect(coloured and all(OUTCOME_COLOURS[t] == colour for t, colour in coloured),
+           "/ui/schedules: outcome badges %s" % coloured)
+    page.screenshot(os.path.join(out, "ui-schedules.png"))
+    page.navigate(c.url("/ui/schedules/" + SCHEDULE))
+    check_clean(page, "/ui/schedules/" + SCHEDULE, origin)
+    text = page.evaluate("document.body.innerText")
+    expect("baselines/ui-base" in text and workflow in text,
+           "/ui/schedules/%s does not show its baseline and firing" % SCHEDULE)
+    page.screenshot(os.path.join(out, "ui-schedule.png"))
+    page.navigate(c.url("/ui/workflows/" + workflow))
+    check_clean(page, "/ui/workflows/" + workflow, origin)
+    cells = page.evaluate(VERDICT_CELLS)
+    expect(len(cells) == 4, "the check of %s shows %d verdict cells, expected one per size: %s"
+           % (workflow, len(cells), cells))
+    for verdict, cls, colour in cells:
+        expect(cls == "verdict-" + verdict and VERDICT_COLOURS.get(verdict) == colour,
+               "the verdict %r is classed %r and painted %s" % (verdict, cls, colour))
+    page.screenshot(os.path.join(out, "ui-check-workflow-full.png"), full_page=True)
+
+
 def case_pages(c):
     start(c)
     shm = make_run(c, "--transport", "shm", "--sizes", "8,1K,64K,1M")
@@ -244,6 +315,7 @@ def case_pages(c):
     suite_file = os.path.join(out, "suite-report.html")
     c.cli("report", "--suite", suite, "-o", suite_file)
     check_headers_and_cookie(c, shm)
+    checked = make_schedule(c, shm)
 
     browser = cdp.Browser(cdp.find_chromium(), c.dir)
     try:
@@ -313,6 +385,7 @@ def case_pages(c):
         check_clean(page, "/ui/workflows/%s/report" % suite, origin)
         marks = page.evaluate("document.querySelectorAll('tr.agree, tr.disagree').length")
         expect(marks > 0, "the workflow's report marks no row as agreeing or disagreeing")
+        check_schedule_pages(c, page, origin, out, checked)
         sign_out(c, page, session)
     finally:
         browser.close()

@@ -14,6 +14,7 @@
 #include <utility>
 #include <vector>
 
+#include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
@@ -114,6 +115,37 @@ void AddRdmaDevices(const InventoryOptions& options, v1::Inventory* inventory) {
   closedir(handle);
   std::sort(names.begin(), names.end());
   for (std::string& name : names) inventory->add_rdma_devices(std::move(name));
+}
+
+// The network interfaces that are up, with the rate the kernel reports
+// (/sys/class/net/IF/speed, Mbit/s), by name; loopback and interfaces
+// without a rate (-1, unreadable: most virtual ones but veth) are left out.
+void AddNetworkLinks(const InventoryOptions& options, v1::Inventory* inventory) {
+  const std::string dir = options.sys_root + "/class/net";
+  DIR* handle = opendir(dir.c_str());
+  if (handle == nullptr) return;
+  std::vector<std::string> names;
+  while (dirent* entry = readdir(handle)) {
+    if (entry->d_name[0] != '.' && std::string(entry->d_name) != "lo") names.emplace_back(entry->d_name);
+  }
+  closedir(handle);
+  std::sort(names.begin(), names.end());
+  for (const std::string& name : names) {
+    const std::string state = std::string(absl::StripAsciiWhitespace(
+        ReadWholeFile(dir + "/" + name + "/operstate").value_or("")));
+    if (state != "up") continue;
+    int64_t megabits = 0;
+    if (!absl::SimpleAtoi(absl::StripAsciiWhitespace(
+                              ReadWholeFile(dir + "/" + name + "/speed").value_or("")),
+                          &megabits) ||
+        megabits <= 0) {
+      continue;
+    }
+    v1::NetworkLink* link = inventory->add_links();
+    link->set_name(name);
+    link->set_bits_per_s(static_cast<double>(megabits) * 1e6);
+    link->set_source("sysfs");
+  }
 }
 
 void AddNumaNodes(const InventoryOptions& options, v1::Inventory* inventory) {
@@ -270,6 +302,7 @@ absl::StatusOr<v1::Inventory> DiscoverInventory(const InventoryOptions& options)
   inventory.set_memory_bytes(memory);
   AddNumaNodes(options, &inventory);
   AddRdmaDevices(options, &inventory);
+  AddNetworkLinks(options, &inventory);
   std::unique_ptr<DeviceRuntime> device = AddGpus(options, &inventory);
   AddMemoryKinds(inventory, device.get(), &inventory);
   AddSoftware(options, &inventory);

@@ -29,6 +29,7 @@
 #include "common/log.h"
 #include "common/log_flags.h"
 #include "common/tls_channel.h"
+#include "common/units.h"
 #include "common/host_port.h"
 #include "common/worker_labels.h"
 #include "flavors/registry.h"
@@ -40,6 +41,7 @@
 #include "worker/agent/inventory.h"
 #include "worker/agent/launch_shim.h"
 #include "worker/agent/launcher.h"
+#include "worker/agent/memory_probe.h"
 #include "worker/agent/tuning_files.h"
 #include "worker/agent/worker_agent.h"
 #include "worker/agent/worker_state.h"
@@ -71,6 +73,7 @@ struct Flags {
   std::string mpi_interface;
   std::string tuning_dir;
   std::map<std::string, std::string> labels;  // --label, validated when parsed
+  bool no_memory_probe = false;
   ClientTlsOptions tls;
   AgentTlsOptions agent_tls;
 };
@@ -95,6 +98,44 @@ std::string FromPath(const std::string& name) {
     if (access(candidate.c_str(), X_OK) == 0) return candidate;
   }
   return name;
+}
+
+// --label link-rate=RATE: the operator's word for this worker's link
+// (a rate sysfs does not know, or a shaped one), ahead of what sysfs says.
+void AddDeclaredLinkRate(const std::map<std::string, std::string>& labels,
+                         v1::Inventory* inventory) {
+  const auto declared = labels.find(std::string(kLinkRateLabel));
+  if (declared == labels.end()) return;
+  absl::StatusOr<double> rate = collbench::ParseBitRate(declared->second);
+  if (!rate.ok()) return;  // refused when the flag was parsed
+  v1::NetworkLink link;
+  link.set_name("label");
+  link.set_bits_per_s(*rate);
+  link.set_source("label");
+  inventory->mutable_links()->Add(std::move(link));
+}
+
+// The memory bandwidth the roofline of the shared-memory path starts from,
+// measured once (a few hundred milliseconds) with as many threads as the
+// worker may use.
+void ProbeMemory(v1::Inventory* inventory) {
+  collbench::MemoryProbeOptions probe;
+  probe.threads = std::max(1, inventory->cpus());
+  absl::StatusOr<v1::MemoryBandwidth> bandwidth = collbench::ProbeMemoryBandwidth(probe);
+  if (!bandwidth.ok()) {
+    LogWarn("worker.memory_probe", absl::StrCat("memory bandwidth probe: ",
+                                                   bandwidth.status().message(),
+                                                   "; results will show no % of limit for shm"));
+    return;
+  }
+  LogInfo("worker.memory_probe",
+          absl::StrFormat("memory copy bandwidth %.1f GB/s on one thread, %.1f GB/s on %d",
+                          bandwidth->copy_bytes_per_s() / 1e9,
+                          bandwidth->copy_all_bytes_per_s() / 1e9, bandwidth->threads()))
+      .Double("copy_bytes_per_s", bandwidth->copy_bytes_per_s())
+      .Double("copy_all_bytes_per_s", bandwidth->copy_all_bytes_per_s())
+      .Int("threads", bandwidth->threads());
+  *inventory->mutable_memory_bandwidth() = *bandwidth;
 }
 
 // Peers must reach the Agent service: a wildcard listen address is
@@ -256,6 +297,8 @@ int Serve(const Flags& flags) {
                        1);
   }
   for (const auto& [key, value] : flags.labels) (*inventory->mutable_labels())[key] = value;
+  AddDeclaredLinkRate(flags.labels, &*inventory);
+  if (!flags.no_memory_probe) ProbeMemory(&*inventory);
   WorkerAgentOptions options;
   options.coordinator = flags.coordinator;
   options.credentials = channel->credentials;
@@ -336,6 +379,9 @@ int main(int argc, char** argv) {
   parser.String("advertise", &flags.advertise, "address peers use for the Agent service");
   parser.String("name", &flags.name, "worker name (default: host name)");
   parser.Int("slots", &flags.slots, "ranks this worker may host (default: CPUs)");
+  parser.Bool("no-memory-probe", &flags.no_memory_probe,
+              "skip the memory copy bandwidth probe at start (a fraction of a second); without"
+              " it results on this worker show no % of limit");
   parser.Custom(
       "join-token", "T",
       [&flags](absl::string_view) {
@@ -375,6 +421,12 @@ int main(int argc, char** argv) {
             collbench::ParseWorkerLabel(text);
         if (!label.ok()) {
           return absl::InvalidArgumentError(absl::StrCat("--label: ", label.status().message()));
+        }
+        if (label->first == collbench::kLinkRateLabel) {
+          absl::StatusOr<double> rate = collbench::ParseBitRate(label->second);
+          if (!rate.ok()) {
+            return absl::InvalidArgumentError(absl::StrCat("--label: ", rate.status().message()));
+          }
         }
         flags.labels[label->first] = label->second;
         return absl::OkStatus();

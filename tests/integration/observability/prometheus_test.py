@@ -12,8 +12,14 @@ is cancelled and a few API calls that fail, so that every panel has
 something to show. The workers carry a node pool label (`--label
 pool=...`) and the coordinator exposes the run label `team`
 (--metric-run-labels); two runs that differ only in their transport (shm
-and tcp) must be two series. Once Prometheus has scraped the final state it
-checks, for every dashboard in dashboards/:
+and tcp) must be two series. For the fleet board: the coordinator reads a
+site reference table (--references) that the test writes, a test fixture
+with made-up figures for host-memory allreduce from 1 KiB up, so results
+have a % of expected and a floor ratio (and shm/tcp runs a % of limit); one
+matrix run is saved as a baseline, and a schedule of the same run every 2 s
+(--min-schedule-period 1s) is checked against it until one firing has
+ended, then paused. Once Prometheus has scraped the final state it checks,
+for every dashboard in dashboards/:
 
   - every metric name an expression or a variable query uses is one the
     coordinator's /metrics exports (histograms as _bucket/_sum/_count);
@@ -66,6 +72,19 @@ DATASOURCE_UID = "collbench-prometheus"
 SCRAPE_INTERVAL_S = 1
 SIZES = "8,1K,64K"
 POOL = "pool-a"  # the workers' node pool label
+BASELINE = "fleet-baseline"
+SCHEDULE = "fleet-check"
+SCHEDULE_EVERY = "2s"
+# The configuration that is saved as the baseline and scheduled: the
+# matrix's first one (Open MPI, since MPICH may not be built).
+SCHEDULED = ("allreduce", "pack", "openmpi")
+# The site reference table's one entry (GB/s, as in
+# analysis/references/collective_references.json): made-up figures, far
+# from anything loopback reaches, so that every referenced result has both
+# ratios and none is below the floor.
+REFERENCE_VALUE_GBPS = 1000.0
+REFERENCE_FLOOR_GBPS = 0.001
+REFERENCE_AT_BYTES = 1024  # the 8-byte results have no reference
 COLLECTIVE_SERIES = ("collbench_collective_bus_bandwidth_bytes_per_second",
                      "collbench_collective_latency_seconds_count")
 
@@ -148,6 +167,36 @@ def finite_samples(data):
 # Processes
 
 
+def write_references(folder):
+    """A site reference table (the format of
+    analysis/references/collective_references.json) with one test-only
+    entry for host-memory allreduce on any number of ranks; its path."""
+    table = {"version": 1, "entries": [{
+        "class": {"gpu": None, "gpus": None, "interconnect": None, "nic": None,
+                  "host_memory": None},
+        "operation": "allreduce",
+        "metric": "busbw_GBps",
+        "value": REFERENCE_VALUE_GBPS,
+        "range": None,
+        "floor": REFERENCE_FLOOR_GBPS,
+        "at_bytes": REFERENCE_AT_BYTES,
+        "source": {
+            "title": "Test fixture of collbench's prometheus_test.py: made-up figures, "
+                     "not a published reference",
+            "url": "https://example.invalid/collbench-test-fixture",
+            "publisher": "collbench tests",
+            "date": None,
+            "what": "Nothing was measured; the figures only make the coordinator export "
+                    "collbench_result_expected_ratio and collbench_result_floor_ratio.",
+        },
+        "note": "Test fixture; not a reference for any hardware.",
+    }]}
+    path = os.path.join(folder, "test-references.json")
+    with open(path, "w") as f:
+        json.dump(table, f, indent=2)
+    return path
+
+
 class ObservedCluster(svc.Cluster):
     """service_test's Cluster whose coordinator also serves HTTP (/metrics),
     plus a Prometheus that scrapes it; all in the cluster's folder and
@@ -158,13 +207,15 @@ class ObservedCluster(svc.Cluster):
         self.http_port = None
         self.prometheus = None
         self.prometheus_port = None
+        self.references = write_references(self.dir)
 
     def _spawn(self, argv, log_name, env=None):
         if os.path.basename(argv[0]) == "collbench-coordinator":
             if self.http_port is None:
                 self.http_port = svc.free_port()
             argv = argv + ["--http-listen", "127.0.0.1:%d" % self.http_port,
-                           "--metric-run-labels", "team"]
+                           "--metric-run-labels", "team", "--references", self.references,
+                           "--min-schedule-period", "1s"]
         return super()._spawn(argv, log_name, env)
 
     def metrics_url(self):
@@ -442,7 +493,8 @@ def metric_names(expr):
 def produce_runs(c):
     """Runs so that every panel has data: two operations, both placements,
     both MPI libraries, a failed and a cancelled run, and failing API
-    calls."""
+    calls. Returns the matrix's run names by (operation, placement, mpi),
+    in the order they ran."""
     mpich = os.access(c.binary("collbench-rank-mpich"), os.X_OK)
     other_mpi = "mpich" if mpich else "openmpi"
     if not mpich:
@@ -464,12 +516,13 @@ def produce_runs(c):
         ("bcast", "spread", "openmpi"),
         ("allreduce", "pack", "openmpi"),  # again: the same series grows
     ]
+    runs = {}
     for operation, placement, mpi in matrix:
-        done = c.cli("run", operation, "--ranks", 2, "--placement", placement, "--mpi", mpi,
-                     "--sizes", SIZES, "-n", 50, "-w", 5, "--check", "--wait", "--output",
+        done = c.cli("run", *matrix_run_flags(operation, placement, mpi), "--wait", "--output",
                      "jsonl", timeout=120)
-        svc.check_results(svc.parse_jsonl(done.stdout), [8, 1024, 65536],
-                          "%s %s %s" % (operation, placement, mpi))
+        results = svc.parse_jsonl(done.stdout)
+        svc.check_results(results, [8, 1024, 65536], "%s %s %s" % (operation, placement, mpi))
+        runs.setdefault((operation, placement, mpi), []).append(results[0]["run"])
     not_found()
     produce_transport_pair(c)
 
@@ -498,6 +551,13 @@ def produce_runs(c):
     expect(state == "cancelled", "%s ended %s, expected cancelled" % (cancelled, state))
     c.wait_workers_ready(list(c.workers), timeout=30)
     not_found()
+    return runs
+
+
+def matrix_run_flags(operation, placement, mpi):
+    """`collbench run` arguments of one matrix configuration."""
+    return (operation, "--ranks", 2, "--placement", placement, "--mpi", mpi, "--sizes", SIZES,
+            "-n", 50, "-w", 5, "--check")
 
 
 def produce_transport_pair(c):
@@ -532,6 +592,92 @@ def check_transport_series(metrics_text):
     expect(not untagged, "series with a label_team other than '' or blue: %s" % untagged[:2])
 
 
+FIRING_RE = re.compile(r"^\d{4}-\d\d-\d\d \d\d:\d\d:\d\d\s+(\w+)\s+(\S+)\s+(\d+)\s")
+ENDED_CHECKED = ("succeeded", "regression")  # a firing that ran and was checked
+
+
+def schedule_firings(c):
+    """The outcomes of the schedule's firings, newest first, from
+    `collbench schedule show`."""
+    out = c.cli("schedule", "show", SCHEDULE).stdout
+    return [m.group(1) for m in map(FIRING_RE.match, out.splitlines()) if m]
+
+
+def produce_schedule(c, runs):
+    """A baseline of one matrix run and a schedule of that configuration
+    every 2 s checked against it: waits for one firing that ran and was
+    checked, then pauses the schedule and waits for its last firing to end,
+    so the collective series stay put for the restart."""
+    first = runs[SCHEDULED][0]
+    saved = c.cli("baseline", "save", BASELINE, first)
+    expect(saved.stdout.startswith("baselines/%s: 3 configurations from 1 runs" % BASELINE),
+           "baseline save %s: %r" % (first, saved.stdout))
+    started = time.monotonic()
+    c.cli("schedule", "create", SCHEDULE, "--every", SCHEDULE_EVERY, "--baseline", BASELINE,
+          *matrix_run_flags(*SCHEDULED))
+
+    def checked_firing():
+        outcomes = schedule_firings(c)
+        broken = [o for o in outcomes if o in ("failed", "cancelled")]
+        expect(not broken, "schedule %s: a firing %s:\n%s" % (
+            SCHEDULE, broken[0] if broken else "",
+            c.cli("schedule", "show", SCHEDULE).stdout))
+        return any(o in ENDED_CHECKED for o in outcomes)
+    poll("a firing of schedule %s to end with its check" % SCHEDULE, checked_firing, 60, 0.5)
+    c.cli("schedule", "pause", SCHEDULE)
+    poll("the last firing of the paused schedule %s to end" % SCHEDULE,
+         lambda: schedule_firings(c)[0] not in ("waiting", "running"), 60, 0.5)
+    c.wait_workers_ready(list(c.workers), timeout=30)
+    log("schedule %s: firings %s in %.1fs" % (SCHEDULE, schedule_firings(c),
+                                               time.monotonic() - started))
+
+
+def check_verdict_series(metrics_text):
+    """Where the site reference table holds (allreduce, from
+    REFERENCE_AT_BYTES up), a result's expected and floor ratios are its bus
+    bandwidth over the table's value and floor; elsewhere there are none.
+    The shm and tcp runs have a % of limit (their path's roofline, from the
+    workers' memory probe), and the schedule's last check a ratio for each
+    of the baseline's sizes."""
+    busbw = samples(metrics_text, ("collbench_collective_bus_bandwidth_bytes_per_second",))
+    ratios = {}
+    for name in ("collbench_result_expected_ratio", "collbench_result_floor_ratio",
+                 "collbench_result_limit_ratio"):
+        ratios[name] = {labels: value for (n, labels), value in samples(metrics_text,
+                                                                         (name,)).items()}
+    referenced = 0
+    for (_, labels), bandwidth in busbw.items():
+        series = dict(labels)
+        holds = (series.get("operation") == "allreduce" and bandwidth > 0 and
+                 int(series.get("size_bytes", 0)) >= REFERENCE_AT_BYTES)
+        for name, reference_gbps in (("collbench_result_expected_ratio", REFERENCE_VALUE_GBPS),
+                                     ("collbench_result_floor_ratio", REFERENCE_FLOOR_GBPS)):
+            ratio = ratios[name].get(labels)
+            if not holds:
+                expect(ratio is None, "%s where the references hold none: %s" % (name, series))
+                continue
+            want = bandwidth / (reference_gbps * 1e9)
+            expect(ratio is not None and math.isclose(ratio, want, rel_tol=1e-6),
+                   "%s %s, expected %.6g (bus bandwidth %.6g B/s over %g GB/s): %s" % (
+                       name, ratio, want, bandwidth, reference_gbps, series))
+        referenced += holds
+        if series.get("label_team") == "blue" and bandwidth > 0:
+            limit = ratios["collbench_result_limit_ratio"].get(labels)
+            expect(limit is not None and limit > 0,
+                   "no collbench_result_limit_ratio for the %s run: %s" % (
+                       series.get("transport"), series))
+    expect(referenced > 0, "no result the test's references hold for")
+    checks = [dict(labels) for (_, labels), value in samples(
+        metrics_text, ("collbench_check_ratio",)).items() if math.isfinite(value) and value > 0]
+    sizes = sorted(int(s["size_bytes"]) for s in checks
+                   if s.get("schedule") == SCHEDULE and s.get("baseline") == BASELINE and
+                   s.get("operation") == SCHEDULED[0])
+    expect(sizes == [8, 1024, 65536], "collbench_check_ratio of schedule %s: sizes %s, "
+           "expected 8, 1024 and 65536; series %s" % (SCHEDULE, sizes, checks))
+    log("references: %d series with expected and floor ratios; check ratios %s" % (
+        referenced, sizes))
+
+
 def check_restart_keeps_series(c):
     """Restarts the coordinator on the same store: every collective series
     comes back with its value (the gauges' last results, the histograms'
@@ -552,10 +698,16 @@ def check_restart_keeps_series(c):
 
 
 def wait_scraped(prom, since):
-    """Until Prometheus holds a scrape that started after `since`."""
+    """Until Prometheus holds a scrape that started two scrape intervals
+    after `since`: the final state is then at least one step old at the
+    window's end, so the last step of a range query or of a subquery
+    (aligned to the step) sees it, as Grafana a moment later would. A
+    series that first appears, or a counter that rises, in the window's
+    last second (the schedule's) would otherwise fall between two steps."""
     def scraped():
         data = prom.instant("timestamp(collbench_build_info)", time.time())
-        return any(float(s["value"][1]) > since for s in data["result"])
+        return any(float(s["value"][1]) > since + 2 * SCRAPE_INTERVAL_S
+                   for s in data["result"])
     poll("Prometheus to scrape the final state", scraped, 30, 0.5)
 
 
@@ -633,11 +785,13 @@ def run(args, failed_logs):
         for name in names:
             c.start_worker(name, 2, args=("--label", "pool=" + POOL))
         c.wait_workers_ready(names)
-        produce_runs(c)
+        runs = produce_runs(c)
+        produce_schedule(c, runs)
         done = time.time()
         wait_scraped(prom, done)
         metrics = c.metrics_text()
         check_transport_series(metrics)
+        check_verdict_series(metrics)
         exported, families = exported_names(metrics)
         log("exported: %s" % ", ".join("%s (%s)" % kv for kv in sorted(families.items())))
         window = Window(started, time.time())
@@ -651,7 +805,8 @@ def run(args, failed_logs):
         check_restart_keeps_series(c)
         print("PASS observability: %(dashboards)d dashboards, %(panels)d panels, "
               "%(expressions)d expressions, %(variables)d variables evaluated; shm and tcp "
-              "apart; series kept over a restart" % counts)
+              "apart; reference ratios and a scheduled check; series kept over a restart"
+              % counts)
         ok = True
     finally:
         if not ok:

@@ -56,6 +56,8 @@ class RestHttpTest : public ::testing::Test {
     deps.hub = &c_.hub();
     deps.authorizer = &authorizer_;
     deps.watchers = watchers_;
+    deps.workflows = workflows_;
+    deps.schedules = schedules_;
     deps.metrics_text = [] { return std::string("collbench_build_info 1\n"); };
     deps.ready = [this] { return ready_.load(); };
     deps.on_request = [this](absl::string_view route, int status, absl::Duration latency) {
@@ -140,6 +142,8 @@ class RestHttpTest : public ::testing::Test {
   FakeCoordinator c_;
   Authorizer authorizer_;
   WatcherLimits* watchers_ = nullptr;  // set before Start() to bound watchers
+  WorkflowManager* workflows_ = nullptr;  // set before Start() to serve workflows
+  ScheduleManager* schedules_ = nullptr;  // set before Start() to serve schedules
   std::atomic<bool> ready_{true};
   std::unique_ptr<HttpServer> server_;
   std::unique_ptr<test_http::Client> client_;

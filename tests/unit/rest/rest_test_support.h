@@ -31,6 +31,7 @@ class FakeCoordinator {
   }
 
   RunManager& manager() { return *manager_; }
+  Store& store() { return *store_; }
   WatchHub& hub() { return hub_; }
 
   void Register(const std::string& id, int slots = 2) {

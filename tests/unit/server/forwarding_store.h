@@ -73,6 +73,27 @@ class ForwardingStore : public Store {
   absl::Status DeleteWorkflow(absl::string_view name) override {
     return inner_->DeleteWorkflow(name);
   }
+  absl::Status PutBaseline(const v1::Baseline& baseline) override {
+    return inner_->PutBaseline(baseline);
+  }
+  absl::StatusOr<v1::Baseline> GetBaseline(absl::string_view name) override {
+    return inner_->GetBaseline(name);
+  }
+  absl::StatusOr<std::vector<v1::Baseline>> ListBaselines() override {
+    return inner_->ListBaselines();
+  }
+  absl::Status DeleteBaseline(absl::string_view name) override {
+    return inner_->DeleteBaseline(name);
+  }
+  absl::Status PutSchedule(const v1::Schedule& schedule) override {
+    return inner_->PutSchedule(schedule);
+  }
+  absl::StatusOr<std::vector<v1::Schedule>> ListSchedules() override {
+    return inner_->ListSchedules();
+  }
+  absl::Status DeleteSchedule(absl::string_view name) override {
+    return inner_->DeleteSchedule(name);
+  }
 
  private:
   std::unique_ptr<Store> inner_ = NewMemoryStore();

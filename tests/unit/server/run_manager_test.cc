@@ -1180,3 +1180,57 @@ TEST(RetentionTest, EitherLimitDeletesAndTheRestStays) {
 
 }  // namespace
 }  // namespace collbench
+
+namespace collbench {
+namespace {
+
+// A scheduled check's run (labelled schedule=) queued first still starts
+// after a user's run queued later: it never delays one (DESIGN §10).
+TEST_F(RunManagerTest, AScheduledRunWaitsBehindAUserRunQueuedAfterIt) {
+  Register("a", "host-a");
+  Register("b", "host-b");
+  const v1::Run holder = Create(Spec(2, v1::SPREAD));  // holds both workers
+  v1::RunSpec background = Spec(2, v1::SPREAD);
+  (*background.mutable_labels())[kScheduleLabel] = "nightly";
+  const v1::Run scheduled = Create(background);
+  const v1::Run user = Create(Spec(2, v1::SPREAD));
+  EXPECT_EQ(scheduled.state(), v1::QUEUED);
+  EXPECT_EQ(user.state(), v1::QUEUED);
+  EXPECT_FALSE(manager_->WorkersIdle("").ok());
+  Status(holder.launcher(), holder.name(), v1::SUCCEEDED, 0);
+  EXPECT_EQ(Get(user.name()).state(), v1::SCHEDULED);
+  EXPECT_EQ(Get(scheduled.name()).state(), v1::QUEUED);
+  const v1::Run started = Get(user.name());
+  Status(started.launcher(), started.name(), v1::SUCCEEDED, 0);
+  EXPECT_EQ(Get(scheduled.name()).state(), v1::SCHEDULED);
+}
+
+// A worker selector (RunSpec.workers) keeps a run to the workers it names
+// or whose labels it lists, and refuses one no worker satisfies.
+TEST_F(RunManagerTest, AWorkerSelectorPicksTheWorkers) {
+  Register("a", "host-a", 2, {}, {}, {{"pool", "blue"}});
+  Register("b", "host-b", 2, {}, {}, {{"pool", "green"}});
+  v1::RunSpec by_label = Spec(1);
+  by_label.set_workers("pool=green");
+  const v1::Run green = Create(by_label);
+  EXPECT_EQ(green.launcher(), "workers/b");
+  EXPECT_TRUE(manager_->WorkersIdle("pool=blue").ok());  // only b is held
+  EXPECT_FALSE(manager_->WorkersIdle("pool=green").ok());
+  EXPECT_FALSE(manager_->WorkersIdle("workers/b").ok());
+  EXPECT_TRUE(manager_->WorkersIdle("a").ok());
+  Status(green.launcher(), green.name(), v1::SUCCEEDED, 0);
+  v1::RunSpec by_name = Spec(1);
+  by_name.set_workers("workers/a");
+  EXPECT_EQ(Create(by_name).launcher(), "workers/a");
+  v1::RunSpec nobody = Spec(1);
+  nobody.set_workers("pool=red");
+  absl::StatusOr<v1::Run> refused = manager_->CreateRun(nobody, "", now_);
+  ASSERT_FALSE(refused.ok());
+  EXPECT_THAT(refused.status().message(), ::testing::HasSubstr("workers"));
+  nobody.set_workers("not a name!");
+  EXPECT_EQ(manager_->CreateRun(nobody, "", now_).status().code(),
+            absl::StatusCode::kInvalidArgument);
+}
+
+}  // namespace
+}  // namespace collbench

@@ -146,7 +146,7 @@ TEST_F(SqliteStoreTest, SchemaVersionIsRecordedOnce) {
   ASSERT_NE(Open(), nullptr);
   EXPECT_EQ(QueryDirectly("SELECT COUNT(*) || ':' || MAX(version) "
                           "FROM schema_version"),
-            "4:4");
+            "5:5");
 }
 
 // A store file of schema 2 (progress only inside each run's serialized
@@ -164,11 +164,13 @@ TEST_F(SqliteStoreTest, Schema2FileKeepsItsRunsProgress) {
   QueryDirectly("ALTER TABLE runs DROP COLUMN sizes_done");
   QueryDirectly("ALTER TABLE runs DROP COLUMN wrong");
   QueryDirectly("DROP TABLE workflows");
+  QueryDirectly("DROP TABLE baselines");
+  QueryDirectly("DROP TABLE schedules");
   QueryDirectly("DELETE FROM schema_version WHERE version >= 3");
   ASSERT_EQ(QueryDirectly("SELECT MAX(version) FROM schema_version"), "2");
   std::unique_ptr<Store> store = Open();
   ASSERT_NE(store, nullptr);
-  EXPECT_EQ(QueryDirectly("SELECT MAX(version) FROM schema_version"), "4");
+  EXPECT_EQ(QueryDirectly("SELECT MAX(version) FROM schema_version"), "5");
   EXPECT_EQ(store->GetRun(run.name())->DebugString(), run.DebugString());
   // And counting goes on from there.
   ASSERT_TRUE(store->AddResults({{run.name(), MakeResult(5, 8)}}).ok());
@@ -198,11 +200,49 @@ TEST_F(SqliteStoreTest, WorkflowsSurviveAReopen) {
 
   store.reset();
   QueryDirectly("DROP TABLE workflows");
-  QueryDirectly("DELETE FROM schema_version WHERE version = 4");
+  QueryDirectly("DROP TABLE baselines");
+  QueryDirectly("DROP TABLE schedules");
+  QueryDirectly("DELETE FROM schema_version WHERE version >= 4");
   store = Open();
   ASSERT_NE(store, nullptr);
-  EXPECT_EQ(QueryDirectly("SELECT MAX(version) FROM schema_version"), "4");
+  EXPECT_EQ(QueryDirectly("SELECT MAX(version) FROM schema_version"), "5");
   EXPECT_TRUE(store->ListWorkflows()->empty());
+}
+
+// Baselines and schedules are kept across a reopen, and a schema-4 file
+// gains their tables.
+TEST_F(SqliteStoreTest, BaselinesAndSchedulesSurviveAReopen) {
+  v1::Baseline baseline;
+  baseline.set_name("baselines/nightly");
+  baseline.add_runs("runs/a");
+  baseline.add_entries()->set_key_text("allreduce 1024");
+  v1::Schedule schedule;
+  schedule.set_name("schedules/hourly");
+  schedule.mutable_spec()->set_every_seconds(3600);
+  {
+    std::unique_ptr<Store> store = Open();
+    ASSERT_NE(store, nullptr);
+    ASSERT_TRUE(store->PutBaseline(baseline).ok());
+    ASSERT_TRUE(store->PutSchedule(schedule).ok());
+    EXPECT_EQ(store->PutBaseline(v1::Baseline()).code(), absl::StatusCode::kInvalidArgument);
+  }
+  std::unique_ptr<Store> store = Open();
+  ASSERT_NE(store, nullptr);
+  EXPECT_EQ(store->GetBaseline("baselines/nightly")->DebugString(), baseline.DebugString());
+  ASSERT_EQ(store->ListSchedules()->size(), 1u);
+  EXPECT_EQ((*store->ListSchedules())[0].DebugString(), schedule.DebugString());
+  ASSERT_TRUE(store->DeleteBaseline("baselines/nightly").ok());
+  EXPECT_EQ(store->GetBaseline("baselines/nightly").status().code(), absl::StatusCode::kNotFound);
+  EXPECT_EQ(store->DeleteSchedule("schedules/none").code(), absl::StatusCode::kNotFound);
+
+  store.reset();
+  QueryDirectly("DROP TABLE baselines");
+  QueryDirectly("DROP TABLE schedules");
+  QueryDirectly("DELETE FROM schema_version WHERE version = 5");
+  store = Open();
+  ASSERT_NE(store, nullptr);
+  EXPECT_EQ(QueryDirectly("SELECT MAX(version) FROM schema_version"), "5");
+  EXPECT_TRUE(store->ListBaselines()->empty());
 }
 
 TEST_F(SqliteStoreTest, NewerSchemaIsFailedPrecondition) {
