@@ -47,13 +47,13 @@ Exit status: 0 nothing regressed, 3 a regression, 2 bad input, 1 other failure.
 )";
 
 constexpr char kScheduleUsage[] = R"(usage: collbench schedule create NAME --every D (--suite S [--profile P] | OPERATION [run flags])
-                                [--baseline B] [--workers SELECTOR] [--window D] [--threshold F]
+                                [--baseline B] [--workers SELECTOR] [--idle-window D] [--threshold F]
        collbench schedule list
        collbench schedule show NAME
        collbench schedule pause NAME | resume NAME | delete NAME
 The coordinator fires the suite (or the one run) every period D (e.g. 1h,
 at least its --min-schedule-period), first at once. A firing waits up to
---window (default a quarter of the period, at most 10m) for its workers to
+--idle-window (default a quarter of the period, at most 10m) for its workers to
 be idle and is recorded as skipped when they are not; its runs queue
 behind every user run. With --baseline each firing is checked against it
 and a regression is counted, shown by `schedule show` and exported as
@@ -301,7 +301,7 @@ int CreateSchedule(CoordinatorClient& client, const std::vector<std::string>& ar
     std::string* value;
   };
   const Own own[] = {{"--every", &every},       {"--suite", &suite},     {"--profile", &profile},
-                     {"--baseline", &baseline}, {"--workers", &workers}, {"--window", &window},
+                     {"--baseline", &baseline}, {"--workers", &workers}, {"--idle-window", &window},
                      {"--threshold", &threshold}};
   for (size_t i = 1; i < args.size(); ++i) {
     const Own* match = nullptr;
@@ -322,7 +322,7 @@ int CreateSchedule(CoordinatorClient& client, const std::vector<std::string>& ar
   spec->set_every_seconds(static_cast<int64_t>(*period));
   if (!window.empty()) {
     absl::StatusOr<double> seconds = ParseDurationSeconds(window);
-    if (!seconds.ok()) return Report(absl::InvalidArgumentError(absl::StrCat("--window: ", seconds.status().message())));
+    if (!seconds.ok()) return Report(absl::InvalidArgumentError(absl::StrCat("--idle-window: ", seconds.status().message())));
     spec->set_window_seconds(static_cast<int64_t>(*seconds));
   }
   absl::StatusOr<double> fraction = Fraction(threshold, "threshold");

@@ -87,6 +87,10 @@ struct FlavorFacts {
   // Prefixes of the variables that tune the library (recorded in the
   // engine's environment fingerprint; its tuning parameters lie there).
   std::vector<std::string> env_prefixes;
+  // Prefixes, among those, of the variables its launcher sets for each job
+  // (addresses, session folders, job ids): they change from run to run
+  // without tuning anything, so the fingerprint leaves them out.
+  std::vector<std::string> launch_env_prefixes;
 };
 
 class MpiFlavor {
@@ -106,6 +110,7 @@ class MpiFlavor {
   const EnvMap& RootEnv() const { return facts_.root_env; }
   const std::vector<std::string>& RankVariables() const { return facts_.rank_variables; }
   const std::vector<std::string>& EnvPrefixes() const { return facts_.env_prefixes; }
+  const std::vector<std::string>& LaunchEnvPrefixes() const { return facts_.launch_env_prefixes; }
   // Whether `version` (MPI_Get_library_version's first line) is this
   // library's: it names the library.
   bool IsVersionLine(absl::string_view version) const;

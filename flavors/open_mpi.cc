@@ -181,7 +181,12 @@ class OpenMpiFlavor final : public MpiFlavor {
                    .root_env = {{"OMPI_ALLOW_RUN_AS_ROOT", "1"},
                                 {"OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1"}},
                    .rank_variables = {"OMPI_COMM_WORLD_RANK", "PMIX_RANK"},
-                   .env_prefixes = {kMcaEnvPrefix}}) {}
+                   .env_prefixes = {kMcaEnvPrefix},
+                   // mpirun's per-job settings: its URIs, session folders,
+                   // job family, working folder and process counts.
+                   .launch_env_prefixes = {"OMPI_MCA_orte_", "OMPI_MCA_initial_wdir",
+                                           "OMPI_MCA_ess", "OMPI_MCA_pmix",
+                                           "OMPI_MCA_shmem_RUNTIME_QUERY_hint"}}) {}
 
   bool needs_shim_link() const override { return false; }
 

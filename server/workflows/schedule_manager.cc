@@ -334,6 +334,10 @@ void ScheduleManager::Step(const std::string& name, absl::Time now) {
       request.set_request_id(absl::StrCat(name, "/", absl::ToUnixSeconds(made)));
       absl::StatusOr<v1::Workflow> created = workflows_->Create(request, now, name);
       if (absl::IsResourceExhausted(created.status())) return;  // the workflow queue: next tick
+      // Refused as the fleet is now (workers not back yet after a restart,
+      // one drained): tried again until the window ends, then failed with
+      // the reason.
+      if (!created.ok() && now - made < Window(schedule)) return;
       apply([&](v1::Schedule& s) {
         if (created.ok()) {
           s.mutable_history(0)->set_outcome("running");
@@ -380,11 +384,12 @@ void ScheduleManager::Step(const std::string& name, absl::Time now) {
   if (schedule.paused()) return;
   const absl::Time due = TimeFromTimestamp(schedule.next_fire_time());
   if (now < due) return;
-  // Due (perhaps long ago, while the coordinator was down): one firing,
-  // and the next a whole period after the last one missed.
+  // Due (perhaps long ago, while the coordinator was down): one firing;
+  // the next a period after the one due, or, when periods were missed, a
+  // period from now (the missed ones are not made up).
   const absl::Duration every = absl::Seconds(schedule.spec().every_seconds());
   absl::Time next = due + every;
-  if (next <= now) next = due + every * (((now - due) / every) + 1);
+  if (next <= now) next = now + every;
   apply([&](v1::Schedule& s) {
     v1::ScheduleFiring firing;
     // Made now; its window counts from now, also for one missed while

@@ -8,7 +8,9 @@
 //
 // Stored: every change is written through, so schedules survive restarts.
 // A firing due while the coordinator was down is made once when it comes
-// back (the periods missed are not made up), and a firing that was running
+// back, the next a period later (the periods missed are not made up); a
+// firing the fleet cannot take yet (workers not back) is tried again until
+// its window ends. A firing that was running
 // goes on with its workflow (the workflow's request id is the schedule's
 // and the due time, so a restart never makes a second one).
 #ifndef COLLBENCH_SERVER_WORKFLOWS_SCHEDULE_MANAGER_H_

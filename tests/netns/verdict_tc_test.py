@@ -5,19 +5,26 @@
 Two "hosts" are network namespaces on one bridge (198.18.3.0/24, names
 cbvd-*), a worker in each. The test
 
-  1. runs a 2-rank point-to-point latency over TCP across the two hosts and
+  1. runs a 2-rank point-to-point bandwidth test over TCP across the two hosts and
      saves it as baseline `veth`; the results carry a % of limit (the
-     workers declare link-rate=10gbit);
-  2. slows host 2's link with tc netem (a delay on both ends of its veth),
-     runs the same again and checks it: `collbench check` exits 3 and names
-     the latency configuration a regression (also with --output json);
-  3. removes the delay, runs again: the check exits 0, nothing regressed;
+     workers declare link-rate=100gbit);
+  2. slows host 2's link with a tc tbf of 200 Mbit/s on both ends of its
+     veth, runs the same again and checks it: `collbench check` exits 3 and
+     names the bw configuration a regression (also with --output json).
+     The checks use --threshold 1 (slower by more than 100%): TCP between
+     namespaces on a shared machine varies by tens of percent from run to
+     run, the tbf slows the transfer about a hundredfold;
+  3. removes the tbf, runs again: the check exits 0, nothing regressed;
   4. slows the link again and creates a schedule of the same run every 3 s
      against the baseline: a firing ends in `regression`, the coordinator's
      /metrics shows collbench_schedule_last_regressions >= 1 for it, and a
      real Prometheus, scraping the coordinator with the PrometheusRule's
      alert rules loaded, fires CollbenchScheduleRegression for it;
-  5. removes the delay: a later firing succeeds and the alert resolves.
+  5. removes the tbf: a later firing succeeds and the alert resolves;
+  6. kills the coordinator with SIGKILL, leaves it down for more than two
+     periods and restarts it on the same store and port: the schedule is
+     there with its history, and the periods it missed make one firing, not
+     one each.
 
 Needs root, `ip netns`, `tc` and prometheus; exits 77 (skipped) otherwise.
 Everything it creates is named cbvd-* (or lives in its folder) and is
@@ -31,6 +38,7 @@ import json
 import os
 import re
 import shutil
+import signal
 import subprocess
 import sys
 import time
@@ -42,22 +50,26 @@ from netns_hosts import (Cluster, Failure, Network, Skip, check_reachable, log, 
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 NETWORK = Network("cbvd-", "198.18.3", host_count=2)
-DELAY = "2ms"  # per direction and end: a round trip grows by about 8 ms
-RUN = ["latency", "--ranks", "2", "--placement", "spread", "--transport", "tcp",
-       "--sizes", "1K", "--iters", "300"]
+# The slowed link: a token bucket of 200 Mbit/s on both ends of the veth
+# (the kernel here has tbf; netem may be missing).
+RATE = "200mbit"
+RUN = ["bw", "--ranks", "2", "--placement", "spread", "--transport", "tcp",
+       "--sizes", "64K", "--iters", "100", "--window", "8"]
+THRESHOLD = "1"
 RULES = os.path.join(ROOT, "deploy", "kubernetes", "components", "monitoring",
                      "prometheus-rule.yaml")
 
 
 def slow(ns, on):
-    """netem delay on both ends of host `ns`'s veth (on), or none (off)."""
+    """A tbf on both ends of host `ns`'s veth (on), or none (off)."""
     for where in (["tc"], ["ip", "netns", "exec", ns, "tc"]):
         dev = ns if len(where) == 1 else "eth0"
         if on:
-            sh([*where, "qdisc", "replace", "dev", dev, "root", "netem", "delay", DELAY])
+            sh([*where, "qdisc", "replace", "dev", dev, "root", "tbf", "rate", RATE, "burst",
+                "64kb", "latency", "50ms"])
         else:
             sh([*where, "qdisc", "del", "dev", dev, "root"], check=False)
-    log(f"link of {ns}: {'netem delay ' + DELAY if on else 'as it is'}")
+    log(f"link of {ns}: {'tbf ' + RATE if on else 'as it is'}")
 
 
 def http_get(url, timeout=10):
@@ -70,14 +82,15 @@ class Test(Cluster):
 
     def run_and_wait(self, what):
         run = self.create_run(*RUN)
-        stored = self.wait_for_run(run, ("SUCCEEDED", "FAILED", "CANCELLED"), 120)
-        if stored["state"] != "SUCCEEDED":
+        stored = self.wait_for_run(run, ("succeeded", "failed", "cancelled"), 120)
+        if stored["state"] != "succeeded":
             raise Failure(f"{what}: {run} {stored['state']}: {stored['error']}")
         log(f"{what}: {run}")
         return run
 
     def check(self, run, expect_rc, json_output=False):
-        argv = ["check", run, "--baseline", "veth"] + (["--output", "json"] if json_output else [])
+        argv = ["check", run, "--baseline", "veth", "--threshold", THRESHOLD] + \
+            (["--output", "json"] if json_output else [])
         result = self.cli(*argv, check=False, timeout=60)
         print(result.stdout, flush=True)
         if result.returncode != expect_rc:
@@ -139,12 +152,48 @@ class Test(Cluster):
             time.sleep(1)
         raise Failure(f"schedule {name}: no firing ended in {outcome} within {timeout}s:\n{shown}")
 
+    def firings(self, name):
+        shown = self.cli("schedule", "show", name, timeout=20).stdout
+        m = re.search(r"(\d+) firings", shown)
+        if not m:
+            raise Failure(f"schedule show {name}: {shown}")
+        return int(m.group(1)), shown
+
+    def kill_and_restart(self, port):
+        """SIGKILL the coordinator mid-schedule, down for over two periods of
+        3 s, then back on the same store and port: one firing for the
+        periods missed."""
+        self.cli("schedule", "pause", "probe")
+        self.cli("schedule", "resume", "probe")  # next firing a period on
+        before, _ = self.firings("probe")
+        coordinator = self.processes.get("coordinator")
+        os.kill(coordinator.pid, signal.SIGKILL)
+        self.processes.forget(coordinator)
+        log(f"coordinator killed (SIGKILL) with {before} firings made")
+        time.sleep(8)  # more than two periods of 3 s
+        self.start_coordinator("--min-schedule-period", "1s", grpc_port=port, http=True)
+        # The firing due is made at once (it waits for the workers to come
+        # back within its window); the next one a period later.
+        deadline = time.monotonic() + 20
+        after, shown = self.firings("probe")
+        while after == before and time.monotonic() < deadline:
+            time.sleep(0.2)
+            after, shown = self.firings("probe")
+        print(shown, flush=True)
+        if after != before + 1:
+            raise Failure(f"after a restart {after - before} firings were made for the missed "
+                          f"periods, not 1:\n{shown}")
+        if self.cli("schedule", "list").stdout.count("schedules/probe") != 1:
+            raise Failure("the schedule did not survive the kill")
+        self.wait_schedule("probe", "succeeded", before)
+        log("the schedule survived kill -9; the periods it missed made one firing")
+
     def main(self):
         port = self.timed("coordinator start", self.start_coordinator, "--min-schedule-period",
                           "1s", http=True)
         self.timed("reachability", check_reachable, self.net, port)
         self.start_workers(mpi_interface=self.net.cidr, slots=1,
-                           labels=lambda ns: {"link-rate": "10gbit"})
+                           labels=lambda ns: {"link-rate": "100gbit"})
         self.timed("workers registered", self.wait_for_workers)
         host2 = self.net.hosts[1][0]
 
@@ -159,15 +208,15 @@ class Test(Cluster):
         slow(host2, True)
         slowed = self.run_and_wait("run over the slowed link")
         text = self.check(slowed, 3)
-        if not re.search(r"regression\s+latency", text):
-            raise Failure(f"the check names no latency regression:\n{text}")
+        if not re.search(r"regression\s+bw", text):
+            raise Failure(f"the check names no bw regression:\n{text}")
         data = json.loads(self.check(slowed, 3, json_output=True))
         verdicts = [row["verdict"] for row in data["rows"]]
         if verdicts != ["regression"] or data["rows"][0]["ratio"] < 1.5:
             raise Failure(f"check --output json: {data}")
-        if not any(f["name"] == "operation" and f["value"] == "latency"
+        if not any(f["name"] == "operation" and f["value"] == "bw"
                    for f in data["rows"][0]["key"]):
-            raise Failure(f"the regressed row's key names no latency: {data['rows'][0]['key']}")
+            raise Failure(f"the regressed row's key names no bw: {data['rows'][0]['key']}")
 
         slow(host2, False)
         restored = self.run_and_wait("run over the restored link")
@@ -177,7 +226,8 @@ class Test(Cluster):
 
         self.start_prometheus()
         slow(host2, True)
-        self.cli("schedule", "create", "probe", "--every", "3s", "--baseline", "veth", *RUN)
+        self.cli("schedule", "create", "probe", "--every", "3s", "--idle-window", "3s",
+                 "--baseline", "veth", "--threshold", THRESHOLD, *RUN)
         firings = self.wait_schedule("probe", "regression", 0)
         metrics = http_get(f"http://{self.http_address}/metrics")
         m = re.search(r'collbench_schedule_last_regressions\{schedule="probe"\} (\S+)', metrics)
@@ -199,6 +249,7 @@ class Test(Cluster):
                 raise Failure("CollbenchScheduleRegression did not resolve with the link restored")
             time.sleep(1)
         log("the alert resolved with the link restored")
+        self.kill_and_restart(port)
         self.cli("schedule", "delete", "probe")
 
 

@@ -38,6 +38,11 @@ bool Tunes(absl::string_view name) {
     if (absl::StartsWith(name, prefix)) return true;
   }
   for (const MpiFlavor* flavor : Flavors().List()) {
+    for (const std::string& prefix : flavor->LaunchEnvPrefixes()) {
+      if (absl::StartsWith(name, prefix)) return false;
+    }
+  }
+  for (const MpiFlavor* flavor : Flavors().List()) {
     for (const std::string& prefix : flavor->EnvPrefixes()) {
       if (absl::StartsWith(name, prefix)) return true;
     }

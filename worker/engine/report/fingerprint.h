@@ -12,7 +12,8 @@ namespace collbench {
 
 // Kernel release, CPU model, core count, and every environment variable
 // with a prefix that tunes communication (NCCL_, UCX_, OMPI_MCA_, MPIR_CVAR_,
-// FI_, MEMKIND_, CUDA_VISIBLE_DEVICES, OMP_NUM_THREADS).
+// FI_, MEMKIND_, CUDA_VISIBLE_DEVICES, OMP_NUM_THREADS), but those an MPI
+// launcher sets for each job (MpiFlavor::LaunchEnvPrefixes).
 std::map<std::string, std::string> EnvironmentFacts();
 
 // A stable 16-hex-digit digest of the facts (FNV-1a 64 over "k=v\n").
