@@ -1,0 +1,43 @@
+// SPDX-License-Identifier: Apache-2.0
+// The rounds of a pairwise hunt (DESIGN §10, "Hunts"): every pair of
+// distinct hosts measured once, in rounds of disjoint pairs that run at
+// the same time, as a round-robin tournament (the circle method): N hosts
+// take N-1 rounds of N/2 pairs when N is even, N rounds of (N-1)/2 pairs
+// when N is odd (one host sits each round out), not N(N-1)/2 runs one after
+// another.
+//
+// A pair is of hosts, not of workers: co-resident workers share their
+// host's NIC and memory, so two pairs on one host would measure each
+// other. Each pair is measured between one worker of each host, the first
+// by name (the planner's callers pick which workers stand for a host).
+#ifndef COLLBENCH_ANALYSIS_PAIRWISE_ROUNDS_H_
+#define COLLBENCH_ANALYSIS_PAIRWISE_ROUNDS_H_
+
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace collbench {
+
+// One worker and the host it is on.
+struct HuntWorker {
+  std::string name;  // workers/{id}
+  std::string host;  // host_id
+};
+
+struct HuntPair {
+  std::string a;  // a worker of the first host
+  std::string b;  // a worker of the second host
+};
+
+using HuntRound = std::vector<HuntPair>;
+
+// The rounds for `workers` (any order; duplicates of a name count once).
+// Hosts are ordered by host id, and each host is stood for by its first
+// worker by name, so the plan depends on the set of workers only. Fewer
+// than two hosts: no rounds.
+std::vector<HuntRound> PairwiseRounds(const std::vector<HuntWorker>& workers);
+
+}  // namespace collbench
+
+#endif  // COLLBENCH_ANALYSIS_PAIRWISE_ROUNDS_H_
