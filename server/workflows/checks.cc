@@ -18,14 +18,6 @@
 namespace collbench::workflows {
 namespace {
 
-bool ValidId(absl::string_view id) {
-  if (id.empty() || id.size() > 63 || !absl::ascii_isalnum(id[0])) return false;
-  for (char c : id) {
-    if (!(absl::ascii_islower(c) || absl::ascii_isdigit(c) || c == '-' || c == '.')) return false;
-  }
-  return true;
-}
-
 void KeyToProto(const ConfigKey& key, google::protobuf::RepeatedPtrField<v1::ConfigField>* out) {
   for (const auto& [name, value] : key) {
     v1::ConfigField* field = out->Add();
@@ -44,16 +36,25 @@ std::string Percent(double ratio) { return absl::StrFormat("%+.1f%%", (ratio - 1
 
 }  // namespace
 
-absl::StatusOr<std::string> BaselineName(absl::string_view text, absl::string_view field) {
+absl::StatusOr<std::string> ResourceName(absl::string_view text, absl::string_view collection,
+                                         absl::string_view noun, absl::string_view field) {
   absl::string_view id = text;
-  absl::ConsumePrefix(&id, "baselines/");
-  if (!ValidId(id)) {
+  absl::ConsumePrefix(&id, absl::StrCat(collection, "/"));
+  const bool valid = !id.empty() && id.size() <= 63 && absl::ascii_isalnum(id[0]) &&
+                     std::all_of(id.begin(), id.end(), [](char c) {
+                       return absl::ascii_islower(c) || absl::ascii_isdigit(c) || c == '-' ||
+                              c == '.';
+                     });
+  if (!valid) {
     return absl::InvalidArgumentError(absl::StrCat(
-        field, ": '", text,
-        "' is not a baseline name (1-63 of a-z, 0-9, '-' and '.', starting with a letter or "
-        "digit)"));
+        field, ": '", text, "' is not a ", noun,
+        " name (1-63 of a-z, 0-9, '-' and '.', starting with a letter or digit)"));
   }
-  return absl::StrCat("baselines/", id);
+  return absl::StrCat(collection, "/", id);
+}
+
+absl::StatusOr<std::string> BaselineName(absl::string_view text, absl::string_view field) {
+  return ResourceName(text, "baselines", "baseline", field);
 }
 
 absl::StatusOr<v1::Baseline> MakeBaseline(const std::string& name,

@@ -17,8 +17,13 @@
 
 namespace collbench::workflows {
 
-// "baselines/ID" from "ID" or "baselines/ID"; InvalidArgument naming
-// `field` unless ID is 1-63 of [a-z0-9.-], starting with a letter or digit.
+// "COLLECTION/ID" from "ID" or "COLLECTION/ID" (baselines, schedules);
+// InvalidArgument naming `field` and the `noun` unless ID is 1-63 of
+// [a-z0-9.-], starting with a letter or digit.
+absl::StatusOr<std::string> ResourceName(absl::string_view text, absl::string_view collection,
+                                         absl::string_view noun, absl::string_view field);
+
+// ResourceName of a baseline.
 absl::StatusOr<std::string> BaselineName(absl::string_view text, absl::string_view field);
 
 // A baseline named `name` of `runs` (their successful results with

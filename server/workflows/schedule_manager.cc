@@ -17,6 +17,7 @@
 #include "common/log.h"
 #include "common/units.h"
 #include "server/metrics/schedule_metrics.h"
+#include "server/workflows/checks.h"
 
 namespace collbench {
 namespace {
@@ -26,13 +27,6 @@ constexpr absl::Duration kMaxDefaultWindow = absl::Minutes(10);
 
 std::string NameOf(absl::string_view text) {
   return absl::StartsWith(text, "schedules/") ? std::string(text) : absl::StrCat("schedules/", text);
-}
-
-bool ValidId(absl::string_view id) {
-  if (id.empty() || id.size() > 63 || !absl::ascii_isalnum(id[0])) return false;
-  return std::all_of(id.begin(), id.end(), [](char c) {
-    return absl::ascii_islower(c) || absl::ascii_isdigit(c) || c == '-' || c == '.';
-  });
 }
 
 absl::Status NotFound(absl::string_view name) {
@@ -175,17 +169,13 @@ absl::Status ScheduleManager::Validate(const v1::ScheduleSpec& spec) {
 
 absl::StatusOr<v1::Schedule> ScheduleManager::Create(const v1::CreateScheduleRequest& request,
                                                      absl::Time now, absl::string_view caller) {
-  absl::string_view id = request.schedule_id();
-  absl::ConsumePrefix(&id, "schedules/");
-  if (!ValidId(id)) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "schedule_id: '", request.schedule_id(),
-        "' is not a schedule name (1-63 of a-z, 0-9, '-' and '.', starting with a letter or "
-        "digit)"));
-  }
+  absl::StatusOr<std::string> name =
+      workflows::ResourceName(request.schedule_id(), "schedules", "schedule", "schedule_id");
+  if (!name.ok()) return name.status();
+  const std::string id(absl::StripPrefix(*name, "schedules/"));
   if (absl::Status valid = Validate(request.spec()); !valid.ok()) return valid;
   v1::Schedule schedule;
-  schedule.set_name(NameOf(id));
+  schedule.set_name(*name);
   *schedule.mutable_spec() = request.spec();
   *schedule.mutable_create_time() = TimestampFromTime(now);
   *schedule.mutable_next_fire_time() = TimestampFromTime(now);
