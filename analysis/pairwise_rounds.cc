@@ -5,9 +5,9 @@
 
 namespace collbench {
 
-std::vector<HuntRound> PairwiseRounds(const std::vector<HuntWorker>& workers) {
+std::vector<PairRound> PairwiseRounds(const std::vector<HostWorker>& workers) {
   std::map<std::string, std::string> first_of;  // host -> its first worker by name
-  for (const HuntWorker& worker : workers) {
+  for (const HostWorker& worker : workers) {
     auto [it, inserted] = first_of.try_emplace(worker.host, worker.name);
     if (!inserted && worker.name < it->second) it->second = worker.name;
   }
@@ -20,10 +20,10 @@ std::vector<HuntRound> PairwiseRounds(const std::vector<HuntWorker>& workers) {
   const bool odd = hosts.size() % 2 == 1;
   if (odd) hosts.emplace_back();  // the bye: its partner sits the round out
   const size_t n = hosts.size();
-  std::vector<HuntRound> rounds;
+  std::vector<PairRound> rounds;
   std::vector<std::string> circle = hosts;
   for (size_t round = 0; round + 1 < n; ++round) {
-    HuntRound pairs;
+    PairRound pairs;
     for (size_t i = 0; i < n / 2; ++i) {
       const std::string& a = circle[i];
       const std::string& b = circle[n - 1 - i];

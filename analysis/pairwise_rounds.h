@@ -20,23 +20,23 @@
 namespace collbench {
 
 // One worker and the host it is on.
-struct HuntWorker {
+struct HostWorker {
   std::string name;  // workers/{id}
   std::string host;  // host_id
 };
 
-struct HuntPair {
+struct WorkerPair {
   std::string a;  // a worker of the first host
   std::string b;  // a worker of the second host
 };
 
-using HuntRound = std::vector<HuntPair>;
+using PairRound = std::vector<WorkerPair>;
 
 // The rounds for `workers` (any order; duplicates of a name count once).
 // Hosts are ordered by host id, and each host is stood for by its first
 // worker by name, so the plan depends on the set of workers only. Fewer
 // than two hosts: no rounds.
-std::vector<HuntRound> PairwiseRounds(const std::vector<HuntWorker>& workers);
+std::vector<PairRound> PairwiseRounds(const std::vector<HostWorker>& workers);
 
 }  // namespace collbench
 

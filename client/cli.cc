@@ -20,6 +20,7 @@
 #include "client/lifecycle_commands.h"
 #include "client/local.h"
 #include "client/matrix.h"
+#include "client/hunt_command.h"
 #include "client/verdict_commands.h"
 #include "client/workflow_client.h"
 #include "client/report_command.h"
@@ -49,6 +50,11 @@ commands:
                                 no new runs on a worker until undrained (kept
                                 across restarts) | take runs again
   workers delete WORKER...      forget workers that are gone (lost)
+  workers clear WORKER...       end a SUSPECT worker's quarantine (a hunt's)
+  hunt [--pattern P] [--workers SELECTOR] [flags]
+                                find the bad node: pairwise, groups of k, ring
+                                or all; suspects re-tested with healthy peers;
+                                exit 3 when one is found
   health [HOST:PORT] [--service S] [--timeout D]
                                 the gRPC health status of the coordinator (or of
                                 a worker's --listen address); exit 0 if SERVING
@@ -102,6 +108,9 @@ int Workers(CoordinatorClient& client, const std::vector<std::string>& args) {
   if (!args.empty() && args[0] == "delete") {
     return DeleteWorkersCommand(client, std::vector<std::string>(args.begin() + 1, args.end()));
   }
+  if (!args.empty() && args[0] == "clear") {
+    return ClearWorkersCommand(client, std::vector<std::string>(args.begin() + 1, args.end()));
+  }
   bool long_format = false;
   FlagParser flags;
   flags.Bool("long", &long_format,
@@ -109,8 +118,9 @@ int Workers(CoordinatorClient& client, const std::vector<std::string>& args) {
              " labels");
   if (std::optional<int> stop = ParseCommandFlags(
           flags, args,
-          "usage: collbench workers [--long] | workers delete WORKER...\nThe registered"
-          " workers; a drained worker that is gone shows as lost/draining.\n")) {
+          "usage: collbench workers [--long] | workers clear WORKER... | workers delete "
+          "WORKER...\nThe registered workers; a drained worker that is gone shows as "
+          "lost/draining, a quarantined one as suspect, with the hunt that found it.\n")) {
     return *stop;
   }
   if (!flags.rest().empty()) {
@@ -387,6 +397,7 @@ int RunCommand(const std::string& coordinator, const std::string& token,
   if (name == "sweep") return SweepCommand(client, args);
   if (name == "baseline") return BaselineCommand(client, args);
   if (name == "check") return CheckCommand(client, args);
+  if (name == "hunt") return HuntCommand(client, args);
   if (name == "schedule") return ScheduleCommand(client, args);
   absl::FPrintF(stderr, "collbench: unknown command '%s'\n%s", name, CliUsage());
   return kExitUsage;

@@ -140,6 +140,13 @@ std::string FormatWorkerList(const std::vector<v1::Worker>& workers) {
                           ContainerLabel(inv.container()), ipc == 0 ? "-" : absl::StrCat(ipc),
                           OrDash(w.current_run()));
   }
+  // Why each quarantined worker is: the hunt's verdict and its evidence.
+  for (const v1::Worker& w : workers) {
+    if (!w.has_suspect()) continue;
+    absl::StrAppendFormat(&out, "%s: SUSPECT since %s (%s): %s\n", w.name(),
+                          TimeText(w.suspect().time()), w.suspect().hunt(),
+                          w.suspect().reason());
+  }
   return out;
 }
 

@@ -86,6 +86,22 @@ int DeleteRunsCommand(CoordinatorClient& client, const std::vector<std::string>&
       });
 }
 
+int ClearWorkersCommand(CoordinatorClient& client, const std::vector<std::string>& args) {
+  return ForEachName(
+      args,
+      "usage: collbench workers clear WORKER...\nEnds the quarantine of SUSPECT workers (a hunt"
+      " confirmed them bad): they take runs that do not name them again. A later hunt that"
+      " measures one healthy clears it too.\n",
+      "workers clear WORKER...", [&](const std::string& name) {
+        v1::ClearWorkerRequest request;
+        request.set_name(WorkerName(name));
+        v1::Worker worker;
+        absl::Status status = client.Call(&v1::Coordinator::Stub::ClearWorker, request, &worker);
+        if (status.ok()) absl::PrintF("%s: cleared, %s\n", worker.name(), WorkerStateText(worker));
+        return status;
+      });
+}
+
 int DeleteWorkersCommand(CoordinatorClient& client, const std::vector<std::string>& args) {
   return ForEachName(
       args,

@@ -24,6 +24,8 @@ int DrainCommand(CoordinatorClient& client, const std::vector<std::string>& args
 int DeleteRunsCommand(CoordinatorClient& client, const std::vector<std::string>& args);
 // `workers delete ...`: `args` are the words after `delete`.
 int DeleteWorkersCommand(CoordinatorClient& client, const std::vector<std::string>& args);
+// `collbench workers clear WORKER...`: ends SUSPECT quarantines.
+int ClearWorkersCommand(CoordinatorClient& client, const std::vector<std::string>& args);
 
 }  // namespace collbench
 

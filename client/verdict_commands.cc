@@ -46,7 +46,7 @@ environment, workers).
 Exit status: 0 nothing regressed, 3 a regression, 2 bad input, 1 other failure.
 )";
 
-constexpr char kScheduleUsage[] = R"(usage: collbench schedule create NAME --every D (--suite S [--profile P] | OPERATION [run flags])
+constexpr char kScheduleUsage[] = R"(usage: collbench schedule create NAME --every D (--suite S [--profile P] | --hunt PATTERN | OPERATION [run flags])
                                 [--baseline B] [--workers SELECTOR] [--idle-window D] [--threshold F]
        collbench schedule list
        collbench schedule show NAME
@@ -58,7 +58,9 @@ be idle and is recorded as skipped when they are not; its runs queue
 behind every user run. With --baseline each firing is checked against it
 and a regression is counted, shown by `schedule show` and exported as
 metrics (collbench_schedule_*). --workers picks the workers: names
-(workers/ID) or labels (KEY=VALUE), comma-separated.
+(workers/ID) or labels (KEY=VALUE), comma-separated. --hunt PATTERN
+(pairwise, groups, ring, all) makes each firing a hunt with its defaults:
+its CONFIRMED_BAD workers become SUSPECT (see collbench hunt --help).
 Schedules are stored: they survive restarts, and a firing missed while the
 coordinator was down is made once when it is back.
 )";
@@ -272,6 +274,7 @@ void PrintSchedule(const v1::Schedule& s) {
   absl::PrintF("%s: every %s, %s%s%s%s\n", s.name(), FormatDuration(spec.every_seconds()),
                spec.has_suite() ? absl::StrCat("suite ", spec.suite().suite(),
                                                spec.suite().profile().empty() ? "" : absl::StrCat(" (", spec.suite().profile(), ")"))
+               : spec.has_hunt() ? absl::StrCat("hunt ", spec.hunt().pattern().empty() ? "pairwise" : spec.hunt().pattern())
                                 : absl::StrCat("run ", spec.run().operation()),
                spec.baseline().empty() ? "" : absl::StrCat(", checked against ", spec.baseline()),
                spec.workers().empty() ? "" : absl::StrCat(", workers ", spec.workers()),
@@ -295,14 +298,14 @@ int CreateSchedule(CoordinatorClient& client, const std::vector<std::string>& ar
   v1::CreateScheduleRequest request;
   request.set_schedule_id(args[0]);
   std::vector<std::string> rest;
-  std::string every, suite, profile, baseline, workers, window, threshold;
+  std::string every, suite, profile, baseline, workers, window, threshold, hunt;
   struct Own {
     const char* flag;
     std::string* value;
   };
   const Own own[] = {{"--every", &every},       {"--suite", &suite},     {"--profile", &profile},
                      {"--baseline", &baseline}, {"--workers", &workers}, {"--idle-window", &window},
-                     {"--threshold", &threshold}};
+                     {"--threshold", &threshold}, {"--hunt", &hunt}};
   for (size_t i = 1; i < args.size(); ++i) {
     const Own* match = nullptr;
     for (const Own& o : own) {
@@ -328,7 +331,13 @@ int CreateSchedule(CoordinatorClient& client, const std::vector<std::string>& ar
   absl::StatusOr<double> fraction = Fraction(threshold, "threshold");
   if (!fraction.ok()) return Report(fraction.status());
   spec->set_threshold(*fraction);
-  if (!suite.empty()) {
+  if (!hunt.empty()) {
+    if (!rest.empty() || !suite.empty()) {
+      return Report(absl::InvalidArgumentError(
+          "schedule create: --hunt excludes --suite and a run"));
+    }
+    spec->mutable_hunt()->set_pattern(hunt);
+  } else if (!suite.empty()) {
     if (!rest.empty()) {
       return Report(absl::InvalidArgumentError(absl::StrCat(
           "schedule create: --suite and a run (", rest[0], " ...) exclude each other")));

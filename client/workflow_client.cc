@@ -34,26 +34,28 @@ runs stay).
 )";
 
 // Prints what changed between two versions: each cell that was skipped or
-// whose run ended, once.
+// whose run ended, once. A hunt's cells are its current round's runs, so a
+// cell is known by its round and place.
 class Progress {
  public:
   void Show(const v1::Workflow& workflow) {
     const int total = workflow.cells_total();
     for (int i = 0; i < workflow.cells_size(); ++i) {
       const v1::WorkflowCell& cell = workflow.cells(i);
-      if (said_.count(i)) continue;
+      const int64_t key = int64_t{cell.round()} << 32 | i;
+      if (said_.count(key)) continue;
       if (!cell.skipped().empty()) {
-        said_.insert(i);
+        said_.insert(key);
         absl::FPrintF(stderr, "[%d/%d] %s ... skipped: %s\n", ++count_, total, cell.label(),
                       cell.skipped());
         continue;
       }
-      if (!cell.run().empty() && !started_.count(i)) started_[i] = absl::Now();
+      if (!cell.run().empty() && !started_.count(key)) started_[key] = absl::Now();
       const bool ended = IsFinalRunState(cell.state()) || (cell.run().empty() && !cell.error().empty());
       if (!ended) continue;
-      said_.insert(i);
+      said_.insert(key);
       const double took_s =
-          started_.count(i) ? absl::ToDoubleSeconds(absl::Now() - started_[i]) : 0.0;
+          started_.count(key) ? absl::ToDoubleSeconds(absl::Now() - started_[key]) : 0.0;
       absl::FPrintF(stderr, "[%d/%d] %s ... %s %s, %.1f s%s\n", ++count_, total, cell.label(),
                     cell.run().empty() ? "(no run)" : cell.run(), RunStateName(cell.state()),
                     took_s, cell.error().empty() ? "" : ": " + cell.error());
@@ -61,8 +63,8 @@ class Progress {
   }
 
  private:
-  std::set<int> said_;
-  std::map<int, absl::Time> started_;
+  std::set<int64_t> said_;
+  std::map<int64_t, absl::Time> started_;
   int count_ = 0;
 };
 

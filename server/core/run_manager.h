@@ -211,6 +211,16 @@ class RunManager {
   // idempotent. NotFound for an unknown worker. Undrain schedules at once.
   absl::StatusOr<v1::Worker> DrainWorker(absl::string_view name);
   absl::StatusOr<v1::Worker> UndrainWorker(absl::string_view name, absl::Time now);
+  // Quarantine (DESIGN §10, "Hunts"): a hunt marks a worker it confirmed
+  // bad SUSPECT, with why; it then gets only runs that name it. Cleared by
+  // an operator (ClearWorker: FailedPrecondition when it is not SUSPECT) or
+  // by a later hunt that measures it healthy. Kept in the worker's row, so
+  // it survives worker and coordinator restarts. NotFound for an unknown
+  // name.
+  absl::StatusOr<v1::Worker> SuspectWorker(absl::string_view name,
+                                           const v1::WorkerSuspicion& why);
+  absl::StatusOr<v1::Worker> ClearWorker(absl::string_view name, absl::string_view by,
+                                         absl::Time now);
   // Deletes a finished run and its results from the store.
   // FailedPrecondition while it is queued, scheduled or running (cancel it
   // first) or cancelled but not yet confirmed killed by its launcher;
@@ -369,6 +379,11 @@ class RunManager {
   // Drain or undrain: in the registry and in the worker's row, or in the
   // row alone for a worker known only from before a restart. Returns the
   // worker as listed; NotFound when unknown.
+  // The quarantine on (`why` set) or off (null), in the registry and the
+  // worker's row.
+  absl::StatusOr<v1::Worker> SetSuspectLocked(absl::string_view name,
+                                              const v1::WorkerSuspicion* why)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   absl::StatusOr<v1::Worker> SetDrainingLocked(absl::string_view name, bool draining)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // FailedPrecondition naming why a live run may not be deleted yet.
@@ -408,6 +423,9 @@ class RunManager {
   WorkerCounts worker_counts_ ABSL_GUARDED_BY(mu_);
   // Worker name -> its inventory as registered. A leaf lock: worker
   // listings read it without mu_.
+  // Why each SUSPECT worker is (WorkerProto reads it without mu_).
+  mutable absl::Mutex suspicions_mu_ ABSL_ACQUIRED_AFTER(mu_);
+  std::map<std::string, v1::WorkerSuspicion> suspicions_ ABSL_GUARDED_BY(suspicions_mu_);
   mutable absl::Mutex inventories_mu_ ABSL_ACQUIRED_AFTER(mu_);
   std::map<std::string, std::shared_ptr<const v1::Inventory>, std::less<>> inventories_
       ABSL_GUARDED_BY(inventories_mu_);

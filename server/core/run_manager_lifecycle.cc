@@ -66,6 +66,74 @@ absl::StatusOr<v1::Worker> RunManager::SetDrainingLocked(absl::string_view name,
   return worker;
 }
 
+absl::StatusOr<v1::Worker> RunManager::SuspectWorker(absl::string_view name,
+                                                     const v1::WorkerSuspicion& why) {
+  absl::MutexLock lock(&mu_);
+  ASSIGN_OR_RETURN(v1::Worker worker, SetSuspectLocked(name, &why));
+  LogWarn("worker.suspect", absl::StrCat(worker.name(), " is SUSPECT: ", why.reason()))
+      .Str("worker", worker.name())
+      .Str("hunt", why.hunt());
+  return worker;
+}
+
+absl::StatusOr<v1::Worker> RunManager::ClearWorker(absl::string_view name, absl::string_view by,
+                                                   absl::Time now) {
+  absl::MutexLock lock(&mu_);
+  const std::string full = FullName("workers/", name);
+  bool suspect = false;
+  {
+    absl::MutexLock suspicions(&suspicions_mu_);
+    suspect = suspicions_.count(full) > 0;
+  }
+  if (!suspect) {
+    if (auto before = known_before_start_.find(full); before != known_before_start_.end()) {
+      suspect = before->second.has_suspect();
+    }
+  }
+  if (!suspect) {
+    if (!registry_->Get(full).ok() && !known_before_start_.count(full)) {
+      return absl::NotFoundError(absl::StrCat(full, " is not a known worker"));
+    }
+    return absl::FailedPreconditionError(absl::StrCat(full, " is not SUSPECT"));
+  }
+  ASSIGN_OR_RETURN(v1::Worker worker, SetSuspectLocked(full, nullptr));
+  LogInfo("worker.cleared", absl::StrCat(full, " cleared (", by, "): it takes runs again"))
+      .Str("worker", full);
+  ScheduleLocked(now);  // runs waiting for it may start
+  return worker;
+}
+
+absl::StatusOr<v1::Worker> RunManager::SetSuspectLocked(absl::string_view name,
+                                                        const v1::WorkerSuspicion* why) {
+  const std::string full = FullName("workers/", name);
+  v1::Worker worker;
+  if (registry_->Get(full).ok()) {
+    {
+      absl::MutexLock suspicions(&suspicions_mu_);
+      if (why != nullptr) {
+        suspicions_[full] = *why;
+      } else {
+        suspicions_.erase(full);
+      }
+    }
+    RETURN_IF_ERROR(registry_->SetSuspect(full, why != nullptr));
+    ASSIGN_OR_RETURN(const scheduling::WorkerSnapshot snapshot, registry_->Get(full));
+    worker = WorkerProto(snapshot);
+  } else if (auto before = known_before_start_.find(full); before != known_before_start_.end()) {
+    // Not back since a restart: the row keeps it for when it is.
+    if (why != nullptr) {
+      *before->second.mutable_suspect() = *why;
+    } else {
+      before->second.clear_suspect();
+    }
+    worker = before->second;
+  } else {
+    return absl::NotFoundError(absl::StrCat(full, " is not a known worker"));
+  }
+  SaveWorkerLocked(worker);
+  return worker;
+}
+
 absl::Status RunManager::NotDeletable(const LiveRun& live) {
   const std::string& name = live.run.name();
   if (live.cancelling) {

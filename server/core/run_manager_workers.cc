@@ -28,6 +28,7 @@ v1::WorkerState ToProtoState(scheduling::WorkerState state) {
     case scheduling::WorkerState::kBusy: return v1::BUSY;
     case scheduling::WorkerState::kDraining: return v1::DRAINING;
     case scheduling::WorkerState::kLost: return v1::LOST;
+    case scheduling::WorkerState::kSuspect: return v1::SUSPECT;
   }
   return v1::WORKER_STATE_UNSPECIFIED;
 }
@@ -175,6 +176,11 @@ absl::StatusOr<RunManager::Registration> RunManager::OnRegister(const v1::Regist
   if (auto before = known_before_start_.find(registration.name);
       before != known_before_start_.end()) {
     if (before->second.draining()) (void)registry_->Drain(registration.name);
+    if (before->second.has_suspect()) {  // a quarantine from before the restart holds
+      (void)registry_->SetSuspect(registration.name, true);
+      absl::MutexLock suspicions(&suspicions_mu_);
+      suspicions_[registration.name] = before->second.suspect();
+    }
     known_before_start_.erase(before);
   }
   ASSIGN_OR_RETURN(scheduling::WorkerSnapshot snapshot, registry_->Get(registration.name));
@@ -401,6 +407,12 @@ v1::Worker RunManager::WorkerProto(const scheduling::WorkerSnapshot& snapshot) c
   *worker.mutable_register_time() = TimestampFromTime(snapshot.register_time);
   worker.set_current_run(snapshot.current_run);
   worker.set_draining(snapshot.draining);
+  if (snapshot.suspect) {
+    absl::MutexLock suspicions(&suspicions_mu_);
+    if (auto it = suspicions_.find(snapshot.name); it != suspicions_.end()) {
+      *worker.mutable_suspect() = it->second;
+    }
+  }
   return worker;
 }
 

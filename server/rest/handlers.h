@@ -48,6 +48,7 @@ RestReply ListWorkers(const RestContext& context, const RestRequest& request);
 RestReply GetWorker(const RestContext& context, const RestRequest& request);
 RestReply DrainWorker(const RestContext& context, const RestRequest& request);
 RestReply UndrainWorker(const RestContext& context, const RestRequest& request);
+RestReply ClearWorker(const RestContext& context, const RestRequest& request);
 RestReply DeleteWorker(const RestContext& context, const RestRequest& request);
 RestReply Healthz(const RestContext& context, const RestRequest& request);
 RestReply Readyz(const RestContext& context, const RestRequest& request);

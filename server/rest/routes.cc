@@ -102,6 +102,8 @@ const std::vector<RestRoute>& RestRoutes() {
       {"GET", "/v1/workers/{id}", kRead, "Get a worker", {}, h::GetWorker},
       {"POST", "/v1/workers/{id}:drain", kOp, "Drain a worker", {}, h::DrainWorker},
       {"POST", "/v1/workers/{id}:undrain", kOp, "Undrain a worker", {}, h::UndrainWorker},
+      {"POST", "/v1/workers/{id}:clear", kOp,
+       "Clear a SUSPECT worker's quarantine (it takes runs again)", {}, h::ClearWorker},
       {"DELETE", "/v1/workers/{id}", kOp, "Delete a worker that is gone", {}, h::DeleteWorker},
       {"GET", "/healthz", kPublic, "Liveness", {}, h::Healthz, /*quick=*/true},
       {"GET", "/readyz", kPublic, "Readiness", {}, h::Readyz, /*quick=*/true},

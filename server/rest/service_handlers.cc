@@ -57,6 +57,15 @@ RestReply UndrainWorker(const RestContext& context, const RestRequest& request) 
   return Answer(context.manager->UndrainWorker(name, absl::Now()));
 }
 
+RestReply ClearWorker(const RestContext& context, const RestRequest& request) {
+  const std::string name = WorkerName(request);
+  if (absl::Status body = CheckBodyName<v1::ClearWorkerRequest>(request, name, "worker");
+      !body.ok()) {
+    return ErrorReply(body);
+  }
+  return Answer(context.manager->ClearWorker(name, "by an operator", absl::Now()));
+}
+
 RestReply DeleteWorker(const RestContext& context, const RestRequest& request) {
   const std::string name = WorkerName(request);
   if (absl::Status body = CheckBodyName<v1::DeleteWorkerRequest>(request, name, "worker");

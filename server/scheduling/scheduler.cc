@@ -233,10 +233,31 @@ bool CanHost(const WorkerInfo& worker, const PendingRun& run) {
   return worker.slots > 0 && OffersAll(worker, run.needs);
 }
 
+// Whether `run` names `worker`: in its EXPLICIT placement or by a worker
+// selector's name ("workers=a|b").
+bool Names(const PendingRun& run, const WorkerInfo& worker) {
+  const absl::string_view id = BareId(worker.name);
+  if (run.policy == PlacementPolicy::kExplicit) {
+    for (const std::string& requested : run.workers) {
+      if (BareId(requested) == id) return true;
+    }
+    return false;
+  }
+  for (const std::string& need : run.needs) {
+    absl::string_view value = need;
+    if (!absl::ConsumePrefix(&value, "workers=") || absl::StrContains(value, '=')) continue;
+    for (absl::string_view name : absl::StrSplit(value, '|')) {
+      if (name == id) return true;
+    }
+  }
+  return false;
+}
+
 // Whether `run` may put ranks on `worker` given what is held or reserved.
 bool Usable(const Cluster& cluster, const WorkerInfo& worker,
             const PendingRun& run, const Occupancies& occupied) {
   if (!worker.schedulable || !CanHost(worker, run)) return false;
+  if (worker.suspect && !Names(run, worker)) return false;
   for (const Occupancy* occupancy : occupied) {
     if (occupancy->taken_workers.contains(worker.name)) return false;
     if (occupancy->whole_hosts.contains(worker.host_id)) return false;
@@ -414,6 +435,10 @@ std::string WhyWaiting(const Cluster& cluster, const PendingRun& run,
         away.push_back(absl::StrCat(worker->name, " (",
                                     worker->unavailable.empty() ? "unavailable" : worker->unavailable,
                                     ")"));
+      } else if (worker->suspect && !Names(run, *worker)) {
+        away.push_back(absl::StrCat(worker->name,
+                                    " (SUSPECT: name it to use it, or clear it with collbench "
+                                    "workers clear)"));
       }
     }
     return absl::StrCat("waiting for ", away.empty() ? "free slots" : FewOf(away));

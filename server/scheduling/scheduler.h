@@ -89,6 +89,10 @@ struct WorkerInfo {
   // judged on them), and null when nothing is known (judged on nothing).
   // Shared: the fleet is copied for every schedule.
   std::shared_ptr<const std::vector<std::string>> offers;
+  // Quarantined by a hunt (SUSPECT): it takes only runs that name it (an
+  // EXPLICIT placement or a worker selector's name), so a hunt can re-test
+  // it and an operator can try it, while no other run lands on it.
+  bool suspect = false;
 };
 
 // A run that holds workers now (scheduled or running).

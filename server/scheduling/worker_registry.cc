@@ -10,10 +10,11 @@
 namespace collbench::scheduling {
 namespace {
 
-WorkerState StateOf(bool lost, bool draining, const std::string& run) {
+WorkerState StateOf(bool lost, bool draining, bool suspect, const std::string& run) {
   if (lost) return WorkerState::kLost;
   if (draining) return WorkerState::kDraining;
   if (!run.empty()) return WorkerState::kBusy;
+  if (suspect) return WorkerState::kSuspect;
   return WorkerState::kReady;
 }
 
@@ -34,6 +35,8 @@ absl::string_view WorkerStateName(WorkerState state) {
       return "DRAINING";
     case WorkerState::kLost:
       return "LOST";
+    case WorkerState::kSuspect:
+      return "SUSPECT";
   }
   return "WORKER_STATE_UNSPECIFIED";
 }
@@ -133,6 +136,14 @@ absl::Status WorkerRegistry::Undrain(absl::string_view name) {
   return absl::OkStatus();
 }
 
+absl::Status WorkerRegistry::SetSuspect(absl::string_view name, bool suspect) {
+  absl::MutexLock lock(&mu_);
+  Entry* entry = FindLocked(name);
+  if (entry == nullptr) return UnknownWorker(name);
+  entry->suspect = suspect;
+  return absl::OkStatus();
+}
+
 absl::Status WorkerRegistry::Remove(absl::string_view name) {
   absl::MutexLock lock(&mu_);
   Entry* entry = FindLocked(name);
@@ -226,7 +237,7 @@ std::vector<WorkerInfo> WorkerRegistry::SchedulerWorkers() const {
     infos.push_back({name, entry.registration.host_id, entry.registration.slots,
                      !entry.lost && !entry.draining,
                      entry.lost ? "lost" : entry.draining ? "draining" : "",
-                     entry.registration.offers});
+                     entry.registration.offers, entry.suspect});
   }
   return infos;
 }
@@ -272,8 +283,9 @@ WorkerSnapshot WorkerRegistry::ToSnapshot(const Entry& entry) {
   snapshot.slots = entry.registration.slots;
   snapshot.agent_address = entry.registration.agent_address;
   snapshot.offers = entry.registration.offers;
-  snapshot.state = StateOf(entry.lost, entry.draining, entry.current_run);
+  snapshot.state = StateOf(entry.lost, entry.draining, entry.suspect, entry.current_run);
   snapshot.draining = entry.draining;
+  snapshot.suspect = entry.suspect;
   snapshot.current_run = entry.current_run;
   snapshot.lost_reason = entry.lost_reason;
   snapshot.register_time = entry.register_time;

@@ -11,6 +11,8 @@
 //   DRAINING  Drain() was called: it finishes what it holds and is given
 //             nothing new. Draining survives reconnects; Undrain() ends it.
 //   BUSY      held by a run (Hold).
+//   SUSPECT   SetSuspect(true): a hunt confirmed it bad; it takes only runs
+//             that name it (the Scheduler's rule). Survives reconnects.
 //   READY     connected and idle.
 // A lost worker that registers again (or heartbeats again on its session)
 // comes back as READY, BUSY or DRAINING by the rules above.
@@ -43,9 +45,9 @@
 
 namespace collbench::scheduling {
 
-enum class WorkerState { kReady, kBusy, kDraining, kLost };
+enum class WorkerState { kReady, kBusy, kDraining, kLost, kSuspect };
 
-// "READY", "BUSY", "DRAINING", "LOST" (the proto enum's names).
+// "READY", "BUSY", "DRAINING", "LOST", "SUSPECT" (the proto enum's names).
 absl::string_view WorkerStateName(WorkerState state);
 
 // What a worker reports when it connects.
@@ -66,6 +68,7 @@ struct WorkerSnapshot {
   std::shared_ptr<const std::vector<std::string>> offers;
   WorkerState state = WorkerState::kReady;
   bool draining = false;
+  bool suspect = false;
   std::string current_run;  // "runs/{id}" holding it, or empty
   std::string lost_reason;  // LOST only: "worker workers/x stopped ..."
   absl::Time register_time;
@@ -116,6 +119,9 @@ class WorkerRegistry {
   // NotFound for an unknown name. Both are idempotent.
   absl::Status Drain(absl::string_view name);
   absl::Status Undrain(absl::string_view name);
+  // Quarantine (WorkerState::kSuspect) on or off. NotFound for an unknown
+  // name; idempotent.
+  absl::Status SetSuspect(absl::string_view name, bool suspect);
 
   // Forgets the worker. NotFound for an unknown name; FailedPrecondition
   // while a run holds it (release the run first).
@@ -155,6 +161,7 @@ class WorkerRegistry {
   struct Entry {
     WorkerRegistration registration;
     bool draining = false;
+    bool suspect = false;
     bool lost = false;
     std::string current_run;
     std::string lost_reason;

@@ -132,6 +132,14 @@ grpc::ServerUnaryReactor* CoordinatorService::UndrainWorker(grpc::CallbackServer
   return Reply(context, manager_->UndrainWorker(request->name(), absl::Now()), response);
 }
 
+grpc::ServerUnaryReactor* CoordinatorService::ClearWorker(grpc::CallbackServerContext* context,
+                                                          const v1::ClearWorkerRequest* request,
+                                                          v1::Worker* response) {
+  if (auto* refused = Refuse(context, Role::kOperator)) return refused;
+  return Reply(context, manager_->ClearWorker(request->name(), "by an operator", absl::Now()),
+               response);
+}
+
 grpc::ServerUnaryReactor* CoordinatorService::DeleteWorker(grpc::CallbackServerContext* context,
                                                            const v1::DeleteWorkerRequest* request,
                                                            google::protobuf::Empty* response) {

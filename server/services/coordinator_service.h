@@ -3,7 +3,7 @@
 // onto RunManager (STYLE §5). WatchRun replays what is stored, then streams
 // live events until the run ends. Every call is authorized first (DESIGN
 // §5): reads need a read token; CreateRun, CancelRun, DeleteRun,
-// DrainWorker, UndrainWorker and DeleteWorker an operator token, each as
+// DrainWorker, UndrainWorker, ClearWorker and DeleteWorker an operator token, each as
 // `authorization: Bearer TOKEN` metadata.
 #ifndef COLLBENCH_SERVER_SERVICES_COORDINATOR_SERVICE_H_
 #define COLLBENCH_SERVER_SERVICES_COORDINATOR_SERVICE_H_
@@ -65,6 +65,9 @@ class CoordinatorService final : public v1::Coordinator::CallbackService {
   grpc::ServerUnaryReactor* UndrainWorker(grpc::CallbackServerContext* context,
                                           const v1::UndrainWorkerRequest* request,
                                           v1::Worker* response) override;
+  grpc::ServerUnaryReactor* ClearWorker(grpc::CallbackServerContext* context,
+                                        const v1::ClearWorkerRequest* request,
+                                        v1::Worker* response) override;
   grpc::ServerUnaryReactor* DeleteWorker(grpc::CallbackServerContext* context,
                                          const v1::DeleteWorkerRequest* request,
                                          google::protobuf::Empty* response) override;

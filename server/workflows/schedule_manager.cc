@@ -123,6 +123,8 @@ v1::WorkflowSpec ScheduleManager::FiringSpec(const v1::Schedule& schedule) const
   v1::WorkflowSpec workflow;
   if (spec.has_suite()) {
     *workflow.mutable_suite() = spec.suite();
+  } else if (spec.has_hunt()) {
+    *workflow.mutable_hunt() = spec.hunt();
   } else {
     // The one run, as a matrix of one combination (its own operation,
     // placement, transport and library).
@@ -156,8 +158,12 @@ absl::Status ScheduleManager::Validate(const v1::ScheduleSpec& spec) {
     return absl::InvalidArgumentError(
         absl::StrCat("spec.threshold: ", spec.threshold(), " is not a fraction in [0, 10)"));
   }
-  if (!spec.has_suite() && !spec.has_run()) {
-    return absl::InvalidArgumentError("spec: set suite or run (what each firing runs)");
+  if (!spec.has_suite() && !spec.has_run() && !spec.has_hunt()) {
+    return absl::InvalidArgumentError("spec: set suite, run or hunt (what each firing runs)");
+  }
+  if (spec.has_hunt() && !spec.baseline().empty()) {
+    return absl::InvalidArgumentError(
+        "spec.baseline: a hunt compares the workers with each other, not with a baseline");
   }
   if (spec.has_run() && spec.run().placement().policy() == v1::EXPLICIT) {
     return absl::InvalidArgumentError(

@@ -165,6 +165,18 @@ absl::StatusOr<v1::Workflow> WorkflowManager::Create(const v1::CreateWorkflowReq
   if (spec.has_advice() || spec.has_report() || spec.has_check()) {
     absl::StatusOr<std::vector<std::string>> selected = SelectedRuns(spec);
     if (!selected.ok()) return selected.status();
+  } else if (spec.has_hunt()) {
+    // A hunt's cells are its current round's runs (workflow_hunt.cc); the
+    // plan keeps the workers it selected, from which the rounds follow.
+    absl::StatusOr<workflows::HuntPlan> plan = workflows::PlanHunt(
+        spec, id, runs_->ListWorkers(),
+        [this](const v1::RunSpec& run) { return runs_->CheckRun(run); });
+    if (!plan.ok()) return plan.status();
+    for (v1::HuntWorker& w : plan->workers) {
+      *workflow.mutable_output()->mutable_hunt()->add_workers() = std::move(w);
+    }
+    for (std::string& line : plan->header) workflow.mutable_output()->add_header(std::move(line));
+    workflow.set_cells_total(plan->survey_runs);
   } else {
     absl::StatusOr<workflows::Plan> plan = workflows::PlanWorkflow(
         spec, id, runs_->ListWorkers(),
@@ -491,6 +503,10 @@ void WorkflowManager::Execute(const std::string& name) {
     snapshot = *workflow;
   }
   const v1::WorkflowSpec& spec = snapshot.spec();
+  if (spec.has_hunt()) {
+    ExecuteHunt(name, snapshot);
+    return;
+  }
   if (spec.has_advice() || spec.has_report() || spec.has_check()) {
     absl::StatusOr<std::vector<std::string>> selected = SelectedRuns(spec);
     if (!selected.ok()) {

@@ -39,6 +39,7 @@
 #include "collbench/v1/workflow.pb.h"
 #include "server/core/run_manager.h"
 #include "server/store/store.h"
+#include "server/workflows/hunts.h"
 
 namespace collbench {
 
@@ -132,6 +133,19 @@ class WorkflowManager {
   // Creates and follows cell `index`'s run; false when the workflow is
   // being cancelled or the manager stops.
   bool RunCell(const std::string& name, int index);
+  // A hunt (workflow_hunt.cc): its survey rounds, re-test rounds, verdicts
+  // and quarantine.
+  void ExecuteHunt(const std::string& name, const v1::Workflow& snapshot);
+  // Creates every run of `planned` (the workflow's cells become them), and
+  // follows them until all ended; `ended` gets each run with its results,
+  // in `planned`'s order. False when the workflow is being cancelled or the
+  // manager stops.
+  bool RunHuntRound(const std::string& name, int round, const workflows::HuntRound& planned,
+                    std::vector<RunWithResults>* ended);
+  // Marks the CONFIRMED_BAD suspects SUSPECT and clears SUSPECT workers
+  // measured healthy, recording both in `hunt`.
+  void Quarantine(const std::string& name, v1::HuntOutput* hunt);
+  v1::HuntSpec FindSpecHunt(const std::string& name);
   // The runs an advice or report workflow is about (REQUIRES: `spec` is
   // one); the error names the field of the selection that is wrong.
   absl::StatusOr<std::vector<std::string>> SelectedRuns(const v1::WorkflowSpec& spec)

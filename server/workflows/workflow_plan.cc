@@ -398,11 +398,13 @@ absl::StatusOr<std::string> KindOf(const v1::WorkflowSpec& spec) {
       return std::string("report");
     case v1::WorkflowSpec::kCheck:
       return std::string("check");
+    case v1::WorkflowSpec::kHunt:
+      return std::string("hunt");
     case v1::WorkflowSpec::KIND_NOT_SET:
       break;
   }
   return absl::InvalidArgumentError(
-      "spec: set one of matrix, suite, sweep, advice, report or check (the workflow's kind)");
+      "spec: set one of matrix, suite, sweep, advice, report, check or hunt (the workflow's kind)");
 }
 
 namespace {
@@ -444,6 +446,7 @@ absl::StatusOr<Plan> PlanKind(const v1::WorkflowSpec& spec, const std::string& i
     case v1::WorkflowSpec::kAdvice:
     case v1::WorkflowSpec::kReport:
     case v1::WorkflowSpec::kCheck:
+    case v1::WorkflowSpec::kHunt:  // hunts.h plans a hunt
       return Plan{};
     case v1::WorkflowSpec::KIND_NOT_SET:
       break;
@@ -493,6 +496,7 @@ v1::WorkflowOutput RenderOutput(const v1::Workflow& workflow,
       output.set_has_report(true);
       break;
     case v1::WorkflowSpec::kCheck:  // the manager adds the check (it reads the baseline)
+    case v1::WorkflowSpec::kHunt:   // and a hunt's output (workflow_hunt.cc)
     case v1::WorkflowSpec::KIND_NOT_SET:
       break;
   }

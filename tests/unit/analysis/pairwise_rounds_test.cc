@@ -16,8 +16,8 @@ namespace collbench {
 namespace {
 
 // `hosts` hosts, host h holding `per_host` workers named w<h>-<k>.
-std::vector<HuntWorker> Fleet(int hosts, int per_host) {
-  std::vector<HuntWorker> workers;
+std::vector<HostWorker> Fleet(int hosts, int per_host) {
+  std::vector<HostWorker> workers;
   for (int k = per_host - 1; k >= 0; --k) {  // out of order on purpose
     for (int h = 0; h < hosts; ++h) {
       workers.push_back({absl::StrCat("workers/w", h, "-", k), absl::StrCat("host-", h)});
@@ -28,16 +28,16 @@ std::vector<HuntWorker> Fleet(int hosts, int per_host) {
 
 void ExpectTournament(int hosts, int per_host) {
   SCOPED_TRACE(absl::StrCat(hosts, " hosts of ", per_host, " workers"));
-  const std::vector<HuntWorker> workers = Fleet(hosts, per_host);
+  const std::vector<HostWorker> workers = Fleet(hosts, per_host);
   std::map<std::string, std::string> host_of;
-  for (const HuntWorker& w : workers) host_of[w.name] = w.host;
-  const std::vector<HuntRound> rounds = PairwiseRounds(workers);
+  for (const HostWorker& w : workers) host_of[w.name] = w.host;
+  const std::vector<PairRound> rounds = PairwiseRounds(workers);
   EXPECT_EQ(rounds.size(), static_cast<size_t>(hosts % 2 == 0 ? hosts - 1 : hosts));
   std::set<std::pair<std::string, std::string>> seen;
-  for (const HuntRound& round : rounds) {
+  for (const PairRound& round : rounds) {
     std::set<std::string> busy;  // hosts in this round
     EXPECT_EQ(round.size(), static_cast<size_t>(hosts / 2));
-    for (const HuntPair& pair : round) {
+    for (const WorkerPair& pair : round) {
       const std::string a = host_of.at(pair.a), b = host_of.at(pair.b);
       EXPECT_NE(a, b);
       EXPECT_TRUE(busy.insert(a).second) << a << " twice in a round";
@@ -64,10 +64,10 @@ TEST(PairwiseRoundsTest, OneHostIsNoPlan) {
 }
 
 TEST(PairwiseRoundsTest, ThePlanDependsOnTheSetOfWorkersOnly) {
-  std::vector<HuntWorker> workers = Fleet(6, 2);
-  const std::vector<HuntRound> one = PairwiseRounds(workers);
+  std::vector<HostWorker> workers = Fleet(6, 2);
+  const std::vector<PairRound> one = PairwiseRounds(workers);
   std::reverse(workers.begin(), workers.end());
-  const std::vector<HuntRound> two = PairwiseRounds(workers);
+  const std::vector<PairRound> two = PairwiseRounds(workers);
   ASSERT_EQ(one.size(), two.size());
   for (size_t r = 0; r < one.size(); ++r) {
     ASSERT_EQ(one[r].size(), two[r].size());

@@ -1,0 +1,106 @@
+// SPDX-License-Identifier: Apache-2.0
+// Localisation for hunts (DESIGN §10, "Hunts"): from the measurements of a
+// survey (pairwise, groups, ring) to suspects, and from re-tests with
+// healthy peers to verdicts.
+//
+// Robust statistics throughout: every figure is judged against the median
+// of its phase, and its spread is the median absolute deviation (scaled by
+// 1.4826 to read as a standard deviation), never a mean and a standard
+// deviation that the one slow node being looked for drags. A measurement
+// is slow when both hold: its ratio to the median is below the threshold
+// (a slowdown that matters) and its robust z-score is below -z (one that
+// stands out from the fleet's own spread). The spread is floored at 2% of
+// the median, so a very even fleet does not turn noise into huge z-scores.
+//
+// Verdicts, per suspect, from its re-tests against the survey's reference:
+//   CONFIRMED_BAD  slow with every healthy peer it was re-tested with;
+//   LINK_SUSPECT   slow with some peers only (they are named): the links;
+//   INCONCLUSIVE   the survey's slowness did not reproduce, or nothing
+//                  could be re-tested.
+//
+// The pairwise reference is the median pair, which is sound while fewer
+// than half of the pairs touch a bad node: one bad node among at least 5
+// hosts (it is in 2/N of the pairs). The hunt says so when it has fewer.
+//
+// Pure functions; deterministic.
+#ifndef COLLBENCH_ANALYSIS_HUNT_LOCALISE_H_
+#define COLLBENCH_ANALYSIS_HUNT_LOCALISE_H_
+
+#include <map>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "analysis/hunt_plan.h"
+#include "collbench/v1/hunt.pb.h"
+
+namespace collbench {
+
+struct HuntThresholds {
+  double ratio = 0.75;  // slow below this fraction of the median
+  double z = 3;         // and below this many robust deviations under it
+};
+
+struct RobustCentre {
+  double median = 0;
+  double spread = 0;  // 1.4826 x MAD, at least 2% of the median
+  int count = 0;
+};
+
+// Of the values (any order); zero count: median and spread 0.
+RobustCentre RobustCentreOf(std::vector<double> values);
+// (value - median) / spread; 0 when the spread is 0.
+double RobustZ(double value, const RobustCentre& centre);
+
+// Sets ratio, z and slow of `m` against `reference` (a failed measurement,
+// or one with no figure, is left unscored and not slow).
+void ScoreMeasurement(const RobustCentre& reference, const HuntThresholds& thresholds,
+                      v1::HuntMeasurement* m);
+
+// The survey's measurements scored against their own phase's centre; the
+// centres by phase.
+std::map<std::string, RobustCentre> ScoreSurvey(const HuntThresholds& thresholds,
+                                                std::vector<v1::HuntMeasurement>* survey);
+
+// Every worker of `host_of` with the median ratio of the scored survey
+// measurements it took part in, its robust z among the workers, and how
+// many of them were slow; sorted slowest first, then by name. A worker in
+// no successful measurement has ratio 0 and is not judged (measurements 0).
+std::vector<v1::HuntWorker> ScoreWorkers(const std::vector<v1::HuntMeasurement>& survey,
+                                         const std::map<std::string, std::string>& host_of);
+
+struct HuntFindings {
+  // Workers slow across their measurements (median ratio below the
+  // threshold, z below -z), slowest first, and the ring's stragglers.
+  std::vector<std::string> slow_workers;
+  // Slow pairwise measurements neither of whose workers is slow: a link.
+  std::vector<std::pair<std::string, std::string>> slow_links;
+  // Workers to re-test against: neither slow nor in a slow measurement
+  // that no slow worker explains, best first.
+  std::vector<std::string> healthy;
+};
+
+// `stragglers`: workers a ring run flagged (its slowest rank well above the
+// median rank); they are re-tested as slow workers are.
+HuntFindings Localise(const std::vector<v1::HuntMeasurement>& survey,
+                      const std::vector<v1::HuntWorker>& workers,
+                      const std::vector<std::string>& stragglers,
+                      const HuntThresholds& thresholds);
+
+// The re-test runs (pairs): every slow worker with up to `peers` healthy
+// workers on other hosts; every slow link again, and each of its ends with
+// a healthy worker; and one pair of healthy workers as a control.
+std::vector<WorkerGroup> RetestRuns(const HuntFindings& findings,
+                                    const std::map<std::string, std::string>& host_of,
+                                    int peers);
+
+// The verdicts: `retests` scored against the survey's reference, ranked
+// CONFIRMED_BAD, LINK_SUSPECT, INCONCLUSIVE, the slowest first within each.
+std::vector<v1::HuntSuspect> Classify(const HuntFindings& findings,
+                                      const std::vector<v1::HuntMeasurement>& survey,
+                                      const std::vector<v1::HuntMeasurement>& retests,
+                                      const std::vector<v1::HuntWorker>& workers);
+
+}  // namespace collbench
+
+#endif  // COLLBENCH_ANALYSIS_HUNT_LOCALISE_H_

@@ -1,0 +1,404 @@
+// SPDX-License-Identifier: Apache-2.0
+#include "server/workflows/hunts.h"
+
+#include <algorithm>
+#include <set>
+
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
+#include "absl/strings/strip.h"
+#include "analysis/pairwise_rounds.h"
+#include "analysis/table.h"
+#include "api/capabilities.h"
+#include "common/units.h"
+
+namespace collbench::workflows {
+namespace {
+
+constexpr uint64_t kDefaultSize = 1 << 20;
+constexpr int kDefaultGroupSize = 4;
+constexpr int kDefaultDeals = 3;
+constexpr int kMaxDeals = 100;
+constexpr int kDefaultRetestPeers = 3;
+constexpr int kMaxRetestPeers = 16;
+constexpr int64_t kDefaultSecondsPerSize = 2;
+// A ring's rank this much slower than the median rank is a straggler
+// (RankTiming.straggler's rule).
+constexpr double kStragglerFactor = 1.5;
+constexpr size_t kMinHostsForOneBadNode = 5;
+
+std::string Pattern(const v1::HuntSpec& spec) {
+  return spec.pattern().empty() ? "pairwise" : spec.pattern();
+}
+bool Runs(const v1::HuntSpec& spec, absl::string_view phase) {
+  const std::string pattern = Pattern(spec);
+  return pattern == "all" || pattern == phase;
+}
+std::string PairOperation(const v1::HuntSpec& spec) {
+  return spec.pair_operation().empty() ? "bw" : spec.pair_operation();
+}
+std::string GroupOperation(const v1::HuntSpec& spec) {
+  return spec.group_operation().empty() ? "allreduce" : spec.group_operation();
+}
+int GroupSize(const v1::HuntSpec& spec) {
+  return spec.group_size() == 0 ? kDefaultGroupSize : spec.group_size();
+}
+int Deals(const v1::HuntSpec& spec) { return spec.deals() == 0 ? kDefaultDeals : spec.deals(); }
+int RetestPeers(const v1::HuntSpec& spec) {
+  return spec.retest_peers() == 0 ? kDefaultRetestPeers : spec.retest_peers();
+}
+
+std::string Short(absl::string_view worker) {
+  return std::string(absl::StripPrefix(worker, "workers/"));
+}
+
+std::vector<HostWorker> HostWorkers(const std::vector<v1::HuntWorker>& selected) {
+  std::vector<HostWorker> out;
+  for (const v1::HuntWorker& w : selected) out.push_back({w.worker(), w.host_id()});
+  return out;
+}
+
+std::map<std::string, std::string> HostOf(const std::vector<v1::HuntWorker>& selected) {
+  std::map<std::string, std::string> out;
+  for (const v1::HuntWorker& w : selected) out[w.worker()] = w.host_id();
+  return out;
+}
+
+absl::Status ValidateHunt(const v1::HuntSpec& h) {
+  const std::string pattern = Pattern(h);
+  if (pattern != "pairwise" && pattern != "groups" && pattern != "ring" && pattern != "all") {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "spec.hunt.pattern: '", pattern, "' is not one of pairwise, groups, ring, all"));
+  }
+  const std::string pair = PairOperation(h);
+  if (pair != "bw" && pair != "bibw" && pair != "latency") {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "spec.hunt.pair_operation: '", pair,
+        "' is not a point-to-point operation (bw, bibw or latency)"));
+  }
+  if (h.group_size() != 0 && h.group_size() < 2) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("spec.hunt.group_size: ", h.group_size(), " is below 2"));
+  }
+  if (h.deals() < 0 || h.deals() > kMaxDeals) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("spec.hunt.deals: ", h.deals(), " is outside 1..", kMaxDeals));
+  }
+  if (h.threshold() < 0 || h.threshold() >= 1) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "spec.hunt.threshold: ", h.threshold(),
+        " is outside (0, 1): a worker is slow below this fraction of the fleet median"));
+  }
+  if (h.z() < 0) {
+    return absl::InvalidArgumentError(absl::StrCat("spec.hunt.z: ", h.z(), " is negative"));
+  }
+  if (h.retest_peers() < 0 || h.retest_peers() > kMaxRetestPeers) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "spec.hunt.retest_peers: ", h.retest_peers(), " is outside 1..", kMaxRetestPeers));
+  }
+  for (uint64_t size : h.sizes_bytes()) {
+    if (size == 0) return absl::InvalidArgumentError("spec.hunt.sizes_bytes: a size is 0");
+  }
+  if (h.has_time_per_size() &&
+      (h.time_per_size().seconds() < 0 ||
+       (h.time_per_size().seconds() == 0 && h.time_per_size().nanos() <= 0))) {
+    return absl::InvalidArgumentError("spec.hunt.time_per_size: must be positive");
+  }
+  return absl::OkStatus();
+}
+
+bool Selectable(const v1::Worker& w) {
+  return !w.draining() && w.state() != v1::LOST && w.state() != v1::DRAINING;
+}
+
+// The measurement's figure at the run's largest (bandwidth) and smallest
+// (latency) size, from the median iteration.
+void Figure(const RunWithResults& run, v1::HuntMeasurement* m) {
+  const v1::SizeResult* largest = nullptr;
+  const v1::SizeResult* smallest = nullptr;
+  for (const v1::SizeResult& r : run.results) {
+    if (largest == nullptr || r.bytes() > largest->bytes()) largest = &r;
+    if (smallest == nullptr || r.bytes() < smallest->bytes()) smallest = &r;
+  }
+  if (largest == nullptr) {
+    m->set_error("no result");
+    return;
+  }
+  double busbw = largest->busbw_bytes_per_s();
+  if (largest->p50_s() > 0 && largest->avg_s() > 0) busbw *= largest->avg_s() / largest->p50_s();
+  m->set_busbw_bytes_per_s(busbw);
+  m->set_p50_s(smallest->p50_s());
+}
+
+v1::OutputTable SuspectsTable(const v1::HuntOutput& hunt) {
+  Table table{"suspects", "suspects, worst first",
+              {"worker", "verdict", "peers", "ratio", "z", "runs", "evidence"}, {}, {}};
+  for (const v1::HuntSuspect& s : hunt.suspects()) {
+    std::vector<std::string> peers;
+    for (const std::string& p : s.peers()) peers.push_back(Short(p));
+    table.rows.push_back({Short(s.worker()) + (s.quarantined() ? " (SUSPECT)" : ""), s.verdict(),
+                          absl::StrJoin(peers, ","), absl::StrFormat("%.2f", s.ratio()),
+                          absl::StrFormat("%.1f", s.z()), absl::StrCat(s.runs_size()),
+                          s.evidence()});
+  }
+  if (hunt.suspects().empty()) table.notes.push_back("no suspect: every worker measured within the thresholds");
+  return TableToProto(table);
+}
+
+v1::OutputTable WorkersTable(const v1::HuntOutput& hunt) {
+  Table table{"hunt-workers", "per worker: median ratio to the fleet median, slowest first",
+              {"worker", "host", "ratio", "z", "runs", "slow"}, {}, {}};
+  for (const v1::HuntWorker& w : hunt.workers()) {
+    table.rows.push_back({Short(w.worker()), w.host_id(),
+                          w.measurements() > 0 ? absl::StrFormat("%.2f", w.ratio()) : "-",
+                          w.measurements() > 0 ? absl::StrFormat("%.1f", w.z()) : "-",
+                          absl::StrCat(w.measurements()), absl::StrCat(w.slow())});
+  }
+  return TableToProto(table);
+}
+
+}  // namespace
+
+HuntThresholds ThresholdsOf(const v1::HuntSpec& spec) {
+  HuntThresholds t;
+  if (spec.threshold() > 0) t.ratio = spec.threshold();
+  if (spec.z() > 0) t.z = spec.z();
+  return t;
+}
+
+std::string HuntRunLabel(const HuntRun& run) {
+  std::vector<std::string> names;
+  for (const std::string& w : run.workers) names.push_back(Short(w));
+  return absl::StrCat(run.phase, " ", absl::StrJoin(names, " "));
+}
+
+v1::RunSpec HuntRunSpec(const v1::WorkflowSpec& spec, const std::string& id, const HuntRun& run) {
+  const v1::HuntSpec& h = spec.hunt();
+  v1::RunSpec r;
+  const bool point_to_point = run.phase == "pairwise" || run.phase == "retest";
+  r.set_operation(point_to_point ? PairOperation(h) : GroupOperation(h));
+  if (h.sizes_bytes().empty()) {
+    r.add_sizes_bytes(kDefaultSize);
+  } else {
+    *r.mutable_sizes_bytes() = h.sizes_bytes();
+  }
+  if (h.has_time_per_size()) {
+    *r.mutable_time_budget() = h.time_per_size();
+  } else {
+    r.mutable_time_budget()->set_seconds(kDefaultSecondsPerSize);
+  }
+  r.set_mpi(h.mpi());
+  r.set_transport(h.transport());
+  r.set_ranks(static_cast<int>(run.workers.size()));
+  r.mutable_placement()->set_policy(v1::EXPLICIT);
+  r.mutable_placement()->set_ranks_per_worker(1);
+  for (const std::string& w : run.workers) r.mutable_placement()->add_workers(w);
+  for (const auto& [key, value] : spec.labels()) (*r.mutable_labels())[key] = value;
+  (*r.mutable_labels())["workflow"] = id;
+  (*r.mutable_labels())[kHuntLabel] = id;
+  (*r.mutable_labels())[kHuntPhaseLabel] = run.phase;
+  return r;
+}
+
+std::vector<HuntRound> SurveyRounds(const v1::HuntSpec& spec,
+                                    const std::vector<v1::HuntWorker>& selected) {
+  std::vector<HuntRound> rounds;
+  const std::vector<HostWorker> workers = HostWorkers(selected);
+  if (Runs(spec, "pairwise")) {
+    for (const PairRound& round : PairwiseRounds(workers)) {
+      HuntRound r;
+      for (const WorkerPair& pair : round) r.push_back({"pairwise", {pair.a, pair.b}});
+      rounds.push_back(std::move(r));
+    }
+  }
+  if (Runs(spec, "groups")) {
+    for (const std::vector<WorkerGroup>& deal : GroupDeals(workers, GroupSize(spec), Deals(spec))) {
+      HuntRound r;
+      for (const WorkerGroup& group : deal) r.push_back({"groups", group});
+      rounds.push_back(std::move(r));
+    }
+  }
+  if (Runs(spec, "ring") && selected.size() >= 2) {
+    WorkerGroup all;
+    for (const v1::HuntWorker& w : selected) all.push_back(w.worker());
+    rounds.push_back({{"ring", all}});
+  }
+  return rounds;
+}
+
+absl::StatusOr<HuntPlan> PlanHunt(const v1::WorkflowSpec& spec, const std::string& id,
+                                  const std::vector<v1::Worker>& workers,
+                                  const RunChecker& check) {
+  const v1::HuntSpec& h = spec.hunt();
+  if (absl::Status valid = ValidateHunt(h); !valid.ok()) return valid;
+  if (absl::Status valid = ValidateWorkerSelector(spec.workers(), "spec.workers"); !valid.ok()) {
+    return valid;
+  }
+  HuntPlan plan;
+  std::set<std::string> hosts;
+  for (const v1::Worker& w : workers) {
+    if (!Selectable(w) || !SelectorMatches(spec.workers(), w.name(), w.inventory())) continue;
+    v1::HuntWorker selected;
+    selected.set_worker(w.name());
+    selected.set_host_id(w.inventory().host_id().empty() ? w.name() : w.inventory().host_id());
+    hosts.insert(selected.host_id());
+    plan.workers.push_back(std::move(selected));
+  }
+  std::sort(plan.workers.begin(), plan.workers.end(),
+            [](const v1::HuntWorker& a, const v1::HuntWorker& b) { return a.worker() < b.worker(); });
+  if (hosts.size() < 2) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "spec.workers: a hunt needs workers on at least 2 hosts; ",
+        spec.workers().empty() ? std::string("the fleet")
+                               : absl::StrCat("the selection '", spec.workers(), "'"),
+        " has ", plan.workers.size(), " connected worker", plan.workers.size() == 1 ? "" : "s",
+        " on ", hosts.size(), " host", hosts.size() == 1 ? "" : "s"));
+  }
+  const std::vector<HuntRound> rounds = SurveyRounds(h, plan.workers);
+  // Every run of a phase differs from the others by its workers only: the
+  // first of each phase is checked as CreateRun will check it.
+  std::set<std::string> checked;
+  for (const HuntRound& round : rounds) {
+    for (const HuntRun& run : round) {
+      ++plan.survey_runs;
+      if (!checked.insert(run.phase).second) continue;
+      if (absl::Status ok = check(HuntRunSpec(spec, id, run)); !ok.ok()) {
+        return absl::Status(ok.code(), absl::StrCat("spec.hunt (", run.phase, " run ",
+                                                    HuntRunLabel(run), "): ", ok.message()));
+      }
+    }
+  }
+  plan.header.push_back(absl::StrFormat(
+      "hunt: %s over %d workers on %d hosts: %d runs in %d rounds, then re-tests of the "
+      "suspects with healthy peers",
+      Pattern(h), plan.workers.size(), hosts.size(), plan.survey_runs, rounds.size()));
+  if (hosts.size() < kMinHostsForOneBadNode && Runs(h, "pairwise")) {
+    plan.header.push_back(absl::StrCat(
+        "note: with ", hosts.size(), " hosts one slow node is in half of the pairs or more, so "
+        "the fleet median may be its speed; hunt over at least ", kMinHostsForOneBadNode,
+        " hosts for a sound verdict"));
+  }
+  return plan;
+}
+
+v1::HuntMeasurement MeasurementOf(const HuntRun& planned, int round, const RunWithResults& run) {
+  v1::HuntMeasurement m;
+  for (const std::string& w : planned.workers) m.add_workers(w);
+  m.set_phase(planned.phase);
+  m.set_round(round);
+  m.set_run(run.run.name());
+  if (run.run.state() != v1::SUCCEEDED) {
+    m.set_error(absl::StrCat(v1::RunState_Name(run.run.state()),
+                             run.run.error().empty() ? "" : ": ", run.run.error()));
+    return m;
+  }
+  Figure(run, &m);
+  return m;
+}
+
+std::vector<std::string> RingStragglers(const RunWithResults& run) {
+  const v1::SizeResult* largest = nullptr;
+  for (const v1::SizeResult& r : run.results) {
+    if (largest == nullptr || r.bytes() > largest->bytes()) largest = &r;
+  }
+  if (largest == nullptr || largest->slowest_rank() < 0 ||
+      largest->slowest_vs_median() < kStragglerFactor) {
+    return {};
+  }
+  // One rank per worker, in the placement's order.
+  std::vector<std::string> rank_workers;
+  for (const v1::RankHost& host : run.run.hosts()) {
+    for (int i = 0; i < std::max(1, host.slots()); ++i) rank_workers.push_back(host.worker());
+  }
+  const int slowest = largest->slowest_rank();
+  if (slowest >= static_cast<int>(rank_workers.size())) return {};
+  return {rank_workers[slowest]};
+}
+
+HuntSurvey AnalyseSurvey(const v1::HuntSpec& spec, const std::vector<v1::HuntWorker>& selected,
+                         const std::vector<std::string>& stragglers,
+                         std::vector<v1::HuntMeasurement>* survey) {
+  const HuntThresholds thresholds = ThresholdsOf(spec);
+  HuntSurvey out;
+  const std::map<std::string, RobustCentre> centres = ScoreSurvey(thresholds, survey);
+  if (auto it = centres.find("pairwise"); it != centres.end()) out.reference = it->second;
+  const std::map<std::string, std::string> host_of = HostOf(selected);
+  out.workers = ScoreWorkers(*survey, host_of);
+  out.findings = Localise(*survey, out.workers, stragglers, thresholds);
+  std::vector<WorkerGroup> retests = RetestRuns(out.findings, host_of, RetestPeers(spec));
+  for (std::vector<WorkerGroup>& round : PackRounds(retests, host_of)) {
+    HuntRound r;
+    for (WorkerGroup& pair : round) r.push_back({"retest", std::move(pair)});
+    out.retest_rounds.push_back(std::move(r));
+  }
+  return out;
+}
+
+v1::WorkflowOutput HuntOutputOf(const v1::HuntSpec& spec, const HuntSurvey& survey,
+                                const std::vector<v1::HuntMeasurement>& measurements,
+                                std::vector<v1::HuntMeasurement>* retests) {
+  const HuntThresholds thresholds = ThresholdsOf(spec);
+  v1::WorkflowOutput output;
+  v1::HuntOutput& hunt = *output.mutable_hunt();
+  RobustCentre reference = survey.reference;
+  if (reference.count == 0) {
+    // No pairwise survey: the control pair of healthy workers is the
+    // reference the suspects' re-tests are read against.
+    std::vector<double> control;
+    const std::set<std::string> slow(survey.findings.slow_workers.begin(),
+                                     survey.findings.slow_workers.end());
+    for (const v1::HuntMeasurement& m : *retests) {
+      if (m.error().empty() && m.busbw_bytes_per_s() > 0 &&
+          std::none_of(m.workers().begin(), m.workers().end(),
+                       [&](const std::string& w) { return slow.count(w) > 0; })) {
+        control.push_back(m.busbw_bytes_per_s());
+      }
+    }
+    reference = RobustCentreOf(control);
+    if (reference.count == 0 && !survey.findings.slow_workers.empty()) {
+      hunt.add_notes("no healthy pair could be measured in the re-test: no reference for the suspects");
+    }
+  }
+  for (v1::HuntMeasurement& m : *retests) ScoreMeasurement(reference, thresholds, &m);
+  std::vector<v1::HuntMeasurement> survey_only;
+  for (const v1::HuntMeasurement& m : measurements) survey_only.push_back(m);
+  for (v1::HuntSuspect& s :
+       Classify(survey.findings, survey_only, *retests, survey.workers)) {
+    *hunt.add_suspects() = std::move(s);
+  }
+  hunt.set_fleet_median_bytes_per_s(reference.median);
+  const std::string size =
+      spec.sizes_bytes().empty()
+          ? FormatBytes(kDefaultSize)
+          : FormatBytes(*std::max_element(spec.sizes_bytes().begin(), spec.sizes_bytes().end()));
+  hunt.set_metric(absl::StrCat(Runs(spec, "pairwise") ? PairOperation(spec) : GroupOperation(spec),
+                               " bus bandwidth at ", size, ", from the median iteration"));
+  int failed = 0;
+  for (const v1::HuntMeasurement& m : measurements) {
+    if (!m.error().empty()) ++failed;
+    if (m.phase() == "pairwise") {
+      *hunt.add_pairs() = m;
+    } else {
+      *hunt.add_groups() = m;
+    }
+  }
+  for (const v1::HuntMeasurement& m : *retests) {
+    if (!m.error().empty()) ++failed;
+    *hunt.add_pairs() = m;
+  }
+  for (const v1::HuntWorker& w : survey.workers) *hunt.add_workers() = w;
+  if (failed > 0) {
+    hunt.add_notes(absl::StrCat(failed, " run", failed == 1 ? "" : "s",
+                                " did not succeed and were left out of the statistics"));
+  }
+  hunt.add_notes(absl::StrFormat(
+      "slow: below %.2f of the fleet median and a robust z-score (median, MAD) below -%.1f",
+      thresholds.ratio, thresholds.z));
+  *output.add_tables() = SuspectsTable(hunt);
+  *output.add_tables() = WorkersTable(hunt);
+  return output;
+}
+
+}  // namespace collbench::workflows

@@ -1,0 +1,94 @@
+// SPDX-License-Identifier: Apache-2.0
+// Hunts as workflows (DESIGN §10, "Hunts"; hunt.proto). The plan: the
+// workers selected at create time (kept in the workflow's
+// output.hunt.workers, so the rounds can be recomputed after a restart),
+// and from them the survey's rounds (pairwise rounds, group deals, the
+// ring), each round's runs on disjoint hosts so they run at the same time.
+// Then the re-test rounds from the survey's findings, and the output.
+// Plain functions of protos: tests drive them without a coordinator; the
+// WorkflowManager creates and follows the runs and applies the quarantine.
+#ifndef COLLBENCH_SERVER_WORKFLOWS_HUNTS_H_
+#define COLLBENCH_SERVER_WORKFLOWS_HUNTS_H_
+
+#include <map>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "analysis/hunt_localise.h"
+#include "analysis/hunt_plan.h"
+#include "analysis/run_set.h"
+#include "collbench/v1/worker.pb.h"
+#include "collbench/v1/workflow.pb.h"
+#include "server/workflows/workflow_plan.h"
+
+namespace collbench::workflows {
+
+// Labels every run of a hunt carries: hunt=ID and hunt-phase=PHASE.
+inline constexpr char kHuntLabel[] = "hunt";
+inline constexpr char kHuntPhaseLabel[] = "hunt-phase";
+
+// One run of a hunt.
+struct HuntRun {
+  std::string phase;    // pairwise | groups | ring | retest
+  WorkerGroup workers;  // rank order, one rank each
+};
+using HuntRound = std::vector<HuntRun>;
+
+struct HuntPlan {
+  // The workers selected (worker and host_id set), by name.
+  std::vector<v1::HuntWorker> workers;
+  std::vector<std::string> header;  // lines above the output's tables
+  int survey_runs = 0;
+};
+
+// The hunt of `spec.hunt` over the workers `spec.workers` selects among
+// `workers` (READY, BUSY or SUSPECT; not LOST nor DRAINING), its run specs
+// checked with `check`. InvalidArgument naming the field: a bad pattern,
+// operation, size, group size, threshold, or workers on fewer than two
+// hosts.
+absl::StatusOr<HuntPlan> PlanHunt(const v1::WorkflowSpec& spec, const std::string& id,
+                                  const std::vector<v1::Worker>& workers,
+                                  const RunChecker& check);
+
+// The survey's rounds for the selected workers (deterministic).
+std::vector<HuntRound> SurveyRounds(const v1::HuntSpec& spec,
+                                    const std::vector<v1::HuntWorker>& selected);
+
+// What one of the hunt's runs runs: the spec's operation and sizes, one
+// rank per worker in the given order, labelled.
+v1::RunSpec HuntRunSpec(const v1::WorkflowSpec& spec, const std::string& id, const HuntRun& run);
+
+// "pairwise w1 w2": a cell's label.
+std::string HuntRunLabel(const HuntRun& run);
+
+// The figure of one run (its largest size's bus bandwidth from the median
+// iteration, its smallest size's median time), or why it has none.
+v1::HuntMeasurement MeasurementOf(const HuntRun& planned, int round, const RunWithResults& run);
+
+// Workers a ring run found well behind the others at its largest size.
+std::vector<std::string> RingStragglers(const RunWithResults& run);
+
+HuntThresholds ThresholdsOf(const v1::HuntSpec& spec);
+
+// The survey judged: measurements scored in place, workers, findings, the
+// reference the re-tests are scored against, and the re-test rounds.
+struct HuntSurvey {
+  std::vector<v1::HuntWorker> workers;
+  HuntFindings findings;
+  RobustCentre reference;
+  std::vector<HuntRound> retest_rounds;
+};
+HuntSurvey AnalyseSurvey(const v1::HuntSpec& spec, const std::vector<v1::HuntWorker>& selected,
+                         const std::vector<std::string>& stragglers,
+                         std::vector<v1::HuntMeasurement>* survey);
+
+// The hunt's output once its re-tests ran (re-tests scored in place):
+// suspects ranked, measurements, workers, notes, and the tables.
+v1::WorkflowOutput HuntOutputOf(const v1::HuntSpec& spec, const HuntSurvey& survey,
+                                const std::vector<v1::HuntMeasurement>& measurements,
+                                std::vector<v1::HuntMeasurement>* retests);
+
+}  // namespace collbench::workflows
+
+#endif  // COLLBENCH_SERVER_WORKFLOWS_HUNTS_H_

@@ -1,0 +1,242 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
+"""Hunts: find the bad node and the bad link among six netns hosts.
+
+Six "hosts" are network namespaces on one bridge (198.18.4.0/24, names
+cbhn-*), a worker with one slot in each. The test
+
+  1. slows host 3's link (a tc tbf of 200 Mbit/s on both ends of its veth;
+     the kernel here has no netem, so no added delay): `collbench hunt
+     --pattern all --output json` exits 3 and names exactly that worker
+     CONFIRMED_BAD, no other; the worker is SUSPECT in `collbench workers`,
+     in REST and in /metrics (collbench_workers{state="SUSPECT"} 1); an
+     ordinary 5-rank run is placed on the five others; `workers clear` on a
+     worker that is not SUSPECT is refused;
+  2. removes the tbf and hunts again (pairwise): no suspect, exit 0, and the
+     hunt, having measured host 3 healthy, clears its SUSPECT state;
+  3. slows only the link between hosts 2 and 5 (an htb class of 200 Mbit/s
+     with a u32 filter on the other's address, on both hosts' eth0): the
+     pairwise hunt reports LINK_SUSPECT for that pair and no CONFIRMED_BAD;
+  4. with nothing slowed, hunts --repetitions more times (default 1) and
+     counts the hunts with no suspect (the acceptance asks for 9 of 10).
+It also checks that a pairwise round's runs overlap in time (they run at
+once on their disjoint hosts).
+
+Needs root, `ip netns` and `tc`; exits 77 (skipped) otherwise. Everything it
+creates is named cbhn-* (or lives in its folder) and is removed at the end,
+also on failure; one netns test at a time.
+
+  hunt_test.py --bin-dir build/bin [--repetitions N] [--keep-logs]
+"""
+
+import argparse
+import json
+import os
+import re
+import shutil
+import sys
+import time
+import urllib.request
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from netns_hosts import (Cluster, Failure, Network, check_reachable, log, run_test,  # noqa: E402
+                         sh)
+
+NETWORK = Network("cbhn-", "198.18.4", host_count=6)
+RATE = "200mbit"
+HUNT = ["--sizes", "64K", "--time-per-size", "0.5s", "--transport", "tcp"]
+REPETITIONS = 1
+
+
+def slow_host(ns, on):
+    """A tbf on both ends of host `ns`'s veth (on), or none (off)."""
+    for where in (["tc"], ["ip", "netns", "exec", ns, "tc"]):
+        dev = ns if len(where) == 1 else "eth0"
+        if on:
+            sh([*where, "qdisc", "replace", "dev", dev, "root", "tbf", "rate", RATE, "burst",
+                "64kb", "latency", "50ms"])
+        else:
+            sh([*where, "qdisc", "del", "dev", dev, "root"], check=False)
+    log(f"link of {ns}: {'tbf ' + RATE if on else 'as it is'}")
+
+
+def slow_link(a, b, on):
+    """Traffic from a to b and from b to a through a 200 Mbit/s htb class,
+    the rest unshaped (on), or no qdisc (off)."""
+    addresses = dict(NETWORK.hosts)
+    for ns, peer in ((a, b), (b, a)):
+        tc = ["ip", "netns", "exec", ns, "tc"]
+        if not on:
+            sh([*tc, "qdisc", "del", "dev", "eth0", "root"], check=False)
+            continue
+        sh([*tc, "qdisc", "replace", "dev", "eth0", "root", "handle", "1:", "htb", "default",
+            "10"])
+        sh([*tc, "class", "add", "dev", "eth0", "parent", "1:", "classid", "1:10", "htb",
+            "rate", "40gbit"])
+        sh([*tc, "class", "add", "dev", "eth0", "parent", "1:", "classid", "1:20", "htb",
+            "rate", RATE])
+        sh([*tc, "filter", "add", "dev", "eth0", "parent", "1:", "protocol", "ip", "u32",
+            "match", "ip", "dst", f"{addresses[peer]}/32", "flowid", "1:20"])
+    log(f"link {a} <-> {b}: {'htb ' + RATE if on else 'as it is'}")
+
+
+def http_get(url, token, timeout=10):
+    request = urllib.request.Request(url, headers={"Authorization": f"Bearer {token}"})
+    with urllib.request.urlopen(request, timeout=timeout) as response:
+        return response.read().decode()
+
+
+class Test(Cluster):
+    repetitions = REPETITIONS
+
+    def hunt(self, *argv, expect_rc=None):
+        start = time.monotonic()
+        result = self.cli("hunt", *HUNT, *argv, "--output", "json", check=False, timeout=600)
+        took = time.monotonic() - start
+        if result.returncode not in (0, 3):
+            raise Failure(f"collbench hunt {' '.join(argv)} exited {result.returncode}:\n"
+                          f"{result.stdout}{result.stderr}")
+        if expect_rc is not None and result.returncode != expect_rc:
+            raise Failure(f"collbench hunt {' '.join(argv)} exited {result.returncode}, not "
+                          f"{expect_rc}:\n{result.stdout}{result.stderr}")
+        data = json.loads(result.stdout)
+        summary = [(s["worker"], s["verdict"], s.get("peers", []), round(s["ratio"], 2))
+                   for s in data.get("suspects", [])]
+        log(f"hunt {' '.join(argv)}: {took:.1f}s, {len(data.get('pairs', []))} pair runs, "
+            f"suspects {summary}")
+        return data, result.returncode
+
+    def rest_run(self, run):
+        return json.loads(http_get(f"http://{self.http_address}/v1/{run}", self.tokens["read"]))
+
+    def state_of(self, worker):
+        return self.worker_states()[worker][0]
+
+    def check_rounds_overlap(self, data):
+        """Runs of one pairwise round ran at the same time."""
+        rounds = {}
+        for pair in data["pairs"]:
+            if pair["phase"] == "pairwise":
+                rounds.setdefault(pair["round"], []).append(pair["run"])
+        runs = max(rounds.values(), key=len)
+        if len(runs) < 2:
+            raise Failure(f"no pairwise round has two runs: {rounds}")
+        spans = []
+        for run in runs:
+            stored = self.rest_run(run)
+            spans.append((stored["start_time"], stored["end_time"]))
+        latest_start = max(s for s, _ in spans)
+        earliest_end = min(e for _, e in spans)
+        if not latest_start < earliest_end:
+            raise Failure(f"the runs of one round did not overlap: {spans}")
+        log(f"a round's {len(runs)} runs overlapped in time: {spans}")
+
+    def bad_node(self):
+        bad = self.net.hosts[2][0]
+        slow_host(bad, True)
+        try:
+            data, _ = self.hunt("--pattern", "all", expect_rc=3)
+        finally:
+            slow_host(bad, False)
+        confirmed = [s["worker"] for s in data["suspects"] if s["verdict"] == "CONFIRMED_BAD"]
+        if confirmed != [f"workers/{bad}"]:
+            raise Failure(f"CONFIRMED_BAD {confirmed}, not [workers/{bad}]: {data['suspects']}")
+        suspect = data["suspects"][0]
+        if not suspect["runs"] or suspect["ratio"] > 0.5 or suspect["z"] > -3:
+            raise Failure(f"the suspect's evidence is thin: {suspect}")
+        if not suspect.get("quarantined"):
+            raise Failure(f"the CONFIRMED_BAD worker was not marked SUSPECT: {suspect}")
+        self.check_rounds_overlap(data)
+        if self.state_of(bad) != "suspect":
+            raise Failure(f"`collbench workers` shows {bad} {self.state_of(bad)}, not suspect")
+        shown = self.cli("workers").stdout
+        if f"workers/{bad}: SUSPECT since" not in shown:
+            raise Failure(f"`collbench workers` gives no reason for {bad}:\n{shown}")
+        worker = json.loads(http_get(f"http://{self.http_address}/v1/workers/{bad}",
+                                     self.tokens["read"]))
+        if worker["state"] != "SUSPECT" or "CONFIRMED_BAD" not in worker["suspect"]["reason"]:
+            raise Failure(f"REST shows {worker['state']}: {worker.get('suspect')}")
+        metrics = http_get(f"http://{self.http_address}/metrics", self.tokens["read"])
+        m = re.search(r'collbench_workers\{state="SUSPECT"\} (\S+)', metrics)
+        if not m or float(m.group(1)) != 1:
+            raise Failure("collbench_workers{state=\"SUSPECT\"} is not 1: "
+                          + (m.group(0) if m else "absent"))
+        run = self.create_run("allreduce", "--ranks", "5", "--placement", "spread",
+                              "--transport", "tcp", "--sizes", "1K", "--iters", "20")
+        stored = self.wait_for_run(run, ("succeeded", "failed", "cancelled"), 120)
+        placed = self.rest_run(run)["hosts"]
+        workers = sorted(h["worker"] for h in placed)
+        if stored["state"] != "succeeded" or f"workers/{bad}" in workers:
+            raise Failure(f"the ordinary run {run} ({stored['state']}) was placed on {workers}")
+        log(f"the next ordinary run avoided the SUSPECT worker: {workers}")
+        refused = self.cli("workers", "clear", self.net.hosts[0][0], check=False)
+        if refused.returncode == 0 or "is not SUSPECT" not in refused.stderr:
+            raise Failure(f"workers clear of a worker that is not SUSPECT: {refused.returncode} "
+                          f"{refused.stderr}")
+        return bad
+
+    def cleared_by_a_healthy_hunt(self, bad):
+        data, _ = self.hunt("--pattern", "pairwise", expect_rc=0)
+        if data["suspects"]:
+            raise Failure(f"suspects with nothing slowed: {data['suspects']}")
+        if f"workers/{bad}" not in data.get("cleared", []):
+            raise Failure(f"the healthy hunt did not clear {bad}: {data.get('cleared')}")
+        if self.state_of(bad) != "ready":
+            raise Failure(f"{bad} is {self.state_of(bad)} after the hunt cleared it")
+        log(f"a hunt that measured {bad} healthy cleared it")
+
+    def bad_link(self):
+        a, b = self.net.hosts[1][0], self.net.hosts[4][0]
+        slow_link(a, b, True)
+        try:
+            data, _ = self.hunt("--pattern", "pairwise", expect_rc=3)
+        finally:
+            slow_link(a, b, False)
+        verdicts = [s["verdict"] for s in data["suspects"]]
+        if "CONFIRMED_BAD" in verdicts:
+            raise Failure(f"a slow link made a CONFIRMED_BAD: {data['suspects']}")
+        links = [s for s in data["suspects"] if s["verdict"] == "LINK_SUSPECT"]
+        pair = {f"workers/{a}", f"workers/{b}"}
+        if len(links) != 1 or {links[0]["worker"], *links[0]["peers"]} != pair:
+            raise Failure(f"no LINK_SUSPECT for {sorted(pair)}: {data['suspects']}")
+        log(f"LINK_SUSPECT for {sorted(pair)}: {links[0]['evidence']}")
+
+    def main(self):
+        port = self.timed("coordinator start", self.start_coordinator, http=True)
+        self.timed("reachability", check_reachable, self.net, port)
+        self.start_workers(mpi_interface=self.net.cidr, slots=1)
+        self.timed("workers registered", self.wait_for_workers)
+        bad = self.timed("a slow node", self.bad_node)
+        self.timed("a healthy hunt clears it", self.cleared_by_a_healthy_hunt, bad)
+        self.timed("a slow link", self.bad_link)
+        clean = 1  # the hunt that cleared the node found no suspect
+        outcomes = ["no suspect"]
+        for _ in range(self.repetitions - 1):
+            data, _ = self.hunt("--pattern", "pairwise")
+            clean += not data["suspects"]
+            outcomes.append("no suspect" if not data["suspects"] else
+                            ", ".join(f"{s['worker']} {s['verdict']}" for s in data["suspects"]))
+        log(f"nothing slowed: {clean} of {self.repetitions} hunts found no suspect: {outcomes}")
+        if self.repetitions >= 10 and clean < 9:
+            raise Failure(f"only {clean} of {self.repetitions} hunts with nothing slowed had no "
+                          "suspect")
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--bin-dir", required=True, help="folder with collbench, "
+                        "collbench-coordinator, collbench-worker and the rank binaries")
+    parser.add_argument("--repetitions", type=int, default=REPETITIONS,
+                        help="hunts with nothing slowed (counting the one that clears)")
+    parser.add_argument("--keep-logs", action="store_true", help="keep the logs also on success")
+    args = parser.parse_args()
+    if shutil.which("tc") is None:
+        print("SKIP: tc is not installed", flush=True)
+        return 77
+    Test.repetitions = max(1, args.repetitions)
+    return run_test(NETWORK, "hunts: a slow node, a slow link, nothing slowed", args.bin_dir,
+                    Test.main, make_cluster=Test, keep_logs=args.keep_logs)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,244 @@
+// SPDX-License-Identifier: Apache-2.0
+// Hunts' localisation and planning (DESIGN §10): a simulated fleet whose
+// pairs measure what a model says (one slow node, one slow link, or none,
+// with noise), run through the survey, the re-test plan and the verdicts.
+#include <cmath>
+#include <functional>
+#include <map>
+#include <random>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "analysis/hunt_localise.h"
+#include "analysis/hunt_plan.h"
+#include "analysis/pairwise_rounds.h"
+#include "gtest/gtest.h"
+
+namespace collbench {
+namespace {
+
+using Model = std::function<double(const std::string&, const std::string&)>;
+
+std::string W(int i) { return "workers/w" + std::to_string(i); }
+
+struct Fleet {
+  std::vector<HostWorker> workers;
+  std::map<std::string, std::string> host_of;
+};
+
+Fleet MakeFleet(int hosts) {
+  Fleet fleet;
+  for (int i = 0; i < hosts; ++i) {
+    fleet.workers.push_back({W(i), "host-" + std::to_string(i)});
+    fleet.host_of[W(i)] = "host-" + std::to_string(i);
+  }
+  return fleet;
+}
+
+// 10 GB/s between healthy ends, times `noise` in [1 - noise, 1 + noise].
+Model Healthy(double noise, unsigned seed) {
+  auto engine = std::make_shared<std::mt19937>(seed);
+  return [engine, noise](const std::string&, const std::string&) {
+    std::uniform_real_distribution<double> jitter(1 - noise, 1 + noise);
+    return 10e9 * jitter(*engine);
+  };
+}
+
+Model SlowNode(Model base, std::string bad, double factor) {
+  return [=](const std::string& a, const std::string& b) {
+    return base(a, b) * ((a == bad || b == bad) ? factor : 1.0);
+  };
+}
+
+Model SlowLink(Model base, std::string x, std::string y, double factor) {
+  return [=](const std::string& a, const std::string& b) {
+    const bool link = (a == x && b == y) || (a == y && b == x);
+    return base(a, b) * (link ? factor : 1.0);
+  };
+}
+
+v1::HuntMeasurement Measure(const Model& model, const WorkerGroup& pair, const std::string& phase,
+                            int* run) {
+  v1::HuntMeasurement m;
+  for (const std::string& w : pair) m.add_workers(w);
+  m.set_phase(phase);
+  m.set_run("runs/r" + std::to_string((*run)++));
+  m.set_busbw_bytes_per_s(model(pair[0], pair[1]));
+  return m;
+}
+
+struct Hunt {
+  std::vector<v1::HuntMeasurement> survey;
+  std::vector<v1::HuntMeasurement> retests;
+  std::vector<v1::HuntWorker> workers;
+  HuntFindings findings;
+  std::vector<v1::HuntSuspect> suspects;
+};
+
+Hunt RunHunt(const Fleet& fleet, const Model& model) {
+  Hunt hunt;
+  int run = 0;
+  for (const PairRound& round : PairwiseRounds(fleet.workers)) {
+    for (const WorkerPair& pair : round) {
+      hunt.survey.push_back(Measure(model, {pair.a, pair.b}, "pairwise", &run));
+    }
+  }
+  const HuntThresholds thresholds;
+  const auto centres = ScoreSurvey(thresholds, &hunt.survey);
+  hunt.workers = ScoreWorkers(hunt.survey, fleet.host_of);
+  hunt.findings = Localise(hunt.survey, hunt.workers, {}, thresholds);
+  for (const WorkerGroup& pair : RetestRuns(hunt.findings, fleet.host_of, 3)) {
+    hunt.retests.push_back(Measure(model, pair, "retest", &run));
+    ScoreMeasurement(centres.at("pairwise"), thresholds, &hunt.retests.back());
+  }
+  hunt.suspects = Classify(hunt.findings, hunt.survey, hunt.retests, hunt.workers);
+  return hunt;
+}
+
+TEST(HuntLocaliseTest, RobustCentreIgnoresTheOutlierAMeanWouldFollow) {
+  const RobustCentre centre = RobustCentreOf({10, 10.2, 9.8, 10.1, 9.9, 0.5});
+  EXPECT_NEAR(centre.median, 9.95, 1e-9);
+  EXPECT_LT(centre.spread, 0.5);
+  EXPECT_LT(RobustZ(0.5, centre), -20);
+  // An even fleet: the spread is floored at 2% of the median.
+  const RobustCentre even = RobustCentreOf({5, 5, 5, 5});
+  EXPECT_NEAR(even.spread, 0.1, 1e-12);
+  EXPECT_EQ(RobustCentreOf({}).count, 0);
+}
+
+TEST(HuntLocaliseTest, ASlowNodeIsConfirmedBadAndNothingElseIs) {
+  for (int hosts : {5, 6, 9, 32}) {
+    const Fleet fleet = MakeFleet(hosts);
+    const Hunt hunt = RunHunt(fleet, SlowNode(Healthy(0.05, hosts), W(2), 0.3));
+    ASSERT_EQ(hunt.suspects.size(), 1u) << hosts << " hosts";
+    EXPECT_EQ(hunt.suspects[0].worker(), W(2));
+    EXPECT_EQ(hunt.suspects[0].verdict(), "CONFIRMED_BAD");
+    EXPECT_NEAR(hunt.suspects[0].ratio(), 0.3, 0.05);
+    EXPECT_LT(hunt.suspects[0].z(), -3);
+    // The evidence: its slow survey runs and its re-tests with healthy peers.
+    EXPECT_GE(hunt.suspects[0].runs_size(), (hosts - 1) + std::min(3, hosts - 1));
+    EXPECT_TRUE(hunt.findings.slow_links.empty());
+  }
+}
+
+TEST(HuntLocaliseTest, ASlowLinkIsALinkSuspectNamingThePairAndNoNodeIsBad) {
+  const Fleet fleet = MakeFleet(6);
+  const Hunt hunt = RunHunt(fleet, SlowLink(Healthy(0.05, 7), W(1), W(4), 0.2));
+  ASSERT_EQ(hunt.suspects.size(), 1u);
+  const v1::HuntSuspect& s = hunt.suspects[0];
+  EXPECT_EQ(s.verdict(), "LINK_SUSPECT");
+  std::set<std::string> pair = {s.worker()};
+  for (const std::string& peer : s.peers()) pair.insert(peer);
+  EXPECT_EQ(pair, (std::set<std::string>{W(1), W(4)}));
+  EXPECT_TRUE(hunt.findings.slow_workers.empty());
+}
+
+TEST(HuntLocaliseTest, ANodeSlowOnlyWithSomePeersIsALinkSuspect) {
+  // w0 is slow with w3 and w5 only (two bad cables on one node): the survey
+  // sees it as two slow links.
+  const Fleet fleet = MakeFleet(8);
+  const Hunt hunt =
+      RunHunt(fleet, SlowLink(SlowLink(Healthy(0.03, 3), W(0), W(3), 0.2), W(0), W(5), 0.2));
+  ASSERT_EQ(hunt.suspects.size(), 2u);
+  for (const v1::HuntSuspect& s : hunt.suspects) EXPECT_EQ(s.verdict(), "LINK_SUSPECT");
+}
+
+TEST(HuntLocaliseTest, ANoisyHealthyFleetHasNoSuspect) {
+  for (unsigned seed = 1; seed <= 50; ++seed) {
+    const Fleet fleet = MakeFleet(6 + seed % 20);
+    const Hunt hunt = RunHunt(fleet, Healthy(0.15, seed));
+    EXPECT_TRUE(hunt.suspects.empty()) << "seed " << seed << ": " << hunt.suspects[0].worker();
+  }
+}
+
+TEST(HuntLocaliseTest, ASlownessThatDoesNotReproduceIsInconclusive) {
+  // Slow in the survey only: the re-test measures it healthy.
+  const Fleet fleet = MakeFleet(6);
+  Hunt hunt;
+  int run = 0;
+  const Model survey_model = SlowNode(Healthy(0.02, 5), W(3), 0.3);
+  const Model retest_model = Healthy(0.02, 6);
+  for (const PairRound& round : PairwiseRounds(fleet.workers)) {
+    for (const WorkerPair& pair : round) {
+      hunt.survey.push_back(Measure(survey_model, {pair.a, pair.b}, "pairwise", &run));
+    }
+  }
+  const HuntThresholds thresholds;
+  const auto centres = ScoreSurvey(thresholds, &hunt.survey);
+  hunt.workers = ScoreWorkers(hunt.survey, fleet.host_of);
+  hunt.findings = Localise(hunt.survey, hunt.workers, {}, thresholds);
+  for (const WorkerGroup& pair : RetestRuns(hunt.findings, fleet.host_of, 3)) {
+    hunt.retests.push_back(Measure(retest_model, pair, "retest", &run));
+    ScoreMeasurement(centres.at("pairwise"), thresholds, &hunt.retests.back());
+  }
+  hunt.suspects = Classify(hunt.findings, hunt.survey, hunt.retests, hunt.workers);
+  ASSERT_EQ(hunt.suspects.size(), 1u);
+  EXPECT_EQ(hunt.suspects[0].worker(), W(3));
+  EXPECT_EQ(hunt.suspects[0].verdict(), "INCONCLUSIVE");
+}
+
+TEST(HuntLocaliseTest, AFailedRunIsNeitherScoredNorSlow) {
+  v1::HuntMeasurement failed;
+  failed.add_workers(W(0));
+  failed.add_workers(W(1));
+  failed.set_phase("pairwise");
+  failed.set_error("exited 1");
+  RobustCentre reference;
+  reference.median = 1e9;
+  reference.spread = 1e7;
+  ScoreMeasurement(reference, HuntThresholds{}, &failed);
+  EXPECT_FALSE(failed.slow());
+  EXPECT_EQ(failed.ratio(), 0);
+}
+
+TEST(HuntLocaliseTest, RetestsPairEverySlowWorkerWithHealthyPeersOnOtherHosts) {
+  Fleet fleet = MakeFleet(5);
+  fleet.host_of[W(9)] = fleet.host_of[W(2)];  // a second worker on w2's host
+  HuntFindings findings;
+  findings.slow_workers = {W(2)};
+  findings.healthy = {W(9), W(0), W(1), W(3)};
+  const std::vector<WorkerGroup> runs = RetestRuns(findings, fleet.host_of, 2);
+  ASSERT_GE(runs.size(), 2u);
+  EXPECT_EQ(runs[0], (WorkerGroup{W(2), W(0)}));  // w9 shares its host: skipped
+  EXPECT_EQ(runs[1], (WorkerGroup{W(2), W(1)}));
+}
+
+TEST(HuntPlanTest, GroupDealsAreDisjointAndChangePartners) {
+  std::vector<HostWorker> workers;
+  for (int i = 0; i < 16; ++i) workers.push_back({W(i), "host-" + std::to_string(i)});
+  const auto deals = GroupDeals(workers, 4, 3);
+  ASSERT_EQ(deals.size(), 3u);
+  std::set<std::set<std::string>> groups;
+  for (const auto& deal : deals) {
+    std::set<std::string> seen;
+    for (const WorkerGroup& group : deal) {
+      EXPECT_EQ(group.size(), 4u);
+      for (const std::string& w : group) EXPECT_TRUE(seen.insert(w).second) << w;
+      groups.insert(std::set<std::string>(group.begin(), group.end()));
+    }
+    EXPECT_EQ(seen.size(), 16u);
+  }
+  EXPECT_GT(groups.size(), 4u) << "later deals must regroup the workers";
+}
+
+TEST(HuntPlanTest, ARemainderOfOneJoinsTheLastGroup) {
+  std::vector<HostWorker> workers;
+  for (int i = 0; i < 9; ++i) workers.push_back({W(i), "host-" + std::to_string(i)});
+  const auto deals = GroupDeals(workers, 4, 1);
+  ASSERT_EQ(deals.size(), 1u);
+  ASSERT_EQ(deals[0].size(), 2u);
+  EXPECT_EQ(deals[0][1].size(), 5u);
+}
+
+TEST(HuntPlanTest, PackRoundsNeverPutsAHostTwiceInARound) {
+  std::map<std::string, std::string> host_of = {
+      {"a", "h1"}, {"b", "h2"}, {"c", "h1"}, {"d", "h3"}, {"e", "h4"}};
+  const auto rounds = PackRounds({{"a", "b"}, {"c", "d"}, {"d", "e"}, {"b", "e"}}, host_of);
+  ASSERT_EQ(rounds.size(), 2u);
+  EXPECT_EQ(rounds[0], (std::vector<WorkerGroup>{{"a", "b"}, {"d", "e"}}));
+  EXPECT_EQ(rounds[1], (std::vector<WorkerGroup>{{"c", "d"}, {"b", "e"}}));
+}
+
+}  // namespace
+}  // namespace collbench
