@@ -13,7 +13,10 @@ namespace collbench {
 namespace {
 
 constexpr double kMadToSigma = 1.4826;
-constexpr double kMinSpreadOfMedian = 0.02;
+// The spread's floor: 2% (in natural log units, log(1.02) is about 0.02).
+constexpr double kMinSpread = 0.02;
+// What a non-positive value counts as, so its logarithm is finite.
+constexpr double kTiny = 1e-300;
 
 double Median(std::vector<double> values) {
   if (values.empty()) return 0;
@@ -23,6 +26,12 @@ double Median(std::vector<double> values) {
   if (values.size() % 2 == 1) return upper;
   const double lower = *std::max_element(values.begin(), values.begin() + mid);
   return (lower + upper) / 2;
+}
+
+// What a measurement is compared with: its phase's runs, and for groups
+// those of its size (an all-reduce over 3 is not one over 4).
+std::string PhaseKey(const v1::HuntMeasurement& m) {
+  return m.phase() == "groups" ? absl::StrCat(m.phase(), "/", m.workers_size()) : m.phase();
 }
 
 bool Measured(const v1::HuntMeasurement& m) {
@@ -189,14 +198,16 @@ RobustCentre RobustCentreOf(std::vector<double> values) {
   centre.count = static_cast<int>(values.size());
   if (values.empty()) return centre;
   centre.median = Median(values);
-  for (double& v : values) v = std::fabs(v - centre.median);
-  centre.spread = std::max(kMadToSigma * Median(values),
-                           kMinSpreadOfMedian * std::fabs(centre.median));
+  if (centre.median <= 0) return centre;
+  const double log_median = std::log(centre.median);
+  for (double& v : values) v = std::fabs(std::log(std::max(v, kTiny)) - log_median);
+  centre.spread = std::max(kMadToSigma * Median(values), kMinSpread);
   return centre;
 }
 
 double RobustZ(double value, const RobustCentre& centre) {
-  return centre.spread > 0 ? (value - centre.median) / centre.spread : 0;
+  if (centre.spread <= 0 || centre.median <= 0) return 0;
+  return (std::log(std::max(value, kTiny)) - std::log(centre.median)) / centre.spread;
 }
 
 void ScoreMeasurement(const RobustCentre& reference, const HuntThresholds& thresholds,
@@ -210,16 +221,53 @@ void ScoreMeasurement(const RobustCentre& reference, const HuntThresholds& thres
   m->set_slow(m->ratio() < thresholds.ratio && m->z() < -thresholds.z);
 }
 
-std::map<std::string, RobustCentre> ScoreSurvey(const HuntThresholds& thresholds,
-                                                std::vector<v1::HuntMeasurement>* survey) {
-  std::map<std::string, std::vector<double>> values;
-  for (const v1::HuntMeasurement& m : *survey) {
-    if (Measured(m)) values[m.phase()].push_back(m.busbw_bytes_per_s());
+namespace {
+
+// Each phase's centre over its measured runs that touch none of `left_out`
+// (all of them when fewer than 3 would be left).
+std::map<std::string, RobustCentre> Centres(const std::vector<v1::HuntMeasurement>& survey,
+                                            const std::set<std::string>& left_out) {
+  std::map<std::string, std::vector<double>> all, clean;
+  for (const v1::HuntMeasurement& m : survey) {
+    if (!Measured(m)) continue;
+    all[PhaseKey(m)].push_back(m.busbw_bytes_per_s());
+    const bool touches = std::any_of(m.workers().begin(), m.workers().end(),
+                                     [&](const std::string& w) { return left_out.count(w) > 0; });
+    if (!touches) clean[PhaseKey(m)].push_back(m.busbw_bytes_per_s());
   }
   std::map<std::string, RobustCentre> centres;
-  for (auto& [phase, of] : values) centres[phase] = RobustCentreOf(std::move(of));
-  for (v1::HuntMeasurement& m : *survey) ScoreMeasurement(centres[m.phase()], thresholds, &m);
+  for (auto& [phase, values] : all) {
+    std::vector<double>& kept = clean[phase];
+    centres[phase] = RobustCentreOf(kept.size() >= 3 ? std::move(kept) : std::move(values));
+  }
   return centres;
+}
+
+}  // namespace
+
+SurveyScore ScoreSurvey(const HuntThresholds& thresholds,
+                        const std::map<std::string, std::string>& host_of,
+                        std::vector<v1::HuntMeasurement>* survey) {
+  // First against every run; then, with the workers that this shows slow
+  // left out of the centres, again: a bad node is in 2/N of the pairs, and
+  // its slow runs would otherwise pull the median down and widen the
+  // spread that it is judged by.
+  SurveyScore score;
+  std::set<std::string> slow;
+  for (int pass = 0; pass < 2; ++pass) {
+    score.centres = Centres(*survey, slow);
+    for (v1::HuntMeasurement& m : *survey) {
+      ScoreMeasurement(score.centres[PhaseKey(m)], thresholds, &m);
+    }
+    score.workers = ScoreWorkers(*survey, host_of);
+    for (const v1::HuntWorker& w : score.workers) {
+      if (w.measurements() > 0 && w.ratio() < thresholds.ratio && w.z() < -thresholds.z) {
+        slow.insert(w.worker());
+      }
+    }
+    if (slow.empty()) break;
+  }
+  return score;
 }
 
 std::vector<v1::HuntWorker> ScoreWorkers(const std::vector<v1::HuntMeasurement>& survey,
@@ -227,7 +275,9 @@ std::vector<v1::HuntWorker> ScoreWorkers(const std::vector<v1::HuntMeasurement>&
   std::map<std::string, std::vector<double>> ratios;
   std::map<std::string, int> slow;
   for (const v1::HuntMeasurement& m : survey) {
-    if (!Measured(m) || m.ratio() <= 0) continue;
+    // The one ring run says nothing of one worker against another (its
+    // stragglers are judged apart).
+    if (!Measured(m) || m.ratio() <= 0 || m.phase() == "ring") continue;
     for (const std::string& worker : m.workers()) {
       ratios[worker].push_back(m.ratio());
       if (m.slow()) ++slow[worker];

@@ -6,11 +6,14 @@
 // Robust statistics throughout: every figure is judged against the median
 // of its phase, and its spread is the median absolute deviation (scaled by
 // 1.4826 to read as a standard deviation), never a mean and a standard
-// deviation that the one slow node being looked for drags. A measurement
-// is slow when both hold: its ratio to the median is below the threshold
-// (a slowdown that matters) and its robust z-score is below -z (one that
-// stands out from the fleet's own spread). The spread is floored at 2% of
-// the median, so a very even fleet does not turn noise into huge z-scores.
+// deviation that the one slow node being looked for drags. Bandwidths vary
+// by factors (a contended link is 30% slower, a bad one five times), so the
+// spread and the z-scores are taken on their logarithms: a figure at a
+// fifth of the median stands as far out as one at five times it. A
+// measurement is slow when both hold: its ratio to the median is below the
+// threshold (a slowdown that matters) and its robust z-score is below -z
+// (one that stands out from the fleet's own spread). The spread is floored
+// at 2%, so a very even fleet does not turn noise into huge z-scores.
 //
 // Verdicts, per suspect, from its re-tests against the survey's reference:
 //   CONFIRMED_BAD  slow with every healthy peer it was re-tested with;
@@ -43,13 +46,15 @@ struct HuntThresholds {
 
 struct RobustCentre {
   double median = 0;
-  double spread = 0;  // 1.4826 x MAD, at least 2% of the median
+  // 1.4826 x the median absolute deviation of the values' natural
+  // logarithms from the median's, at least 0.02 (2%).
+  double spread = 0;
   int count = 0;
 };
 
-// Of the values (any order); zero count: median and spread 0.
+// Of the values (any order; positive); zero count: median and spread 0.
 RobustCentre RobustCentreOf(std::vector<double> values);
-// (value - median) / spread; 0 when the spread is 0.
+// (log value - log median) / spread; 0 when the spread is 0.
 double RobustZ(double value, const RobustCentre& centre);
 
 // Sets ratio, z and slow of `m` against `reference` (a failed measurement,
@@ -57,10 +62,19 @@ double RobustZ(double value, const RobustCentre& centre);
 void ScoreMeasurement(const RobustCentre& reference, const HuntThresholds& thresholds,
                       v1::HuntMeasurement* m);
 
-// The survey's measurements scored against their own phase's centre; the
-// centres by phase.
-std::map<std::string, RobustCentre> ScoreSurvey(const HuntThresholds& thresholds,
-                                                std::vector<v1::HuntMeasurement>* survey);
+struct SurveyScore {
+  // By phase ("pairwise", "ring"), groups by size ("groups/4").
+  std::map<std::string, RobustCentre> centres;
+  std::vector<v1::HuntWorker> workers;          // ScoreWorkers
+};
+
+// The survey's measurements scored in place against their phase's centre,
+// and its workers. The centres leave out the runs of workers that a first
+// pass finds slow, so a bad node does not set the scale it is judged by.
+// `host_of`: every worker of the hunt and its host.
+SurveyScore ScoreSurvey(const HuntThresholds& thresholds,
+                        const std::map<std::string, std::string>& host_of,
+                        std::vector<v1::HuntMeasurement>* survey);
 
 // Every worker of `host_of` with the median ratio of the scored survey
 // measurements it took part in, its robust z among the workers, and how

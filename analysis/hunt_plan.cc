@@ -20,17 +20,18 @@ std::vector<std::string> HostRepresentatives(const std::vector<HostWorker>& work
   return hosts;
 }
 
+// `order` cut into ceil(n / group_size) groups whose sizes differ by one at
+// most, the larger first: results of equal-sized groups are compared.
 std::vector<WorkerGroup> Deal(const std::vector<std::string>& order, size_t group_size) {
-  std::vector<WorkerGroup> groups;
-  for (size_t i = 0; i < order.size(); i += group_size) {
-    groups.emplace_back(order.begin() + i,
-                        order.begin() + std::min(order.size(), i + group_size));
+  const size_t groups = (order.size() + group_size - 1) / group_size;
+  std::vector<WorkerGroup> out;
+  size_t at = 0;
+  for (size_t g = 0; g < groups; ++g) {
+    const size_t size = order.size() / groups + (g < order.size() % groups ? 1 : 0);
+    out.emplace_back(order.begin() + at, order.begin() + at + size);
+    at += size;
   }
-  if (groups.size() > 1 && groups.back().size() == 1) {
-    groups[groups.size() - 2].push_back(groups.back().front());
-    groups.pop_back();
-  }
-  return groups;
+  return out;
 }
 
 }  // namespace

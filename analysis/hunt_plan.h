@@ -20,10 +20,12 @@ namespace collbench {
 using WorkerGroup = std::vector<std::string>;
 
 // `deals` deals of the hosts of `workers` (each host stood for by its first
-// worker by name, as in PairwiseRounds) into groups of `group_size`. Deal 0
-// takes the hosts in order; each later deal is a fixed shuffle of them, so
-// partners change from deal to deal. A remainder of one host joins the last
-// group; a larger one makes a smaller group. A deal's groups are disjoint.
+// worker by name, as in PairwiseRounds) into groups of at most
+// `group_size`: ceil(N / group_size) groups whose sizes differ by one at
+// most (6 hosts in groups of 4 make two of 3), so no group is left with one
+// host and groups compare with groups of their size. Deal 0 takes the hosts
+// in order; each later deal is a fixed shuffle of them, so partners change
+// from deal to deal. A deal's groups are disjoint.
 // REQUIRES: group_size >= 2, deals >= 1. Fewer than two hosts: no deals.
 std::vector<std::vector<WorkerGroup>> GroupDeals(const std::vector<HostWorker>& workers,
                                                  int group_size, int deals);

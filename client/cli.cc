@@ -86,7 +86,7 @@ commands:
   check (RUN... | --suite ID) --baseline NAME [--output json]
                                 like with like against a baseline: ratio,
                                 interval, verdict; exit 3 on a regression
-  schedule create NAME --every D (--suite S | OPERATION [run flags]) [--baseline B]
+  schedule create NAME --every D (--suite S | --hunt P | OPERATION [run flags]) [--baseline B]
            | list | show NAME | pause NAME | resume NAME | delete NAME
                                 checks the coordinator fires every period when
                                 the workers are idle, against a baseline

@@ -136,7 +136,8 @@ int WorkflowsCommand(CoordinatorClient& client, const std::vector<std::string>& 
   if (sub == "list" || absl::StartsWith(sub, "--")) {
     std::string kind;
     FlagParser flags;
-    flags.String("kind", &kind, "only this kind: matrix, suite, sweep, advice, report");
+    flags.String("kind", &kind,
+                 "only this kind: matrix, suite, sweep, advice, report, check, hunt");
     if (absl::Status s = flags.Parse(sub == "list" ? rest : args); !s.ok()) return Report(s);
     v1::ListWorkflowsRequest request;
     request.set_page_size(1000);

@@ -32,6 +32,10 @@
 // With --results it measures the result path instead (results_bench.h):
 //
 //   load_bench --results --coordinator build/bin/collbench-coordinator
+//
+// With --hunt, a pairwise hunt over fake workers (hunt_bench.h):
+//
+//   load_bench --hunt --workers 1000 --coordinator build/bin/collbench-coordinator
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
@@ -67,6 +71,7 @@
 #include "collbench/v1/coordinator.grpc.pb.h"
 #include "collbench/v1/gateway.grpc.pb.h"
 #include "bench/load/load_common.h"
+#include "bench/load/hunt_bench.h"
 #include "bench/load/results_bench.h"
 #include "bench/load/watch_swarm.h"
 
@@ -853,6 +858,9 @@ int main(int argc, char** argv) {
   for (int i = 1; i < argc; ++i) {
     if (std::strcmp(argv[i], "--results") == 0) {
       return collbench::load_bench::RunResultsBench(argc, argv);
+    }
+    if (std::strcmp(argv[i], "--hunt") == 0) {
+      return collbench::load_bench::RunHuntBench(argc, argv);
     }
   }
   Options options;

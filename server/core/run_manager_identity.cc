@@ -110,6 +110,10 @@ absl::Status RunManager::ForgetWorker(absl::string_view name) {
     inventories_.erase(full);
   }
   secret_hashes_.erase(full);
+  {
+    absl::MutexLock suspicions(&suspicions_mu_);
+    suspicions_.erase(full);
+  }
   known_before_start_.erase(full);
   unsaved_workers_.erase(full);
   LogInfo("worker.forgotten", absl::StrCat("forgot ", full, "; it may register anew"))

@@ -165,7 +165,7 @@ CoordinatorMetrics::CoordinatorMetrics(absl::string_view version, MetricsSources
       .Set(1);
   // Every state is present from the start, so dashboards show zeros
   // instead of no data.
-  for (v1::WorkerState s : {v1::READY, v1::BUSY, v1::DRAINING, v1::LOST}) {
+  for (v1::WorkerState s : {v1::READY, v1::BUSY, v1::DRAINING, v1::LOST, v1::SUSPECT}) {
     families_->workers.Add({{"state", Lower(v1::WorkerState_Name(s))}});
   }
   for (const char* reason : {"queue_full", "rate_limited", "watchers_total", "watchers_per_client",
@@ -289,7 +289,7 @@ void CoordinatorMetrics::RecordApiRequest(absl::string_view protocol, absl::stri
 std::string CoordinatorMetrics::Scrape() {
   if (sources_.workers) {
     std::map<std::string, int> by_state;
-    for (v1::WorkerState s : {v1::READY, v1::BUSY, v1::DRAINING, v1::LOST}) {
+    for (v1::WorkerState s : {v1::READY, v1::BUSY, v1::DRAINING, v1::LOST, v1::SUSPECT}) {
       by_state[Lower(v1::WorkerState_Name(s))] = 0;
     }
     for (const v1::Worker& worker : sources_.workers()) {

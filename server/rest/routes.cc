@@ -47,7 +47,7 @@ const std::vector<RestRoute>& RestRoutes() {
       {"POST",
        "/v1/workflows",
        kOp,
-       "Check, plan and queue a workflow (matrix, suite, sweep, advice, report)",
+       "Check, plan and queue a workflow (matrix, suite, sweep, advice, report, check, hunt)",
        {},
        h::CreateWorkflow},
       {"GET",

@@ -13,6 +13,7 @@
 #include "server/rest/handlers.h"
 #include "server/rest/ui_pages.h"
 #include "server/rest/ui_session.h"
+#include "server/workflows/hunts.h"
 #include "server/workflows/workflow_manager.h"
 #include "server/workflows/workflow_plan.h"
 
@@ -90,8 +91,13 @@ RestReply UiWorkflow(const RestContext& context, const RestRequest& request) {
     absl::StrAppend(&body, "<div class=\"meta\">", HtmlEscape(line), "</div>\n");
   }
   for (const v1::OutputTable& t : w->output().tables()) {
-    // A check's verdicts (output.check's rows, in the "check" table) coloured.
+    // A check's verdicts (output.check's rows, in the "check" table) and a
+    // hunt's suspects coloured.
     body += HtmlTable(TableFromProto(t), CheckVerdictClass);
+  }
+  // A hunt's heat map and per-worker distribution, once it has measured.
+  if (w->output().has_hunt() && w->output().hunt().pairs_size() + w->output().hunt().groups_size() > 0) {
+    body += workflows::HuntFiguresHtml(w->output().hunt());
   }
   for (const v1::TuningFile& f : w->output().tuning_files()) {
     absl::StrAppend(&body, "<h2>", HtmlEscape(f.name()), "</h2>\n<pre>", HtmlEscape(f.content()),

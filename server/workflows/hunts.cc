@@ -9,6 +9,8 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/strip.h"
+#include "analysis/html.h"
+#include "analysis/hunt_plots.h"
 #include "analysis/pairwise_rounds.h"
 #include "analysis/table.h"
 #include "api/capabilities.h"
@@ -50,6 +52,10 @@ int RetestPeers(const v1::HuntSpec& spec) {
   return spec.retest_peers() == 0 ? kDefaultRetestPeers : spec.retest_peers();
 }
 
+std::string WorkflowIdOf(absl::string_view name) {
+  return std::string(absl::StripPrefix(name, "workflows/"));
+}
+
 std::string Short(absl::string_view worker) {
   return std::string(absl::StripPrefix(worker, "workers/"));
 }
@@ -84,19 +90,22 @@ absl::Status ValidateHunt(const v1::HuntSpec& h) {
   }
   if (h.deals() < 0 || h.deals() > kMaxDeals) {
     return absl::InvalidArgumentError(
-        absl::StrCat("spec.hunt.deals: ", h.deals(), " is outside 1..", kMaxDeals));
+        absl::StrCat("spec.hunt.deals: ", h.deals(), " is outside 1..", kMaxDeals,
+                     " (0: the default, ", kDefaultDeals, ")"));
   }
   if (h.threshold() < 0 || h.threshold() >= 1) {
     return absl::InvalidArgumentError(absl::StrCat(
         "spec.hunt.threshold: ", h.threshold(),
-        " is outside (0, 1): a worker is slow below this fraction of the fleet median"));
+        " is outside (0, 1): a worker is slow below this fraction of the fleet median (0: the "
+        "default, 0.75)"));
   }
   if (h.z() < 0) {
     return absl::InvalidArgumentError(absl::StrCat("spec.hunt.z: ", h.z(), " is negative"));
   }
   if (h.retest_peers() < 0 || h.retest_peers() > kMaxRetestPeers) {
     return absl::InvalidArgumentError(absl::StrCat(
-        "spec.hunt.retest_peers: ", h.retest_peers(), " is outside 1..", kMaxRetestPeers));
+        "spec.hunt.retest_peers: ", h.retest_peers(), " is outside 1..", kMaxRetestPeers,
+        " (0: the default, ", kDefaultRetestPeers, ")"));
   }
   for (uint64_t size : h.sizes_bytes()) {
     if (size == 0) return absl::InvalidArgumentError("spec.hunt.sizes_bytes: a size is 0");
@@ -322,10 +331,12 @@ HuntSurvey AnalyseSurvey(const v1::HuntSpec& spec, const std::vector<v1::HuntWor
                          std::vector<v1::HuntMeasurement>* survey) {
   const HuntThresholds thresholds = ThresholdsOf(spec);
   HuntSurvey out;
-  const std::map<std::string, RobustCentre> centres = ScoreSurvey(thresholds, survey);
-  if (auto it = centres.find("pairwise"); it != centres.end()) out.reference = it->second;
   const std::map<std::string, std::string> host_of = HostOf(selected);
-  out.workers = ScoreWorkers(*survey, host_of);
+  const SurveyScore score = ScoreSurvey(thresholds, host_of, survey);
+  if (auto it = score.centres.find("pairwise"); it != score.centres.end()) {
+    out.reference = it->second;
+  }
+  out.workers = score.workers;
   out.findings = Localise(*survey, out.workers, stragglers, thresholds);
   std::vector<WorkerGroup> retests = RetestRuns(out.findings, host_of, RetestPeers(spec));
   for (std::vector<WorkerGroup>& round : PackRounds(retests, host_of)) {
@@ -399,6 +410,48 @@ v1::WorkflowOutput HuntOutputOf(const v1::HuntSpec& spec, const HuntSurvey& surv
   *output.add_tables() = SuspectsTable(hunt);
   *output.add_tables() = WorkersTable(hunt);
   return output;
+}
+
+std::string HuntFiguresHtml(const v1::HuntOutput& hunt) {
+  std::string html;
+  const std::string heat_map = HuntHeatMapSvg(hunt);
+  if (!heat_map.empty()) {
+    absl::StrAppend(&html, "<h2>Pairwise heat map</h2>\n<p class=\"meta\">",
+                    HtmlEscape(hunt.metric()),
+                    ", each pair's ratio to the fleet median; the suspects first, then the "
+                    "workers slowest first.</p>\n",
+                    heat_map, "\n");
+  }
+  const std::string distribution = HuntDistributionSvg(hunt);
+  if (!distribution.empty()) {
+    absl::StrAppend(&html, "<h2>Per worker</h2>\n<p class=\"meta\">each worker's median ratio "
+                           "to the fleet median over its runs.</p>\n",
+                    distribution, "\n");
+  }
+  return html;
+}
+
+std::string HuntReportHtml(const v1::Workflow& workflow) {
+  std::string body;
+  for (const std::string& line : workflow.output().header()) {
+    absl::StrAppend(&body, "<p class=\"meta\">", HtmlEscape(line), "</p>\n");
+  }
+  if (!workflow.error().empty()) {
+    absl::StrAppend(&body, "<p class=\"why\">", HtmlEscape(workflow.error()), "</p>\n");
+  }
+  const v1::HuntOutput& hunt = workflow.output().hunt();
+  for (const v1::OutputTable& table : workflow.output().tables()) {
+    if (table.id() == "suspects") body += HtmlTable(TableFromProto(table), CheckVerdictClass);
+  }
+  body += HuntFiguresHtml(hunt);
+  for (const v1::OutputTable& table : workflow.output().tables()) {
+    if (table.id() != "suspects") body += HtmlTable(TableFromProto(table), CheckVerdictClass);
+  }
+  for (const std::string& note : hunt.notes()) {
+    absl::StrAppend(&body, "<p class=\"meta\">", HtmlEscape(note), "</p>\n");
+  }
+  return RenderHtmlPage({absl::StrCat("collbench hunt ", WorkflowIdOf(workflow.name())), "", body,
+                         "", ""});
 }
 
 }  // namespace collbench::workflows

@@ -71,6 +71,15 @@ std::vector<std::string> RingStragglers(const RunWithResults& run);
 
 HuntThresholds ThresholdsOf(const v1::HuntSpec& spec);
 
+// A hunt's page: its header, the suspects, the pairwise heat map, the
+// per-worker distribution, the workers' table and the notes. A hunt still
+// going (no output.hunt measurements yet) gets its plan.
+std::string HuntReportHtml(const v1::Workflow& workflow);
+
+// The heat map and the distribution, for a page that already has the
+// tables (the coordinator's /ui/workflows/ID).
+std::string HuntFiguresHtml(const v1::HuntOutput& hunt);
+
 // The survey judged: measurements scored in place, workers, findings, the
 // reference the re-tests are scored against, and the re-test rounds.
 struct HuntSurvey {

@@ -33,10 +33,21 @@ absl::Status NotFound(absl::string_view name) {
   return absl::NotFoundError(absl::StrCat("schedule ", NameOf(name), " not found"));
 }
 
+// A hunt's findings that count as a firing's regressions: its CONFIRMED_BAD
+// and LINK_SUSPECT verdicts (an INCONCLUSIVE one did not reproduce).
+int CountHuntFindings(const v1::Workflow& workflow) {
+  int found = 0;
+  for (const v1::HuntSuspect& s : workflow.output().hunt().suspects()) {
+    found += s.verdict() == "CONFIRMED_BAD" || s.verdict() == "LINK_SUSPECT" ? 1 : 0;
+  }
+  return found;
+}
+
 std::string OutcomeOf(const v1::Workflow& workflow) {
   switch (workflow.state()) {
     case v1::WORKFLOW_SUCCEEDED:
-      return workflow.output().check().regressed() ? "regression" : "succeeded";
+      return workflow.output().check().regressed() || CountHuntFindings(workflow) > 0 ? "regression"
+                                                                                 : "succeeded";
     case v1::WORKFLOW_CANCELLED:
       return "cancelled";
     default:
@@ -354,7 +365,8 @@ void ScheduleManager::Step(const std::string& name, absl::Time now) {
     absl::StatusOr<v1::Workflow> workflow = workflows_->Get(firing.workflow());
     if (workflow.ok() && !IsFinalWorkflowState(workflow->state())) return;
     const std::string outcome = workflow.ok() ? OutcomeOf(*workflow) : "failed";
-    const int regressions = workflow.ok() ? workflow->output().check().regressions() : 0;
+    const int regressions =
+        workflow.ok() ? workflow->output().check().regressions() + CountHuntFindings(*workflow) : 0;
     const std::string reason =
         workflow.ok() ? workflow->error() : std::string(workflow.status().message());
     apply([&](v1::Schedule& s) {

@@ -18,6 +18,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "absl/strings/match.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/strip.h"
 #include "api/convert.h"
@@ -217,6 +218,9 @@ void WorkflowManager::ExecuteHunt(const std::string& name, const v1::Workflow& s
   if (!run_rounds(analysed.retest_rounds, &retests)) return end_stopped();
   v1::WorkflowOutput output = workflows::HuntOutputOf(spec, analysed, survey, &retests);
   v1::HuntOutput& hunt = *output.mutable_hunt();
+  for (const std::string& line : snapshot.output().header()) {  // the plan's caveats
+    if (absl::StartsWith(line, "note: ")) hunt.add_notes(line.substr(6));
+  }
   const int measured = static_cast<int>(std::count_if(
       survey.begin(), survey.end(), [](const v1::HuntMeasurement& m) { return m.error().empty(); }));
   if (measured == 0) {
@@ -243,12 +247,13 @@ void WorkflowManager::Quarantine(const std::string& name, v1::HuntOutput* hunt) 
     *why.mutable_runs() = s.runs();
     if (runs_->SuspectWorker(s.worker(), why).ok()) s.set_quarantined(true);
   }
-  // A SUSPECT worker this hunt measured healthy (in the survey, and not a
-  // suspect of any kind now) is cleared.
+  // A SUSPECT worker this hunt measured healthy (in the survey, not slow by
+  // the hunt's rule, and no suspect of any kind now) is cleared.
   std::set<std::string> measured_healthy;
   const HuntThresholds thresholds = workflows::ThresholdsOf(FindSpecHunt(name));
   for (const v1::HuntWorker& w : hunt->workers()) {
-    if (w.measurements() > 0 && w.ratio() >= thresholds.ratio && !suspects.count(w.worker())) {
+    const bool slow = w.ratio() < thresholds.ratio && w.z() < -thresholds.z;
+    if (w.measurements() > 0 && !slow && !suspects.count(w.worker())) {
       measured_healthy.insert(w.worker());
     }
   }

@@ -235,9 +235,10 @@ absl::StatusOr<WorkflowManager::Page> WorkflowManager::List(int page_size,
     if (absl::ConsumePrefix(&filter, "kind=")) {
       kind = std::string(filter);
       if (kind != "matrix" && kind != "suite" && kind != "sweep" && kind != "advice" &&
-          kind != "report" && kind != "check") {
+          kind != "report" && kind != "check" && kind != "hunt") {
         return absl::InvalidArgumentError(absl::StrCat(
-            "filter: unknown kind '", kind, "' (matrix, suite, sweep, advice, report, check)"));
+            "filter: unknown kind '", kind,
+            "' (matrix, suite, sweep, advice, report, check, hunt)"));
       }
     } else if (absl::ConsumePrefix(&filter, "state=")) {
       state = absl::AsciiStrToUpper(filter);
@@ -352,6 +353,11 @@ absl::StatusOr<v1::WorkflowReport> WorkflowManager::Report(absl::string_view nam
     return report;
   }
   std::vector<std::string> names;
+  if (workflow->spec().has_hunt()) {  // of its output, not its runs
+    report.set_title(workflow->name());
+    report.set_html(workflows::HuntReportHtml(*workflow));
+    return report;
+  }
   if (workflow->spec().has_advice() || workflow->spec().has_check()) {
     absl::StatusOr<std::vector<std::string>> selected = SelectedRuns(workflow->spec());
     if (!selected.ok()) return selected.status();

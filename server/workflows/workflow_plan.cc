@@ -20,6 +20,7 @@
 #include "api/capabilities.h"
 #include "client/format.h"
 #include "client/run_flags.h"
+#include "server/workflows/hunts.h"
 #include "flavors/registry.h"
 
 namespace collbench::workflows {
@@ -505,6 +506,8 @@ v1::WorkflowOutput RenderOutput(const v1::Workflow& workflow,
 
 absl::StatusOr<std::string> RenderReport(const v1::Workflow& workflow,
                                          const std::vector<RunWithResults>& runs) {
+  // A hunt's page is of its output (half a million runs for a large one).
+  if (workflow.spec().has_hunt()) return HuntReportHtml(workflow);
   if (runs.empty()) {
     return absl::FailedPreconditionError(
         absl::StrCat(workflow.name(), " has no run with results to report on yet"));

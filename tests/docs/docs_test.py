@@ -136,7 +136,7 @@ HELPS = {
         ["collbench", c, "--help"]
         for c in ("run", "matrix", "local", "suite", "report", "sweep", "advise", "health",
                   "workers", "runs", "show", "watch", "cancel", "compare", "workflows",
-                  "baseline", "check", "schedule")
+                  "baseline", "check", "schedule", "hunt")
     ] + [["collbench-rank", "--help"]],
     "collbench-rank": [["collbench-rank", "--help"]],
     "collbench-rank-mpich": [["collbench-rank-mpich", "--help"]],

@@ -104,6 +104,12 @@ class Test(Cluster):
                    for s in data.get("suspects", [])]
         log(f"hunt {' '.join(argv)}: {took:.1f}s, {len(data.get('pairs', []))} pair runs, "
             f"suspects {summary}")
+        for m in data.get("pairs", []) + data.get("groups", []):
+            names = " ".join(w.split("/")[-1] for w in m["workers"])
+            print(f"  {m['phase']:8} r{m['round']:<2} {names:40} "
+                  f"{m['busbw_bytes_per_s'] / 1e6:9.1f} MB/s ratio {m['ratio']:.2f} "
+                  f"z {m['z']:6.1f}{' slow' if m['slow'] else ''}{' ' + m['error'] if m['error'] else ''}",
+                  flush=True)
         return data, result.returncode
 
     def rest_run(self, run):
@@ -124,7 +130,7 @@ class Test(Cluster):
         spans = []
         for run in runs:
             stored = self.rest_run(run)
-            spans.append((stored["start_time"], stored["end_time"]))
+            spans.append((stored["startTime"], stored["endTime"]))
         latest_start = max(s for s, _ in spans)
         earliest_end = min(e for _, e in spans)
         if not latest_start < earliest_end:
@@ -149,17 +155,17 @@ class Test(Cluster):
         self.check_rounds_overlap(data)
         if self.state_of(bad) != "suspect":
             raise Failure(f"`collbench workers` shows {bad} {self.state_of(bad)}, not suspect")
-        shown = self.cli("workers").stdout
-        if f"workers/{bad}: SUSPECT since" not in shown:
-            raise Failure(f"`collbench workers` gives no reason for {bad}:\n{shown}")
         worker = json.loads(http_get(f"http://{self.http_address}/v1/workers/{bad}",
                                      self.tokens["read"]))
+        shown = self.cli("workers").stdout
+        if f"workers/{bad}: SUSPECT since" not in shown:
+            raise Failure(f"`collbench workers` gives no reason for {bad}:\n{shown}\n{worker}")
         if worker["state"] != "SUSPECT" or "CONFIRMED_BAD" not in worker["suspect"]["reason"]:
             raise Failure(f"REST shows {worker['state']}: {worker.get('suspect')}")
         metrics = http_get(f"http://{self.http_address}/metrics", self.tokens["read"])
-        m = re.search(r'collbench_workers\{state="SUSPECT"\} (\S+)', metrics)
+        m = re.search(r'collbench_workers\{state="suspect"\} (\S+)', metrics)
         if not m or float(m.group(1)) != 1:
-            raise Failure("collbench_workers{state=\"SUSPECT\"} is not 1: "
+            raise Failure("collbench_workers{state=\"suspect\"} is not 1: "
                           + (m.group(0) if m else "absent"))
         run = self.create_run("allreduce", "--ranks", "5", "--placement", "spread",
                               "--transport", "tcp", "--sizes", "1K", "--iters", "20")

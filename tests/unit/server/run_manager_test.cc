@@ -1181,6 +1181,7 @@ TEST(RetentionTest, EitherLimitDeletesAndTheRestStays) {
 }  // namespace
 }  // namespace collbench
 
+
 namespace collbench {
 namespace {
 
@@ -1230,6 +1231,55 @@ TEST_F(RunManagerTest, AWorkerSelectorPicksTheWorkers) {
   nobody.set_workers("not a name!");
   EXPECT_EQ(manager_->CreateRun(nobody, "", now_).status().code(),
             absl::StatusCode::kInvalidArgument);
+}
+
+// Quarantine (DESIGN §10, "Hunts"): a SUSPECT worker gets only runs that
+// name it; the reason is shown with it; it holds across a worker and a
+// coordinator restart; an operator's clear ends it and queued runs start.
+TEST_F(RunManagerTest, ASuspectWorkerGetsOnlyRunsThatNameItUntilCleared) {
+  const uint64_t session = Register("a", "host-a", 1);
+  Register("b", "host-b", 1);
+  v1::WorkerSuspicion why;
+  why.set_reason("CONFIRMED_BAD: 0.2 of the fleet median");
+  why.set_hunt("workflows/hunt-1");
+  why.add_runs("runs/r1");
+  absl::StatusOr<v1::Worker> marked = manager_->SuspectWorker("a", why);
+  ASSERT_TRUE(marked.ok()) << marked.status();
+  EXPECT_EQ(marked->state(), v1::SUSPECT);
+  EXPECT_EQ(marked->suspect().reason(), why.reason());
+  const std::vector<v1::Worker> listed = manager_->ListWorkers();
+  ASSERT_EQ(listed.size(), 2u);
+  EXPECT_EQ(listed[0].state(), v1::SUSPECT);
+  EXPECT_EQ(listed[0].suspect().hunt(), "workflows/hunt-1");
+  // An ordinary run avoids it; one that names it may use it.
+  const v1::Run first = Create(Spec(1));
+  EXPECT_EQ(first.launcher(), "workers/b");
+  const v1::Run waits = Create(Spec(1));
+  EXPECT_EQ(waits.state(), v1::QUEUED);
+  EXPECT_THAT(Get(waits.name()).waiting_reason(), HasSubstr(first.name()));
+  v1::RunSpec named = Spec(1);
+  named.set_workers("workers/a");
+  const v1::Run on_a = Create(named);
+  EXPECT_EQ(on_a.launcher(), "workers/a");
+  Status("workers/a", on_a.name(), v1::SUCCEEDED, 0);
+  // It holds while the worker restarts and across a coordinator restart.
+  manager_->OnDisconnect("workers/a", session, now_);
+  Register("a", "host-a", 1);
+  EXPECT_EQ(manager_->GetWorker("a")->suspect().reason(), why.reason());
+  manager_->Tick(now_);
+  Restart();
+  EXPECT_TRUE(manager_->ListWorkers()[0].has_suspect());
+  Register("a", "host-a", 1);
+  Register("b", "host-b", 1);
+  EXPECT_EQ(manager_->GetWorker("a")->state(), v1::SUSPECT);
+  EXPECT_EQ(manager_->ClearWorker("b", "test", now_).status().code(),
+            absl::StatusCode::kFailedPrecondition);
+  absl::StatusOr<v1::Worker> cleared = manager_->ClearWorker("workers/a", "test", now_);
+  ASSERT_TRUE(cleared.ok()) << cleared.status();
+  EXPECT_EQ(cleared->state(), v1::READY);
+  EXPECT_FALSE(cleared->has_suspect());
+  EXPECT_EQ(manager_->ClearWorker("nobody", "test", now_).status().code(),
+            absl::StatusCode::kNotFound);
 }
 
 }  // namespace
