@@ -249,7 +249,7 @@ HeatLayout LayOutHeatMap(const std::vector<std::string>& order, size_t suspects,
 }
 
 std::string CellRect(const std::string& a, const std::string& b, const Measurement& m, double x,
-                     double y, double size) {
+                     double y, double size, bool with_tip) {
   // `a`, `b` are escaped already; the rest is escaped here.
   std::string out = absl::StrCat("<rect class=\"cell\" data-a=\"", a, "\" data-b=\"", b);
   std::string tip = absl::StrCat(a, " ↔ ", b, ": ");
@@ -262,8 +262,10 @@ std::string CellRect(const std::string& a, const std::string& b, const Measureme
     absl::StrAppend(&tip, FormatUnitValue(m.busbw_bytes_per_s(), AxisUnit::kBytesPerSecond), ", ",
                     RatioText(m.ratio()), " of median", m.slow() ? ", slow" : "");
   }
-  return absl::StrCat(out, "\" x=\"", Num(x), "\" y=\"", Num(y), "\" width=\"", Num(size),
-                      "\" height=\"", Num(size), "\"><title>", tip, "</title></rect>");
+  absl::StrAppend(&out, "\" x=\"", Num(x), "\" y=\"", Num(y), "\" width=\"", Num(size),
+                  "\" height=\"", Num(size));
+  if (!with_tip) return absl::StrCat(out, "\"/>");
+  return absl::StrCat(out, "\"><title>", tip, "</title></rect>");
 }
 
 // The grey ground (pairs not measured, the diagonal), then every cell in
@@ -285,11 +287,22 @@ std::string Cells(const std::vector<std::string>& order, const HeatLayout& l,
       absl::StrCat("<g class=\"cells\" shape-rendering=\"crispEdges\">",
                    Rect(l.left, l.top, l.side, l.side,
                         absl::StrCat(" class=\"missing\" fill=\"", kMissingColor, "\"")));
+  // Above kMaxLabelledWorkers a cell is a few pixels: a tooltip each would
+  // make the page tens of megabytes for a few hundred workers. Each row
+  // then carries one, its worker's.
+  const bool cell_tips = l.n <= kMaxLabelledWorkers;
   for (size_t i = 0; i < l.n; ++i) {
+    if (!cell_tips) {
+      absl::StrAppend(&out, "<g class=\"row\" data-worker=\"", escaped[i], "\"><title>",
+                      escaped[i], "</title>");
+    }
     for (size_t j = 0; j < l.n; ++j) {
       const Measurement* m = grid[i * l.n + j];
-      if (m != nullptr) out += CellRect(escaped[i], escaped[j], *m, l.X(j), l.Y(i), l.cell);
+      if (m != nullptr) {
+        out += CellRect(escaped[i], escaped[j], *m, l.X(j), l.Y(i), l.cell, cell_tips);
+      }
     }
+    if (!cell_tips) out += "</g>";
   }
   return out + "</g>";
 }

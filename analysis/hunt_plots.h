@@ -35,7 +35,10 @@ namespace collbench {
 // 1.25 and above). A failed run's cells are dark and carry
 // data-failed="true" and no data-ratio; the title gives the error. A pair
 // not measured, and the diagonal, are left grey (no cell). Cells come in
-// row order: row by row, then column by column.
+// row order: row by row, then column by column. Above 60 workers the cells
+// carry no tooltip of their own (it would make a page for 250 workers some
+// 15 MB): each row is a <g class="row" data-worker="W"> whose tooltip names
+// its worker, and the cells keep their data attributes.
 //
 // Order of rows (and columns): the suspects first, in the order of
 // hunt.suspects() (each once), then every other worker of a pairwise

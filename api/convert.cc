@@ -408,4 +408,14 @@ absl::Time TimeFromTimestamp(const google::protobuf::Timestamp& timestamp) {
   return absl::FromUnixNanos(google::protobuf::util::TimeUtil::TimestampToNanoseconds(timestamp));
 }
 
+std::string RankPlace(const v1::RankProgress& r) {
+  std::string place = absl::StrCat(r.operation(), " ", FormatBytes(r.bytes()));
+  if (r.iteration() > 0) {
+    absl::StrAppend(&place, " iteration ", r.iteration(),
+                    r.iterations() > 0 ? absl::StrCat("/", r.iterations()) : "");
+  }
+  if (r.phase() != "measure") absl::StrAppend(&place, " (", r.phase(), ")");
+  return place;
+}
+
 }  // namespace collbench

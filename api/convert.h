@@ -64,6 +64,10 @@ bool IsFinalRunState(v1::RunState state);
 // The run's effective transport (Run.effective_transport) once scheduled,
 // else the one its spec asks for (AUTO when unset).
 v1::Transport EffectiveTransport(const v1::Run& run);
+
+// Where a rank is, for people: "allreduce 1M iteration 412/1000", with its
+// phase when it is not measuring ("... (check)").
+std::string RankPlace(const v1::RankProgress& rank);
 // The run's spec with the effective transport in place of the asked one:
 // what results are compared and labelled by.
 v1::RunSpec SpecAsRun(const v1::Run& run);

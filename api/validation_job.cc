@@ -222,6 +222,10 @@ absl::Status CheckEnv(const Context& c) {
   return absl::OkStatus();
 }
 
+// The shortest spec.hang_timeout: ranks report their progress once a
+// second, through their worker.
+constexpr double kMinHangTimeoutS = 5;
+
 absl::Status CheckTimeout(const Context& c) {
   if (!c.spec.has_timeout()) return absl::OkStatus();
   absl::StatusOr<double> timeout_s = DurationSeconds("spec.timeout", c.spec.timeout());
@@ -230,6 +234,16 @@ absl::Status CheckTimeout(const Context& c) {
   if (*timeout_s > c.limits.max_timeout_s) {
     return FieldError("spec.timeout", FormatDuration(*timeout_s), " exceeds the limit of ",
                       FormatDuration(c.limits.max_timeout_s));
+  }
+  if (!c.spec.has_hang_timeout()) return absl::OkStatus();
+  // The hang timeout (DESIGN §10): 0 picks the default; a shorter one than
+  // a few seconds would end runs whose ranks only report once a second.
+  absl::StatusOr<double> hang_s = DurationSeconds("spec.hang_timeout", c.spec.hang_timeout());
+  if (!hang_s.ok()) return hang_s.status();
+  if (*hang_s != 0 && (*hang_s < kMinHangTimeoutS || *hang_s > c.limits.max_timeout_s)) {
+    return FieldError("spec.hang_timeout", FormatDuration(*hang_s), " is outside ",
+                      FormatDuration(kMinHangTimeoutS), "..",
+                      FormatDuration(c.limits.max_timeout_s), " (0: the default)");
   }
   return absl::OkStatus();
 }

@@ -7,11 +7,13 @@
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
+#include <tuple>
 
 #include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "api/convert.h"
 #include "api/status_mapping.h"
 #include "client/advise_command.h"
 #include "client/container_format.h"
@@ -205,8 +207,22 @@ absl::StatusOr<v1::Run> Follow(CoordinatorClient& client, const std::string& run
       std::fflush(stdout);
     } else if (event.has_progress()) {
       erase_progress();
-      absl::FPrintF(stderr, "%s  [%d/%d sizes]%s", terminal ? "\r" : "",
-                    event.progress().sizes_done(), event.progress().sizes_total(),
+      // Where each rank is (relayed by the workers), on one line: the
+      // slowest rank's place and who else is there.
+      std::string ranks;
+      if (event.progress().ranks_size() > 0) {
+        const v1::RankProgress* slowest = &event.progress().ranks(0);
+        for (const v1::RankProgress& r : event.progress().ranks()) {
+          if (std::make_tuple(r.size_index(), r.iteration()) <
+              std::make_tuple(slowest->size_index(), slowest->iteration())) {
+            slowest = &r;
+          }
+        }
+        ranks = absl::StrFormat("  ranks: slowest %d on %s in %s", slowest->rank(),
+                                slowest->host(), RankPlace(*slowest));
+      }
+      absl::FPrintF(stderr, "%s  [%d/%d sizes]%s%s", terminal ? "\r" : "",
+                    event.progress().sizes_done(), event.progress().sizes_total(), ranks,
                     terminal ? "" : "\n");
       progress_shown = terminal;
     } else if (event.has_state_change()) {

@@ -95,6 +95,20 @@ const std::map<std::string, Setter>& ValueFlags() {
              static_cast<int32_t>(std::min(999'999'999.0, std::round((*s - whole_s) * 1e9))));
          return absl::OkStatus();
        }},
+      {"--hang-timeout", [](RunRequest* r, const std::string& v) -> absl::Status {
+         absl::StatusOr<double> s = ParseDurationSeconds(v);
+         if (!s.ok()) return Bad("--hang-timeout", v, std::string(s.status().message()));
+         const double max_s = ValidationLimits().max_timeout_s;
+         if (*s > max_s) {
+           return Bad("--hang-timeout", v,
+                      absl::StrCat("longer than the limit of ", FormatDuration(max_s)));
+         }
+         const double whole_s = std::floor(*s);
+         r->spec.mutable_hang_timeout()->set_seconds(static_cast<int64_t>(whole_s));
+         r->spec.mutable_hang_timeout()->set_nanos(
+             static_cast<int32_t>(std::min(999'999'999.0, std::round((*s - whole_s) * 1e9))));
+         return absl::OkStatus();
+       }},
       {"--output", [](RunRequest* r, const std::string& v) -> absl::Status {
          ASSIGN_OR_RETURN(r->output, ParseOutputKind(v));
          return absl::OkStatus();
@@ -148,6 +162,7 @@ absl::StatusOr<RunRequest> ParseRunFlags(const std::vector<std::string>& args) {
   *request.spec.mutable_env() = service.env();
   *request.spec.mutable_labels() = service.labels();
   if (service.has_timeout()) *request.spec.mutable_timeout() = service.timeout();
+  if (service.has_hang_timeout()) *request.spec.mutable_hang_timeout() = service.hang_timeout();
   const v1::Placement& p = request.spec.placement();
   if (p.policy() == v1::EXPLICIT && p.ranks_per_worker() == 0) {
     request.spec.mutable_placement()->set_ranks_per_worker(
@@ -172,6 +187,8 @@ run flags:
                             each value has a grammar; a tuning file is named by its
                             bare name in the workers' --tuning-dir
   --timeout 30m  --label KEY=VALUE  --request-id ID
+  --hang-timeout D          end the run when no rank advances for D, naming the ranks
+                            behind (default: 3 time budgets, at least 30s)
   --watch                   print each size as it is measured
   --wait                    wait and print the results
   --output table|jsonl|csv

@@ -117,6 +117,14 @@ class FakeWorker final
 
   void Stop() { context_.TryCancel(); }
 
+  // A heartbeat, as a worker sends one every few seconds: a worker that is
+  // only ever a peer sends nothing else, and would be marked LOST.
+  void Beat() {
+    std::lock_guard<std::mutex> lock(mu_);
+    outgoing_.emplace_back().mutable_heartbeat()->set_sequence(++beats_);
+    WriteNextLocked();
+  }
+
   void OnWriteDone(bool ok) override {
     std::lock_guard<std::mutex> lock(mu_);
     outgoing_.pop_front();
@@ -190,6 +198,7 @@ class FakeWorker final
   std::mutex mu_;
   std::deque<v1::WorkerMessage> outgoing_;
   bool writing_ = false;
+  int64_t beats_ = 0;
   v1::CoordinatorMessage incoming_;
 };
 
@@ -251,8 +260,13 @@ int RunHuntBench(int argc, char** argv) {
   double stopped_s = 0;
   long stopped_runs = 0;
   int stopped_rounds = 0;
+  auto last_beat = Clock::now();
   while (status == 0) {
     std::this_thread::sleep_for(std::chrono::seconds(1));
+    if (Clock::now() - last_beat > std::chrono::seconds(5)) {
+      for (auto& w : workers) w->Beat();
+      last_beat = Clock::now();
+    }
     const ProcSample now = SampleProc(coordinator.pid());
     peak_rss_kb = std::max(peak_rss_kb, now.rss_kb);
     grpc::ClientContext context;

@@ -221,6 +221,12 @@ absl::StatusOr<v1::Run> RunManager::GetRun(absl::string_view name) {
   if (run.state() == v1::QUEUED) {
     absl::MutexLock lock(&mu_);
     WithWaitingReasonLocked(&run);
+  } else if (run.state() == v1::RUNNING) {
+    // Where its ranks are now (kept live, not written at every change).
+    absl::MutexLock lock(&mu_);
+    if (const LiveRun* live = FindLiveLocked(run.name())) {
+      *run.mutable_rank_progress() = live->run.rank_progress();
+    }
   }
   return run;
 }
@@ -519,6 +525,8 @@ void RunManager::FinishLocked(LiveRun& live, v1::RunState state, const std::stri
   live.run.set_state(state);
   live.run.set_error(error);
   live.run.clear_waiting_reason();
+  // Where the ranks were is kept only where it explains the end.
+  if (state == v1::SUCCEEDED) live.run.clear_rank_progress();
   *live.run.mutable_end_time() = TimestampFromTime(now);
   (void)SaveLocked(live);  // logged; the run is over either way
   PublishStateLocked(live, now);

@@ -104,6 +104,10 @@ namespace collbench {
 // The run label that marks a scheduled check's runs (its value: the
 // schedule's id). They are queued behind every user run.
 inline constexpr char kScheduleLabel[] = "schedule";
+
+// Every rank's place, for people (run_manager_progress.cc): "rank 5 on
+// node-7 in allreduce 1M iteration 412/1000, stopped; ...".
+std::string RankPositions(const std::map<int, v1::RankProgress>& ranks);
 bool IsBackgroundRun(const v1::Run& run);
 
 struct RunManagerOptions {
@@ -282,6 +286,12 @@ class RunManager {
   void FlushResults();
   ResultWriter::Stats result_writer_stats();
   void OnLog(const std::string& worker, const v1::RunLog& log, absl::Time now);
+  // Hang attribution (DESIGN §10; run_manager_progress.cc): where the
+  // ranks of a run on `worker` are. Kept on the run (Run.rank_progress),
+  // sent to its watchers; a run in which no rank advances for its hang
+  // timeout is ended by Tick with a diagnosis naming the ranks behind.
+  void OnRankProgress(const std::string& worker, const v1::RankProgressReport& report,
+                      absl::Time now);
 
   // Expires heartbeats, enforces timeouts and grace periods, schedules,
   // and writes changed worker rows to the store in one transaction.
@@ -306,8 +316,16 @@ class RunManager {
     // bandwidth, links and class), on first use.
     std::optional<PathFacts> path;
     RunClass run_class;
+    // Where each rank is (OnRankProgress), and when one last moved.
+    std::map<int, v1::RankProgress> ranks;
+    absl::Time last_advance = absl::InfinitePast();
+    // Each rank's CPU time when it last moved: a rank that used none since
+    // while the run stands still is not waiting in a busy loop.
+    std::map<int, double> cpu_at_advance;
   };
 
+  // A run standing still past its hang timeout: ended with the diagnosis.
+  void CheckHangLocked(LiveRun& live, absl::Time now) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   ValidationLimits LimitsNow() const;
   void ScheduleLocked(absl::Time now) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void StartLocked(const scheduling::Assignment& assignment, absl::Time now)

@@ -343,6 +343,12 @@ void RunManager::OnRunStatus(const std::string& worker, const v1::RunStatus& sta
   }
   live->final_state = status.state();
   live->final_error = status.error();
+  if (status.state() == v1::FAILED && !live->ranks.empty()) {
+    // Where every rank was when it failed (a rank that exited without
+    // finalising makes the launcher fail the job).
+    absl::StrAppend(&live->final_error, "; the ranks when it ended: ",
+                    RankPositions(live->ranks));
+  }
   live->results_total = status.results_total();
   FinishIfCompleteLocked(*live, now);
   ScheduleLocked(now);
@@ -390,6 +396,8 @@ void RunManager::TickLiveState(absl::Time now) {
                         now);
     } else if (now >= live->deadline) {
       (void)AbortLocked(*live, v1::FAILED, "timed out", now);
+    } else if (live->run.state() == v1::RUNNING) {
+      CheckHangLocked(*live, now);
     }
   }
   ScheduleLocked(now);

@@ -16,6 +16,7 @@
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
 #include "analysis/html.h"
+#include "common/units.h"
 #include "analysis/report.h"
 #include "analysis/suite.h"
 #include "api/convert.h"
@@ -62,6 +63,7 @@ constexpr char kLiveScript[] = R"js(
   }
   var events = new EventSource(box.dataset.events);
   events.addEventListener('result', refresh);
+  events.addEventListener('progress', refresh);
   events.addEventListener('state', function (e) {
     var state = '';
     try { state = JSON.parse(e.data).stateChange.state; } catch (x) {}
@@ -146,6 +148,28 @@ RestReply UiRuns(const RestContext& context, const RestRequest& request) {
   return UiPageReply({"collbench runs", kUiNav, body, "", ""});
 }
 
+// Where every rank is while the run goes on (and, in a run a hang
+// diagnosis ended, where each stood), the ranks behind marked.
+std::string RankProgressHtml(const v1::Run& run) {
+  if (run.rank_progress_size() == 0) return "";
+  std::string html =
+      "<h2>Ranks</h2>\n<table class=\"data ranks\"><thead><tr><th>rank</th><th>host</th>"
+      "<th>worker</th><th>size</th><th>iteration</th><th>phase</th><th>process</th>"
+      "<th>last moved (UTC)</th></tr></thead><tbody>";
+  for (const v1::RankProgress& r : run.rank_progress()) {
+    absl::StrAppend(
+        &html, "<tr", r.behind() ? " class=\"verdict-regression\"" : "", "><td class=\"num\">",
+        r.rank(), r.behind() ? " (behind)" : "", "</td><td>", HtmlEscape(r.host()), "</td><td>",
+        HtmlEscape(r.worker()), "</td><td>", HtmlEscape(r.operation()), " ",
+        FormatBytes(r.bytes()), "</td><td class=\"num\">", r.iteration(),
+        r.iterations() > 0 ? absl::StrCat("/", r.iterations()) : "", "</td><td>",
+        HtmlEscape(r.phase()), "</td><td>", HtmlEscape(r.process()), "</td><td>",
+        UiTime(r.update_time()), "</td></tr>");
+  }
+  html += "</tbody></table>\n";
+  return html;
+}
+
 RestReply UiRun(const RestContext& context, const RestRequest& request) {
   absl::StatusOr<RunWithResults> run = LoadRun(context, request.id);
   if (!run.ok()) return UiErrorReply(run.status());
@@ -153,7 +177,7 @@ RestReply UiRun(const RestContext& context, const RestRequest& request) {
   HtmlPage page{RunsReportTitle({*run}), kUiNav,
                 absl::StrCat("<div id=\"report\" data-events=\"", HtmlEscape(base + "/events"),
                              "\" data-fragment=\"", HtmlEscape(base + "/fragment"), "\">",
-                             RunsReportBody({*run}), "</div>\n"),
+                             RankProgressHtml(run->run), RunsReportBody({*run}), "</div>\n"),
                 "", ""};
   if (!Ended(run->run.state())) {
     page.script = kLiveScript;
@@ -167,7 +191,7 @@ RestReply UiRunFragment(const RestContext& context, const RestRequest& request) 
   if (!run.ok()) return UiErrorReply(run.status());
   RestReply reply;
   reply.content_type = "text/html; charset=utf-8";
-  reply.body = RunsReportBody({*run});
+  reply.body = RankProgressHtml(run->run) + RunsReportBody({*run});
   reply.headers = UiSecurityHeaders("");
   return reply;
 }

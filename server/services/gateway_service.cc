@@ -167,6 +167,9 @@ class ConnectReactor final
       case v1::WorkerMessage::kLog:
         manager->OnLog(worker_, message.log(), now);
         break;
+      case v1::WorkerMessage::kRankProgress:
+        manager->OnRankProgress(worker_, message.rank_progress(), now);
+        break;
       default:
         return absl::InvalidArgumentError("unexpected message on a registered stream");
     }

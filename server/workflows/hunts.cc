@@ -30,6 +30,10 @@ constexpr int64_t kDefaultSecondsPerSize = 2;
 // (RankTiming.straggler's rule).
 constexpr double kStragglerFactor = 1.5;
 constexpr size_t kMinHostsForOneBadNode = 5;
+// A hunt's run times out after this many times its sizes' time budgets,
+// plus this allowance for the launch.
+constexpr double kBudgetsPerRunTimeout = 10;
+constexpr double kRunStartAllowanceS = 120;
 
 std::string Pattern(const v1::HuntSpec& spec) {
   return spec.pattern().empty() ? "pairwise" : spec.pattern();
@@ -200,6 +204,12 @@ v1::RunSpec HuntRunSpec(const v1::WorkflowSpec& spec, const std::string& id, con
   }
   r.set_mpi(h.mpi());
   r.set_transport(h.transport());
+  // A run that takes far longer than its sizes' time budgets is stuck: it
+  // must not hold the hunt's round for the default hour.
+  const double per_size_s = static_cast<double>(r.time_budget().seconds()) +
+                            static_cast<double>(r.time_budget().nanos()) * 1e-9;
+  r.mutable_timeout()->set_seconds(static_cast<int64_t>(
+      kRunStartAllowanceS + kBudgetsPerRunTimeout * per_size_s * r.sizes_bytes_size()));
   r.set_ranks(static_cast<int>(run.workers.size()));
   r.mutable_placement()->set_policy(v1::EXPLICIT);
   r.mutable_placement()->set_ranks_per_worker(1);

@@ -126,6 +126,19 @@ bool WorkflowManager::RunHuntRound(const std::string& name, int round,
         continue;
       }
       absl::StatusOr<v1::Run> now = runs_->GetRun(runs[i]);
+      if (now.ok() && now->state() == v1::QUEUED && !cancel_sent) {
+        // A run of the round that waits for a worker that is gone would
+        // hold the hunt: it is cancelled, and measured as failed.
+        for (const std::string& worker : now->spec().placement().workers()) {
+          absl::StatusOr<v1::Worker> w = runs_->GetWorker(worker);
+          if (!w.ok() || w->state() == v1::LOST) {
+            (void)runs_->CancelRun(runs[i], absl::Now());
+            now = runs_->GetRun(runs[i]);
+            if (now.ok()) now->set_error(absl::StrCat(worker, " is lost"));
+            break;
+          }
+        }
+      }
       const bool final = !now.ok() || IsFinalRunState(now->state());
       absl::MutexLock lock(&mu_);
       v1::Workflow* workflow = FindLocked(name);

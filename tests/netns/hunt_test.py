@@ -20,7 +20,12 @@ cbhn-*), a worker with one slot in each. The test
   4. with nothing slowed, hunts --repetitions more times (default 1) and
      counts the hunts with no suspect (the acceptance asks for 9 of 10).
 It also checks that a pairwise round's runs overlap in time (they run at
-once on their disjoint hosts).
+once on their disjoint hosts), and, where Debian's chromium is installed,
+opens the slow-node hunt's /ui/workflows/ID and its report in it (signed
+in with the read token): no console error, a heat-map cell for each way of
+each measured pair, the suspect marked on the heat map and the per-worker
+plot and coloured in the suspects table; screenshots go to
+$COLLBENCH_UI_ARTIFACTS (default BIN_DIR/../test-artifacts/ui).
 
 Needs root, `ip netns` and `tc`; exits 77 (skipped) otherwise. Everything it
 creates is named cbhn-* (or lives in its folder) and is removed at the end,
@@ -31,6 +36,7 @@ also on failure; one netns test at a time.
 
 import argparse
 import json
+import tempfile
 import os
 import re
 import shutil
@@ -41,6 +47,9 @@ import urllib.request
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from netns_hosts import (Cluster, Failure, Network, check_reachable, log, run_test,  # noqa: E402
                          sh)
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "ui"))
+import cdp  # noqa: E402  (headless chromium over the DevTools protocol)
 
 NETWORK = Network("cbhn-", "198.18.4", host_count=6)
 RATE = "200mbit"
@@ -92,6 +101,8 @@ class Test(Cluster):
     def hunt(self, *argv, expect_rc=None):
         start = time.monotonic()
         result = self.cli("hunt", *HUNT, *argv, "--output", "json", check=False, timeout=600)
+        m = re.search(r"(workflows/hunt-\S+):", result.stderr)
+        self.last_workflow = m.group(1) if m else None
         took = time.monotonic() - start
         if result.returncode not in (0, 3):
             raise Failure(f"collbench hunt {' '.join(argv)} exited {result.returncode}:\n"
@@ -137,6 +148,60 @@ class Test(Cluster):
             raise Failure(f"the runs of one round did not overlap: {spans}")
         log(f"a round's {len(runs)} runs overlapped in time: {spans}")
 
+    def check_pages(self, workflow, data):
+        """The hunt's page and report in chromium (skipped without it)."""
+        binary = cdp.find_chromium()
+        if binary is None:
+            log("SKIP the browser check: chromium not found (apt-get install chromium)")
+            return
+        out = os.environ.get("COLLBENCH_UI_ARTIFACTS") or os.path.join(
+            self.bin, "..", "test-artifacts", "ui")
+        os.makedirs(out, exist_ok=True)
+        origin = f"http://{self.http_address}"
+        wid = workflow.split("/", 1)[1]
+        pairs = sum(1 for m in data["pairs"] if m["phase"] == "pairwise")
+        suspect = data["suspects"][0]["worker"]
+        browser = cdp.Browser(binary, tempfile.mkdtemp(prefix="cbhn-chromium.", dir=self.workdir))
+        try:
+            page = browser.new_page(width=1300, height=1000)
+            page.navigate(f"{origin}/ui/")
+            page.mark = len(page.browser.events)
+            page.evaluate("document.querySelector('input[name=token]').value = %s;"
+                          "document.querySelector('form.login').submit(); true"
+                          % json.dumps(self.tokens["read"]))
+            deadline = time.monotonic() + 20
+            while not page.events("Page.loadEventFired"):
+                if time.monotonic() > deadline:
+                    raise Failure("signing in to /ui/ loaded no page")
+                page.browser.pump(0.2)
+            for path, name in ((f"/ui/workflows/{wid}", "ui-hunt.png"),
+                               (f"/ui/workflows/{wid}/report", "ui-hunt-report.png")):
+                page.navigate(origin + path)
+                errors = page.errors()
+                if errors:
+                    raise Failure(f"{path}: console errors or exceptions: {errors}")
+                outside = [u for u in page.requests() if not u.startswith(origin + "/")]
+                if outside:
+                    raise Failure(f"{path}: requests outside {origin}: {outside}")
+                found = page.evaluate(
+                    "[document.querySelectorAll('svg.hunt-heatmap rect.cell').length,"
+                    " document.querySelectorAll('svg.hunt-heatmap g.suspect[data-worker=%s]')"
+                    ".length, document.querySelectorAll('svg.hunt-distribution circle.worker')"
+                    ".length, document.querySelectorAll('svg.hunt-distribution g.suspect')"
+                    ".length, Array.from(document.querySelectorAll('td')).filter(function (td) {"
+                    " return td.textContent === 'CONFIRMED_BAD' &&"
+                    " td.className.indexOf('verdict-regression') >= 0; }).length]"
+                    % json.dumps(suspect))
+                expected = [2 * pairs, 1, len(data["workers"]), 1, 1]
+                if found != expected:
+                    raise Failure(f"{path}: [cells, suspect marks, worker dots, suspect rings, "
+                                  f"red CONFIRMED_BAD cells] = {found}, not {expected}")
+                page.screenshot(os.path.join(out, name), full_page=True)
+            log(f"the hunt's page and report render in chromium ({2 * pairs} heat-map cells, "
+                f"the suspect marked); screenshots in {out}")
+        finally:
+            browser.close()
+
     def bad_node(self):
         bad = self.net.hosts[2][0]
         slow_host(bad, True)
@@ -144,6 +209,7 @@ class Test(Cluster):
             data, _ = self.hunt("--pattern", "all", expect_rc=3)
         finally:
             slow_host(bad, False)
+        self.check_pages(self.last_workflow, data)
         confirmed = [s["worker"] for s in data["suspects"] if s["verdict"] == "CONFIRMED_BAD"]
         if confirmed != [f"workers/{bad}"]:
             raise Failure(f"CONFIRMED_BAD {confirmed}, not [workers/{bad}]: {data['suspects']}")

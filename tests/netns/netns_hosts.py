@@ -462,7 +462,8 @@ class Cluster:
             time.sleep(0.1)
         raise Failure(f"the coordinator did not start; see {log_path}")
 
-    def start_workers(self, mpi_interface=None, path_prefix=None, slots=3, labels=None):
+    def start_workers(self, mpi_interface=None, path_prefix=None, slots=3, labels=None,
+                      extra=()):
         """One worker per host; `path_prefix` goes before PATH (for wrappers
         of mpirun / mpiexec); `labels(ns)`, when given, the worker's
         --label KEY=VALUE flags."""
@@ -483,6 +484,7 @@ class Cluster:
                 argv += ["--mpi-interface", mpi_interface]
             for key, value in sorted((labels(ns) if labels else {}).items()):
                 argv += ["--label", f"{key}={value}"]
+            argv += list(extra)
             self.processes.start(ns, argv, os.path.join(self.workdir, f"{ns}.log"), env=env)
 
     def worker_states(self):

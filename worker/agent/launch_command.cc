@@ -11,6 +11,7 @@
 #include "absl/strings/str_join.h"
 #include "api/convert.h"
 #include "api/tuning_env.h"
+#include "common/progress_slot.h"
 #include "common/host_port.h"
 #include "flavors/registry.h"
 #include "worker/agent/launch_shim.h"
@@ -117,6 +118,12 @@ absl::StatusOr<LaunchCommand> BuildLaunchCommand(const v1::Assignment& assignmen
   if (absl::Status s = AddHosts(assignment, &request, &hostmap); !s.ok()) return s;
   EnvMap run_env;  // the run's settings, then the flavour's own
   if (absl::Status s = AddRunEnv(spec, paths.tuning_dir, &request, &run_env); !s.ok()) return s;
+  // Every rank, on every host, learns where its progress slot goes.
+  if (const std::string dir = ProgressDirOf(paths.progress_root, assignment.run());
+      !dir.empty()) {
+    request.spec_env[kProgressDirEnv] = dir;
+    run_env[kProgressDirEnv] = dir;
+  }
   request.launcher = installed->second.launcher;
   request.rank_binary = installed->second.rank_binary;
   request.shim_command = absl::StrCat(paths.self, " ", kShimWord);

@@ -53,6 +53,10 @@ struct LaunchPaths {
   // spec.env (api/tuning_env.h) names a file there by its bare name; the
   // command carries its resolved path (tuning_files.h).
   std::string tuning_dir;
+  // Where the ranks' progress slots go (common/progress_slot.h): each run
+  // in ROOT/ID, handed to every rank as COLLBENCH_PROGRESS_DIR. Empty: no
+  // slots (no hang diagnosis).
+  std::string progress_root;
 };
 
 // Makes `link` a symbolic link to `self` (replacing what was there).

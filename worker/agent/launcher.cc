@@ -12,6 +12,7 @@
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_replace.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "api/convert.h"
@@ -294,6 +295,14 @@ void Launcher::Drive(std::shared_ptr<RunState> state) {
                                                : "";
     if (!s.shim_error.empty() && why.find(s.shim_error) == std::string::npos) {
       why = why.empty() ? s.shim_error : absl::StrCat(s.shim_error, " | ", why);
+    }
+    // The library names hosts by the aliases this launcher gave them
+    // ("node w1"): say which worker each is.
+    for (const v1::Peer& peer : s.assignment.peers()) {
+      if (peer.host_alias().empty()) continue;
+      why = absl::StrReplaceAll(
+          why, {{absl::StrCat("node ", peer.host_alias(), " "),
+                 absl::StrCat("node ", peer.host_alias(), " (", peer.worker(), ") ")}});
     }
     Report(s, v1::FAILED, absl::StrCat("the MPI launcher exited with code ", exit_code,
                                        why.empty() ? "" : ": ", why));

@@ -72,6 +72,7 @@ struct Flags {
   std::string state_dir;
   std::string mpi_interface;
   std::string tuning_dir;
+  std::string progress_dir = "/dev/shm/collbench-progress";
   std::map<std::string, std::string> labels;  // --label, validated when parsed
   bool no_memory_probe = false;
   ClientTlsOptions tls;
@@ -310,6 +311,7 @@ int Serve(const Flags& flags) {
   options.join_token = *join_token;
   options.inventory = *inventory;
   options.on_registration = std::move(report_registration);
+  options.progress_root = flags.progress_dir;
   const std::string work_dir = flags.work_dir.empty()
                                    ? absl::StrCat("/tmp/collbench-worker-", options.worker_id)
                                    : flags.work_dir;
@@ -328,6 +330,7 @@ int Serve(const Flags& flags) {
   mkdir(launcher_options.work_dir.c_str(), 0700);
   launcher_options.paths.shim_env = ShimTlsEnv(flags.agent_tls);
   launcher_options.paths.tuning_dir = tuning_dir;
+  launcher_options.paths.progress_root = flags.progress_dir;
 
   Launcher launcher(runner.get(), &spool, &agent, launcher_options);
   agent.SetLauncher(&launcher);
@@ -409,6 +412,11 @@ int main(int argc, char** argv) {
                 " an interface (eth0) or a CIDR (10.0.0.0/16); Open MPI gets it as"
                 " oob_tcp_if_include and btl_tcp_if_include, MPICH an interface name as"
                 " UCX_NET_DEVICES (default: MPI's choice)");
+  parser.String("progress-dir", &flags.progress_dir,
+                "where the ranks of a run publish their progress (a folder per run), which"
+                " this worker relays to the coordinator for hang diagnosis; every worker of a"
+                " run must use the same path (default /dev/shm/collbench-progress; empty:"
+                " none)");
   parser.String("tuning-dir", &flags.tuning_dir,
                 "folder of tuning files the operator installs (Open MPI coll_tuned dynamic"
                 " rules, MPICH JSON collective selection); a run names one by its bare file name,"

@@ -2,6 +2,8 @@
 #include "worker/agent/worker_agent.h"
 
 #include <algorithm>
+#include <map>
+#include <set>
 #include <random>
 #include <thread>
 
@@ -11,6 +13,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "common/log.h"
+#include "common/progress_slot.h"
 #include "worker/agent/worker_state.h"
 
 namespace collbench {
@@ -112,11 +115,13 @@ bool WorkerAgent::Session(v1::WorkerGateway::Stub& stub) {
     std::thread heartbeat([this, interval, &heartbeat_done] {
       HeartbeatLoop(interval, &heartbeat_done);
     });
+    std::thread progress([this, &heartbeat_done] { ProgressLoop(&heartbeat_done); });
     v1::CoordinatorMessage message;
     while (stream->Read(&message)) Handle(message);
     server_done = true;
     heartbeat_done.Notify();
     heartbeat.join();
+    progress.join();
   }
   {
     absl::MutexLock write_lock(&write_mu_);
@@ -169,6 +174,61 @@ void WorkerAgent::HeartbeatLoop(absl::Duration interval, absl::Notification* don
   }
 }
 
+bool WorkerAgent::ReadProgress(const std::string& run, v1::RankProgressReport* report) {
+  const std::string dir = ProgressDirOf(options_.progress_root, run);
+  if (dir.empty()) return false;
+  const std::vector<RankSlot> slots = ReadProgressSlots(dir);
+  if (slots.empty()) return false;
+  report->set_run(run);
+  for (const RankSlot& slot : slots) {
+    v1::RankProgress* rank = report->add_ranks();
+    rank->set_rank(slot.rank);
+    rank->set_host(slot.host);
+    rank->set_operation(slot.operation);
+    rank->set_size_index(slot.size_index);
+    rank->set_bytes(slot.bytes);
+    rank->set_iteration(slot.iteration);
+    rank->set_iterations(slot.iterations);
+    rank->set_phase(slot.phase);
+    const ProcessFacts process = ProcessFactsOf(slot.pid);
+    rank->set_process(process.state);
+    rank->set_cpu_seconds(process.cpu_seconds);
+  }
+  return true;
+}
+
+void WorkerAgent::ProgressLoop(absl::Notification* done) {
+  if (options_.progress_root.empty()) return;
+  constexpr absl::Duration kAtLeastEvery = absl::Seconds(10);
+  struct Sent {
+    std::string positions;  // what the last report said, CPU time left out
+    absl::Time time;
+  };
+  std::map<std::string, Sent> sent;
+  while (!done->WaitForNotificationWithTimeout(options_.progress_interval)) {
+    std::set<std::string> runs;
+    {
+      absl::MutexLock lock(&runs_mu_);
+      runs = runs_;
+    }
+    const absl::Time now = absl::Now();
+    for (const std::string& run : runs) {
+      v1::WorkerMessage message;
+      if (!ReadProgress(run, message.mutable_rank_progress())) continue;
+      v1::RankProgressReport positions = message.rank_progress();
+      for (v1::RankProgress& rank : *positions.mutable_ranks()) rank.clear_cpu_seconds();
+      std::string key;
+      positions.SerializeToString(&key);
+      Sent& last = sent[run];
+      if (key == last.positions && now - last.time < kAtLeastEvery) continue;
+      if (Write(message)) last = {std::move(key), now};
+    }
+    for (auto it = sent.begin(); it != sent.end();) {  // forget runs that ended
+      it = runs.count(it->first) ? std::next(it) : sent.erase(it);
+    }
+  }
+}
+
 void WorkerAgent::Handle(const v1::CoordinatorMessage& message) {
   switch (message.message_case()) {
     case v1::CoordinatorMessage::kAssignment: {
@@ -181,6 +241,10 @@ void WorkerAgent::Handle(const v1::CoordinatorMessage& message) {
           .Str("run", message.assignment().run())
           .Int("peers", message.assignment().peers_size())
           .Error(started);
+      if (started.ok() || absl::IsAlreadyExists(started)) {
+        absl::MutexLock lock(&runs_mu_);
+        runs_.insert(message.assignment().run());
+      }
       if (!started.ok() && !absl::IsAlreadyExists(started)) {
         v1::RunStatus status;
         status.set_state(v1::FAILED);
@@ -191,10 +255,13 @@ void WorkerAgent::Handle(const v1::CoordinatorMessage& message) {
       }
       break;
     }
-    case v1::CoordinatorMessage::kRunToken:
+    case v1::CoordinatorMessage::kRunToken: {
       exec_->Allow(message.run_token().run(), message.run_token().token(),
                    message.run_token().mpi());
+      absl::MutexLock lock(&runs_mu_);
+      runs_.insert(message.run_token().run());
       break;
+    }
     case v1::CoordinatorMessage::kCancel:
       LogInfo("worker.run_cancelled",
               absl::StrCat(message.cancel().run(), " cancelled: ", message.cancel().reason()))
@@ -203,10 +270,14 @@ void WorkerAgent::Handle(const v1::CoordinatorMessage& message) {
       if (launcher_) launcher_->Cancel(message.cancel().run(), message.cancel().reason());
       exec_->Revoke(message.cancel().run());
       break;
-    case v1::CoordinatorMessage::kRelease:
+    case v1::CoordinatorMessage::kRelease: {
       exec_->Revoke(message.release().run());
       spool_->Release(message.release().run());
+      absl::MutexLock lock(&runs_mu_);
+      runs_.erase(message.release().run());
+      RemoveProgressDir(ProgressDirOf(options_.progress_root, message.release().run()));
       break;
+    }
     case v1::CoordinatorMessage::kAck:
       spool_->Ack(message.ack().run(), message.ack().sequence());
       break;

@@ -15,6 +15,7 @@
 
 #include <functional>
 #include <memory>
+#include <set>
 #include <string>
 
 #include "absl/base/thread_annotations.h"
@@ -44,6 +45,11 @@ struct WorkerAgentOptions {
   grpc::ChannelArguments channel_arguments;
   absl::Duration min_backoff = absl::Milliseconds(200);
   absl::Duration max_backoff = absl::Seconds(5);
+  // The runs' progress folders (LaunchPaths::progress_root): every second
+  // the agent reads the slots of each run it takes part in and relays them
+  // (RankProgressReport). Empty: nothing is relayed.
+  std::string progress_root;
+  absl::Duration progress_interval = absl::Seconds(1);
   // Called with true when the coordinator accepts the registration and with
   // false when that stream ends; may be empty.
   std::function<void(bool registered)> on_registration;
@@ -81,6 +87,11 @@ class WorkerAgent final : public ReportSink {
   bool Session(v1::WorkerGateway::Stub& stub);
   void Handle(const v1::CoordinatorMessage& message);
   void HeartbeatLoop(absl::Duration interval, absl::Notification* done);
+  // Every progress_interval: each run's slots, relayed when a rank moved or
+  // its process changed, and at least every 10 s.
+  void ProgressLoop(absl::Notification* done);
+  // The report of `run`'s slots on this host; false when it has none.
+  bool ReadProgress(const std::string& run, v1::RankProgressReport* report);
   bool Write(const v1::WorkerMessage& message);
   // The secret to present: the one in memory, else the stored one.
   std::string Secret();
@@ -97,6 +108,10 @@ class WorkerAgent final : public ReportSink {
   grpc::ClientContext* context_ ABSL_GUARDED_BY(mu_) = nullptr;
   Stream* stream_ ABSL_GUARDED_BY(mu_) = nullptr;  // non-null while registered
   absl::Mutex write_mu_;  // one Write at a time on the stream
+  // Runs this worker takes part in (launched, or a peer with their token),
+  // whose progress it relays.
+  absl::Mutex runs_mu_;
+  std::set<std::string> runs_ ABSL_GUARDED_BY(runs_mu_);
   std::string secret_;    // Run()'s thread only
 };
 

@@ -27,6 +27,7 @@
 #include "worker/engine/report/reporter.h"
 #include "worker/engine/scenarios/scenario.h"
 #include "worker/engine/sweep.h"
+#include "common/progress_slot.h"
 
 #ifndef COLLBENCH_MPI_FLAVOR
 #define COLLBENCH_MPI_FLAVOR "mpi"
@@ -84,6 +85,8 @@ struct Engine {
   std::unique_ptr<MemoryKind> host_memory;
   std::unique_ptr<MemoryKind> device_memory;
   std::vector<std::string> hosts;  // by rank; filled on rank 0 by ReportStart
+  // Where this rank is, for its worker (null without kProgressDirEnv).
+  std::unique_ptr<ProgressSlot> progress;
   std::chrono::steady_clock::time_point start = std::chrono::steady_clock::now();
 };
 
@@ -197,6 +200,7 @@ absl::StatusOr<SweepTotals> RunOperation(Engine& e) {
     env.device = e.device.get();
     env.reporter = e.reporter.get();
     env.hosts = &e.hosts;
+    env.progress = e.progress.get();
     ASSIGN_OR_RETURN(SweepTotals one, RunSweep(env));
     totals.sizes += one.sizes;
     totals.wrong += one.wrong;
@@ -261,12 +265,16 @@ int RunInitialized(Engine& e) {
     return kExitFailed;
   }
   e.world = *std::move(world);
+  if (const char* dir = std::getenv(kProgressDirEnv); dir != nullptr) {
+    e.progress = ProgressSlot::Open(dir, e.world->rank(), e.options.operation);
+  }
   if (e.world->rank() == 0) e.reporter = NewReporter(e.options.format, stdout);
   RegisterBuiltinOperations(&e.operations);
   RegisterBuiltinBackends(&e.backends);
   RegisterBuiltinMemoryKinds(&e.memory);
   absl::StatusOr<SweepTotals> result =
       e.options.scenario.empty() ? RunOperation(e) : RunScenario(e);
+  if (e.progress != nullptr) e.progress->SetPhase(RankPhase::kDone);
   return Finish(e, result);
 }
 

@@ -17,6 +17,7 @@
 #include "engine_spec/pattern.h"
 #include "worker/engine/report/reporter.h"
 #include "worker/engine/timing.h"
+#include "common/progress_slot.h"
 
 namespace collbench {
 namespace {
@@ -175,36 +176,49 @@ void SpinFor(double seconds) {
 }
 
 absl::StatusOr<LocalTiming> TimeSize(const SweepEnv& env, const OpContext& ctx,
-                                     SizeBuffers& buffers, uint64_t bytes) {
+                                     SizeBuffers& buffers, uint64_t bytes, int index) {
   const bool synchronize = env.backend->completes_asynchronously();
   const IterationPolicy policy = PolicyFor(*env.options, *env.op, bytes);
+  // The slot learns each iteration as it starts (a relaxed store into
+  // shared memory), so a rank that stops is seen where it stopped.
+  ProgressSlot* slot = env.progress;
+  if (slot != nullptr) {
+    slot->BeginSize(index, bytes,
+                    policy.time_budget_s.has_value() ? 0 : policy.warmup + policy.iters);
+  }
+  int64_t started = 0;
   if (env.options->slow_rank == ctx.rank) {
     const double delay_s = env.options->slow_delay_s;
     return TimeIterations(*env.comm, policy, [&] {
+      if (slot != nullptr) slot->Iteration(++started);
       absl::Status status = RunOnce(env, ctx, buffers, synchronize);
       SpinFor(delay_s);
       return status;
     });
   }
-  return TimeIterations(*env.comm, policy,
-                        [&] { return RunOnce(env, ctx, buffers, synchronize); });
+  return TimeIterations(*env.comm, policy, [&] {
+    if (slot != nullptr) slot->Iteration(++started);
+    return RunOnce(env, ctx, buffers, synchronize);
+  });
 }
 
 // Measures one size and adds it to `totals`: the wrong count (summed over
 // ranks) and, on rank 0, the size's busbw.
-absl::Status RunSize(const SweepEnv& env, uint64_t bytes, SweepTotals* totals) {
+absl::Status RunSize(const SweepEnv& env, int index, uint64_t bytes, SweepTotals* totals) {
   const OpContext ctx = MakeOpContext(*env.options, *env.comm, bytes);
   absl::StatusOr<SizeBuffers> prepared = Prepare(env, ctx);
   RETURN_IF_ERROR(AgreeOnStatus(*env.comm, prepared.status()));
   SizeBuffers& buffers = *prepared;
-  ASSIGN_OR_RETURN(LocalTiming local, TimeSize(env, ctx, buffers, bytes));
+  ASSIGN_OR_RETURN(LocalTiming local, TimeSize(env, ctx, buffers, bytes, index));
   uint64_t wrong = 0;
   if (env.options->check) {
+    if (env.progress != nullptr) env.progress->SetPhase(RankPhase::kCheck);
     ASSIGN_OR_RETURN(uint64_t mine, CheckOnce(env, ctx, buffers));
     std::vector<double> total = {static_cast<double>(mine)};
     RETURN_IF_ERROR(env.comm->AllreduceSum(&total));
     wrong = static_cast<uint64_t>(total[0]);
   }
+  if (env.progress != nullptr) env.progress->SetPhase(RankPhase::kSummarize);
   ASSIGN_OR_RETURN(RankSummary summary, SummarizeAcrossRanks(*env.comm, local));
   if (env.reporter != nullptr) {
     SizeRecord record = MakeSizeRecord(*env.op, ctx, summary, env.options->check, wrong);
@@ -287,8 +301,9 @@ bool BarrierAfterEachIteration(const EngineOptions& options) {
 
 absl::StatusOr<SweepTotals> RunSweep(const SweepEnv& env) {
   SweepTotals totals;
+  int index = 0;
   for (uint64_t bytes : SweepSizes(*env.options)) {
-    RETURN_IF_ERROR(RunSize(env, bytes, &totals));
+    RETURN_IF_ERROR(RunSize(env, index++, bytes, &totals));
   }
   return totals;
 }

@@ -21,6 +21,7 @@ namespace collbench {
 
 class Backend;
 class Communicator;
+class ProgressSlot;
 class DeviceRuntime;
 class MemoryKind;
 class Reporter;
@@ -38,6 +39,8 @@ struct SweepEnv {
   Reporter* reporter = nullptr;     // rank 0 only; null elsewhere
   // Host name of every rank, by rank (rank 0 only; may be empty elsewhere).
   const std::vector<std::string>* hosts = nullptr;
+  // This rank's progress slot (common/progress_slot.h); null: none.
+  ProgressSlot* progress = nullptr;
 };
 
 struct SweepTotals {

@@ -176,6 +176,9 @@ TEST(HuntPlotsTest, HeatMapOfALargeFleetStaysInBoundsAndLabelsOnlySuspects) {
   EXPECT_LE(height, 900);
   // Cells shrank to fit: 720 px over 250 workers.
   EXPECT_EQ(Attributes(svg, kCell, "width").front(), "2.9");
+  // A tooltip per row, not per cell: the page stays a few megabytes.
+  EXPECT_EQ(Count(svg, "<g class=\"row\""), static_cast<size_t>(kWorkers));
+  EXPECT_LT(svg.size(), 8u << 20) << svg.size() << " bytes";
 }
 
 TEST(HuntPlotsTest, HeatMapDrawsSurveyMediansAndFailuresNotRetests) {

@@ -1282,5 +1282,104 @@ TEST_F(RunManagerTest, ASuspectWorkerGetsOnlyRunsThatNameItUntilCleared) {
             absl::StatusCode::kNotFound);
 }
 
+// Hang attribution (DESIGN §10): the ranks' progress relayed by their
+// workers is kept on the run; no rank advancing for the hang timeout (30 s
+// by default) fails the run naming the rank whose process stopped, its
+// host, and where the others wait; a rank that moves keeps the run alive.
+TEST_F(RunManagerTest, ARunWhoseRanksStandStillFailsNamingTheStoppedRank) {
+  const uint64_t session_a = Register("a", "host-a", 2);
+  const uint64_t session_b = Register("b", "host-b", 2);
+  v1::RunSpec spec = Spec(4);
+  spec.set_workers("a,b");
+  const v1::Run run = Create(spec);
+  ASSERT_EQ(run.state(), v1::SCHEDULED);
+  Status(run.launcher(), run.name(), v1::RUNNING);
+  // The placement: ranks 0, 1 on one worker, 2, 3 on the other.
+  const v1::Run placed = Get(run.name());
+  ASSERT_EQ(placed.hosts_size(), 2);
+  auto report = [&](const std::string& worker, int first, int64_t iteration,
+                    const std::string& process, double cpu) {
+    v1::RankProgressReport r;
+    r.set_run(run.name());
+    for (int rank = first; rank < first + 2; ++rank) {
+      v1::RankProgress* p = r.add_ranks();
+      p->set_rank(rank);
+      p->set_host(worker == "workers/a" ? "host-a" : "host-b");
+      p->set_operation("allreduce");
+      p->set_bytes(1024);
+      p->set_size_index(1);
+      p->set_iteration(iteration);
+      p->set_iterations(1000);
+      p->set_phase("measure");
+      p->set_process(rank == 2 ? process : "running");
+      p->set_cpu_seconds(cpu);
+    }
+    manager_->OnRankProgress(worker, r, now_);
+  };
+  const std::string w0 = placed.hosts(0).worker(), w1 = placed.hosts(1).worker();
+  report(w0, 0, 411, "running", 1);
+  report(w1, 2, 411, "running", 1);
+  now_ += absl::Seconds(1);
+  report(w0, 0, 412, "running", 2);
+  report(w1, 2, 412, "running", 2);
+  EXPECT_EQ(Get(run.name()).rank_progress_size(), 4);
+  // Rank 2 stops inside iteration 412; the others wait in it, spinning.
+  auto beat = [&] {
+    manager_->OnHeartbeat("workers/a", session_a, now_);
+    manager_->OnHeartbeat("workers/b", session_b, now_);
+  };
+  for (int s = 0; s < 29; ++s) {
+    now_ += absl::Seconds(1);
+    beat();
+    report(w0, 0, 412, "running", 3 + s);
+    report(w1, 2, 412, "stopped", 3 + s);
+    manager_->Tick(now_);
+  }
+  EXPECT_EQ(Get(run.name()).state(), v1::RUNNING) << "ended before the hang timeout";
+  now_ += absl::Seconds(2);
+  beat();
+  manager_->Tick(now_);
+  const v1::Run failed = Get(run.name());
+  ASSERT_EQ(failed.state(), v1::FAILED);
+  const std::string host2 = w1 == "workers/b" ? "host-b" : "host-a";
+  EXPECT_THAT(failed.error(), HasSubstr("rank 2 on " + host2));
+  EXPECT_THAT(failed.error(), HasSubstr("stopped in allreduce 1K iteration 412/1000"));
+  EXPECT_THAT(failed.error(), HasSubstr("3 ranks wait in allreduce 1K iteration 412/1000"));
+  int behind = -1;
+  for (const v1::RankProgress& r : failed.rank_progress()) {
+    if (r.behind()) behind = r.rank();
+  }
+  EXPECT_EQ(behind, 2);
+}
+
+TEST_F(RunManagerTest, RanksThatKeepMovingAreNeverAHang) {
+  const uint64_t session = Register("a", "host-a", 2);
+  const v1::Run run = Create(Spec(2));
+  Status(run.launcher(), run.name(), v1::RUNNING);
+  for (int s = 0; s < 120; ++s) {
+    v1::RankProgressReport r;
+    r.set_run(run.name());
+    for (int rank = 0; rank < 2; ++rank) {
+      v1::RankProgress* p = r.add_ranks();
+      p->set_rank(rank);
+      p->set_operation("allreduce");
+      p->set_phase("measure");
+      p->set_iteration(s);
+    }
+    manager_->OnRankProgress(run.launcher(), r, now_);
+    now_ += absl::Seconds(1);
+    manager_->OnHeartbeat("workers/a", session, now_);
+    manager_->Tick(now_);
+  }
+  EXPECT_EQ(Get(run.name()).state(), v1::RUNNING);
+  // A worker that is not the run's may not report for it.
+  Register("x", "host-x", 2);
+  v1::RankProgressReport stranger;
+  stranger.set_run(run.name());
+  stranger.add_ranks()->set_rank(0);
+  manager_->OnRankProgress("workers/x", stranger, now_);
+  EXPECT_EQ(Get(run.name()).rank_progress(0).iteration(), 119);
+}
+
 }  // namespace
 }  // namespace collbench
