@@ -303,7 +303,7 @@ std::vector<v1::HuntWorker> ScoreWorkers(const std::vector<v1::HuntMeasurement>&
     if (w.measurements() > 0) w.set_z(RobustZ(w.ratio(), centre));
   }
   std::sort(workers.begin(), workers.end(), [](const v1::HuntWorker& x, const v1::HuntWorker& y) {
-    if (x.measurements() > 0 != y.measurements() > 0) return x.measurements() > 0;
+    if ((x.measurements() > 0) != (y.measurements() > 0)) return x.measurements() > 0;
     if (x.ratio() != y.ratio()) return x.ratio() < y.ratio();
     return x.worker() < y.worker();
   });

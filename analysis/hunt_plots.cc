@@ -157,6 +157,8 @@ using PairCells = std::map<PairKey, const Measurement*>;
 
 constexpr double kMatrixSide = 720, kMinCell = 2, kMaxCell = 28;
 constexpr size_t kMaxLabelledWorkers = 60;
+// The most rows (and columns) a heat map draws.
+constexpr size_t kMaxHeatMapWorkers = 400;
 constexpr double kGutter = 12;  // between labels and matrix, where suspects are marked
 constexpr double kLeader = 28;  // a leader line's run, when only suspects are labelled
 constexpr double kLegendBar = 250, kLegendSpan = 480, kLegendHeight = 62;
@@ -296,7 +298,9 @@ std::string Cells(const std::vector<std::string>& order, const HeatLayout& l,
       absl::StrAppend(&out, "<g class=\"row\" data-worker=\"", escaped[i], "\"><title>",
                       escaped[i], "</title>");
     }
-    for (size_t j = 0; j < l.n; ++j) {
+    // Above it too, the matrix is drawn below its diagonal only (it is
+    // symmetric): half the cells, the same picture.
+    for (size_t j = 0; j < (cell_tips ? l.n : i); ++j) {
       const Measurement* m = grid[i * l.n + j];
       if (m != nullptr) {
         out += CellRect(escaped[i], escaped[j], *m, l.X(j), l.Y(i), l.cell, cell_tips);
@@ -521,11 +525,23 @@ std::string DistLabels(const std::vector<const v1::HuntWorker*>& ranked,
 }  // namespace
 
 std::string HuntHeatMapSvg(const v1::HuntOutput& hunt) {
-  const PairCells cells = SurveyPairs(hunt);
+  PairCells cells = SurveyPairs(hunt);
   if (cells.empty()) return "";
   const std::vector<const v1::HuntSuspect*> suspects = DistinctSuspects(hunt);
-  const std::vector<std::string> order = HeatMapOrder(suspects, hunt, cells);
-  const std::string title = absl::StrCat("Pairs: ", Metric(hunt), ", ", MedianCaption(hunt));
+  std::vector<std::string> order = HeatMapOrder(suspects, hunt, cells);
+  std::string title = absl::StrCat("Pairs: ", Metric(hunt), ", ", MedianCaption(hunt));
+  if (order.size() > kMaxHeatMapWorkers) {
+    // A million cells is no figure: the suspects and the slowest workers,
+    // and the pairs among them.
+    absl::StrAppend(&title, " (the first ", kMaxHeatMapWorkers, " of ", order.size(),
+                    " workers: suspects, then the slowest)");
+    order.resize(kMaxHeatMapWorkers);
+    const std::set<std::string> kept(order.begin(), order.end());
+    for (auto it = cells.begin(); it != cells.end();) {
+      it = kept.count(it->first.first) && kept.count(it->first.second) ? std::next(it)
+                                                                         : cells.erase(it);
+    }
+  }
   const HeatLayout l = LayOutHeatMap(order, suspects.size(), title);
   std::string out = SvgOpen("hunt-heatmap", l.width, l.height, title);
   absl::StrAppend(&out, Cells(order, l, cells),

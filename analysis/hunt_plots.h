@@ -36,9 +36,10 @@ namespace collbench {
 // data-failed="true" and no data-ratio; the title gives the error. A pair
 // not measured, and the diagonal, are left grey (no cell). Cells come in
 // row order: row by row, then column by column. Above 60 workers the cells
-// carry no tooltip of their own (it would make a page for 250 workers some
-// 15 MB): each row is a <g class="row" data-worker="W"> whose tooltip names
-// its worker, and the cells keep their data attributes.
+// carry no tooltip of their own and only the lower triangle is drawn (one
+// cell per pair, (a, b) with a's row below b's): each row is a
+// <g class="row" data-worker="W"> whose tooltip names its worker, and the
+// cells keep their data attributes. A page for 250 workers stays a few MB.
 //
 // Order of rows (and columns): the suspects first, in the order of
 // hunt.suspects() (each once), then every other worker of a pairwise
@@ -54,6 +55,9 @@ namespace collbench {
 // grow: at most 28 px, the matrix at most 720 px a side, but a cell at
 // least 2 px. Below the matrix a legend: the colour scale with ticks 0,
 // 0.25, ..., 1.25 and the grey and dark swatches.
+//
+// Above 400 workers only the first 400 of that order are drawn (the
+// suspects and the slowest), with the pairs among them; the title says so.
 //
 // "" when the hunt has no pairwise measurement (a groups or ring hunt).
 std::string HuntHeatMapSvg(const v1::HuntOutput& hunt);

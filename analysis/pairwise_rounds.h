@@ -38,6 +38,21 @@ using PairRound = std::vector<WorkerPair>;
 // than two hosts: no rounds.
 std::vector<PairRound> PairwiseRounds(const std::vector<HostWorker>& workers);
 
+// The same plan, one round at a time: a fleet of 5,000 hosts has 12.5
+// million pairs, which are not all held at once. Round(r) equals
+// PairwiseRounds(workers)[r].
+class PairwisePlan {
+ public:
+  explicit PairwisePlan(const std::vector<HostWorker>& workers);
+  size_t rounds() const { return circle_.size() < 2 ? 0 : circle_.size() - 1; }
+  size_t pairs() const;  // in all rounds
+  // REQUIRES: r < rounds().
+  PairRound Round(size_t r) const;
+
+ private:
+  std::vector<std::string> circle_;  // hosts' first workers, a bye ("") when odd
+};
+
 }  // namespace collbench
 
 #endif  // COLLBENCH_ANALYSIS_PAIRWISE_ROUNDS_H_

@@ -99,7 +99,12 @@ absl::StatusOr<ChannelSetup> MakeChannelSetup(const ClientTlsOptions& options) {
 
 std::shared_ptr<grpc::Channel> CreateCoordinatorChannel(const std::string& address,
                                                         const ChannelSetup& setup) {
-  return grpc::CreateCustomChannel(address, setup.credentials, setup.arguments);
+  // A large workflow's answer (a hunt over hundreds of workers keeps tens of
+  // thousands of measurements) is past gRPC's default 4 MB.
+  constexpr int kMaxAnswerBytes = 256 << 20;
+  grpc::ChannelArguments arguments = setup.arguments;
+  arguments.SetMaxReceiveMessageSize(kMaxAnswerBytes);
+  return grpc::CreateCustomChannel(address, setup.credentials, arguments);
 }
 
 }  // namespace collbench

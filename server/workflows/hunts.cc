@@ -30,6 +30,10 @@ constexpr int64_t kDefaultSecondsPerSize = 2;
 // (RankTiming.straggler's rule).
 constexpr double kStragglerFactor = 1.5;
 constexpr size_t kMinHostsForOneBadNode = 5;
+// Above this many survey measurements, the output keeps the telling ones
+// (those among the kTellingWorkers slowest workers, and the slow ones).
+constexpr size_t kMaxOutputPairs = 50000;
+constexpr size_t kTellingWorkers = 300;
 // A hunt's run times out after this many times its sizes' time budgets,
 // plus this allowance for the launch.
 constexpr double kBudgetsPerRunTimeout = 10;
@@ -221,30 +225,40 @@ v1::RunSpec HuntRunSpec(const v1::WorkflowSpec& spec, const std::string& id, con
   return r;
 }
 
-std::vector<HuntRound> SurveyRounds(const v1::HuntSpec& spec,
-                                    const std::vector<v1::HuntWorker>& selected) {
-  std::vector<HuntRound> rounds;
-  const std::vector<HostWorker> workers = HostWorkers(selected);
-  if (Runs(spec, "pairwise")) {
-    for (const PairRound& round : PairwiseRounds(workers)) {
-      HuntRound r;
-      for (const WorkerPair& pair : round) r.push_back({"pairwise", {pair.a, pair.b}});
-      rounds.push_back(std::move(r));
-    }
-  }
+namespace {
+
+std::vector<HostWorker> PairwiseWorkers(const v1::HuntSpec& spec,
+                                        const std::vector<v1::HuntWorker>& selected) {
+  return Runs(spec, "pairwise") ? HostWorkers(selected) : std::vector<HostWorker>();
+}
+
+}  // namespace
+
+SurveyPlan::SurveyPlan(const v1::HuntSpec& spec, const std::vector<v1::HuntWorker>& selected)
+    : pairwise_(PairwiseWorkers(spec, selected)) {
+  runs_ = pairwise_.pairs();
   if (Runs(spec, "groups")) {
-    for (const std::vector<WorkerGroup>& deal : GroupDeals(workers, GroupSize(spec), Deals(spec))) {
+    for (const std::vector<WorkerGroup>& deal :
+         GroupDeals(HostWorkers(selected), GroupSize(spec), Deals(spec))) {
       HuntRound r;
       for (const WorkerGroup& group : deal) r.push_back({"groups", group});
-      rounds.push_back(std::move(r));
+      runs_ += r.size();
+      rest_.push_back(std::move(r));
     }
   }
   if (Runs(spec, "ring") && selected.size() >= 2) {
     WorkerGroup all;
     for (const v1::HuntWorker& w : selected) all.push_back(w.worker());
-    rounds.push_back({{"ring", all}});
+    rest_.push_back({{"ring", all}});
+    ++runs_;
   }
-  return rounds;
+}
+
+HuntRound SurveyPlan::Round(size_t r) const {
+  if (r >= pairwise_.rounds()) return rest_[r - pairwise_.rounds()];
+  HuntRound round;
+  for (const WorkerPair& pair : pairwise_.Round(r)) round.push_back({"pairwise", {pair.a, pair.b}});
+  return round;
 }
 
 absl::StatusOr<HuntPlan> PlanHunt(const v1::WorkflowSpec& spec, const std::string& id,
@@ -275,13 +289,14 @@ absl::StatusOr<HuntPlan> PlanHunt(const v1::WorkflowSpec& spec, const std::strin
         " has ", plan.workers.size(), " connected worker", plan.workers.size() == 1 ? "" : "s",
         " on ", hosts.size(), " host", hosts.size() == 1 ? "" : "s"));
   }
-  const std::vector<HuntRound> rounds = SurveyRounds(h, plan.workers);
+  const SurveyPlan rounds(h, plan.workers);
+  plan.survey_runs = static_cast<int>(rounds.runs());
   // Every run of a phase differs from the others by its workers only: the
   // first of each phase is checked as CreateRun will check it.
   std::set<std::string> checked;
-  for (const HuntRound& round : rounds) {
-    for (const HuntRun& run : round) {
-      ++plan.survey_runs;
+  for (size_t r = 0; r < rounds.rounds(); ++r) {
+    if (r > 0 && r + 1 < rounds.rounds() && checked.count("pairwise")) continue;  // alike
+    for (const HuntRun& run : rounds.Round(r)) {
       if (!checked.insert(run.phase).second) continue;
       if (absl::Status ok = check(HuntRunSpec(spec, id, run)); !ok.ok()) {
         return absl::Status(ok.code(), absl::StrCat("spec.hunt (", run.phase, " run ",
@@ -292,7 +307,7 @@ absl::StatusOr<HuntPlan> PlanHunt(const v1::WorkflowSpec& spec, const std::strin
   plan.header.push_back(absl::StrFormat(
       "hunt: %s over %d workers on %d hosts: %d runs in %d rounds, then re-tests of the "
       "suspects with healthy peers",
-      Pattern(h), plan.workers.size(), hosts.size(), plan.survey_runs, rounds.size()));
+      Pattern(h), plan.workers.size(), hosts.size(), plan.survey_runs, rounds.rounds()));
   if (hosts.size() < kMinHostsForOneBadNode && Runs(h, "pairwise")) {
     plan.header.push_back(absl::StrCat(
         "note: with ", hosts.size(), " hosts one slow node is in half of the pairs or more, so "
@@ -397,13 +412,41 @@ v1::WorkflowOutput HuntOutputOf(const v1::HuntSpec& spec, const HuntSurvey& surv
   hunt.set_metric(absl::StrCat(Runs(spec, "pairwise") ? PairOperation(spec) : GroupOperation(spec),
                                " bus bandwidth at ", size, ", from the median iteration"));
   int failed = 0;
+  // A large fleet's pairs are kept where they say something: the slow and
+  // failed ones, those of a suspect, and all among the slowest workers.
+  const bool keep_all = measurements.size() <= kMaxOutputPairs;
+  std::set<std::string> telling;
+  for (const v1::HuntSuspect& s : hunt.suspects()) telling.insert(s.worker());
+  for (const v1::HuntWorker& w : survey.workers) {  // slowest first
+    if (telling.size() >= kTellingWorkers) break;
+    telling.insert(w.worker());
+  }
+  int left_out = 0;
   for (const v1::HuntMeasurement& m : measurements) {
     if (!m.error().empty()) ++failed;
+    const bool keep = keep_all || m.slow() || !m.error().empty() ||
+                      std::all_of(m.workers().begin(), m.workers().end(),
+                                  [&](const std::string& w) { return telling.count(w) > 0; }) ||
+                      std::any_of(hunt.suspects().begin(), hunt.suspects().end(),
+                                  [&](const v1::HuntSuspect& s) {
+                                    return std::find(m.workers().begin(), m.workers().end(),
+                                                     s.worker()) != m.workers().end();
+                                  });
+    if (!keep) {
+      ++left_out;
+      continue;
+    }
     if (m.phase() == "pairwise") {
       *hunt.add_pairs() = m;
     } else {
       *hunt.add_groups() = m;
     }
+  }
+  if (left_out > 0) {
+    hunt.add_notes(absl::StrCat(
+        left_out, " of ", measurements.size(), " measurements are left out of this output: "
+        "kept are the slow and failed ones, the suspects', and all among the ", kTellingWorkers,
+        " slowest workers (every run is stored, labelled hunt=ID)"));
   }
   for (const v1::HuntMeasurement& m : *retests) {
     if (!m.error().empty()) ++failed;

@@ -17,6 +17,7 @@
 #include "absl/status/statusor.h"
 #include "analysis/hunt_localise.h"
 #include "analysis/hunt_plan.h"
+#include "analysis/pairwise_rounds.h"
 #include "analysis/run_set.h"
 #include "collbench/v1/worker.pb.h"
 #include "collbench/v1/workflow.pb.h"
@@ -51,9 +52,22 @@ absl::StatusOr<HuntPlan> PlanHunt(const v1::WorkflowSpec& spec, const std::strin
                                   const std::vector<v1::Worker>& workers,
                                   const RunChecker& check);
 
-// The survey's rounds for the selected workers (deterministic).
-std::vector<HuntRound> SurveyRounds(const v1::HuntSpec& spec,
-                                    const std::vector<v1::HuntWorker>& selected);
+// The survey's rounds for the selected workers (deterministic): the
+// pairwise rounds made one at a time (a hunt over 5,000 hosts has 12.5
+// million pairs), then the group deals, then the ring.
+class SurveyPlan {
+ public:
+  SurveyPlan(const v1::HuntSpec& spec, const std::vector<v1::HuntWorker>& selected);
+  size_t rounds() const { return pairwise_.rounds() + rest_.size(); }
+  size_t runs() const { return runs_; }
+  // REQUIRES: r < rounds().
+  HuntRound Round(size_t r) const;
+
+ private:
+  PairwisePlan pairwise_;
+  std::vector<HuntRound> rest_;  // the group deals and the ring
+  size_t runs_ = 0;
+};
 
 // What one of the hunt's runs runs: the spec's operation and sizes, one
 // rank per worker in the given order, labelled.

@@ -11,7 +11,9 @@
 // a round had already created, and the rounds are recomputed from the
 // workers the plan selected (output.hunt.workers).
 #include <algorithm>
+#include <functional>
 #include <map>
+#include <optional>
 #include <set>
 #include <string>
 #include <vector>
@@ -31,12 +33,11 @@ namespace collbench {
 bool WorkflowManager::RunHuntRound(const std::string& name, int round,
                                    const workflows::HuntRound& planned,
                                    std::vector<RunWithResults>* ended) {
-  v1::WorkflowSpec spec;
   {
     absl::MutexLock lock(&mu_);
     if (StopOrCancelLocked(name)) return false;
     v1::Workflow* workflow = FindLocked(name);
-    spec = workflow->spec();
+    const v1::WorkflowSpec& spec = workflow->spec();
     const std::string id(absl::StripPrefix(name, "workflows/"));
     workflow->clear_cells();
     for (const workflows::HuntRun& run : planned) {
@@ -51,37 +52,63 @@ bool WorkflowManager::RunHuntRound(const std::string& name, int round,
     }
     SaveLocked(*workflow);
   }
-  const int count = static_cast<int>(planned.size());
-  std::vector<std::string> runs(count);
-  std::vector<bool> done(count, false);
-  // A round already run before a restart: its runs are adopted by their
-  // request ids, and those that ended are not followed again.
-  // Create every run of the round; the scheduler starts all whose hosts
-  // are free at once.
-  for (int i = 0; i < count; ++i) {
-    v1::RunSpec run_spec;
-    {
+  const std::vector<std::string> runs = CreateRoundRuns(name, round);
+  if (!FollowRoundRuns(name, runs)) return false;
+  // Index by index: a run never accepted (or deleted since) ends as FAILED
+  // with its reason.
+  ended->clear();
+  for (size_t i = 0; i < runs.size(); ++i) {
+    std::vector<RunWithResults> fetched =
+        runs[i].empty() ? std::vector<RunWithResults>() : FetchRuns({runs[i]});
+    if (fetched.empty()) {
+      RunWithResults failed;
+      failed.run.set_name(runs[i]);
+      failed.run.set_state(v1::FAILED);
       absl::MutexLock lock(&mu_);
-      run_spec = FindLocked(name)->cells(i).spec();
+      const v1::WorkflowCell& cell = FindLocked(name)->cells(static_cast<int>(i));
+      failed.run.set_error(cell.error().empty() ? "not created" : cell.error());
+      fetched.push_back(std::move(failed));
     }
+    ended->push_back(std::move(fetched.front()));
+  }
+  absl::MutexLock lock(&mu_);
+  return !StopOrCancelLocked(name);
+}
+
+std::vector<std::string> WorkflowManager::CreateRoundRuns(const std::string& name, int round) {
+  // Every run of the round is created before any is followed: the
+  // scheduler starts all whose hosts are free at once. After a restart the
+  // request ids adopt the runs the round had already created.
+  std::vector<v1::RunSpec> specs;
+  bool scheduled = false;
+  {
+    absl::MutexLock lock(&mu_);
+    const v1::Workflow* workflow = FindLocked(name);
+    scheduled = !workflow->spec().schedule().empty();
+    for (const v1::WorkflowCell& cell : workflow->cells()) specs.push_back(cell.spec());
+  }
+  std::vector<std::string> runs(specs.size());
+  for (size_t i = 0; i < specs.size(); ++i) {
     while (true) {
       {
         absl::MutexLock lock(&mu_);
-        if (StopOrCancelLocked(name)) break;
+        if (StopOrCancelLocked(name)) return runs;
       }
-      if (!spec.schedule().empty() &&
-          !runs_->WorkersIdle(absl::StrJoin(run_spec.placement().workers(), ",")).ok()) {
+      // A scheduled hunt's run waits for its workers to be idle, so a
+      // user's run never waits behind it.
+      if (scheduled &&
+          !runs_->WorkersIdle(absl::StrJoin(specs[i].placement().workers(), ",")).ok()) {
         absl::SleepFor(options_.poll_interval);
         continue;
       }
       absl::StatusOr<v1::Run> created = runs_->CreateRun(
-          run_spec, absl::StrCat(name, "/round-", round, "-", i), absl::Now(), name);
+          specs[i], absl::StrCat(name, "/round-", round, "-", i), absl::Now(), name);
       if (absl::IsResourceExhausted(created.status())) {  // the queue or the rate: wait
         absl::SleepFor(options_.poll_interval);
         continue;
       }
       absl::MutexLock lock(&mu_);
-      v1::WorkflowCell* cell = FindLocked(name)->mutable_cells(i);
+      v1::WorkflowCell* cell = FindLocked(name)->mutable_cells(static_cast<int>(i));
       if (!created.ok()) {
         cell->set_state(v1::FAILED);
         cell->set_error(absl::StrCat("not accepted: ", created.status().message()));
@@ -93,12 +120,34 @@ bool WorkflowManager::RunHuntRound(const std::string& name, int round,
       break;
     }
   }
-  {
-    absl::MutexLock lock(&mu_);
-    SaveLocked(*FindLocked(name));
+  absl::MutexLock lock(&mu_);
+  SaveLocked(*FindLocked(name));
+  return runs;
+}
+
+std::optional<v1::Run> WorkflowManager::LookAtRoundRun(const std::string& run, bool may_cancel) {
+  absl::StatusOr<v1::Run> now = runs_->GetRun(run);
+  if (!now.ok()) return std::nullopt;
+  if (now->state() == v1::QUEUED && may_cancel) {
+    // A run of the round that waits for a worker that is gone would hold
+    // the hunt: it is cancelled, and measured as failed.
+    for (const std::string& worker : now->spec().placement().workers()) {
+      absl::StatusOr<v1::Worker> w = runs_->GetWorker(worker);
+      if (!w.ok() || w->state() == v1::LOST) {
+        (void)runs_->CancelRun(run, absl::Now());
+        now = runs_->GetRun(run);
+        if (now.ok()) now->set_error(absl::StrCat(worker, " is lost"));
+        break;
+      }
+    }
   }
-  // Follow them until every one has ended.
-  int remaining = static_cast<int>(std::count(done.begin(), done.end(), false));
+  return now.ok() ? std::optional<v1::Run>(*now) : std::nullopt;
+}
+
+bool WorkflowManager::FollowRoundRuns(const std::string& name,
+                                      const std::vector<std::string>& runs) {
+  std::vector<bool> done(runs.size(), false);
+  size_t remaining = runs.size();
   bool cancel_sent = false;
   while (remaining > 0) {
     bool cancel = false;
@@ -107,46 +156,25 @@ bool WorkflowManager::RunHuntRound(const std::string& name, int round,
       if (stopping_) return false;
       cancel = cancelling_.count(name) > 0;
     }
-    if (cancel && !cancel_sent) {
-      for (int i = 0; i < count; ++i) {
+    if (cancel && !cancel_sent) {  // Cancel() stopped one; the others here
+      for (size_t i = 0; i < runs.size(); ++i) {
         if (!done[i] && !runs[i].empty()) (void)runs_->CancelRun(runs[i], absl::Now());
       }
       cancel_sent = true;
     }
     bool changed = false;
-    for (int i = 0; i < count; ++i) {
+    for (size_t i = 0; i < runs.size(); ++i) {
       if (done[i]) continue;
-      if (runs[i].empty()) {  // not accepted, or the workflow is being cancelled
-        done[i] = true;
-        --remaining;
-        absl::MutexLock lock(&mu_);
-        v1::Workflow* workflow = FindLocked(name);
-        workflow->set_cells_done(workflow->cells_done() + 1);
-        changed = true;
-        continue;
-      }
-      absl::StatusOr<v1::Run> now = runs_->GetRun(runs[i]);
-      if (now.ok() && now->state() == v1::QUEUED && !cancel_sent) {
-        // A run of the round that waits for a worker that is gone would
-        // hold the hunt: it is cancelled, and measured as failed.
-        for (const std::string& worker : now->spec().placement().workers()) {
-          absl::StatusOr<v1::Worker> w = runs_->GetWorker(worker);
-          if (!w.ok() || w->state() == v1::LOST) {
-            (void)runs_->CancelRun(runs[i], absl::Now());
-            now = runs_->GetRun(runs[i]);
-            if (now.ok()) now->set_error(absl::StrCat(worker, " is lost"));
-            break;
-          }
-        }
-      }
-      const bool final = !now.ok() || IsFinalRunState(now->state());
+      // Not accepted (or the workflow is being cancelled): nothing to follow.
+      const std::optional<v1::Run> now =
+          runs[i].empty() ? std::nullopt : LookAtRoundRun(runs[i], !cancel_sent);
+      const bool final = runs[i].empty() || !now.has_value() || IsFinalRunState(now->state());
       absl::MutexLock lock(&mu_);
       v1::Workflow* workflow = FindLocked(name);
-      v1::WorkflowCell* cell = workflow->mutable_cells(i);
-      const v1::RunState state = now.ok() ? now->state() : v1::FAILED;
-      if (state != cell->state()) {
-        cell->set_state(state);
-        cell->set_error(now.ok() ? now->error() : std::string(now.status().message()));
+      v1::WorkflowCell* cell = workflow->mutable_cells(static_cast<int>(i));
+      if (now.has_value() && now->state() != cell->state()) {
+        cell->set_state(now->state());
+        cell->set_error(now->error());
         changed = true;
       }
       if (final) {
@@ -162,39 +190,22 @@ bool WorkflowManager::RunHuntRound(const std::string& name, int round,
     }
     if (remaining > 0) absl::SleepFor(options_.poll_interval);
   }
-  // Index by index: a run never accepted (or deleted since) ends as FAILED
-  // with its reason.
-  ended->clear();
-  for (int i = 0; i < count; ++i) {
-    std::vector<RunWithResults> fetched =
-        runs[i].empty() ? std::vector<RunWithResults>() : FetchRuns({runs[i]});
-    if (fetched.empty()) {
-      RunWithResults failed;
-      failed.run.set_name(runs[i]);
-      failed.run.set_state(v1::FAILED);
-      absl::MutexLock lock(&mu_);
-      const v1::WorkflowCell& cell = FindLocked(name)->cells(i);
-      failed.run.set_error(cell.error().empty() ? "not created" : cell.error());
-      fetched.push_back(std::move(failed));
-    }
-    ended->push_back(std::move(fetched.front()));
-  }
-  absl::MutexLock lock(&mu_);
-  return !StopOrCancelLocked(name);
+  return true;
 }
 
 void WorkflowManager::ExecuteHunt(const std::string& name, const v1::Workflow& snapshot) {
   const v1::HuntSpec& spec = snapshot.spec().hunt();
   const std::vector<v1::HuntWorker> selected(snapshot.output().hunt().workers().begin(),
                                              snapshot.output().hunt().workers().end());
-  const std::vector<workflows::HuntRound> survey_rounds =
-      workflows::SurveyRounds(spec, selected);
+  const workflows::SurveyPlan survey_plan(spec, selected);
   std::vector<v1::HuntMeasurement> survey;
   std::vector<std::string> stragglers;
   int round = 0;
-  auto run_rounds = [&](const std::vector<workflows::HuntRound>& rounds,
+  // Runs rounds [0, count) of `round_of`, measuring into `into`.
+  auto run_rounds = [&](size_t count, const std::function<workflows::HuntRound(size_t)>& round_of,
                         std::vector<v1::HuntMeasurement>* into) {
-    for (const workflows::HuntRound& planned : rounds) {
+    for (size_t r = 0; r < count; ++r) {
+      const workflows::HuntRound planned = round_of(r);
       ++round;
       std::vector<RunWithResults> ended;
       const bool go_on = RunHuntRound(name, round, planned, &ended);
@@ -217,7 +228,10 @@ void WorkflowManager::ExecuteHunt(const std::string& name, const v1::Workflow& s
     }
     Finish(name, v1::WORKFLOW_CANCELLED, "cancelled", {}, absl::Now());
   };
-  if (!run_rounds(survey_rounds, &survey)) return end_stopped();
+  if (!run_rounds(survey_plan.rounds(),
+                  [&](size_t r) { return survey_plan.Round(r); }, &survey)) {
+    return end_stopped();
+  }
   workflows::HuntSurvey analysed = workflows::AnalyseSurvey(spec, selected, stragglers, &survey);
   int retest_runs = 0;
   for (const workflows::HuntRound& r : analysed.retest_rounds) retest_runs += r.size();
@@ -228,7 +242,10 @@ void WorkflowManager::ExecuteHunt(const std::string& name, const v1::Workflow& s
     SaveLocked(*workflow);
   }
   std::vector<v1::HuntMeasurement> retests;
-  if (!run_rounds(analysed.retest_rounds, &retests)) return end_stopped();
+  if (!run_rounds(analysed.retest_rounds.size(),
+                  [&](size_t r) { return analysed.retest_rounds[r]; }, &retests)) {
+    return end_stopped();
+  }
   v1::WorkflowOutput output = workflows::HuntOutputOf(spec, analysed, survey, &retests);
   v1::HuntOutput& hunt = *output.mutable_hunt();
   for (const std::string& line : snapshot.output().header()) {  // the plan's caveats

@@ -25,6 +25,7 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <optional>
 #include <set>
 #include <string>
 #include <thread>
@@ -142,6 +143,14 @@ class WorkflowManager {
   // manager stops.
   bool RunHuntRound(const std::string& name, int round, const workflows::HuntRound& planned,
                     std::vector<RunWithResults>* ended);
+  // RunHuntRound's parts: the cells' runs created (an entry "" for a cell
+  // not accepted), then followed until every one ended (false when the
+  // manager stops).
+  std::vector<std::string> CreateRoundRuns(const std::string& name, int round);
+  bool FollowRoundRuns(const std::string& name, const std::vector<std::string>& runs);
+  // A round's run as it is now; a QUEUED one that waits for a lost worker is
+  // cancelled first when `may_cancel`. nullopt when it is gone.
+  std::optional<v1::Run> LookAtRoundRun(const std::string& run, bool may_cancel);
   // Marks the CONFIRMED_BAD suspects SUSPECT and clears SUSPECT workers
   // measured healthy, recording both in `hunt`.
   void Quarantine(const std::string& name, v1::HuntOutput* hunt);

@@ -78,5 +78,28 @@ TEST(PairwiseRoundsTest, ThePlanDependsOnTheSetOfWorkersOnly) {
   }
 }
 
+// One round at a time, as a hunt over thousands of hosts takes them: the
+// rounds of 5,000 hosts without holding 12.5 million pairs.
+TEST(PairwiseRoundsTest, APlanGivesOneRoundAtATime) {
+  for (int hosts : {2, 5, 8, 101}) {
+    const std::vector<HostWorker> workers = Fleet(hosts, 1);
+    const PairwisePlan plan(workers);
+    EXPECT_EQ(plan.rounds(), static_cast<size_t>(hosts % 2 == 0 ? hosts - 1 : hosts));
+    EXPECT_EQ(plan.pairs(), static_cast<size_t>(hosts * (hosts - 1) / 2));
+  }
+  const PairwisePlan big(Fleet(5000, 1));
+  ASSERT_EQ(big.rounds(), 4999u);
+  EXPECT_EQ(big.pairs(), 12497500u);
+  for (size_t r : {size_t{0}, size_t{1}, size_t{2500}, size_t{4998}}) {
+    const PairRound round = big.Round(r);
+    EXPECT_EQ(round.size(), 2500u);
+    std::set<std::string> seen;
+    for (const WorkerPair& p : round) {
+      EXPECT_TRUE(seen.insert(p.a).second);
+      EXPECT_TRUE(seen.insert(p.b).second);
+    }
+  }
+}
+
 }  // namespace
 }  // namespace collbench

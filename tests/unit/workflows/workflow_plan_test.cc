@@ -148,7 +148,7 @@ TEST(SuitePlanTest, CellsTheWorkersCannotRunAreSkippedWithTheReason) {
 TEST(KindTest, ASpecWithoutAKindIsRefused) {
   absl::StatusOr<std::string> kind = KindOf(v1::WorkflowSpec());
   ASSERT_FALSE(kind.ok());
-  EXPECT_THAT(kind.status().message(), HasSubstr("matrix, suite, sweep, advice, report or check"));
+  EXPECT_THAT(kind.status().message(), HasSubstr("matrix, suite, sweep, advice, report, check or hunt"));
 }
 
 }  // namespace
