@@ -193,6 +193,11 @@ std::vector<v1::HuntSuspect> ClassifyLink(const std::string& a, const std::strin
 
 }  // namespace
 
+bool SlowWorker(const v1::HuntWorker& w, const HuntThresholds& thresholds) {
+  return w.measurements() > 0 && w.ratio() < thresholds.ratio && w.z() < -thresholds.z &&
+         2 * w.slow() >= w.measurements();
+}
+
 RobustCentre RobustCentreOf(std::vector<double> values) {
   RobustCentre centre;
   centre.count = static_cast<int>(values.size());
@@ -261,6 +266,8 @@ SurveyScore ScoreSurvey(const HuntThresholds& thresholds,
     }
     score.workers = ScoreWorkers(*survey, host_of);
     for (const v1::HuntWorker& w : score.workers) {
+      // A candidate to leave out of the centres: its median alone (its
+      // runs' own verdicts are what the centres are for).
       if (w.measurements() > 0 && w.ratio() < thresholds.ratio && w.z() < -thresholds.z) {
         slow.insert(w.worker());
       }
@@ -317,7 +324,7 @@ HuntFindings Localise(const std::vector<v1::HuntMeasurement>& survey,
   HuntFindings findings;
   std::set<std::string> slow;
   for (const v1::HuntWorker& w : workers) {  // slowest first
-    if (w.measurements() > 0 && w.ratio() < thresholds.ratio && w.z() < -thresholds.z) {
+    if (SlowWorker(w, thresholds)) {
       findings.slow_workers.push_back(w.worker());
       slow.insert(w.worker());
     }

@@ -83,6 +83,12 @@ SurveyScore ScoreSurvey(const HuntThresholds& thresholds,
 std::vector<v1::HuntWorker> ScoreWorkers(const std::vector<v1::HuntMeasurement>& survey,
                                          const std::map<std::string, std::string>& host_of);
 
+// A worker is slow when its median ratio is below the threshold, its robust
+// z among the workers below -z, and at least half of its own runs were
+// slow: a bad node is slow with (nearly) every peer, while a healthy one
+// that drew a few contended runs is not.
+bool SlowWorker(const v1::HuntWorker& worker, const HuntThresholds& thresholds);
+
 struct HuntFindings {
   // Workers slow across their measurements (median ratio below the
   // threshold, z below -z), slowest first, and the ring's stragglers.

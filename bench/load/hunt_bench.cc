@@ -324,18 +324,20 @@ int RunHuntBench(int argc, char** argv) {
     if (cancelled) {
       std::printf("  stopped after %d rounds (--max-rounds): no verdict\n", rounds);
     }
-    int confirmed = 0;
-    bool named = false;
-    for (const v1::HuntSuspect& s : workflow.output().hunt().suspects()) {
-      if (s.verdict() == "CONFIRMED_BAD") {
-        ++confirmed;
-        named = named || s.worker() == fleet.bad;
+    if (!cancelled) {
+      int confirmed = 0;
+      bool named = false;
+      for (const v1::HuntSuspect& s : workflow.output().hunt().suspects()) {
+        if (s.verdict() == "CONFIRMED_BAD") {
+          ++confirmed;
+          named = named || s.worker() == fleet.bad;
+        }
       }
+      std::printf("  verdict: %s CONFIRMED_BAD %s, %d CONFIRMED_BAD in all, %d suspects\n",
+                  fleet.bad.c_str(), named ? "yes" : "NO", confirmed,
+                  workflow.output().hunt().suspects_size());
     }
-    std::printf("  verdict: %s CONFIRMED_BAD %s, %d CONFIRMED_BAD in all, %d suspects\n",
-                fleet.bad.c_str(), named ? "yes" : "NO", confirmed,
-                workflow.output().hunt().suspects_size());
-    if (workflow.state() != v1::WORKFLOW_SUCCEEDED) {
+    if (workflow.state() != v1::WORKFLOW_SUCCEEDED && !cancelled) {
       std::printf("  error: %s\n", workflow.error().c_str());
     }
   }

@@ -223,9 +223,10 @@ absl::StatusOr<v1::Run> RunManager::GetRun(absl::string_view name) {
     WithWaitingReasonLocked(&run);
   } else if (run.state() == v1::RUNNING) {
     // Where its ranks are now (kept live, not written at every change).
-    absl::MutexLock lock(&mu_);
-    if (const LiveRun* live = FindLiveLocked(run.name())) {
-      *run.mutable_rank_progress() = live->run.rank_progress();
+    // Not under mu_: GetRun is called with the watch hub's lock held.
+    absl::MutexLock lock(&rank_progress_mu_);
+    if (auto it = rank_progress_.find(run.name()); it != rank_progress_.end()) {
+      *run.mutable_rank_progress() = it->second;
     }
   }
   return run;
@@ -505,6 +506,10 @@ absl::Status RunManager::AbortLocked(LiveRun& live, v1::RunState state,
   live.run.set_state(state);
   live.run.set_error(reason);
   *live.run.mutable_end_time() = TimestampFromTime(now);
+  {
+    absl::MutexLock progress(&rank_progress_mu_);
+    rank_progress_.erase(run);
+  }
   absl::Status saved = SaveLocked(live);
   PublishStateLocked(live, now);
   hub_->End(run);
@@ -527,6 +532,10 @@ void RunManager::FinishLocked(LiveRun& live, v1::RunState state, const std::stri
   live.run.clear_waiting_reason();
   // Where the ranks were is kept only where it explains the end.
   if (state == v1::SUCCEEDED) live.run.clear_rank_progress();
+  {
+    absl::MutexLock progress(&rank_progress_mu_);
+    rank_progress_.erase(run);
+  }
   *live.run.mutable_end_time() = TimestampFromTime(now);
   (void)SaveLocked(live);  // logged; the run is over either way
   PublishStateLocked(live, now);

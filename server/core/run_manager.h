@@ -441,6 +441,11 @@ class RunManager {
   WorkerCounts worker_counts_ ABSL_GUARDED_BY(mu_);
   // Worker name -> its inventory as registered. A leaf lock: worker
   // listings read it without mu_.
+  // Each running run's rank progress as GetRun shows it (a copy of the
+  // live run's, read without mu_).
+  mutable absl::Mutex rank_progress_mu_ ABSL_ACQUIRED_AFTER(mu_);
+  std::map<std::string, google::protobuf::RepeatedPtrField<v1::RankProgress>> rank_progress_
+      ABSL_GUARDED_BY(rank_progress_mu_);
   // Why each SUSPECT worker is (WorkerProto reads it without mu_).
   mutable absl::Mutex suspicions_mu_ ABSL_ACQUIRED_AFTER(mu_);
   std::map<std::string, v1::WorkerSuspicion> suspicions_ ABSL_GUARDED_BY(suspicions_mu_);

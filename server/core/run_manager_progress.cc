@@ -102,6 +102,10 @@ void RunManager::OnRankProgress(const std::string& worker, const v1::RankProgres
   if (!changed) return;
   live->run.clear_rank_progress();
   for (const auto& [rank, r] : live->ranks) *live->run.add_rank_progress() = r;
+  {
+    absl::MutexLock progress(&rank_progress_mu_);
+    rank_progress_[live->run.name()] = live->run.rank_progress();
+  }
   v1::RunEvent event;
   event.set_run(live->run.name());
   *event.mutable_time() = TimestampFromTime(now);

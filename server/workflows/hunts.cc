@@ -149,6 +149,8 @@ void Figure(const RunWithResults& run, v1::HuntMeasurement* m) {
   m->set_p50_s(smallest->p50_s());
 }
 
+}  // namespace
+
 v1::OutputTable SuspectsTable(const v1::HuntOutput& hunt) {
   Table table{"suspects", "suspects, worst first",
               {"worker", "verdict", "peers", "ratio", "z", "runs", "evidence"}, {}, {}};
@@ -163,6 +165,8 @@ v1::OutputTable SuspectsTable(const v1::HuntOutput& hunt) {
   if (hunt.suspects().empty()) table.notes.push_back("no suspect: every worker measured within the thresholds");
   return TableToProto(table);
 }
+
+namespace {
 
 v1::OutputTable WorkersTable(const v1::HuntOutput& hunt) {
   Table table{"hunt-workers", "per worker: median ratio to the fleet median, slowest first",

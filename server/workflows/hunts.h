@@ -85,6 +85,9 @@ std::vector<std::string> RingStragglers(const RunWithResults& run);
 
 HuntThresholds ThresholdsOf(const v1::HuntSpec& spec);
 
+// The suspects as a table, worst first, "(SUSPECT)" after the quarantined.
+v1::OutputTable SuspectsTable(const v1::HuntOutput& hunt);
+
 // A hunt's page: its header, the suspects, the pairwise heat map, the
 // per-worker distribution, the workers' table and the notes. A hunt still
 // going (no output.hunt measurements yet) gets its plan.

@@ -260,7 +260,12 @@ void WorkflowManager::ExecuteHunt(const std::string& name, const v1::Workflow& s
            output, absl::Now());
     return;
   }
-  if (!spec.no_quarantine()) Quarantine(name, &hunt);
+  if (!spec.no_quarantine()) {
+    Quarantine(name, &hunt);
+    for (v1::OutputTable& table : *output.mutable_tables()) {  // marks the quarantined
+      if (table.id() == "suspects") table = workflows::SuspectsTable(hunt);
+    }
+  }
   Finish(name, v1::WORKFLOW_SUCCEEDED, "", output, absl::Now());
 }
 
@@ -282,7 +287,7 @@ void WorkflowManager::Quarantine(const std::string& name, v1::HuntOutput* hunt) 
   std::set<std::string> measured_healthy;
   const HuntThresholds thresholds = workflows::ThresholdsOf(FindSpecHunt(name));
   for (const v1::HuntWorker& w : hunt->workers()) {
-    const bool slow = w.ratio() < thresholds.ratio && w.z() < -thresholds.z;
+    const bool slow = SlowWorker(w, thresholds);
     if (w.measurements() > 0 && !slow && !suspects.count(w.worker())) {
       measured_healthy.insert(w.worker());
     }

@@ -248,8 +248,9 @@ TEST(CoordinatorMetrics, GaugesComeFromTheSourcesAndNoLabelHoldsARunId) {
   const std::vector<Sample> samples = ParseExposition(text);
   std::map<std::string, double> workers;
   for (const Sample& s : Find(samples, "collbench_workers")) workers[s.labels.at("state")] = s.value;
+  // Every state is present, a quarantined one (suspect) at 0 too.
   EXPECT_EQ(workers, (std::map<std::string, double>{
-                         {"ready", 1}, {"busy", 2}, {"draining", 0}, {"lost", 0}}));
+                         {"ready", 1}, {"busy", 2}, {"draining", 0}, {"lost", 0}, {"suspect", 0}}));
   ASSERT_EQ(Find(samples, "collbench_runs_queued").size(), 1u);
   EXPECT_EQ(Find(samples, "collbench_runs_queued")[0].value, 4);
   ASSERT_EQ(Find(samples, "collbench_build_info").size(), 1u);
