@@ -8,18 +8,6 @@
 namespace collbench {
 namespace {
 
-// The first worker by name of every host, hosts ordered by host id.
-std::vector<std::string> HostRepresentatives(const std::vector<HostWorker>& workers) {
-  std::map<std::string, std::string> first_of;
-  for (const HostWorker& worker : workers) {
-    auto [it, inserted] = first_of.try_emplace(worker.host, worker.name);
-    if (!inserted && worker.name < it->second) it->second = worker.name;
-  }
-  std::vector<std::string> hosts;
-  for (const auto& [host, worker] : first_of) hosts.push_back(worker);
-  return hosts;
-}
-
 // `order` cut into ceil(n / group_size) groups whose sizes differ by one at
 // most, the larger first: results of equal-sized groups are compared.
 std::vector<WorkerGroup> Deal(const std::vector<std::string>& order, size_t group_size) {

@@ -5,13 +5,19 @@
 
 namespace collbench {
 
-PairwisePlan::PairwisePlan(const std::vector<HostWorker>& workers) {
+std::vector<std::string> HostRepresentatives(const std::vector<HostWorker>& workers) {
   std::map<std::string, std::string> first_of;  // host -> its first worker by name
   for (const HostWorker& worker : workers) {
     auto [it, inserted] = first_of.try_emplace(worker.host, worker.name);
     if (!inserted && worker.name < it->second) it->second = worker.name;
   }
-  for (const auto& [host, worker] : first_of) circle_.push_back(worker);
+  std::vector<std::string> hosts;
+  for (const auto& [host, worker] : first_of) hosts.push_back(worker);
+  return hosts;
+}
+
+PairwisePlan::PairwisePlan(const std::vector<HostWorker>& workers)
+    : circle_(HostRepresentatives(workers)) {
   if (circle_.size() < 2) {
     circle_.clear();
     return;

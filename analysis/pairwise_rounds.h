@@ -32,6 +32,10 @@ struct WorkerPair {
 
 using PairRound = std::vector<WorkerPair>;
 
+// The first worker by name of every host of `workers`, hosts ordered by
+// host id: who stands for each host in a hunt's pairs and groups.
+std::vector<std::string> HostRepresentatives(const std::vector<HostWorker>& workers);
+
 // The rounds for `workers` (any order; duplicates of a name count once).
 // Hosts are ordered by host id, and each host is stood for by its first
 // worker by name, so the plan depends on the set of workers only. Fewer

@@ -24,6 +24,20 @@ absl::Status Bad(const std::string& flag, const std::string& value, const std::s
   return absl::InvalidArgumentError(absl::StrCat("invalid ", flag, " '", value, "': ", why));
 }
 
+// A positive duration flag (--timeout, --hang-timeout) within the
+// service's limit, into `d`. Checked before the conversion: a double beyond
+// int64 seconds does not convert (found by the run_flags fuzzer).
+absl::Status DurationFlag(const char* flag, const std::string& v, google::protobuf::Duration* d) {
+  absl::StatusOr<double> s = ParseDurationSeconds(v);
+  if (!s.ok()) return Bad(flag, v, std::string(s.status().message()));
+  const double max_s = ValidationLimits().max_timeout_s;
+  if (*s > max_s) return Bad(flag, v, absl::StrCat("longer than the limit of ", FormatDuration(max_s)));
+  const double whole_s = std::floor(*s);
+  d->set_seconds(static_cast<int64_t>(whole_s));
+  d->set_nanos(static_cast<int32_t>(std::min(999'999'999.0, std::round((*s - whole_s) * 1e9))));
+  return absl::OkStatus();
+}
+
 absl::Status KeyValue(const std::string& flag, const std::string& value,
                       google::protobuf::Map<std::string, std::string>* into) {
   const size_t eq = value.find('=');
@@ -80,34 +94,11 @@ const std::map<std::string, Setter>& ValueFlags() {
       {"--label", [](RunRequest* r, const std::string& v) {
          return KeyValue("--label", v, r->spec.mutable_labels());
        }},
-      {"--timeout", [](RunRequest* r, const std::string& v) -> absl::Status {
-         absl::StatusOr<double> s = ParseDurationSeconds(v);
-         if (!s.ok()) return Bad("--timeout", v, std::string(s.status().message()));
-         // Checked before the conversion: a double beyond int64 seconds
-         // does not convert (found by the run_flags fuzzer).
-         const double max_s = ValidationLimits().max_timeout_s;
-         if (*s > max_s) {
-           return Bad("--timeout", v, absl::StrCat("longer than the limit of ", FormatDuration(max_s)));
-         }
-         const double whole_s = std::floor(*s);
-         r->spec.mutable_timeout()->set_seconds(static_cast<int64_t>(whole_s));
-         r->spec.mutable_timeout()->set_nanos(
-             static_cast<int32_t>(std::min(999'999'999.0, std::round((*s - whole_s) * 1e9))));
-         return absl::OkStatus();
+      {"--timeout", [](RunRequest* r, const std::string& v) {
+         return DurationFlag("--timeout", v, r->spec.mutable_timeout());
        }},
-      {"--hang-timeout", [](RunRequest* r, const std::string& v) -> absl::Status {
-         absl::StatusOr<double> s = ParseDurationSeconds(v);
-         if (!s.ok()) return Bad("--hang-timeout", v, std::string(s.status().message()));
-         const double max_s = ValidationLimits().max_timeout_s;
-         if (*s > max_s) {
-           return Bad("--hang-timeout", v,
-                      absl::StrCat("longer than the limit of ", FormatDuration(max_s)));
-         }
-         const double whole_s = std::floor(*s);
-         r->spec.mutable_hang_timeout()->set_seconds(static_cast<int64_t>(whole_s));
-         r->spec.mutable_hang_timeout()->set_nanos(
-             static_cast<int32_t>(std::min(999'999'999.0, std::round((*s - whole_s) * 1e9))));
-         return absl::OkStatus();
+      {"--hang-timeout", [](RunRequest* r, const std::string& v) {
+         return DurationFlag("--hang-timeout", v, r->spec.mutable_hang_timeout());
        }},
       {"--output", [](RunRequest* r, const std::string& v) -> absl::Status {
          ASSIGN_OR_RETURN(r->output, ParseOutputKind(v));

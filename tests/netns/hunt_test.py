@@ -45,8 +45,8 @@ import time
 import urllib.request
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from netns_hosts import (Cluster, Failure, Network, check_reachable, log, run_test,  # noqa: E402
-                         sh)
+from netns_hosts import (Cluster, Failure, Network, check_reachable, log,  # noqa: E402
+                         rate_limit_host, run_test, sh)
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "ui"))
 import cdp  # noqa: E402  (headless chromium over the DevTools protocol)
@@ -59,14 +59,7 @@ REPETITIONS = 1
 
 def slow_host(ns, on):
     """A tbf on both ends of host `ns`'s veth (on), or none (off)."""
-    for where in (["tc"], ["ip", "netns", "exec", ns, "tc"]):
-        dev = ns if len(where) == 1 else "eth0"
-        if on:
-            sh([*where, "qdisc", "replace", "dev", dev, "root", "tbf", "rate", RATE, "burst",
-                "64kb", "latency", "50ms"])
-        else:
-            sh([*where, "qdisc", "del", "dev", dev, "root"], check=False)
-    log(f"link of {ns}: {'tbf ' + RATE if on else 'as it is'}")
+    rate_limit_host(ns, RATE if on else None)
 
 
 def slow_link(a, b, on):

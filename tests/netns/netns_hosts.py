@@ -170,6 +170,19 @@ def shape_link(ns):
     sh(["ip", "netns", "exec", ns, "tc", "qdisc", "replace", "dev", "eth0", *tbf])
 
 
+def rate_limit_host(ns, rate):
+    """A tbf of `rate` (e.g. "200mbit") on both ends of host `ns`'s veth,
+    replacing what was there; None removes it."""
+    for where in (["tc"], ["ip", "netns", "exec", ns, "tc"]):
+        dev = ns if len(where) == 1 else "eth0"
+        if rate:
+            sh([*where, "qdisc", "replace", "dev", dev, "root", "tbf", "rate", rate, "burst",
+                "64kb", "latency", "50ms"])
+        else:
+            sh([*where, "qdisc", "del", "dev", dev, "root"], check=False)
+    log(f"link of {ns}: {'tbf ' + rate if rate else 'as it is'}")
+
+
 def create_network(net):
     ip("link", "add", net.bridge, "type", "bridge")
     ip("addr", "add", f"{net.coordinator_ip}/{net.prefix_len}", "dev", net.bridge)

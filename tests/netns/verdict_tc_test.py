@@ -46,7 +46,7 @@ import urllib.request
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from netns_hosts import (Cluster, Failure, Network, Skip, check_reachable, log,  # noqa: E402
-                         run_test, sh)
+                         rate_limit_host, run_test)
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 NETWORK = Network("cbvd-", "198.18.3", host_count=2)
@@ -62,14 +62,7 @@ RULES = os.path.join(ROOT, "deploy", "kubernetes", "components", "monitoring",
 
 def slow(ns, on):
     """A tbf on both ends of host `ns`'s veth (on), or none (off)."""
-    for where in (["tc"], ["ip", "netns", "exec", ns, "tc"]):
-        dev = ns if len(where) == 1 else "eth0"
-        if on:
-            sh([*where, "qdisc", "replace", "dev", dev, "root", "tbf", "rate", RATE, "burst",
-                "64kb", "latency", "50ms"])
-        else:
-            sh([*where, "qdisc", "del", "dev", dev, "root"], check=False)
-    log(f"link of {ns}: {'tbf ' + RATE if on else 'as it is'}")
+    rate_limit_host(ns, RATE if on else None)
 
 
 def http_get(url, timeout=10):
