@@ -157,7 +157,68 @@ absl::StatusOr<v1::Run> RunManager::CreateRun(const v1::RunSpec& spec,
   // Every attempt spends the caller's rate, malformed ones too: they cost
   // the coordinator as much.
   RETURN_IF_ERROR(AdmitLocked(caller, now));
-  RETURN_IF_ERROR(CheckRunLocked(spec));
+  ASSIGN_OR_RETURN(const std::string name, QueueRunLocked(spec, request_id, FleetNow(), now));
+  ScheduleLocked(now);
+  return CreatedRunLocked(name);
+}
+
+std::vector<absl::StatusOr<v1::Run>> RunManager::CreateRuns(
+    const std::vector<RunRequest>& requests, absl::Time now, absl::string_view caller) {
+  const ScopedLogField by("caller", caller.empty() ? "anonymous" : caller);
+  absl::MutexLock lock(&mu_);
+  std::vector<absl::StatusOr<v1::Run>> answers(requests.size(),
+                                               absl::UnknownError("not created"));
+  // Retries of requests already made get their runs; only new ones are
+  // admitted.
+  std::vector<size_t> fresh;
+  for (size_t i = 0; i < requests.size(); ++i) {
+    if (!requests[i].request_id.empty()) {
+      absl::StatusOr<v1::Run> existing = store_->FindRunByRequestId(requests[i].request_id);
+      if (existing.ok()) {
+        answers[i] = SameRequestLocked(*existing, requests[i].spec, requests[i].request_id);
+        continue;
+      }
+      if (!absl::IsNotFound(existing.status())) {
+        answers[i] = existing.status();
+        continue;
+      }
+    }
+    fresh.push_back(i);
+  }
+  if (fresh.empty()) return answers;
+  if (const absl::Status admitted = AdmitLocked(caller, now); !admitted.ok()) {
+    for (const size_t i : fresh) answers[i] = admitted;
+    return answers;
+  }
+  const FleetView fleet = FleetNow();
+  std::vector<std::pair<size_t, std::string>> queued;
+  bool unplaced = false;  // runs queued since the last placement
+  for (const size_t i : fresh) {
+    // Runs of the group that can start now do not wait: they are placed
+    // before the queue's limit refuses the rest.
+    if (unplaced && options_.max_queued_runs > 0 &&
+        static_cast<int>(queue_.size()) >= options_.max_queued_runs) {
+      ScheduleLocked(now);
+      unplaced = false;
+    }
+    absl::StatusOr<std::string> name =
+        QueueRunLocked(requests[i].spec, requests[i].request_id, fleet, now);
+    if (name.ok()) {
+      queued.emplace_back(i, *std::move(name));
+      unplaced = true;
+    } else {
+      answers[i] = name.status();
+    }
+  }
+  ScheduleLocked(now);
+  for (const auto& [i, name] : queued) answers[i] = CreatedRunLocked(name);
+  return answers;
+}
+
+absl::StatusOr<std::string> RunManager::QueueRunLocked(const v1::RunSpec& spec,
+                                                       const std::string& request_id,
+                                                       const FleetView& fleet, absl::Time now) {
+  RETURN_IF_ERROR(CheckRunLocked(spec, fleet));
   RETURN_IF_ERROR(CheckQueueLengthLocked());
   LiveRun live;
   v1::Run& run = live.run;
@@ -170,11 +231,14 @@ absl::StatusOr<v1::Run> RunManager::CreateRun(const v1::RunSpec& spec,
   *run.mutable_create_time() = TimestampFromTime(now);
   run.set_request_id(request_id);
   RETURN_IF_ERROR(store_->CreateRun(run));
-  const std::string name = run.name();
+  std::string name = run.name();
   live_[name] = std::move(live);
   queue_.push_back(name);
   PublishStateLocked(live_[name], now);
-  ScheduleLocked(now);
+  return name;
+}
+
+absl::StatusOr<v1::Run> RunManager::CreatedRunLocked(const std::string& name) {
   ASSIGN_OR_RETURN(v1::Run created, store_->GetRun(name));
   WithWaitingReasonLocked(&created);
   return created;
@@ -182,21 +246,24 @@ absl::StatusOr<v1::Run> RunManager::CreateRun(const v1::RunSpec& spec,
 
 absl::Status RunManager::CheckRun(const v1::RunSpec& spec) {
   absl::MutexLock lock(&mu_);
-  return CheckRunLocked(spec);
+  return CheckRunLocked(spec, FleetNow());
 }
 
-absl::Status RunManager::CheckRunLocked(const v1::RunSpec& spec) {
-  RETURN_IF_ERROR(ValidateRunSpec(spec, LimitsNow()));
-  return CheckFleetCanRunLocked(spec);
+RunManager::FleetView RunManager::FleetNow() const {
+  return {registry_->SchedulerWorkers(), LimitsNow()};
 }
 
-absl::Status RunManager::CheckFleetCanRunLocked(const v1::RunSpec& spec) {
-  const std::vector<scheduling::WorkerInfo> workers = registry_->SchedulerWorkers();
+absl::Status RunManager::CheckRunLocked(const v1::RunSpec& spec, const FleetView& fleet) {
+  RETURN_IF_ERROR(ValidateRunSpec(spec, fleet.limits));
+  return CheckFleetCanRunLocked(spec, fleet);
+}
+
+absl::Status RunManager::CheckFleetCanRunLocked(const v1::RunSpec& spec, const FleetView& fleet) {
   // With no workers yet, queue and wait rather than reject.
-  if (workers.empty()) return absl::OkStatus();
+  if (fleet.workers.empty()) return absl::OkStatus();
   v1::Run run;
   *run.mutable_spec() = spec;
-  const absl::Status status = scheduling::CheckSatisfiable(Pending(run), workers);
+  const absl::Status status = scheduling::CheckSatisfiable(Pending(run), fleet.workers);
   if (status.ok()) return status;
   return absl::InvalidArgumentError(absl::StrCat("spec.", status.message()));
 }

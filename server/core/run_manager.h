@@ -183,6 +183,22 @@ class RunManager {
   // retry-after (admission.h), and nothing is stored.
   absl::StatusOr<v1::Run> CreateRun(const v1::RunSpec& spec, const std::string& request_id,
                                     absl::Time now, absl::string_view caller = "");
+  // One run of a group (CreateRuns).
+  struct RunRequest {
+    v1::RunSpec spec;
+    std::string request_id;
+  };
+  // A group of runs admitted together (a hunt's round, DESIGN §10): each
+  // request is checked and queued as CreateRun would, but the group spends
+  // one token of the caller's create rate and the queue is placed once,
+  // after the last is queued, so runs on disjoint hosts start together and
+  // a fleet-wide round costs one placement, not one per run. One answer per
+  // request, in order. A refused rate refuses every request; the queue's
+  // limit counts the runs that wait once what can start has started, and
+  // past it the rest get ResourceExhausted (those before are queued); a bad
+  // spec is refused alone.
+  std::vector<absl::StatusOr<v1::Run>> CreateRuns(const std::vector<RunRequest>& requests,
+                                                  absl::Time now, absl::string_view caller = "");
   // What CreateRun checks of `spec` before it queues (validation and
   // whether any placement on the registered workers could run it), with no
   // admission and nothing stored: a workflow checks every run it will make
@@ -372,10 +388,30 @@ class RunManager {
   // ever run `spec`: a named worker that is not registered, a backend, MPI
   // implementation or memory kind no worker offers, more ranks than the
   // workers that offer them have slots. OK with no workers registered yet.
-  absl::Status CheckFleetCanRunLocked(const v1::RunSpec& spec) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // What a spec is checked against: the registered workers and the limits
+  // they set, taken once for a group of runs (a fleet-wide round would
+  // otherwise walk the fleet twice per run).
+  struct FleetView {
+    std::vector<scheduling::WorkerInfo> workers;  // the registry's SchedulerWorkers()
+    ValidationLimits limits;                      // LimitsNow()
+  };
+  FleetView FleetNow() const;
+  absl::Status CheckFleetCanRunLocked(const v1::RunSpec& spec, const FleetView& fleet)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Validation, then CheckFleetCanRunLocked: what CreateRun and CheckRun
   // both refuse.
-  absl::Status CheckRunLocked(const v1::RunSpec& spec) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  absl::Status CheckRunLocked(const v1::RunSpec& spec, const FleetView& fleet)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // CreateRun's part after admission: checks `spec` and the queue's length,
+  // stores the run QUEUED and queues it (not yet placed: ScheduleLocked).
+  // Returns its name.
+  absl::StatusOr<std::string> QueueRunLocked(const v1::RunSpec& spec,
+                                             const std::string& request_id,
+                                             const FleetView& fleet, absl::Time now)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // The run `name` as stored, with its waiting reason.
+  absl::StatusOr<v1::Run> CreatedRunLocked(const std::string& name)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // A QUEUED run's waiting reason, kept in memory by ScheduleLocked.
   void WithWaitingReasonLocked(v1::Run* run) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // The run `existing` made under `request_id` if `spec` is the one it was

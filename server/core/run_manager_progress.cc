@@ -83,7 +83,13 @@ void RunManager::OnRankProgress(const std::string& worker, const v1::RankProgres
   }
   bool changed = false;
   for (const v1::RankProgress& incoming : report.ranks()) {
-    if (incoming.rank() < 0 || incoming.rank() >= static_cast<int>(worker_of.size())) continue;
+    // A worker speaks only for the ranks placed on it: where co-resident
+    // workers see each other's slots, each relays its own, and one worker
+    // can neither hide another's hang nor frame it.
+    if (incoming.rank() < 0 || incoming.rank() >= static_cast<int>(worker_of.size()) ||
+        worker_of[incoming.rank()] != worker) {
+      continue;
+    }
     v1::RankProgress r = incoming;
     r.set_worker(worker_of[r.rank()]);
     r.set_behind(false);

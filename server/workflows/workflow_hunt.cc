@@ -76,9 +76,10 @@ bool WorkflowManager::RunHuntRound(const std::string& name, int round,
 }
 
 std::vector<std::string> WorkflowManager::CreateRoundRuns(const std::string& name, int round) {
-  // Every run of the round is created before any is followed: the
-  // scheduler starts all whose hosts are free at once. After a restart the
-  // request ids adopt the runs the round had already created.
+  // The round is admitted as one group (RunManager::CreateRuns) before any
+  // run is followed: the scheduler places it once and starts all whose
+  // hosts are free together. After a restart the request ids adopt the
+  // runs the round had already created.
   std::vector<v1::RunSpec> specs;
   bool scheduled = false;
   {
@@ -88,37 +89,52 @@ std::vector<std::string> WorkflowManager::CreateRoundRuns(const std::string& nam
     for (const v1::WorkflowCell& cell : workflow->cells()) specs.push_back(cell.spec());
   }
   std::vector<std::string> runs(specs.size());
-  for (size_t i = 0; i < specs.size(); ++i) {
-    while (true) {
-      {
-        absl::MutexLock lock(&mu_);
-        if (StopOrCancelLocked(name)) return runs;
-      }
-      // A scheduled hunt's run waits for its workers to be idle, so a
-      // user's run never waits behind it.
+  std::vector<size_t> pending(specs.size());
+  for (size_t i = 0; i < specs.size(); ++i) pending[i] = i;
+  while (!pending.empty()) {
+    {
+      absl::MutexLock lock(&mu_);
+      if (StopOrCancelLocked(name)) return runs;
+    }
+    // A scheduled hunt's run waits for its workers to be idle, so a user's
+    // run never waits behind it.
+    std::vector<RunManager::RunRequest> requests;
+    std::vector<size_t> asked;
+    std::vector<size_t> later;  // asked again: not idle yet, or the queue or the rate was full
+    for (const size_t i : pending) {
       if (scheduled &&
           !runs_->WorkersIdle(absl::StrJoin(specs[i].placement().workers(), ",")).ok()) {
-        absl::SleepFor(options_.poll_interval);
+        later.push_back(i);
         continue;
       }
-      absl::StatusOr<v1::Run> created = runs_->CreateRun(
-          specs[i], absl::StrCat(name, "/round-", round, "-", i), absl::Now(), name);
-      if (absl::IsResourceExhausted(created.status())) {  // the queue or the rate: wait
-        absl::SleepFor(options_.poll_interval);
-        continue;
-      }
-      absl::MutexLock lock(&mu_);
-      v1::WorkflowCell* cell = FindLocked(name)->mutable_cells(static_cast<int>(i));
-      if (!created.ok()) {
-        cell->set_state(v1::FAILED);
-        cell->set_error(absl::StrCat("not accepted: ", created.status().message()));
-      } else {
-        runs[i] = created->name();
-        cell->set_run(runs[i]);
-        cell->set_state(created->state());
-      }
-      break;
+      requests.push_back({specs[i], absl::StrCat(name, "/round-", round, "-", i)});
+      asked.push_back(i);
     }
+    std::vector<absl::StatusOr<v1::Run>> created;
+    if (!requests.empty()) created = runs_->CreateRuns(requests, absl::Now(), name);
+    {
+      absl::MutexLock lock(&mu_);
+      for (size_t k = 0; k < asked.size(); ++k) {
+        const size_t i = asked[k];
+        if (absl::IsResourceExhausted(created[k].status())) {
+          later.push_back(i);
+          continue;
+        }
+        v1::WorkflowCell* cell = FindLocked(name)->mutable_cells(static_cast<int>(i));
+        if (!created[k].ok()) {
+          cell->set_state(v1::FAILED);
+          cell->set_error(absl::StrCat("not accepted: ", created[k].status().message()));
+        } else {
+          runs[i] = created[k]->name();
+          cell->set_run(runs[i]);
+          cell->set_state(created[k]->state());
+        }
+      }
+    }
+    std::sort(later.begin(), later.end());
+    const bool progressed = later.size() < pending.size();
+    pending = std::move(later);
+    if (!pending.empty() && !progressed) absl::SleepFor(options_.poll_interval);
   }
   absl::MutexLock lock(&mu_);
   SaveLocked(*FindLocked(name));

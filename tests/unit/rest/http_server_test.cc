@@ -319,6 +319,25 @@ TEST_F(RestHttpTest, LifecycleRoutesNeedTheOperatorAndRefuseActiveRuns) {
   EXPECT_EQ(Delete("/v1/workers/nope")->status, 404);
 }
 
+// Clearing a quarantine is an operator's call: a read token leaves the
+// worker SUSPECT; the operator's clear ends it, and a second clear is 412.
+TEST_F(RestHttpTest, ClearingASuspectWorkerNeedsTheOperator) {
+  c_.Register("a");
+  v1::WorkerSuspicion why;
+  why.set_reason("slow with every healthy peer");
+  ASSERT_TRUE(c_.manager().SuspectWorker("workers/a", why).ok());
+  Start();
+  EXPECT_EQ(Post("/v1/workers/a:clear", "", kRead)->status, 403);
+  EXPECT_EQ(Post("/v1/workers/a:clear", "", "")->status, 401);
+  EXPECT_EQ(Json(Get("/v1/workers/a"))["state"], "SUSPECT");
+  const nlohmann::json cleared = Json(Post("/v1/workers/a:clear", "{}"));
+  EXPECT_EQ(cleared["state"], "READY");
+  EXPECT_FALSE(cleared.contains("suspect"));
+  test_http::Result again = Post("/v1/workers/a:clear", "");
+  ASSERT_EQ(again->status, 412);
+  EXPECT_THAT(Json(again)["message"].get<std::string>(), HasSubstr("is not SUSPECT"));
+}
+
 TEST_F(RestHttpTest, TokensAreCheckedPerRole) {
   Start();
   test_http::Result none = Get("/v1/runs", "");

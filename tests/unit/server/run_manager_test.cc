@@ -1208,6 +1208,68 @@ TEST_F(RunManagerTest, AScheduledRunWaitsBehindAUserRunQueuedAfterIt) {
 
 // A worker selector (RunSpec.workers) keeps a run to the workers it names
 // or whose labels it lists, and refuses one no worker satisfies.
+// A group (a hunt's round) is admitted with one token of the caller's
+// rate and placed once: its runs on disjoint workers all start at once; a
+// bad spec is refused alone; past the queue limit the rest are refused and
+// nothing of them is stored; a retry answers with the runs made.
+TEST_F(RunManagerTest, AGroupIsAdmittedTogetherAndItsDisjointRunsStartAtOnce) {
+  RunManagerOptions options;
+  options.create_rate = {/*per_second=*/0.001, /*burst=*/1};
+  options.max_queued_runs = 1;
+  Restart(options);
+  for (const std::string id : {"a", "b", "c", "d"}) Register(id, "host-" + id, 1);
+  auto pair = [this](const std::string& x, const std::string& y) {
+    v1::RunSpec spec = Spec(2, v1::EXPLICIT);
+    spec.mutable_placement()->set_ranks_per_worker(1);
+    spec.mutable_placement()->add_workers(x);
+    spec.mutable_placement()->add_workers(y);
+    return spec;
+  };
+  v1::RunSpec bad = pair("workers/a", "workers/c");
+  bad.set_ranks(0);
+  std::vector<RunManager::RunRequest> round = {{pair("workers/a", "workers/b"), "hunt/0"},
+                                               {bad, "hunt/1"},
+                                               {pair("workers/c", "workers/d"), "hunt/2"}};
+  std::vector<absl::StatusOr<v1::Run>> created = manager_->CreateRuns(round, now_, "hunt");
+  ASSERT_EQ(created.size(), 3u);
+  ASSERT_TRUE(created[0].ok()) << created[0].status();
+  ASSERT_TRUE(created[2].ok()) << created[2].status();
+  EXPECT_EQ(created[1].status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(std::string(created[1].status().message()), HasSubstr("ranks"));
+  EXPECT_NE(created[0]->state(), v1::QUEUED);  // both placed by the one pass
+  EXPECT_NE(created[2]->state(), v1::QUEUED);
+  EXPECT_EQ(manager_->queued_count(), 0);
+  EXPECT_TRUE(absl::IsNotFound(store_->FindRunByRequestId("hunt/1").status()));
+  // The one token is spent: the caller's next create is refused.
+  EXPECT_EQ(manager_->CreateRun(Spec(1), "", now_, "hunt").status().code(),
+            absl::StatusCode::kResourceExhausted);
+  // A retry of the round answers with the runs it made, past the rate.
+  round.erase(round.begin() + 1);
+  std::vector<absl::StatusOr<v1::Run>> again = manager_->CreateRuns(round, now_, "hunt");
+  ASSERT_TRUE(again[0].ok() && again[1].ok());
+  EXPECT_EQ(again[0]->name(), created[0]->name());
+  EXPECT_EQ(again[1]->name(), created[2]->name());
+
+  // Every worker is held: a group of three waits, and only one fits the
+  // queue; the other two are refused with a retry-after and not stored.
+  std::vector<RunManager::RunRequest> next = {{pair("workers/a", "workers/c"), "next/0"},
+                                              {pair("workers/b", "workers/d"), "next/1"},
+                                              {pair("workers/a", "workers/d"), "next/2"}};
+  created = manager_->CreateRuns(next, now_, "another caller");
+  ASSERT_TRUE(created[0].ok()) << created[0].status();
+  EXPECT_EQ(created[0]->state(), v1::QUEUED);
+  for (const int i : {1, 2}) {
+    EXPECT_EQ(created[i].status().code(), absl::StatusCode::kResourceExhausted);
+    EXPECT_THAT(std::string(created[i].status().message()), HasSubstr("queue limit"));
+    EXPECT_TRUE(absl::IsNotFound(store_->FindRunByRequestId(next[i].request_id).status()));
+  }
+  EXPECT_EQ(manager_->queued_count(), 1);
+  // A refused rate refuses the whole group and stores nothing.
+  created = manager_->CreateRuns({{pair("workers/b", "workers/c"), "late/0"}}, now_, "hunt");
+  EXPECT_EQ(created[0].status().code(), absl::StatusCode::kResourceExhausted);
+  EXPECT_TRUE(absl::IsNotFound(store_->FindRunByRequestId("late/0").status()));
+}
+
 TEST_F(RunManagerTest, AWorkerSelectorPicksTheWorkers) {
   Register("a", "host-a", 2, {}, {}, {{"pool", "blue"}});
   Register("b", "host-b", 2, {}, {}, {{"pool", "green"}});
@@ -1323,6 +1385,22 @@ TEST_F(RunManagerTest, ARunWhoseRanksStandStillFailsNamingTheStoppedRank) {
   report(w0, 0, 412, "running", 2);
   report(w1, 2, 412, "running", 2);
   EXPECT_EQ(Get(run.name()).rank_progress_size(), 4);
+  // A worker speaks only for its own ranks: another's, or one the run does
+  // not have, is ignored.
+  v1::RankProgressReport forged;
+  forged.set_run(run.name());
+  for (const int rank : {2, 3, 4, -1}) {
+    v1::RankProgress* p = forged.add_ranks();
+    p->set_rank(rank);
+    p->set_iteration(999);
+    p->set_phase("done");
+  }
+  manager_->OnRankProgress(w0, forged, now_);
+  const v1::Run after_forged = Get(run.name());
+  ASSERT_EQ(after_forged.rank_progress_size(), 4);
+  for (const v1::RankProgress& r : after_forged.rank_progress()) {
+    EXPECT_EQ(r.iteration(), 412) << "rank " << r.rank();
+  }
   // Rank 2 stops inside iteration 412; the others wait in it, spinning.
   auto beat = [&] {
     manager_->OnHeartbeat("workers/a", session_a, now_);
