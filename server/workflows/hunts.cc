@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <set>
+#include <utility>
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
@@ -376,9 +377,54 @@ HuntSurvey AnalyseSurvey(const v1::HuntSpec& spec, const std::vector<v1::HuntWor
   return out;
 }
 
+std::vector<HuntRound> RepeatRounds(const HuntSurvey& analysed,
+                                    const std::vector<v1::HuntWorker>& selected) {
+  std::vector<WorkerGroup> pairs;
+  for (const auto& [a, b] : analysed.findings.slow_links) pairs.push_back({a, b});
+  std::vector<HuntRound> rounds;
+  for (std::vector<WorkerGroup>& round : PackRounds(pairs, HostOf(selected))) {
+    HuntRound r;
+    for (WorkerGroup& pair : round) r.push_back({"repeat", std::move(pair)});
+    rounds.push_back(std::move(r));
+  }
+  return rounds;
+}
+
+void FoldRepeats(std::vector<v1::HuntMeasurement> repeats,
+                 std::vector<v1::HuntMeasurement>* survey,
+                 std::vector<v1::HuntMeasurement>* set_aside) {
+  auto key = [](const v1::HuntMeasurement& m) {
+    return m.workers_size() == 2 ? std::make_pair(std::min(m.workers(0), m.workers(1)),
+                                                  std::max(m.workers(0), m.workers(1)))
+                                 : std::make_pair(std::string(), std::string());
+  };
+  std::map<std::pair<std::string, std::string>, size_t> pair_at;
+  for (size_t i = 0; i < survey->size(); ++i) {
+    if ((*survey)[i].phase() == "pairwise") pair_at[key((*survey)[i])] = i;
+  }
+  for (v1::HuntMeasurement& repeat : repeats) {
+    auto it = pair_at.find(key(repeat));
+    const bool better = it != pair_at.end() && repeat.error().empty() &&
+                        repeat.busbw_bytes_per_s() > (*survey)[it->second].busbw_bytes_per_s();
+    if (better) {
+      v1::HuntMeasurement& counted = (*survey)[it->second];
+      repeat.set_phase("pairwise");
+      counted.set_phase("repeat");
+      std::swap(repeat, counted);
+    } else {
+      repeat.set_phase("repeat");
+    }
+    repeat.clear_ratio();
+    repeat.clear_z();
+    repeat.clear_slow();
+    set_aside->push_back(std::move(repeat));
+  }
+}
+
 v1::WorkflowOutput HuntOutputOf(const v1::HuntSpec& spec, const HuntSurvey& survey,
                                 const std::vector<v1::HuntMeasurement>& measurements,
-                                std::vector<v1::HuntMeasurement>* retests) {
+                                std::vector<v1::HuntMeasurement>* retests,
+                                std::vector<v1::HuntMeasurement> set_aside) {
   const HuntThresholds thresholds = ThresholdsOf(spec);
   v1::WorkflowOutput output;
   v1::HuntOutput& hunt = *output.mutable_hunt();
@@ -451,6 +497,11 @@ v1::WorkflowOutput HuntOutputOf(const v1::HuntSpec& spec, const HuntSurvey& surv
         left_out, " of ", measurements.size(), " measurements are left out of this output: "
         "kept are the slow and failed ones, the suspects', and all among the ", kTellingWorkers,
         " slowest workers (every run is stored, labelled hunt=ID)"));
+  }
+  for (v1::HuntMeasurement& m : set_aside) {  // shown against the same centre, not counted
+    if (!m.error().empty()) ++failed;
+    if (survey.reference.count > 0) ScoreMeasurement(survey.reference, thresholds, &m);
+    *hunt.add_pairs() = std::move(m);
   }
   for (const v1::HuntMeasurement& m : *retests) {
     if (!m.error().empty()) ++failed;

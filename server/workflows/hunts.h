@@ -31,7 +31,7 @@ inline constexpr char kHuntPhaseLabel[] = "hunt-phase";
 
 // One run of a hunt.
 struct HuntRun {
-  std::string phase;    // pairwise | groups | ring | retest
+  std::string phase;    // pairwise | groups | ring | repeat | retest
   WorkerGroup workers;  // rank order, one rank each
 };
 using HuntRound = std::vector<HuntRun>;
@@ -109,11 +109,28 @@ HuntSurvey AnalyseSurvey(const v1::HuntSpec& spec, const std::vector<v1::HuntWor
                          const std::vector<std::string>& stragglers,
                          std::vector<v1::HuntMeasurement>* survey);
 
+// A slow link is measured once more before it is judged: a moment's
+// contention on the fabric or the hosts slows one run, a bad link every
+// one. The rounds that repeat the survey's slow links (phase "repeat"),
+// on disjoint hosts; empty when there is none.
+std::vector<HuntRound> RepeatRounds(const HuntSurvey& analysed,
+                                    const std::vector<v1::HuntWorker>& selected);
+
+// Folds the repeats into the survey: of a pair measured twice, the better
+// run stands for it (phase pairwise, counted) and the other is set aside
+// (phase repeat, not counted, appended to `set_aside`). Contention only
+// ever slows a run, so the better of two is the truer figure of the link.
+void FoldRepeats(std::vector<v1::HuntMeasurement> repeats,
+                 std::vector<v1::HuntMeasurement>* survey,
+                 std::vector<v1::HuntMeasurement>* set_aside);
+
 // The hunt's output once its re-tests ran (re-tests scored in place):
 // suspects ranked, measurements, workers, notes, and the tables.
+// `set_aside`: the runs FoldRepeats did not count, listed with the pairs.
 v1::WorkflowOutput HuntOutputOf(const v1::HuntSpec& spec, const HuntSurvey& survey,
                                 const std::vector<v1::HuntMeasurement>& measurements,
-                                std::vector<v1::HuntMeasurement>* retests);
+                                std::vector<v1::HuntMeasurement>* retests,
+                                std::vector<v1::HuntMeasurement> set_aside = {});
 
 }  // namespace collbench::workflows
 

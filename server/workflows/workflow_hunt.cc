@@ -249,20 +249,39 @@ void WorkflowManager::ExecuteHunt(const std::string& name, const v1::Workflow& s
     return end_stopped();
   }
   workflows::HuntSurvey analysed = workflows::AnalyseSurvey(spec, selected, stragglers, &survey);
-  int retest_runs = 0;
-  for (const workflows::HuntRound& r : analysed.retest_rounds) retest_runs += r.size();
-  {
+  auto count_runs = [](const std::vector<workflows::HuntRound>& rounds) {
+    int runs = 0;
+    for (const workflows::HuntRound& r : rounds) runs += static_cast<int>(r.size());
+    return runs;
+  };
+  auto set_total = [&](int runs) {
     absl::MutexLock lock(&mu_);
     v1::Workflow* workflow = FindLocked(name);
-    workflow->set_cells_total(static_cast<int>(survey.size()) + retest_runs);
+    workflow->set_cells_total(runs);
     SaveLocked(*workflow);
+  };
+  // The slow links once more, the better of two runs standing for each,
+  // before anything is judged.
+  std::vector<v1::HuntMeasurement> set_aside;
+  const std::vector<workflows::HuntRound> repeat_rounds = workflows::RepeatRounds(analysed, selected);
+  if (!repeat_rounds.empty()) {
+    set_total(static_cast<int>(survey.size()) + count_runs(repeat_rounds));
+    std::vector<v1::HuntMeasurement> repeats;
+    if (!run_rounds(repeat_rounds.size(), [&](size_t r) { return repeat_rounds[r]; }, &repeats)) {
+      return end_stopped();
+    }
+    workflows::FoldRepeats(std::move(repeats), &survey, &set_aside);
+    analysed = workflows::AnalyseSurvey(spec, selected, stragglers, &survey);
   }
+  set_total(static_cast<int>(survey.size() + set_aside.size()) +
+            count_runs(analysed.retest_rounds));
   std::vector<v1::HuntMeasurement> retests;
   if (!run_rounds(analysed.retest_rounds.size(),
                   [&](size_t r) { return analysed.retest_rounds[r]; }, &retests)) {
     return end_stopped();
   }
-  v1::WorkflowOutput output = workflows::HuntOutputOf(spec, analysed, survey, &retests);
+  v1::WorkflowOutput output =
+      workflows::HuntOutputOf(spec, analysed, survey, &retests, std::move(set_aside));
   v1::HuntOutput& hunt = *output.mutable_hunt();
   for (const std::string& line : snapshot.output().header()) {  // the plan's caveats
     if (absl::StartsWith(line, "note: ")) hunt.add_notes(line.substr(6));
