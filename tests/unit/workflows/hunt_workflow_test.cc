@@ -119,13 +119,18 @@ class HuntWorkflowTest : public ::testing::Test {
     runs_->OnResult(launcher, result, absl::Now());
   }
 
-  // Waits for the hunt's end; its final state.
-  v1::Workflow Finished(const std::string& name) {
+  // A pairwise hunt at 1 MiB over the fleet, to its end; its final state.
+  v1::Workflow HuntToTheEnd() {
+    v1::CreateWorkflowRequest request;
+    request.mutable_spec()->mutable_hunt()->add_sizes_bytes(1 << 20);
+    absl::StatusOr<v1::Workflow> created = workflows_->Create(request, absl::Now());
+    EXPECT_TRUE(created.ok()) << created.status();
+    if (!created.ok()) return v1::Workflow();
     const absl::Time deadline = absl::Now() + absl::Seconds(30);
-    absl::StatusOr<v1::Workflow> w = workflows_->Get(name);
+    absl::StatusOr<v1::Workflow> w = workflows_->Get(created->name());
     while (w.ok() && !IsFinalWorkflowState(w->state()) && absl::Now() < deadline) {
       absl::SleepFor(absl::Milliseconds(10));
-      w = workflows_->Get(name);
+      w = workflows_->Get(created->name());
     }
     EXPECT_TRUE(w.ok()) << w.status();
     return w.ok() ? *w : v1::Workflow();
@@ -189,11 +194,7 @@ TEST_F(HuntWorkflowTest, RoundsRunAtOnceAndTheSlowNodeIsConfirmedBadAndSuspect) 
 TEST_F(HuntWorkflowTest, APairSlowOnceIsMeasuredAgainAndNotReported) {
   slow_worker_.clear();
   flaky_pair_ = {"workers/w1", "workers/w4"};
-  v1::CreateWorkflowRequest request;
-  request.mutable_spec()->mutable_hunt()->add_sizes_bytes(1 << 20);
-  absl::StatusOr<v1::Workflow> created = workflows_->Create(request, absl::Now());
-  ASSERT_TRUE(created.ok()) << created.status();
-  const v1::Workflow w = Finished(created->name());
+  const v1::Workflow w = HuntToTheEnd();
   ASSERT_EQ(w.state(), v1::WORKFLOW_SUCCEEDED) << w.error();
   const v1::HuntOutput& hunt = w.output().hunt();
   EXPECT_EQ(hunt.suspects_size(), 0) << hunt.DebugString();
@@ -218,11 +219,7 @@ TEST_F(HuntWorkflowTest, APairSlowOnceIsMeasuredAgainAndNotReported) {
 TEST_F(HuntWorkflowTest, ALinkSlowEveryTimeIsALinkSuspect) {
   slow_worker_.clear();
   slow_link_ = {"workers/w1", "workers/w4"};
-  v1::CreateWorkflowRequest request;
-  request.mutable_spec()->mutable_hunt()->add_sizes_bytes(1 << 20);
-  absl::StatusOr<v1::Workflow> created = workflows_->Create(request, absl::Now());
-  ASSERT_TRUE(created.ok()) << created.status();
-  const v1::Workflow w = Finished(created->name());
+  const v1::Workflow w = HuntToTheEnd();
   ASSERT_EQ(w.state(), v1::WORKFLOW_SUCCEEDED) << w.error();
   const v1::HuntOutput& hunt = w.output().hunt();
   ASSERT_EQ(hunt.suspects_size(), 1) << hunt.DebugString();
