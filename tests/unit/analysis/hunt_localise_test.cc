@@ -2,6 +2,7 @@
 // Hunts' localisation and planning (DESIGN §10): a simulated fleet whose
 // pairs measure what a model says (one slow node, one slow link, or none,
 // with noise), run through the survey, the re-test plan and the verdicts.
+#include <algorithm>
 #include <cmath>
 #include <functional>
 #include <map>
@@ -85,9 +86,23 @@ Hunt RunHunt(const Fleet& fleet, const Model& model) {
     }
   }
   const HuntThresholds thresholds;
-  const SurveyScore score = ScoreSurvey(thresholds, fleet.host_of, &hunt.survey);
+  SurveyScore score = ScoreSurvey(thresholds, fleet.host_of, &hunt.survey);
+  hunt.findings = Localise(hunt.survey, score.workers, {}, thresholds);
+  // As the hunt does: each slow link measured once more, the better run
+  // standing for the pair, and the survey scored again.
+  if (!hunt.findings.slow_links.empty()) {
+    for (v1::HuntMeasurement& m : hunt.survey) {
+      const std::pair<std::string, std::string> key(std::min(m.workers(0), m.workers(1)),
+                                                    std::max(m.workers(0), m.workers(1)));
+      if (std::count(hunt.findings.slow_links.begin(), hunt.findings.slow_links.end(), key)) {
+        m.set_busbw_bytes_per_s(
+            std::max(m.busbw_bytes_per_s(), model(m.workers(0), m.workers(1))));
+      }
+    }
+    score = ScoreSurvey(thresholds, fleet.host_of, &hunt.survey);
+    hunt.findings = Localise(hunt.survey, score.workers, {}, thresholds);
+  }
   hunt.workers = score.workers;
-  hunt.findings = Localise(hunt.survey, hunt.workers, {}, thresholds);
   for (const WorkerGroup& pair : RetestRuns(hunt.findings, fleet.host_of, 3)) {
     hunt.retests.push_back(Measure(model, pair, "retest", &run));
     ScoreMeasurement(score.centres.at("pairwise"), thresholds, &hunt.retests.back());
@@ -120,6 +135,33 @@ TEST(HuntLocaliseTest, ASlowNodeStandsOutOfANoisyFleet) {
   ASSERT_EQ(hunt.suspects.size(), 1u);
   EXPECT_EQ(hunt.suspects[0].worker(), W(3));
   EXPECT_EQ(hunt.suspects[0].verdict(), "CONFIRMED_BAD") << hunt.suspects[0].evidence();
+}
+
+// A pairwise survey of six healthy netns hosts on the same machine (MB/s at
+// 64 KiB): h4 drew three contended runs of five (0.50 to 0.56 of the
+// median) while the other workers' medians bunch near 1, so its median is
+// well out among the workers'; but none of those runs stands out on its
+// own, and a bad node is slow with (nearly) every peer: h4 is not slow.
+TEST(HuntLocaliseTest, AWorkerWithAFewContendedRunsIsNotSlow) {
+  const std::vector<std::pair<std::vector<int>, double>> runs = {
+      {{1, 6}, 300.5}, {{2, 5}, 209.2}, {{3, 4}, 206.5}, {{1, 5}, 209.2}, {{4, 6}, 284.4},
+      {{2, 3}, 162.4}, {{1, 4}, 104.6}, {{3, 5}, 270.0}, {{2, 6}, 150.2}, {{1, 3}, 196.3},
+      {{2, 4}, 110.3}, {{5, 6}, 116.8}, {{1, 2}, 206.5}, {{3, 6}, 233.6}, {{4, 5}, 116.8}};
+  std::map<std::string, std::string> host_of;
+  for (int h = 1; h <= 6; ++h) host_of[W(h)] = "h" + std::to_string(h);
+  std::vector<v1::HuntMeasurement> survey;
+  for (const auto& [workers, mb] : runs) {
+    v1::HuntMeasurement m;
+    for (const int w : workers) m.add_workers(W(w));
+    m.set_phase("pairwise");
+    m.set_busbw_bytes_per_s(mb * 1e6);
+    survey.push_back(m);
+  }
+  const HuntThresholds thresholds;
+  const SurveyScore score = ScoreSurvey(thresholds, host_of, &survey);
+  const HuntFindings findings = Localise(survey, score.workers, {}, thresholds);
+  EXPECT_TRUE(findings.slow_workers.empty()) << findings.slow_workers[0];
+  EXPECT_TRUE(findings.slow_links.empty());
 }
 
 TEST(HuntLocaliseTest, ASlowNodeIsConfirmedBadAndNothingElseIs) {
@@ -159,11 +201,19 @@ TEST(HuntLocaliseTest, ANodeSlowOnlyWithSomePeersIsALinkSuspect) {
   for (const v1::HuntSuspect& s : hunt.suspects) EXPECT_EQ(s.verdict(), "LINK_SUSPECT");
 }
 
+// Healthy fleets of 6 to 25 hosts: at +-15% noise no suspect in 50; at
+// +-50% on every run (no node slow, but single runs anywhere from half to
+// one and a half times the median) at most 1 of 50 fleets shows one, as
+// measured when the rules were set.
 TEST(HuntLocaliseTest, ANoisyHealthyFleetHasNoSuspect) {
-  for (unsigned seed = 1; seed <= 50; ++seed) {
-    const Fleet fleet = MakeFleet(6 + seed % 20);
-    const Hunt hunt = RunHunt(fleet, Healthy(0.15, seed));
-    EXPECT_TRUE(hunt.suspects.empty()) << "seed " << seed << ": " << hunt.suspects[0].worker();
+  for (const auto& [noise, allowed] : std::vector<std::pair<double, int>>{{0.15, 0}, {0.5, 1}}) {
+    int with_suspects = 0;
+    for (unsigned seed = 1; seed <= 50; ++seed) {
+      const Fleet fleet = MakeFleet(6 + seed % 20);
+      const Hunt hunt = RunHunt(fleet, Healthy(noise, seed));
+      with_suspects += !hunt.suspects.empty();
+    }
+    EXPECT_LE(with_suspects, allowed) << "noise " << noise << ": " << with_suspects << " of 50";
   }
 }
 
