@@ -147,19 +147,8 @@ ValidationLimits RunManager::LimitsNow() const {
 absl::StatusOr<v1::Run> RunManager::CreateRun(const v1::RunSpec& spec,
                                               const std::string& request_id, absl::Time now,
                                               absl::string_view caller) {
-  const ScopedLogField by("caller", caller.empty() ? "anonymous" : caller);
-  absl::MutexLock lock(&mu_);
-  if (!request_id.empty()) {
-    absl::StatusOr<v1::Run> existing = store_->FindRunByRequestId(request_id);
-    if (existing.ok()) return SameRequestLocked(*existing, spec, request_id);
-    if (!absl::IsNotFound(existing.status())) return existing.status();
-  }
-  // Every attempt spends the caller's rate, malformed ones too: they cost
-  // the coordinator as much.
-  RETURN_IF_ERROR(AdmitLocked(caller, now));
-  ASSIGN_OR_RETURN(const std::string name, QueueRunLocked(spec, request_id, FleetNow(), now));
-  ScheduleLocked(now);
-  return CreatedRunLocked(name);
+  // A group of one: the same lookup, admission, checks and placement.
+  return std::move(CreateRuns({{spec, request_id}}, now, caller).front());
 }
 
 std::vector<absl::StatusOr<v1::Run>> RunManager::CreateRuns(
@@ -168,8 +157,9 @@ std::vector<absl::StatusOr<v1::Run>> RunManager::CreateRuns(
   absl::MutexLock lock(&mu_);
   std::vector<absl::StatusOr<v1::Run>> answers(requests.size(),
                                                absl::UnknownError("not created"));
-  // Retries of requests already made get their runs; only new ones are
-  // admitted.
+  // Retries of requests already made get their runs, even past the
+  // limits; only new ones are admitted. Every new attempt spends the
+  // caller's rate, malformed ones too: they cost the coordinator as much.
   std::vector<size_t> fresh;
   for (size_t i = 0; i < requests.size(); ++i) {
     if (!requests[i].request_id.empty()) {
@@ -236,6 +226,11 @@ absl::StatusOr<std::string> RunManager::QueueRunLocked(const v1::RunSpec& spec,
   queue_.push_back(name);
   PublishStateLocked(live_[name], now);
   return name;
+}
+
+void RunManager::DropRankProgress(const std::string& run) {
+  absl::MutexLock progress(&rank_progress_mu_);
+  rank_progress_.erase(run);
 }
 
 absl::StatusOr<v1::Run> RunManager::CreatedRunLocked(const std::string& name) {
@@ -573,10 +568,7 @@ absl::Status RunManager::AbortLocked(LiveRun& live, v1::RunState state,
   live.run.set_state(state);
   live.run.set_error(reason);
   *live.run.mutable_end_time() = TimestampFromTime(now);
-  {
-    absl::MutexLock progress(&rank_progress_mu_);
-    rank_progress_.erase(run);
-  }
+  DropRankProgress(run);
   absl::Status saved = SaveLocked(live);
   PublishStateLocked(live, now);
   hub_->End(run);
@@ -599,10 +591,7 @@ void RunManager::FinishLocked(LiveRun& live, v1::RunState state, const std::stri
   live.run.clear_waiting_reason();
   // Where the ranks were is kept only where it explains the end.
   if (state == v1::SUCCEEDED) live.run.clear_rank_progress();
-  {
-    absl::MutexLock progress(&rank_progress_mu_);
-    rank_progress_.erase(run);
-  }
+  DropRankProgress(run);
   *live.run.mutable_end_time() = TimestampFromTime(now);
   (void)SaveLocked(live);  // logged; the run is over either way
   PublishStateLocked(live, now);

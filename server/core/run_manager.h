@@ -409,6 +409,8 @@ class RunManager {
                                              const std::string& request_id,
                                              const FleetView& fleet, absl::Time now)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // A run ended: GetRun no longer adds live rank progress to it.
+  void DropRankProgress(const std::string& run) ABSL_LOCKS_EXCLUDED(rank_progress_mu_);
   // The run `name` as stored, with its waiting reason.
   absl::StatusOr<v1::Run> CreatedRunLocked(const std::string& name)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
