@@ -1,10 +1,10 @@
 // SPDX-License-Identifier: Apache-2.0
-// The advisor (DESIGN §9): per operation and message-size range, the best
-// configuration among stored runs, its margin over the runner-up and
-// whether that margin is significant; and the tuning files users deploy —
-// an Open MPI coll_tuned dynamic rules file, MPICH's algorithm CVARs and
-// NCCL's NCCL_ALGO/NCCL_PROTO — written from the winners, with readers
-// that parse them back.
+// The advisor (docs/design/workflows.md#advice-and-tuning-files): per operation
+// and message-size range, the best configuration among stored runs, its margin
+// over the runner-up and whether that margin is significant; and the tuning
+// files users deploy — an Open MPI coll_tuned dynamic rules file, MPICH's
+// algorithm CVARs and NCCL's NCCL_ALGO/NCCL_PROTO — written from the winners,
+// with readers that parse them back.
 #ifndef COLLBENCH_ANALYSIS_ADVISOR_H_
 #define COLLBENCH_ANALYSIS_ADVISOR_H_
 

@@ -1,8 +1,9 @@
 // SPDX-License-Identifier: Apache-2.0
-// Baselines and checks (DESIGN §10): a baseline keeps, per configuration,
-// the latency histogram a set of runs measured; a check compares new runs
-// with it like with like (analysis/regression.h) and says, per row, ok,
-// faster, slower or regression, and what in the environment changed.
+// Baselines and checks (docs/design/workflows.md#baselines-and-checks): a
+// baseline keeps, per configuration, the latency histogram a set of runs
+// measured; a check compares new runs with it like with like
+// (analysis/regression.h) and says, per row, ok, faster, slower or regression,
+// and what in the environment changed.
 //
 // A configuration is every field that defines what was measured: the
 // operation, its size, element type, reduction, root and in-place flag,

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-// The HTML pieces every report is made of (DESIGN §9): escaping, a Table
+// The HTML pieces every report is made of (docs/design/workflows.md#reports): escaping, a Table
 // as an HTML table, and the page around a report's body. A page is
 // self-contained: its style is inline, its plots are inline SVG, and it
 // names no script, font, image or stylesheet elsewhere, so it opens from a

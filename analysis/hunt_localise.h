@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-// Localisation for hunts (DESIGN §10, "Hunts"): from the measurements of a
+// Localisation for hunts (docs/design/workflows.md#hunts): from the measurements of a
 // survey (pairwise, groups, ring) to suspects, and from re-tests with
 // healthy peers to verdicts.
 //

@@ -2,7 +2,7 @@
 // The runs of a hunt besides its pairwise rounds (pairwise_rounds.h):
 // groups of k dealt several times so every worker meets new partners, and
 // any list of runs packed into rounds whose runs share no host, so a
-// round's runs can run at the same time (DESIGN §10, "Hunts").
+// round's runs can run at the same time (docs/design/workflows.md#hunts).
 //
 // Pure functions; deterministic (the same input gives the same plan).
 #ifndef COLLBENCH_ANALYSIS_HUNT_PLAN_H_

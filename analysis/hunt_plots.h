@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-// The figures of a hunt (DESIGN §10, "Hunts") as inline SVG, for its
+// The figures of a hunt (docs/design/workflows.md#hunts) as inline SVG, for its
 // report and the coordinator's page: the pairwise survey as a worker x
 // worker heat map, and each worker's median ratio to the fleet median as a
 // dot plot. Both stay readable from a handful of workers to several

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-// The rounds of a pairwise hunt (DESIGN §10, "Hunts"): every pair of
+// The rounds of a pairwise hunt (docs/design/workflows.md#hunts): every pair of
 // distinct hosts measured once, in rounds of disjoint pairs that run at
 // the same time, as a round-robin tournament (the circle method): N hosts
 // take N-1 rounds of N/2 pairs when N is even, N rounds of (N-1)/2 pairs

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-// Published references per hardware class (DESIGN §10, "three references"):
+// Published references per hardware class (docs/design/workflows.md#verdicts):
 // analysis/references/collective_references.json, compiled in, looked up
 // for a result so it can say "97% of expected" and whether it is below a
 // published floor. Every entry carries its public source; none was

@@ -1,9 +1,9 @@
 // SPDX-License-Identifier: Apache-2.0
-// Is this result slower than its baseline? (DESIGN §10, "Baselines and
-// checks"): two latency distributions of one configuration compared from
-// their histograms alone, as the store keeps them: the ratio of the
-// medians with a bootstrap 95% interval, a rank test on the two
-// distributions, and a verdict.
+// Is this result slower than its baseline?
+// (docs/design/workflows.md#baselines-and-checks): two latency distributions of
+// one configuration compared from their histograms alone, as the store keeps
+// them: the ratio of the medians with a bootstrap 95% interval, a rank test on
+// the two distributions, and a verdict.
 //
 // The rank test is Mann-Whitney's U with the normal approximation, ties
 // counted per histogram bucket (a bucket is one tied value: the histogram

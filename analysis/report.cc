@@ -49,7 +49,8 @@ std::vector<std::string> SeriesNames(const std::vector<RunWithResults>& runs) {
 }
 
 // A banner when the runs were timed by different iteration synchronization
-// (DESIGN §2): their ratios would compare two methods, not configurations.
+// (docs/design/data-plane.md#iteration-synchronization): their ratios would
+// compare two methods, not configurations.
 std::string SyncWarning(const std::vector<RunWithResults>& runs) {
   std::map<std::string, std::vector<size_t>> by_sync;
   for (size_t i = 0; i < runs.size(); ++i) {

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-// Reports (DESIGN §9): one self-contained HTML page for a run, for several
+// Reports (docs/design/workflows.md#reports): one self-contained HTML page for a run, for several
 // runs compared, or for a stored suite run — what `collbench report`
 // writes to a file and what the coordinator serves under /ui/. See
 // analysis/html.h for what "self-contained" promises.

@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
-// The physical limit of the path a result used (DESIGN §10, "three
-// references"): the best bus bandwidth the run's memory and links allow,
-// from what its workers measured (the copy probe) and can read (link
-// rates), so a result can say "62% of limit".
+// The physical limit of the path a result used
+// (docs/design/workflows.md#verdicts): the best bus bandwidth the run's memory
+// and links allow, from what its workers measured (the copy probe) and can read
+// (link rates), so a result can say "62% of limit".
 //
 // The model, per rank, in nccl-tests' bus-bandwidth terms (a ring moves
 // busbw bytes per second into and out of every rank):

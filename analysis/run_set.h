@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-// What the analysis library (DESIGN §9) takes: runs with their results, as
+// What the analysis library (docs/design/workflows.md#reports) takes: runs with their results, as
 // stored, and the few facts every analysis asks of them — what sets one
 // run's configuration apart from another's, and how precisely a size's
 // mean latency is known. No gRPC here: only the collbench.v1 messages.

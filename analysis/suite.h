@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-// Suites (DESIGN §9): a seed paper's experiment as data — the runs to make
+// Suites (docs/design/workflows.md#suites): a seed paper's experiment as data — the runs to make
 // (axes whose values add `collbench run` flags), the tables to print and the
 // paper's values to hold them against — and the one engine that expands,
 // judges and renders every suite. The JSON form is documented in

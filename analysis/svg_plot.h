@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-// Line plots as inline SVG for the reports (DESIGN §9): latency and bus
+// Line plots as inline SVG for the reports (docs/design/workflows.md#reports): latency and bus
 // bandwidth against message size on log axes, and latency distributions.
 // One <g class="series" data-series="NAME"> per series (also for a series
 // with nothing to draw), each point a <circle class="point">, so a page's

@@ -1,9 +1,10 @@
 // SPDX-License-Identifier: Apache-2.0
-// Whether the workers of a run share memory (DESIGN §8): shared memory can
-// connect ranks on different workers only when every one of them sees the
-// same IPC namespace (System V segments, the same /dev/shm) on the same
-// kernel. Used by validation (every worker a placement may use) and by the
-// coordinator when it starts a run (the workers it picked).
+// Whether the workers of a run share memory
+// (docs/design/deployment.md#container-awareness): shared memory can connect
+// ranks on different workers only when every one of them sees the same IPC
+// namespace (System V segments, the same /dev/shm) on the same kernel. Used by
+// validation (every worker a placement may use) and by the coordinator when it
+// starts a run (the workers it picked).
 //
 // Rules:
 //   shared   every worker has the same host_id and the same non-zero IPC

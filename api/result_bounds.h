@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-// What a run's spec can make the engine report (DESIGN §5, "Bounds"): the
+// What a run's spec can make the engine report (docs/design/security.md#bounds): the
 // coordinator refuses results beyond it and makes metric series only for
 // the sizes it names, so a worker cannot grow the store or the metrics
 // without limit by reporting made-up results.

@@ -1,12 +1,12 @@
 // SPDX-License-Identifier: Apache-2.0
-// The tuning parameters a run spec may set (spec.env, DESIGN §5): one table,
-// each parameter with the grammar of its value (flavors/tuning_param.h): the
-// MPI libraries' own, as each flavour lists them (MpiFlavor::TuningParams),
-// then UCX's and NCCL's. The list and the reasons
-// are in docs/tuning-parameters.md; this file is its only owner. Used by
-// request validation (api/validation) and again by the launcher before it
-// puts a value into the MPI launcher's environment, and by Exec for the
-// parameters on a daemon's command line (defense in depth).
+// The tuning parameters a run spec may set (spec.env,
+// docs/design/security.md#tuning-parameters): one table, each parameter with
+// the grammar of its value (flavors/tuning_param.h): the MPI libraries' own, as
+// each flavour lists them (MpiFlavor::TuningParams), then UCX's and NCCL's. The
+// list and the reasons are in docs/tuning-parameters.md; this file is its only
+// owner. Used by request validation (api/validation) and again by the launcher
+// before it puts a value into the MPI launcher's environment, and by Exec for
+// the parameters on a daemon's command line (defense in depth).
 //
 // A key that names a program, library, plugin, file or directory (fork
 // agents, *_PLUGIN, *_path, *_dir, *_file, LD_*, parameter files, ...) is

@@ -1,8 +1,9 @@
 // SPDX-License-Identifier: Apache-2.0
-// Validation of a RunSpec before anything is queued (DESIGN §5): sizes,
-// ranks, iterations, buffer memory against the workers' memory, env keys,
-// and every enum and name the engine would otherwise reject only once the
-// run has started.
+// Validation of a RunSpec before anything is queued
+// (docs/design/security.md#validation-before-queueing): sizes, ranks,
+// iterations, buffer memory against the workers' memory, env keys, and every
+// enum and name the engine would otherwise reject only once the run has
+// started.
 //
 // A bad spec gets InvalidArgument (gRPC INVALID_ARGUMENT, HTTP 400) whose
 // message starts with the path of the offending field, e.g.

@@ -236,8 +236,9 @@ absl::Status CheckTimeout(const Context& c) {
                       FormatDuration(c.limits.max_timeout_s));
   }
   if (!c.spec.has_hang_timeout()) return absl::OkStatus();
-  // The hang timeout (DESIGN §10): 0 picks the default; a shorter one than
-  // a few seconds would end runs whose ranks only report once a second.
+  // The hang timeout (docs/design/run-lifecycle.md#hang-attribution): 0 picks
+  // the default; a shorter one than a few seconds would end runs whose ranks
+  // only report once a second.
   absl::StatusOr<double> hang_s = DurationSeconds("spec.hang_timeout", c.spec.hang_timeout());
   if (!hang_s.ok()) return hang_s.status();
   if (*hang_s != 0 && (*hang_s < kMinHangTimeoutS || *hang_s > c.limits.max_timeout_s)) {

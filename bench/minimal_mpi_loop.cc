@@ -4,11 +4,11 @@
 //
 // For each size: `warmup` untimed calls, MPI_Barrier, then `iters` calls;
 // the reported average is the mean over ranks of each rank's mean (OSU's
-// avg, DESIGN §2). Buffers are float32 with the same element counts and
-// layout collbench-rank uses: allreduce (sum) from a send into a separate
-// receive buffer; bcast from the root's send buffer into the others' receive
-// buffers; gather of `count` elements from every rank into a count * nranks
-// buffer on the root. Root is rank 0.
+// avg, docs/design/data-plane.md#statistics-over-ranks). Buffers are float32
+// with the same element counts and layout collbench-rank uses: allreduce (sum)
+// from a send into a separate receive buffer; bcast from the root's send buffer
+// into the others' receive buffers; gather of `count` elements from every rank
+// into a count * nranks buffer on the root. Root is rank 0.
 //
 // How the calls are timed (--clock), the one thing the three references of
 // bench/fidelity.py differ in:

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
-// The collbench command line (DESIGN §6). Exit codes: 0 success, 1 the run
-// failed, 2 bad usage or input (one line on stderr naming the problem).
+// The collbench command line (docs/design/command-lines.md#collbench). Exit
+// codes: 0 success, 1 the run failed, 2 bad usage or input (one line on stderr
+// naming the problem).
 #ifndef COLLBENCH_CLIENT_CLI_H_
 #define COLLBENCH_CLIENT_CLI_H_
 

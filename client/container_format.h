@@ -1,8 +1,9 @@
 // SPDX-License-Identifier: Apache-2.0
-// How the CLI shows container facts (DESIGN §8): a worker's runtime,
+// How the CLI shows container facts
+// (docs/design/deployment.md#container-awareness): a worker's runtime,
 // namespaces and limits, and a run's placement in one line, so every result
-// says how its ranks were spread over containers and what they shared.
-// Pure functions over the API messages.
+// says how its ranks were spread over containers and what they shared. Pure
+// functions over the API messages.
 #ifndef COLLBENCH_CLIENT_CONTAINER_FORMAT_H_
 #define COLLBENCH_CLIENT_CONTAINER_FORMAT_H_
 

@@ -25,7 +25,8 @@
 
 namespace collbench {
 
-// Exit codes (DESIGN §6): 0 success, 1 the run failed, 2 bad usage or input.
+// Exit codes (docs/design/command-lines.md#exit-codes): 0 success, 1 the run
+// failed, 2 bad usage or input.
 inline constexpr int kExitOk = 0;
 inline constexpr int kExitFailed = 1;
 inline constexpr int kExitUsage = 2;

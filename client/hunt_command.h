@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-// `collbench hunt` (DESIGN §10, "Hunts"): find the bad node. Makes a hunt
+// `collbench hunt` (docs/design/workflows.md#hunts): find the bad node. Makes a hunt
 // workflow, follows its rounds, and prints the suspects (or, with --output
 // json, one object: suspects, pairs, groups, workers). Exit 0 with no
 // suspect, 3 when one was found, 2 on bad input, 1 when the hunt failed.

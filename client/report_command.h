@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-// `collbench report RUN... | --suite ID -o FILE.html` (DESIGN §6, §9): one
+// `collbench report RUN... | --suite ID -o FILE.html` (docs/design/workflows.md#reports): one
 // self-contained HTML page (analysis/report.h) for a run, several runs
 // compared (the first is the baseline) or a stored suite run, written
 // atomically: a reader of FILE sees the old page or the whole new one.

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-// `collbench suite list | run NAME [--profile P] | show ID` (DESIGN §9):
+// `collbench suite list | run NAME [--profile P] | show ID` (docs/design/workflows.md#suites):
 // runs a suite's cells one at a time on the coordinator, labelled with the
 // suite run's id so `show` (and reports) can render the tables again later.
 #ifndef COLLBENCH_CLIENT_SUITE_COMMAND_H_

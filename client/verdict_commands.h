@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
-// `collbench baseline` and `collbench check` (DESIGN §10): keep the
-// distributions of a set of runs, and compare new runs with them. A check
-// exits 0 when nothing regressed, 3 when something did, 2 on bad input,
-// so a CI job can gate on it.
+// `collbench baseline` and `collbench check`
+// (docs/design/workflows.md#baselines-and-checks): keep the distributions of a
+// set of runs, and compare new runs with them. A check exits 0 when nothing
+// regressed, 3 when something did, 2 on bad input, so a CI job can gate on it.
 #ifndef COLLBENCH_CLIENT_VERDICT_COMMANDS_H_
 #define COLLBENCH_CLIENT_VERDICT_COMMANDS_H_
 

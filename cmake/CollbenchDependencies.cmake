@@ -1,5 +1,6 @@
 # SPDX-License-Identifier: Apache-2.0
-# Locates the Debian-packaged dependencies (DESIGN §7) and defines imported
+# Locates the Debian-packaged dependencies
+# (docs/design/layout.md#build-options-and-dependencies) and defines imported
 # targets for those that ship no CMake config of their own.
 find_package(PkgConfig REQUIRED)
 find_package(absl REQUIRED)

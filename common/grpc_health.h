@@ -2,7 +2,7 @@
 // A client of the standard gRPC health service (grpc.health.v1.Health/Check),
 // without generated code for it: what `collbench health` and the tests ask a
 // coordinator or a worker (a worker is SERVING only while it is registered,
-// DESIGN §8; Kubernetes' grpc readiness probe asks the same).
+// docs/design/deployment.md#health-probes; Kubernetes' grpc readiness probe asks the same).
 //
 // The request is HealthCheckRequest{service}; the answer's field 1 is the
 // serving status. Both are encoded by hand: a length-delimited field 1 and a

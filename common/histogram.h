@@ -2,11 +2,11 @@
 // Log-linear latency histogram shared by the engine, the agent and the
 // coordinator.
 //
-// Geometry (DESIGN §2): values are integer nanoseconds from 1 ns to 2^40 ns.
-// Below 64 ns every nanosecond has its own bucket; above, every power of two
-// [2^e, 2^(e+1)) is split into 64 equal sub-buckets, so a bucket is never
-// wider than 1/64 of its lower edge and the midpoint answers any quantile
-// within 1/128 (< 1%) relative error.
+// Geometry (docs/design/data-plane.md#histogram): values are integer
+// nanoseconds from 1 ns to 2^40 ns. Below 64 ns every nanosecond has its own
+// bucket; above, every power of two [2^e, 2^(e+1)) is split into 64 equal
+// sub-buckets, so a bucket is never wider than 1/64 of its lower edge and the
+// midpoint answers any quantile within 1/128 (< 1%) relative error.
 //
 // Buckets are closed on the right: bucket i holds values in
 // (LowerBound(i), UpperBound(i)]. Every power of two 2^k (0 <= k <= 40) is an

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-// Structured, levelled logs (DESIGN §4): one line per event, with the time,
+// Structured, levelled logs (docs/design/observability.md#logs): one line per event, with the time,
 // the level, an event name ("run.state", "http.refused"), a message for
 // people, and fields (run, worker, request_id, caller, error, ...),
 // written as JSON or text (common/log_format.h).

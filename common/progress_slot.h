@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-// Where a rank is, readable without MPI (DESIGN §10, "Hang attribution").
+// Where a rank is, readable without MPI (docs/design/run-lifecycle.md#hang-attribution).
 // Each rank of a run maps a small file of its own, DIR/rank-N, and writes
 // its position into it as it goes: the size it measures, the iteration it
 // is in, its phase. The rank's worker reads every slot of the run's folder

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
-// Which rank is slow (DESIGN §2, per rank). Every size record carries each
-// rank's mean, p50 and p99; AttributeRanks names the slowest rank, its mean
-// over the median rank's, and flags stragglers.
+// Which rank is slow (docs/design/data-plane.md#statistics-over-ranks). Every
+// size record carries each rank's mean, p50 and p99; AttributeRanks names the
+// slowest rank, its mean over the median rank's, and flags stragglers.
 //
 // The median rank is the lower middle of the ranks sorted by mean, so it is
 // always a real rank (with two ranks, the faster one). A rank is a

@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
-// Per-caller token buckets for admission control (DESIGN §5, "Admission and
-// fairness"): each caller identity has a bucket of `burst` tokens that
-// refills at `per_second`; a request takes one token or is refused with the
-// time until one is available.
+// Per-caller token buckets for admission control
+// (docs/design/security.md#admission-and-fairness): each caller identity has a
+// bucket of `burst` tokens that refills at `per_second`; a request takes one
+// token or is refused with the time until one is available.
 //
 // Time is passed in (`now`), as everywhere in the coordinator's core, so
 // tests drive a fake clock. Buckets are created on first use; a bucket that

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 // The JSON-lines records collbench-rank prints with `--format jsonl` and the
-// agent and coordinator parse (DESIGN §2, Output). Field names are part of
+// agent and coordinator parse (docs/design/data-plane.md#output). Field names are part of
 // the contract with external tools; keep them stable.
 //
 // Every line is one JSON object with a "kind": "start", "size", "end" or
@@ -42,8 +42,9 @@ struct StartRecord {
   bool operator==(const StartRecord&) const = default;
 };
 
-// One rank's view of one size (DESIGN §2, per rank): its mean, p50 and p99
-// over its own iterations and the host it ran on.
+// One rank's view of one size
+// (docs/design/data-plane.md#statistics-over-ranks): its mean, p50 and p99 over
+// its own iterations and the host it ran on.
 struct RankTiming {
   int rank = 0;
   std::string host;
@@ -70,7 +71,7 @@ struct SizeRecord {
   Histogram histogram;  // every rank's iterations, merged
   // Scenario-specific numbers (e.g. "ranks", "efficiency"); omitted if empty.
   std::map<std::string, double> scenario;
-  // "barrier" or "none" (DESIGN §2, Iteration synchronization); empty in
+  // "barrier" or "none" (docs/design/data-plane.md#iteration-synchronization); empty in
   // records of engines that predate the field.
   std::string sync;
   // Every rank, by rank; the slowest of them (-1 when `ranks` is empty) and

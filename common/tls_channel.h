@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-// Client channels to the coordinator, plain or TLS (DESIGN §5): what
+// Client channels to the coordinator, plain or TLS (docs/design/security.md#tls): what
 // collbench-worker and the collbench CLI dial with `--tls-ca FILE` and
 // `--tls-server-name NAME`, presenting `--tls-cert`/`--tls-key` to a
 // coordinator that requires client certificates (--tls-client-ca).
@@ -41,7 +41,7 @@ struct ChannelSetup {
 };
 absl::StatusOr<ChannelSetup> MakeChannelSetup(const ClientTlsOptions& options);
 
-// The server side (DESIGN §5: TLS, mutual where certificates are given):
+// The server side (docs/design/security.md#tls: mutual where certificates are given):
 // TLS with `cert_file` and `key_file` (PEM); with `client_ca_file` too,
 // every client must present a certificate that chains to it (mutual TLS).
 // None of them: insecure.

@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 // Parsing and formatting of byte counts ("64K", "1G") and durations ("0.5s",
-// "200ms"). Suffixes are powers of 1024 (DESIGN §6). Errors name the text
-// that could not be read so callers can pass them straight to the user.
+// "200ms"). Suffixes are powers of 1024
+// (docs/design/command-lines.md#sizes-and-durations). Errors name the text that
+// could not be read so callers can pass them straight to the user.
 #ifndef COLLBENCH_COMMON_UNITS_H_
 #define COLLBENCH_COMMON_UNITS_H_
 

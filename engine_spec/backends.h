@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-// The one table of backends (the library that moves the bytes, DESIGN §2)
+// The one table of backends (the library that moves the bytes, docs/design/data-plane.md#backends)
 // and of the parameter-server strategies, as metadata: names, where the
 // buffers live, whether the backend needs a CUDA build, what it is. The
 // engine attaches a factory to each entry (worker/engine/backends/builtin.cc),

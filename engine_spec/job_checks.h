@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 // The rules a run must keep, checked against the job it is in: made on
-// every rank before any communication (DESIGN §2, bad input), so each rank
+// every rank before any communication (docs/design/data-plane.md#bad-input), so each rank
 // reaches the same verdict from the same flags and rank count, no agreement
 // is needed and the error comes out before MPI moves a byte. api/ asks the
 // same rules of a RunSpec before it queues the run (api/validation.cc): the

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-// The `--memory` kinds (DESIGN §2, Memory) as vocabulary: their names, the
+// The `--memory` kinds (docs/design/data-plane.md#memory-kinds) as vocabulary: their names, the
 // space their buffers live in, and the parsing of a `--memory` text. The
 // engine's MemoryKindRegistry (worker/engine/memory/) attaches the
 // allocators; api/ checks a RunSpec's memory against the same table without

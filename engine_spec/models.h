@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 // The gradient tensors a data-parallel training step all-reduces, for the
-// gradient-replay scenario (DESIGN §2, Scenarios), and their fusion into
+// gradient-replay scenario (docs/design/data-plane.md#scenarios), and their fusion into
 // buckets as PyTorch DDP and Horovod do.
 //
 // Presets are computed from the architectures (layer shapes), not typed-in

@@ -1,10 +1,10 @@
 // SPDX-License-Identifier: Apache-2.0
-// The operations collbench-rank measures, as vocabulary (DESIGN §2,
-// Operations): each one's name, traits and the buffers it needs on one
-// rank. The engine's Operation (worker/engine/collectives/operation.h)
-// attaches what runs to an entry of this table; validation (api/) and the
-// peak buffer computation read the same entries, so there is one owner of
-// "what does gather allocate on the root".
+// The operations collbench-rank measures, as vocabulary
+// (docs/design/data-plane.md#operations): each one's name, traits and the
+// buffers it needs on one rank. The engine's Operation
+// (worker/engine/collectives/operation.h) attaches what runs to an entry of
+// this table; validation (api/) and the peak buffer computation read the same
+// entries, so there is one owner of "what does gather allocate on the root".
 //
 // Thread-safe: the table is immutable once built.
 #ifndef COLLBENCH_ENGINE_SPEC_OPERATIONS_H_

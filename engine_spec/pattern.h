@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 // The data every operation sends, chosen so every result is exactly
-// predictable per rank and element (DESIGN §2, Validation):
+// predictable per rank and element (docs/design/data-plane.md#validation):
 //
 //  - data movement (bcast, gather, alltoall, ...): a value that depends on
 //    the source rank and the element, wrapping within the type's range of

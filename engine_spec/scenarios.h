@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-// The scenarios (DESIGN §2, Scenarios) as vocabulary: their names and the
+// The scenarios (docs/design/data-plane.md#scenarios) as vocabulary: their names and the
 // checks of their options against the job, made by collbench-rank on every
 // rank before any communication and by api/ before a run is queued. The
 // engine's scenario code (worker/engine/scenarios/) runs them.

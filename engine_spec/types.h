@@ -16,10 +16,10 @@ enum class DataType { kInt8, kInt32, kInt64, kFloat16, kBFloat16, kFloat32, kFlo
 enum class ReduceOp { kSum, kProd, kMin, kMax };
 // Where a buffer lives: host memory any MPI can use, or GPU memory.
 enum class MemorySpace { kHost, kDevice };
-// What separates two timed iterations of a collective (DESIGN §2,
-// Iteration synchronization): an untimed barrier, so every sample is one
-// isolated operation as in the OSU benchmarks, or nothing, back to back as
-// in nccl-tests' loop.
+// What separates two timed iterations of a collective
+// (docs/design/data-plane.md#iteration-synchronization): an untimed barrier, so
+// every sample is one isolated operation as in the OSU benchmarks, or nothing,
+// back to back as in nccl-tests' loop.
 enum class IterationSync { kBarrier, kNone };
 
 size_t ElementSize(DataType dtype);

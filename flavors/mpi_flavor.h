@@ -1,11 +1,12 @@
 // SPDX-License-Identifier: Apache-2.0
-// An MPI implementation as a plug-in (DESIGN §3 Launch, §5, §7): what
-// collbench needs to know about one MPI library, its binaries, how a run is
-// launched with it, which daemons its launcher starts on peers and with
-// which arguments, its collective-algorithm parameters and how its version
-// line reads. One implementation per library, one file each
-// (flavors/open_mpi.cc, flavors/mpich.cc), registered explicitly in
-// flavors/builtin.cc; everything else asks the registry (registry.h) and
+// An MPI implementation as a plug-in
+// (docs/design/layout.md#mpi-implementations-as-plug-ins,
+// docs/design/run-lifecycle.md#launch): what collbench needs to know about one
+// MPI library, its binaries, how a run is launched with it, which daemons its
+// launcher starts on peers and with which arguments, its collective-algorithm
+// parameters and how its version line reads. One implementation per library,
+// one file each (flavors/open_mpi.cc, flavors/mpich.cc), registered explicitly
+// in flavors/builtin.cc; everything else asks the registry (registry.h) and
 // never compares against a library's name.
 //
 // MPI-free and proto-free: the callers translate their protos into the

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
-// load_bench --hunt: the coordinator's part of a fleet sweep (DESIGN §10,
-// "Hunts") at fleet scale. One process plays every worker:
+// load_bench --hunt: the coordinator's part of a fleet sweep
+// (docs/design/workflows.md#hunts) at fleet scale. One process plays every
+// worker:
 //
 //   * starts collbench-coordinator as a child process (store in memory by
 //     default, or a fresh SQLite file);

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
-// load_bench --results: the result path at fleet rate (DESIGN §3, "Results
-// and durability"). One process plays every launcher:
+// load_bench --results: the result path at fleet rate
+// (docs/design/store.md#the-result-journal-group-commit). One process plays
+// every launcher:
 //
 //   * starts collbench-coordinator as a child process with its store on
 //     disk (a fresh SQLite file under --store-dir) or in memory;

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-// Bearer-token authorization (DESIGN §5), shared by the gRPC services and
+// Bearer-token authorization (docs/design/security.md#credentials), shared by the gRPC services and
 // the REST API. Three roles: `read` (list, get, watch), `operator` (also
 // create, cancel, drain) and `worker` (join through WorkerGateway.Connect).
 //

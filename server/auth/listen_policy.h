@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
-// Fail closed (DESIGN §5): which listeners a coordinator may open with the
-// tokens it has.
+// Fail closed (docs/design/security.md#fail-closed): which listeners a
+// coordinator may open with the tokens it has.
 //
 // - Beyond loopback (any listen host other than localhost, 127.0.0.0/8 or
 //   ::1; the wildcard 0.0.0.0 / :: / an empty host included) only with API

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-// Admission control's vocabulary (DESIGN §5, "Admission and fairness"):
+// Admission control's vocabulary (docs/design/security.md#admission-and-fairness):
 // how a refusal carries the time after which the caller may retry, and
 // the refusal counters the metrics read.
 //

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 // Paging and filtering of the Coordinator's list methods, shared by the
 // gRPC service and the REST API so both answer a list request the same way
-// (DESIGN §3: list methods page with page_size / page_token).
+// (docs/design/run-lifecycle.md#api: list methods page with page_size / page_token).
 //
 // Thread safety: stateless; safe wherever the RunManager is.
 #ifndef COLLBENCH_SERVER_CORE_LISTING_H_

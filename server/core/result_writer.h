@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-// Group commit for size results (DESIGN §3, "Results and durability"):
+// Group commit for size results (docs/design/store.md#the-result-journal-group-commit):
 // results submitted from any thread are written by one writer thread, many
 // per store transaction (Store::AddResults: each result and its run's
 // progress together, one fsync for the batch), and reported back once the

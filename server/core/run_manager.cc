@@ -75,7 +75,7 @@ PlacementFacts FactsOf(const scheduling::Assignment& a,
   return facts;
 }
 
-// The state change's log line (DESIGN §4): a failure at warn with its
+// The state change's log line (docs/design/observability.md#logs): a failure at warn with its
 // reason, the others at info.
 void LogRunState(const v1::Run& run) {
   const LogLevel level = run.state() == v1::FAILED ? LogLevel::kWarn : LogLevel::kInfo;

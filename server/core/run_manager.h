@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-// The run lifecycle (DESIGN §3): validation, the FIFO queue, scheduling
+// The run lifecycle (docs/design/run-lifecycle.md): validation, the FIFO queue, scheduling
 // onto workers, launch, results, completion, cancel, timeouts, lost
 // workers, and recovery after a coordinator restart. The gRPC and REST
 // services are thin translations onto this class; tests drive it directly
@@ -23,10 +23,11 @@
 // Recover() re-queues queued runs and waits `readopt_grace` for the launcher
 // of each scheduled or running run to reconnect and claim it.
 //
-// Admission (DESIGN §5): CreateRun refuses with ResourceExhausted, and a
-// retry-after (server/core/admission.h), when the caller's create rate is
-// spent or the queue is at its maximum length; the check comes before
-// anything is stored, after a known request_id has returned its run.
+// Admission (docs/design/run-lifecycle.md#admission): CreateRun refuses with
+// ResourceExhausted, and a retry-after (server/core/admission.h), when the
+// caller's create rate is spent or the queue is at its maximum length; the
+// check comes before anything is stored, after a known request_id has returned
+// its run.
 //
 // Losing workers at scale: a worker whose stream ends is LOST in the
 // registry at once, without this class's lock; the run it holds fails
@@ -35,7 +36,7 @@
 // they are written in one transaction per Tick rather than one fsync per
 // worker: a fleet that disconnects at once costs one store write.
 //
-// Worker identity (DESIGN §5): the join token admits only a name this
+// Worker identity (docs/design/security.md#worker-identity): the join token admits only a name this
 // coordinator does not know yet; such a first registration is issued a
 // random secret (Registered.worker_secret) whose hash is kept in the store
 // before the reply goes out. A known name, connected or not, is admitted
@@ -188,7 +189,7 @@ class RunManager {
     v1::RunSpec spec;
     std::string request_id;
   };
-  // A group of runs admitted together (a hunt's round, DESIGN §10): each
+  // A group of runs admitted together (a hunt's round, docs/design/workflows.md#hunts): each
   // request is checked and queued as CreateRun would, but the group spends
   // one token of the caller's create rate and the queue is placed once,
   // after the last is queued, so runs on disjoint hosts start together and
@@ -231,7 +232,7 @@ class RunManager {
   // idempotent. NotFound for an unknown worker. Undrain schedules at once.
   absl::StatusOr<v1::Worker> DrainWorker(absl::string_view name);
   absl::StatusOr<v1::Worker> UndrainWorker(absl::string_view name, absl::Time now);
-  // Quarantine (DESIGN §10, "Hunts"): a hunt marks a worker it confirmed
+  // Quarantine (docs/design/workflows.md#hunts): a hunt marks a worker it confirmed
   // bad SUSPECT, with why; it then gets only runs that name it. Cleared by
   // an operator (ClearWorker: FailedPrecondition when it is not SUSPECT) or
   // by a later hunt that measures it healthy. Kept in the worker's row, so
@@ -259,7 +260,7 @@ class RunManager {
   // OK when no run is queued and no run holds a worker the selector
   // (RunSpec.workers' grammar; empty: any worker) selects; else
   // Unavailable saying which run is in the way. A scheduled check starts
-  // only then (DESIGN §10: it never delays a user's run).
+  // only then (docs/design/workflows.md#schedules: it never delays a user's run).
   absl::Status WorkersIdle(absl::string_view selector);
   // CreateRun refusals so far, for metrics.
   AdmissionRejections admission_rejections();
@@ -302,10 +303,11 @@ class RunManager {
   void FlushResults();
   ResultWriter::Stats result_writer_stats();
   void OnLog(const std::string& worker, const v1::RunLog& log, absl::Time now);
-  // Hang attribution (DESIGN §10; run_manager_progress.cc): where the
-  // ranks of a run on `worker` are. Kept on the run (Run.rank_progress),
-  // sent to its watchers; a run in which no rank advances for its hang
-  // timeout is ended by Tick with a diagnosis naming the ranks behind.
+  // Hang attribution (docs/design/run-lifecycle.md#hang-attribution;
+  // run_manager_progress.cc): where the ranks of a run on `worker` are. Kept on
+  // the run (Run.rank_progress), sent to its watchers; a run in which no rank
+  // advances for its hang timeout is ended by Tick with a diagnosis naming the
+  // ranks behind.
   void OnRankProgress(const std::string& worker, const v1::RankProgressReport& report,
                       absl::Time now);
 

@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
-// RunManager: worker identity (DESIGN §5): the secret check of a known
-// name, the caps and a new secret for a new one, forgetting a name, and the
-// counts of registrations and refused worker messages.
+// RunManager: worker identity (docs/design/security.md#worker-identity): the
+// secret check of a known name, the caps and a new secret for a new one,
+// forgetting a name, and the counts of registrations and refused worker
+// messages.
 #include <string>
 
 #include "absl/strings/match.h"

@@ -1,9 +1,10 @@
 // SPDX-License-Identifier: Apache-2.0
-// RunManager: hang attribution (DESIGN §10). Every worker of a run relays
-// where the run's ranks on its host are (common/progress_slot.h); the run
-// keeps them (Run.rank_progress) and its watchers see them. A run in which
-// no rank moves for its hang timeout is ended here, with a diagnosis that
-// names the ranks that hold the others up and where every rank is.
+// RunManager: hang attribution (docs/design/run-lifecycle.md#hang-attribution).
+// Every worker of a run relays where the run's ranks on its host are
+// (common/progress_slot.h); the run keeps them (Run.rank_progress) and its
+// watchers see them. A run in which no rank moves for its hang timeout is ended
+// here, with a diagnosis that names the ranks that hold the others up and where
+// every rank is.
 #include <algorithm>
 #include <map>
 #include <string>

@@ -1,9 +1,9 @@
 // SPDX-License-Identifier: Apache-2.0
 // How many run watchers (gRPC WatchRun, GET /v1/runs/{id}:watch) may be
-// open at once, in all and per client (DESIGN §5, "Admission and
-// fairness"). A client is who Authorizer::CallerOf() says: its bearer
-// token, or its address without tokens, as for --create-rate. One budget
-// covers both protocols.
+// open at once, in all and per client
+// (docs/design/security.md#admission-and-fairness). A client is who
+// Authorizer::CallerOf() says: its bearer token, or its address without tokens,
+// as for --create-rate. One budget covers both protocols.
 //
 // A watcher beyond a limit is refused with RESOURCE_EXHAUSTED carrying a
 // retry-after (server/core/admission.h): HTTP 429 with Retry-After, or the

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-// Per-worker secrets (DESIGN §5, "Credentials"): the coordinator issues a
+// Per-worker secrets (docs/design/security.md#worker-identity): the coordinator issues a
 // random secret to a worker name at its first registration and keeps only
 // its hash; from then on that name is admitted only with the secret, so the
 // shared join token admits new names alone and nobody holding it can take

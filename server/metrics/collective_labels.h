@@ -1,9 +1,9 @@
 // SPDX-License-Identifier: Apache-2.0
-// The labels of the collective series (collbench_collective_*, DESIGN §4):
-// every field that defines a configuration is a label, so two
-// configurations never share a series, plus the operator's dimensions to
-// follow a node pool or a team: an allow-listed set of run labels and the
-// node pool of the run's workers.
+// The labels of the collective series (collbench_collective_*,
+// docs/design/observability.md#collective-series): every field that defines a
+// configuration is a label, so two configurations never share a series, plus
+// the operator's dimensions to follow a node pool or a team: an allow-listed
+// set of run labels and the node pool of the run's workers.
 //
 // The label set, and why each is bounded:
 //   operation, backend, mpi, transport, placement, sync, memory, dtype,

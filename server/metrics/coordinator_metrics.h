@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-// The coordinator's Prometheus metrics (DESIGN §4):
+// The coordinator's Prometheus metrics (docs/design/observability.md#metrics):
 //
 //   collbench_build_info{version}                        gauge, 1
 //   collbench_workers{state}                             gauge (ready, busy, draining, lost)
@@ -35,7 +35,7 @@
 //   collbench_worker_send_queue_overflows_total          counter of worker streams ended for
 //                                                        an overflowing send queue
 //
-// Series bound (DESIGN §5): a result makes or updates a latency/bandwidth
+// Series bound (docs/design/security.md#bounds): a result makes or updates a latency/bandwidth
 // series only when its size is one the run's spec names
 // (api/result_bounds.h); otherwise it is counted as size_not_in_spec.
 //

@@ -1,9 +1,9 @@
 // SPDX-License-Identifier: Apache-2.0
 // The mapping from the engine's log-linear histograms to Prometheus
-// histogram buckets at powers of two of nanoseconds (DESIGN §4). Every
-// power of two is an exact bucket edge of the engine histogram, so the
-// counts carry over without loss: the Prometheus bucket le=2^k ns holds
-// exactly the samples <= 2^k ns.
+// histogram buckets at powers of two of nanoseconds
+// (docs/design/observability.md#histogram-buckets). Every power of two is an
+// exact bucket edge of the engine histogram, so the counts carry over without
+// loss: the Prometheus bucket le=2^k ns holds exactly the samples <= 2^k ns.
 #ifndef COLLBENCH_SERVER_METRICS_LATENCY_BUCKETS_H_
 #define COLLBENCH_SERVER_METRICS_LATENCY_BUCKETS_H_
 

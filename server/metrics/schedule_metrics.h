@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
-// The scheduled checks' metrics (DESIGN §10), in Prometheus' text format,
-// appended to the coordinator's /metrics:
+// The scheduled checks' metrics (docs/design/observability.md#fleet-metrics),
+// in Prometheus' text format, appended to the coordinator's /metrics:
 //
 //   collbench_schedule_period_seconds{schedule}                gauge
 //   collbench_schedule_paused{schedule}                        gauge, 0 or 1

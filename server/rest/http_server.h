@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
-// The coordinator's HTTP listener (DESIGN §4, §5): the REST/JSON API under
-// /v1 (the same operations and validation as the gRPC Coordinator service),
-// /metrics, /healthz and /readyz, and the /ui/ pages. libevent (evhttp)
-// stays private to this module.
+// The coordinator's HTTP listener (docs/design/observability.md,
+// docs/design/security.md): the REST/JSON API under /v1 (the same operations
+// and validation as the gRPC Coordinator service), /metrics, /healthz and
+// /readyz, and the /ui/ pages. libevent (evhttp) stays private to this module.
 //
 // Errors: every failed request gets a JSON body {code, status, message,
 // details} (server/rest/rest_json.h) with the HTTP status HttpStatusFor()

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
-// The checks every HTTP request passes before it is routed (DESIGN §5,
-// "Fail closed"), kept apart from the HTTP library so they outlive it:
+// The checks every HTTP request passes before it is routed
+// (docs/design/security.md#fail-closed), kept apart from the HTTP library so
+// they outlive it:
 //
 // - Bodies only as application/json; the /ui/ pages also take their own
 //   HTML forms (application/x-www-form-urlencoded). Any other type, or a

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-// The HTTP listener's request log (DESIGN §4): one line per finished
+// The HTTP listener's request log (docs/design/observability.md#logs): one line per finished
 // request, through common/log.h.
 //
 //   - refused (4xx): warn, event "http.refused", with the error message

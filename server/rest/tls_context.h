@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-// The HTTP listener's OpenSSL context (DESIGN §5): the server's
+// The HTTP listener's OpenSSL context (docs/design/security.md#tls): the server's
 // certificate chain and key and, with a client CA, mutual TLS: a client
 // without a certificate that chains to that CA fails the handshake and
 // reaches no handler. TLS 1.2 at least.

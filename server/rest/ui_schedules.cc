@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-// The /ui/schedules pages (DESIGN §10): the scheduled checks with their
+// The /ui/schedules pages (docs/design/workflows.md#schedules): the scheduled checks with their
 // last outcomes, and one schedule's settings and firings, each firing
 // linked to its workflow. Outcomes are coloured by their badge (UiBadge):
 // succeeded green, regression and failed red, skipped amber, a firing still

@@ -1,14 +1,14 @@
 // SPDX-License-Identifier: Apache-2.0
-// How a browser holds a session for the /ui/ pages (DESIGN §5, §9). A
-// browser cannot add an Authorization header to a page load or an
-// EventSource, so /ui/login (public) takes a token in a form and, when it
-// has read access, starts a server-side session (server/rest/ui_sessions.h)
-// whose random id, never the token, goes into a cookie: HttpOnly (no script
-// reads it), SameSite=Strict (no other site's page sends it), Path=/,
-// Max-Age of the session's lifetime, and Secure when the coordinator serves
-// TLS. POST /ui/logout ends the session and clears the cookie. The
-// dispatcher accepts the cookie only on /ui/ routes, which only read; the
-// API keeps its bearer header.
+// How a browser holds a session for the /ui/ pages
+// (docs/design/security.md#credentials, docs/design/workflows.md#reports). A
+// browser cannot add an Authorization header to a page load or an EventSource,
+// so /ui/login (public) takes a token in a form and, when it has read access,
+// starts a server-side session (server/rest/ui_sessions.h) whose random id,
+// never the token, goes into a cookie: HttpOnly (no script reads it),
+// SameSite=Strict (no other site's page sends it), Path=/, Max-Age of the
+// session's lifetime, and Secure when the coordinator serves TLS. POST
+// /ui/logout ends the session and clears the cookie. The dispatcher accepts the
+// cookie only on /ui/ routes, which only read; the API keeps its bearer header.
 //
 // Also the headers every /ui/ answer carries: a Content-Security-Policy
 // that allows nothing from elsewhere and only the page's own nonce-bearing

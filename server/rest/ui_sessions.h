@@ -1,10 +1,10 @@
 // SPDX-License-Identifier: Apache-2.0
-// The /ui/ pages' server-side sessions (DESIGN §5): a login with a token of
-// read access creates a session and the browser's cookie holds only its
-// random id (256 bits), never the token. A session ends at its expiry or
-// at logout; the table is capped, the oldest session giving way. Only
-// SHA-256 digests of the ids are kept, so the table's lookups reveal
-// nothing usable about a live id.
+// The /ui/ pages' server-side sessions (docs/design/security.md#credentials): a
+// login with a token of read access creates a session and the browser's cookie
+// holds only its random id (256 bits), never the token. A session ends at its
+// expiry or at logout; the table is capped, the oldest session giving way. Only
+// SHA-256 digests of the ids are kept, so the table's lookups reveal nothing
+// usable about a live id.
 //
 // Logins are throttled per client (a token bucket: `login_burst` attempts,
 // then `login_per_minute`); refusals are counted.

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-// The coordinator's placement logic (DESIGN §3, Scheduler): which queued runs
+// The coordinator's placement logic (docs/design/run-lifecycle.md#scheduler): which queued runs
 // start now, on which workers, and which workers each run holds while it
 // runs. Pure and deterministic: the same inputs give the same answer, nothing
 // is read from the clock or the network, and nothing is remembered between

@@ -1,8 +1,9 @@
 // SPDX-License-Identifier: Apache-2.0
-// The coordinator's live table of workers (DESIGN §3): who is registered,
-// when each last heartbeated, which run holds it, and which are draining or
-// lost. It feeds the Scheduler (SchedulerWorkers(), ActiveRuns()) and records
-// the Scheduler's decisions (Hold(), Release()).
+// The coordinator's live table of workers
+// (docs/design/run-lifecycle.md#workers): who is registered, when each last
+// heartbeated, which run holds it, and which are draining or lost. It feeds the
+// Scheduler (SchedulerWorkers(), ActiveRuns()) and records the Scheduler's
+// decisions (Hold(), Release()).
 //
 // States, derived in this order:
 //   LOST      stopped heartbeating (ExpireStale), its stream ended

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-// A gRPC server interceptor that logs every finished call (DESIGN §4),
+// A gRPC server interceptor that logs every finished call (docs/design/observability.md#logs),
 // through common/log.h, as server/rest/request_log.h does for HTTP:
 //
 //   - refused (INVALID_ARGUMENT, UNAUTHENTICATED, PERMISSION_DENIED,

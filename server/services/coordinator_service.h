@@ -1,10 +1,10 @@
 // SPDX-License-Identifier: Apache-2.0
-// The Coordinator gRPC service (DESIGN §3): a thin translation of requests
+// The Coordinator gRPC service (docs/design/run-lifecycle.md#api): a thin translation of requests
 // onto RunManager (STYLE §5). WatchRun replays what is stored, then streams
-// live events until the run ends. Every call is authorized first (DESIGN
-// §5): reads need a read token; CreateRun, CancelRun, DeleteRun,
-// DrainWorker, UndrainWorker, ClearWorker and DeleteWorker an operator token, each as
-// `authorization: Bearer TOKEN` metadata.
+// live events until the run ends. Every call is authorized first
+// (docs/design/security.md#credentials): reads need a read token; CreateRun,
+// CancelRun, DeleteRun, DrainWorker, UndrainWorker, ClearWorker and DeleteWorker an
+// operator token, each as `authorization: Bearer TOKEN` metadata.
 #ifndef COLLBENCH_SERVER_SERVICES_COORDINATOR_SERVICE_H_
 #define COLLBENCH_SERVER_SERVICES_COORDINATOR_SERVICE_H_
 

@@ -5,7 +5,7 @@
 //
 // Thread safety: Send() may be called from any thread; each stream writes
 // from its own queue, one message at a time. A queue holds at most
-// `max_queued` messages (DESIGN §5, "Bounds"); a worker whose queue
+// `max_queued` messages (docs/design/security.md#bounds); a worker whose queue
 // overflows has its stream ended with RESOURCE_EXHAUSTED (it reconnects and
 // re-sends what was not acknowledged), counted in send_queue_overflows().
 // Streams not registered yet are capped per source address

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 // The SQLite Store: one file in WAL mode, every commit fsynced, so what a
-// call reported as stored survives kill -9 and power loss (DESIGN §3).
+// call reported as stored survives kill -9 and power loss
+// (docs/design/store.md#durability-contract).
 //
 // Each row keeps the whole serialized proto (the truth) next to the columns
 // that are queried or worth reading with the sqlite3 shell; a run's progress

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 // The coordinator's persistent state: workers, runs and per-size results
-// (DESIGN §3, "Store" and "Results and durability").
+// (docs/design/store.md, docs/design/run-lifecycle.md#results-and-durability).
 //
 // Two implementations share one contract: NewMemoryStore() is the fake for
 // tests, OpenSqliteStore() is what the coordinator runs on. A PostgreSQL
@@ -168,9 +168,9 @@ class Store {
   virtual absl::StatusOr<std::vector<v1::Worker>> ListWorkers() = 0;
 
   // ---- Worker credentials --------------------------------------------------
-  // The hash of each worker's secret (DESIGN §5), kept apart from the worker
-  // rows: UpsertWorker never touches it. Only hashes are stored; the secret
-  // itself exists on the worker alone.
+  // The hash of each worker's secret (docs/design/security.md#worker-identity),
+  // kept apart from the worker rows: UpsertWorker never touches it. Only hashes
+  // are stored; the secret itself exists on the worker alone.
 
   // Records `secret_hash` for the worker `name` ("workers/{id}"), replacing
   // any earlier one. Durable when it returns (the coordinator hands the
@@ -210,7 +210,7 @@ class Store {
   // when it is not stored.
   virtual absl::Status DeleteWorkflow(absl::string_view name) = 0;
 
-  // ---- Baselines and schedules (DESIGN §10) --------------------------------
+  // ---- Baselines and schedules (docs/design/workflows.md) ------------------
   // Keyed by `name()` ("baselines/{id}", "schedules/{id}"). Put replaces a
   // stored one of that name and is durable when it returns; InvalidArgument
   // for a malformed name. Get and Delete: NotFound naming it.

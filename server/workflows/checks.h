@@ -1,8 +1,9 @@
 // SPDX-License-Identifier: Apache-2.0
-// Baselines and checks as API resources (DESIGN §10): the analysis of
+// Baselines and checks as API resources
+// (docs/design/workflows.md#baselines-and-checks): the analysis of
 // analysis/baseline.h between its structs and the collbench.v1 messages a
-// baseline is stored as and a check's output is returned as. Plain
-// functions of protos: tests drive them without a coordinator.
+// baseline is stored as and a check's output is returned as. Plain functions of
+// protos: tests drive them without a coordinator.
 #ifndef COLLBENCH_SERVER_WORKFLOWS_CHECKS_H_
 #define COLLBENCH_SERVER_WORKFLOWS_CHECKS_H_
 

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-// Hunts as workflows (DESIGN §10, "Hunts"; hunt.proto). The plan: the
+// Hunts as workflows (docs/design/workflows.md#hunts; hunt.proto). The plan: the
 // workers selected at create time (kept in the workflow's
 // output.hunt.workers, so the rounds can be recomputed after a restart),
 // and from them the survey's rounds (pairwise rounds, group deals, the

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-// Scheduled checks (DESIGN §10): the coordinator fires each schedule every
+// Scheduled checks (docs/design/workflows.md#schedules): the coordinator fires each schedule every
 // period. A firing waits (up to its window) for the workers to be idle,
 // then runs as an ordinary workflow (the suite, or a matrix of the one
 // run) whose runs are labelled with the schedule, queued behind every user

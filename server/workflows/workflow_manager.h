@@ -96,11 +96,11 @@ class WorkflowManager {
   // from the runs of its cells (or its selection).
   absl::StatusOr<v1::WorkflowReport> Report(absl::string_view name);
 
-  // Baselines (DESIGN §10): made from ended runs, or a workflow's runs;
-  // kept in the store; checked against by check workflows and by matrices
-  // and suites with spec.baseline. Create: InvalidArgument naming the
-  // field (a bad id, an unknown run, no result with a histogram),
-  // AlreadyExists unless `replace`.
+  // Baselines (docs/design/workflows.md#baselines-and-checks): made from ended
+  // runs, or a workflow's runs; kept in the store; checked against by check
+  // workflows and by matrices and suites with spec.baseline. Create:
+  // InvalidArgument naming the field (a bad id, an unknown run, no result with
+  // a histogram), AlreadyExists unless `replace`.
   absl::StatusOr<v1::Baseline> CreateBaseline(const v1::CreateBaselineRequest& request,
                                               absl::Time now, absl::string_view caller);
   absl::StatusOr<v1::Baseline> GetBaseline(absl::string_view name);

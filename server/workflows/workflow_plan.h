@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 // What a workflow will run, planned once, at create time, from its spec
-// and the workers registered then (DESIGN §9): a matrix's combinations, a
+// and the workers registered then (docs/design/workflows.md#planning): a matrix's combinations, a
 // suite's cells, a sweep's algorithms. Every cell is checked as CreateRun
 // would check it before anything runs, so a typo refuses the workflow
 // whole (InvalidArgument naming the field) and a cell the workers cannot

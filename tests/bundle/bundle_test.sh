@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: Apache-2.0
-# The engine bundle on a bare host (issue 9, DESIGN §2): makes the bundle
+# The engine bundle on a bare host (issue 9, docs/design/data-plane.md#backends): makes the bundle
 # from the freshly built binaries (scripts/bundle-engine), copies it into a
 # Debian bookworm minbase root filesystem with nothing else installed, and
 # there, under the bundle's own launchers and with a clean environment:

@@ -1,6 +1,7 @@
 #!/usr/bin/env python3
 # SPDX-License-Identifier: Apache-2.0
-"""collbench in real containers, from the Kubernetes manifests (DESIGN §8).
+"""collbench in real containers, from the Kubernetes manifests
+(docs/design/deployment.md#tested-not-only-rendered).
 
 Builds the coordinator and worker images (scripts/images, from the programs
 just built) in a storage of its own that starts empty, then starts, on an

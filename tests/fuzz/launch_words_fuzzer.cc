@@ -1,13 +1,13 @@
 // SPDX-License-Identifier: Apache-2.0
-// The launch path's input checks (DESIGN §5): the tuning-parameter table
-// (api/tuning_env), the shim's quote parser (worker/agent/shell_words) and
-// Exec's daemon check (worker/agent/daemon_command). The first line is a
-// KEY=VALUE for the table; the rest is a remote command line.
-// Invariants: refusals are InvalidArgument naming the key or the word; an
-// accepted value holds no shell metacharacter, '/', blank or leading '-';
-// parsed words hold no unquoted expansion; an accepted daemon argv runs
-// the installed daemon of the run's library with the other words
-// unchanged.
+// The launch path's input checks
+// (docs/design/security.md#no-shell-on-the-launch-path): the tuning-parameter
+// table (api/tuning_env), the shim's quote parser (worker/agent/shell_words)
+// and Exec's daemon check (worker/agent/daemon_command). The first line is a
+// KEY=VALUE for the table; the rest is a remote command line. Invariants:
+// refusals are InvalidArgument naming the key or the word; an accepted value
+// holds no shell metacharacter, '/', blank or leading '-'; parsed words hold no
+// unquoted expansion; an accepted daemon argv runs the installed daemon of the
+// run's library with the other words unchanged.
 #include "absl/strings/match.h"
 #include "absl/strings/str_split.h"
 #include "api/tuning_env.h"

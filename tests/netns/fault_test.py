@@ -21,8 +21,9 @@ bridge at 198.18.1.1 with --heartbeat-timeout 3. One fault per invocation
   coordinator-kill  100 small runs are queued through REST (three workers take
                     one at a time each), the coordinator is killed with
                     SIGKILL and restarted on the same store and port: all 100
-                    runs must be listed, all must succeed (DESIGN §3, Results
-                    and durability: queued runs are re-queued, a run whose
+                    runs must be listed, all must succeed
+                    (docs/design/run-lifecycle.md#cancel-timeouts-and-restarts:
+                    queued runs are re-queued, a run whose
                     launcher is alive is re-adopted), each must have been
                     launched exactly once (a wrapper of mpirun.openmpi in the
                     workers' PATH logs every launch) and have exactly its one

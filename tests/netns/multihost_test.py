@@ -1,6 +1,7 @@
 #!/usr/bin/env python3
 # SPDX-License-Identifier: Apache-2.0
-"""Multi-host launch through network namespaces (DESIGN §3, Launch).
+"""Multi-host launch through network namespaces
+(docs/design/run-lifecycle.md#launch).
 
 Three "hosts" are network namespaces on one bridge, each with its own host
 name (a UTS namespace), its own address 198.18.0.1x/24 on "eth0" and its own

@@ -375,7 +375,7 @@ def collbench_cli(bin_dir, coordinator, argv, timeout=60, check=True, token=None
     it does not finish within `timeout` or, with `check`, exits non-zero.
     Also used by tests/containers."""
     cmd = [os.path.join(bin_dir, "collbench"), "--coordinator", coordinator]
-    # The token goes by environment, never on a command line (DESIGN §5).
+    # The token goes by environment, never on a command line (docs/design/security.md#credentials).
     env = dict(os.environ)
     env.pop("COLLBENCH_TOKEN", None)
     if token:
@@ -417,7 +417,7 @@ class Cluster:
         self.http_address = None
         self.timings = []
         # The lab's coordinator serves the 198.18 network, beyond loopback:
-        # it runs with tokens, as a deployment must (DESIGN §5, fail closed).
+        # it runs with tokens, as a deployment must (docs/design/security.md#fail-closed).
         self.tokens = {role: f"{role}-{secrets.token_hex(16)}"
                        for role in ("read", "operator", "worker")}
         self.tokens_file = os.path.join(workdir, "tokens")

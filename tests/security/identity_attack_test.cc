@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
-// Attacks on worker identity and the Agent (issue 19, DESIGN §5), against a
-// real collbench-coordinator and two real collbench-worker processes on
-// 127.0.0.1. Each test asserts that the attack's effect did not happen:
+// Attacks on worker identity and the Agent (issue 19,
+// docs/design/security.md#worker-identity), against a real
+// collbench-coordinator and two real collbench-worker processes on 127.0.0.1.
+// Each test asserts that the attack's effect did not happen:
 //   * an impostor registering under a live worker's name with the join
 //     token is refused, receives nothing, and the next run still goes to
 //     the real worker at its real address;

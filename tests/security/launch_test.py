@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 # SPDX-License-Identifier: Apache-2.0
-"""Security tests of the launch path (DESIGN §5): a real coordinator, two
-collbench-worker processes and the CLI on 127.0.0.1 per case.
+"""Security tests of the launch path
+(docs/design/security.md#no-shell-on-the-launch-path): a real coordinator,
+two collbench-worker processes and the CLI on 127.0.0.1 per case.
 
     launch_test.py --bin-dir build/bin --case hostile_env [--case ...]
     launch_test.py --list

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-// Mutual TLS on the coordinator (DESIGN §5: TLS, mutual where certificates
+// Mutual TLS on the coordinator (docs/design/security.md#tls: mutual where certificates
 // are given, on every gRPC and HTTP listener), against a real
 // collbench-coordinator started with --tls-cert/--tls-key/--tls-client-ca
 // on 127.0.0.1. Each attack asserts its effect did not happen:

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 // TLS on the Agent listener and on the launch shim's calls to peers
-// (DESIGN §5: TLS, mutual where certificates are given, the workers' Agent
+// (docs/design/security.md#tls: mutual where certificates are given, the workers' Agent
 // listener included).
 //
 // collbench-worker --tls-cert F --tls-key F serves its Agent over TLS; with

@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
-// The CPU and memory limits of the worker's own cgroup (DESIGN §8): they
-// replace the host's figures for its default slot count and for the memory
-// check of a run, since a container cannot use more than its limits.
+// The CPU and memory limits of the worker's own cgroup
+// (docs/design/deployment.md#container-awareness): they replace the host's
+// figures for its default slot count and for the memory check of a run, since a
+// container cannot use more than its limits.
 //
 // How they are found:
 //   1. /proc/self/cgroup gives the worker's cgroup: "0::PATH" (v2) and

@@ -1,9 +1,9 @@
 // SPDX-License-Identifier: Apache-2.0
-// The environment of everything a worker starts (DESIGN §5): built from an
-// allow-list, never the worker's whole environment, so that nothing the
-// worker holds (a join token in COLLBENCH_JOIN_TOKEN, credentials, proxy
-// settings, an operator's LD_PRELOAD) reaches mpirun, the MPI daemons or
-// the ranks. What passes:
+// The environment of everything a worker starts
+// (docs/design/security.md#clean-environments): built from an allow-list, never
+// the worker's whole environment, so that nothing the worker holds (a join
+// token in COLLBENCH_JOIN_TOKEN, credentials, proxy settings, an operator's
+// LD_PRELOAD) reaches mpirun, the MPI daemons or the ranks. What passes:
 //   PATH, HOME, USER, LOGNAME, SHELL, LANG, LC_*, TZ, TMPDIR
 //   LD_LIBRARY_PATH (the worker's own; the ranks need the same libraries)
 //   device selection: CUDA_VISIBLE_DEVICES, CUDA_DEVICE_ORDER,

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-// Which container a worker runs in (DESIGN §8, container awareness): the
+// Which container a worker runs in (docs/design/deployment.md#container-awareness): the
 // runtime concluded from several signals, each reported as read, and the
 // namespace identities and /dev/shm size that decide whether co-resident
 // workers can share memory. The cgroup limits are in cgroup_limits.h.

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-// What Exec may run (DESIGN §5, "No shell anywhere on the launch path"):
+// What Exec may run (docs/design/security.md#no-shell-on-the-launch-path):
 // only an MPI daemon a launcher starts on a peer (MpiFlavor::daemons, e.g.
 // orted or hydra_pmi_proxy), taken from this worker's own installation,
 // with its arguments passed verbatim.

@@ -1,10 +1,11 @@
 // SPDX-License-Identifier: Apache-2.0
-// The Agent service (DESIGN §3 Launch, §5 Security): runs the MPI daemon a
+// The Agent service (docs/design/run-lifecycle.md#launch,
+// docs/design/security.md#no-shell-on-the-launch-path): runs the MPI daemon a
 // peer's launch shim asks for (only the installed orted / hydra_pmi_proxy,
-// arguments verbatim, no shell: daemon_command.h), with this worker's
-// allowed environment (clean_env.h), only for runs whose token the
-// coordinator gave this worker, and for each run only the daemon of the
-// run's library (the token comes with it).
+// arguments verbatim, no shell: daemon_command.h), with this worker's allowed
+// environment (clean_env.h), only for runs whose token the coordinator gave
+// this worker, and for each run only the daemon of the run's library (the token
+// comes with it).
 //
 // ExecManager is the plain class (token table, running commands) that tests
 // drive without gRPC; ExecService is the thin gRPC layer over it.

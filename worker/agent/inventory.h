@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-// What a worker reports about itself when it registers (DESIGN §3): the
+// What a worker reports about itself when it registers (docs/design/run-lifecycle.md#workers): the
 // scheduler places ranks by it, keeps benchmarks of one physical host apart
 // by host_id, and validates buffer sizes against memory.
 #ifndef COLLBENCH_WORKER_AGENT_INVENTORY_H_

@@ -1,14 +1,14 @@
 // SPDX-License-Identifier: Apache-2.0
-// Builds the command the launcher worker runs for an assignment (DESIGN §3,
-// Launch): the MPI launcher of the run's flavour (flavors/mpi_flavor.h) with
-// this worker's binary as the remote-shell agent, one host entry per worker
-// in rank order, the transport and the run's tuning parameters as the
-// flavour passes them, and its rank binary with the engine flags. The result is an
-// argv (no shell) and the complete environment of mpirun / mpiexec (which
-// their local ranks inherit): the worker's allowed variables
+// Builds the command the launcher worker runs for an assignment
+// (docs/design/run-lifecycle.md#launch): the MPI launcher of the run's flavour
+// (flavors/mpi_flavor.h) with this worker's binary as the remote-shell agent, one
+// host entry per worker in rank order, the transport and the run's tuning
+// parameters as the flavour passes them, and its rank binary with the engine
+// flags. The result is an argv (no shell) and the complete environment of mpirun /
+// mpiexec (which their local ranks inherit): the worker's allowed variables
 // (clean_env.h), the transport settings, spec.env (checked again against
-// api/tuning_env.h), COLLBENCH_RUN, COLLBENCH_HOSTMAP and the path of the
-// run's token file. The token itself is never in it.
+// api/tuning_env.h), COLLBENCH_RUN, COLLBENCH_HOSTMAP and the path of the run's
+// token file. The token itself is never in it.
 //
 // Peers other than the launcher itself are named by aliases (w1, w2, ...)
 // that the launch shim maps to their Agent addresses through COLLBENCH_HOSTMAP;

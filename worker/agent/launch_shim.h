@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 // The remote-shell agent that mpirun / mpiexec use on the launcher worker
-// (DESIGN §3 Launch). mpirun calls it like ssh:
+// (docs/design/run-lifecycle.md#launch). mpirun calls it like ssh:
 //
 //   <agent> [ssh options] HOST COMMAND [ARGS...]
 //

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-// The launcher role (DESIGN §3, Launch): runs an assignment's mpirun /
+// The launcher role (docs/design/run-lifecycle.md#launch): runs an assignment's mpirun /
 // mpiexec, reads rank 0's JSON lines as they come, and reports the run's
 // status, each size result (numbered and kept in the ResultSpool until
 // acknowledged) and the launcher's output lines. Cancel() kills the whole

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 // Splits a process' output stream into lines with a bounded buffer
-// (DESIGN §5, Bounds): a line longer than max_line_bytes is cut there, the
+// (docs/design/security.md#bounds): a line longer than max_line_bytes is cut there, the
 // cut part is delivered as its own (truncated) line and the rest of that
 // line is dropped up to its newline. Cuts are counted so the owner can say
 // so once.

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-// The worker's memory bandwidth (DESIGN §10, the roofline): a short copy
+// The worker's memory bandwidth (docs/design/workflows.md#verdicts, the roofline): a short copy
 // probe at start, whose figures the coordinator turns into the limit of
 // the shared-memory path. memcpy is what shared-memory transports do with
 // a message (into and out of a shared segment, or once with CMA), so its

@@ -1,10 +1,10 @@
 // SPDX-License-Identifier: Apache-2.0
-// The launcher's record of what it owes the coordinator (DESIGN §3, Results
-// and durability): every size result of its runs, kept until the
-// coordinator acknowledges it (at-least-once delivery), and each run's
-// latest status, kept until the run is released. After a reconnect the
-// agent re-sends everything Pending() returns; the coordinator ignores
-// duplicates by (run, sequence).
+// The launcher's record of what it owes the coordinator
+// (docs/design/run-lifecycle.md#results-and-durability): every size result of
+// its runs, kept until the coordinator acknowledges it (at-least-once
+// delivery), and each run's latest status, kept until the run is released.
+// After a reconnect the agent re-sends everything Pending() returns; the
+// coordinator ignores duplicates by (run, sequence).
 //
 // Thread safety: all methods may be called concurrently.
 #ifndef COLLBENCH_WORKER_AGENT_RESULT_SPOOL_H_

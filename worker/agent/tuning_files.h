@@ -1,11 +1,12 @@
 // SPDX-License-Identifier: Apache-2.0
-// Tuning files (DESIGN §5; docs/tuning-parameters.md, "Tuning files"): the
-// data-only files an operator installs in a worker's --tuning-dir, such as
-// an Open MPI coll_tuned dynamic rules file or an MPICH JSON collective
-// selection file. A run names one by its bare name (api/tuning_env.h,
-// kTuningFile); the launcher resolves it here before it puts it into
-// mpirun's environment, and a peer's Exec checks that the resolved path an
-// Open MPI daemon is handed lies inside its own --tuning-dir.
+// Tuning files (docs/design/security.md#tuning-parameters;
+// docs/tuning-parameters.md, "Tuning files"): the data-only files an operator
+// installs in a worker's --tuning-dir, such as an Open MPI coll_tuned dynamic
+// rules file or an MPICH JSON collective selection file. A run names one by its
+// bare name (api/tuning_env.h, kTuningFile); the launcher resolves it here
+// before it puts it into mpirun's environment, and a peer's Exec checks that
+// the resolved path an Open MPI daemon is handed lies inside its own
+// --tuning-dir.
 //
 // Both follow symbolic links (realpath) and require the result to be a
 // regular file strictly inside the folder's own real path, so a link in the

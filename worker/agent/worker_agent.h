@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-// The worker's side of the WorkerGateway stream (DESIGN §3): registers
+// The worker's side of the WorkerGateway stream (docs/design/run-lifecycle.md#workers): registers
 // with its inventory, heartbeats, relays the launcher's reports, and acts
 // on what the coordinator sends (assignments, run tokens, cancels, result
 // acks, releases). When the stream breaks it reconnects with exponential

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 // What a worker keeps on disk and reads at start for its identity
-// (DESIGN §5, "Credentials"): the secret the coordinator issued at the
+// (docs/design/security.md#worker-identity): the secret the coordinator issued at the
 // name's first registration, in `<state dir>/worker-secret` (mode 0600, the
 // directory 0700), presented on every connection; and the join token,
 // read from a file or once from COLLBENCH_JOIN_TOKEN, never from argv.

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 // The measurement loop shared by every operation and scenario
-// (DESIGN §2, Measurement conventions): warmup untimed iterations, a barrier,
+// (docs/design/data-plane.md#timing): warmup untimed iterations, a barrier,
 // then the timed iterations with no communication inside the timed
 // intervals. Each iteration is timed on this rank with the monotonic clock,
 // the iteration function including any stream synchronize. With

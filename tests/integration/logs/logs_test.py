@@ -1,8 +1,9 @@
 #!/usr/bin/env python3
 # SPDX-License-Identifier: Apache-2.0
-"""The coordinator's logs (DESIGN §4, docs/operations/logs.md): a real
-collbench-coordinator with --tokens and --http-listen, its stderr not a
-terminal, so JSON lines by default, as `kubectl logs` shows them.
+"""The coordinator's logs (docs/design/observability.md#logs,
+docs/operations/logs.md): a real collbench-coordinator with --tokens and
+--http-listen, its stderr not a terminal, so JSON lines by default, as
+`kubectl logs` shows them.
 
     logs_test.py --bin-dir build/bin [--case refusals ...]
     logs_test.py --list

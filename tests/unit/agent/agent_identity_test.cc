@@ -1,10 +1,10 @@
 // SPDX-License-Identifier: Apache-2.0
-// The worker's side of identity and the Agent's robustness (DESIGN §5):
-// refused Exec calls with short client deadlines never crash the worker,
-// no call waits for a token, Exec is rate limited per caller, the Agent
-// serves TLS (mutual with a client CA), the worker keeps its secret in a
-// 0600 file and presents it on every connection, and the join token is
-// read from a file or once from the environment.
+// The worker's side of identity and the Agent's robustness
+// (docs/design/security.md#worker-identity): refused Exec calls with short
+// client deadlines never crash the worker, no call waits for a token, Exec is
+// rate limited per caller, the Agent serves TLS (mutual with a client CA), the
+// worker keeps its secret in a 0600 file and presents it on every connection,
+// and the join token is read from a file or once from the environment.
 #include <sys/stat.h>
 #include <unistd.h>
 

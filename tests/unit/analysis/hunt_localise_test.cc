@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-// Hunts' localisation and planning (DESIGN §10): a simulated fleet whose
+// Hunts' localisation and planning (docs/design/workflows.md#hunts): a simulated fleet whose
 // pairs measure what a model says (one slow node, one slow link, or none,
 // with noise), run through the survey, the re-test plan and the verdicts.
 #include <algorithm>

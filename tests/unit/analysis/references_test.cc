@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-// The three references' first two (DESIGN §10): the roofline of each path
+// The three references' first two (docs/design/workflows.md#verdicts): the roofline of each path
 // from given bandwidths (cases computed by hand below), and the published
 // table's lookup (class matching, size interpolation, a missing class).
 #include "analysis/references.h"

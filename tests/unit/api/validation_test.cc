@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 // api/validation.h: every malformed spec is INVALID_ARGUMENT naming the
-// field (DESIGN §5), and sound specs pass.
+// field (docs/design/security.md#validation-before-queueing), and sound specs pass.
 #include "api/validation.h"
 
 #include <functional>

@@ -1,8 +1,9 @@
 // SPDX-License-Identifier: Apache-2.0
-// The histogram's promises (DESIGN §2 and §4): log-linear buckets with 64
+// The histogram's promises (docs/design/data-plane.md#histogram and
+// docs/design/observability.md#histogram-buckets): log-linear buckets with 64
 // sub-buckets per power of two from 1 ns to 2^40 ns, any quantile within 1%
-// relative error, power-of-two edges that Prometheus `le` buckets can be
-// filled from exactly, lossless merging and a sparse wire form.
+// relative error, power-of-two edges that Prometheus `le` buckets can be filled
+// from exactly, lossless merging and a sparse wire form.
 #include "common/histogram.h"
 
 #include <algorithm>

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-// Progress slots (DESIGN §10, hang attribution): what a rank writes is what
+// Progress slots (docs/design/run-lifecycle.md#hang-attribution): what a rank writes is what
 // its worker reads, from another process's view of the file; the folder of
 // a run is only ever under the root; /proc tells a stopped process from a
 // gone one.

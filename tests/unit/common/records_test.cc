@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
-// The JSON-lines contract of `collbench-rank --format jsonl` (DESIGN §2,
-// Output): one object per line with a "kind", field names fixed because the
-// coordinator and external tools parse them, and malformed lines reported as
-// errors rather than crashes.
+// The JSON-lines contract of `collbench-rank --format jsonl`
+// (docs/design/data-plane.md#output): one object per line with a "kind", field
+// names fixed because the coordinator and external tools parse them, and
+// malformed lines reported as errors rather than crashes.
 #include "common/records.h"
 
 #include <cstdint>
@@ -187,7 +187,7 @@ TEST(RecordsTest, IntegersAreAcceptedWhereSecondsAreExpected) {
 }
 
 // ---------------------------------------------------------------------------
-// Field names (DESIGN §2, Output).
+// Field names (docs/design/data-plane.md#output).
 
 TEST(RecordsFieldNamesTest, SizeRecordUsesTheDesignNames) {
   const SizeRecord r = SampleSize();

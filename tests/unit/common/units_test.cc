@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
-// Sizes and durations as users type them (DESIGN §6): K/M/G/T suffixes are
+// Sizes and durations as users type them
+// (docs/design/command-lines.md#sizes-and-durations): K/M/G/T suffixes are
 // powers of 1024; a bad value is an error that names the text.
 #include "common/units.h"
 

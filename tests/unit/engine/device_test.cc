@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
-// The device runtime's behaviour without a GPU (DESIGN §2: "reports no CUDA
-// device cleanly at run time where there is none") and the copy operations'
+// The device runtime's behaviour without a GPU (docs/design/data-plane.md#backends: no CUDA
+// device is reported cleanly at run time where there is none) and the copy operations'
 // slots (h2d, d2h, d2d). A fake runtime stands in for the GPU so the copy
 // operations are checked on any machine.
 #include <cstddef>

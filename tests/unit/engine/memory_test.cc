@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-// Memory kinds (DESIGN §2, Memory): the registry's names and errors, Buffer
+// Memory kinds (docs/design/data-plane.md#memory-kinds): the registry's names and errors, Buffer
 // ownership, and that every host kind this machine offers gives writable,
 // aligned memory where it promises.
 //

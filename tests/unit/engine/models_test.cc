@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
-// The gradient-replay model presets and bucket fusion (DESIGN §2,
-// Scenarios): the presets must match the published parameter counts, and
-// fusion must follow DDP/Horovod.
+// The gradient-replay model presets and bucket fusion
+// (docs/design/data-plane.md#scenarios): the presets must match the published
+// parameter counts, and fusion must follow DDP/Horovod.
 #include "engine_spec/models.h"
 
 #include <cstdint>

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-// The operations' slots, checked against DESIGN §2: nccl-tests' algbw
+// The operations' slots, checked against docs/design/data-plane.md#bandwidth: nccl-tests' algbw
 // sizes and busbw factors, buffer sizes, and that the validation pattern
 // predicts exactly what a correct collective produces.
 #include <cmath>

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
-// Command-line parsing of the engine flags (DESIGN §6): every flag, the
-// size sweep, and a clear InvalidArgument naming the flag for bad input.
+// Command-line parsing of the engine flags
+// (docs/design/command-lines.md#collbench-rank): every flag, the size sweep,
+// and a clear InvalidArgument naming the flag for bad input.
 #include <string>
 #include <vector>
 

@@ -2,8 +2,9 @@
 # SPDX-License-Identifier: Apache-2.0
 """Fails when code outside flavors/ branches on the MPI implementation.
 
-The MPI implementation is a plug-in (DESIGN §7, flavors/mpi_flavor.h): one
-file per library (flavors/open_mpi.cc, flavors/mpich.cc) and their
+The MPI implementation is a plug-in
+(docs/design/layout.md#mpi-implementations-as-plug-ins, flavors/mpi_flavor.h):
+one file per library (flavors/open_mpi.cc, flavors/mpich.cc) and their
 registration (flavors/builtin.cc). Everything else asks a flavour. This
 check reads every C++ source of the product (api, analysis, client, common,
 server, worker), with comments removed, and counts as a branch on the MPI

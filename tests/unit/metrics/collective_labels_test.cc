@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
-// The collective series never merge two configurations (DESIGN §4): every
-// field that defines one is a label; run labels and the node pool are
-// allow-listed dimensions; the series survive a restart through the store.
+// The collective series never merge two configurations
+// (docs/design/observability.md#collective-series): every field that defines
+// one is a label; run labels and the node pool are allow-listed dimensions; the
+// series survive a restart through the store.
 #include <gtest/gtest.h>
 
 #include <functional>

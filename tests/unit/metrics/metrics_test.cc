@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
-// The histogram-to-Prometheus mapping (DESIGN §4) and the run metrics,
-// checked on the exposition text exactly as Prometheus would read it.
+// The histogram-to-Prometheus mapping
+// (docs/design/observability.md#histogram-buckets) and the run metrics, checked
+// on the exposition text exactly as Prometheus would read it.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -328,7 +329,7 @@ TEST(CoordinatorMetrics, ResultsOfRunsNotSeenBeforeAreLookedUp) {
             2u);
 }
 
-// Series bound (DESIGN §5): a result whose size the run's spec does not
+// Series bound (docs/design/security.md#bounds): a result whose size the run's spec does not
 // name makes no series, however many a worker reports, and is counted.
 TEST(CoordinatorMetrics, OnlySizesInTheRunsSpecMakeSeries) {
   CoordinatorMetrics metrics("1.2.3", MetricsSources{});

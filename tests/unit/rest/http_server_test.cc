@@ -104,8 +104,9 @@ TEST_F(RestHttpTest, TheStoredSpecSaysItsTransport) {
   EXPECT_EQ(run["spec"]["transport"], "AUTO");
 }
 
-// DESIGN §5: beyond the caller's create rate (default 10/s, burst 20) the
-// answer is 429 with Retry-After in whole seconds, and nothing is queued.
+// docs/design/security.md#admission-and-fairness: beyond the caller's create
+// rate (default 10/s, burst 20) the answer is 429 with Retry-After in whole
+// seconds, and nothing is queued.
 TEST_F(RestHttpTest, CreatesBeyondTheRateAre429WithRetryAfter) {
   Start();
   int accepted = 0;

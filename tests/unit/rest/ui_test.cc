@@ -361,7 +361,7 @@ class UiScheduleTest : public UiTest {
   std::unique_ptr<ScheduleManager> schedule_manager_;
 };
 
-// DESIGN §10: /ui/schedules lists the schedules with their last verdicts,
+// docs/design/workflows.md#schedules: /ui/schedules lists the schedules with their last verdicts,
 // coloured (succeeded green, regression and failed red, skipped amber, a
 // firing still going neutral), each linked to its page and its workflow.
 TEST_F(UiScheduleTest, TheListShowsEachScheduleWithItsLastOutcome) {

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
-// The Scheduler's rules as DESIGN §3 states them: placement policies, whole
-// host holding, FIFO with backfill, and runs that can never start.
+// The Scheduler's rules as docs/design/run-lifecycle.md#scheduler states them:
+// placement policies, whole host holding, FIFO with backfill, and runs that can
+// never start.
 #include "server/scheduling/scheduler.h"
 
 #include <string>

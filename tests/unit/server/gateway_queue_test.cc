@@ -1,9 +1,9 @@
 // SPDX-License-Identifier: Apache-2.0
-// The coordinator's send queue to one worker is bounded (DESIGN §5,
-// "Bounds"): a worker that stops reading has its stream ended with
-// RESOURCE_EXHAUSTED once the queue overflows, the overflow is counted, and
-// the worker can connect again (it re-syncs by re-registering). A real
-// gRPC server on 127.0.0.1 with the gateway over a RunManager.
+// The coordinator's send queue to one worker is bounded
+// (docs/design/security.md#bounds): a worker that stops reading has its stream
+// ended with RESOURCE_EXHAUSTED once the queue overflows, the overflow is
+// counted, and the worker can connect again (it re-syncs by re-registering). A
+// real gRPC server on 127.0.0.1 with the gateway over a RunManager.
 #include <memory>
 #include <string>
 

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-// The create-rate limiter (DESIGN §5, "Admission and fairness"): a token
+// The create-rate limiter (docs/design/security.md#admission-and-fairness): a token
 // bucket per caller, driven by a fake clock.
 #include "common/rate_limiter.h"
 

@@ -770,7 +770,7 @@ TEST_F(RunManagerTest, WorkerPagesFollowTheFullListingAcrossARestart) {
   EXPECT_EQ(manager_->ListWorkers(0, 10).workers.size(), 4u);
 }
 
-// --- Admission (DESIGN §5, "Admission and fairness") ------------------------
+// --- Admission (docs/design/security.md#admission-and-fairness) -------------
 
 TEST_F(RunManagerTest, FullQueueRefusesCreateWithRetryAfterAndStoresNothing) {
   RunManagerOptions options;
@@ -1186,7 +1186,7 @@ namespace collbench {
 namespace {
 
 // A scheduled check's run (labelled schedule=) queued first still starts
-// after a user's run queued later: it never delays one (DESIGN §10).
+// after a user's run queued later: it never delays one (docs/design/workflows.md#schedules).
 TEST_F(RunManagerTest, AScheduledRunWaitsBehindAUserRunQueuedAfterIt) {
   Register("a", "host-a");
   Register("b", "host-b");
@@ -1295,7 +1295,7 @@ TEST_F(RunManagerTest, AWorkerSelectorPicksTheWorkers) {
             absl::StatusCode::kInvalidArgument);
 }
 
-// Quarantine (DESIGN §10, "Hunts"): a SUSPECT worker gets only runs that
+// Quarantine (docs/design/workflows.md#hunts): a SUSPECT worker gets only runs that
 // name it; the reason is shown with it; it holds across a worker and a
 // coordinator restart; an operator's clear ends it and queued runs start.
 TEST_F(RunManagerTest, ASuspectWorkerGetsOnlyRunsThatNameItUntilCleared) {
@@ -1344,10 +1344,11 @@ TEST_F(RunManagerTest, ASuspectWorkerGetsOnlyRunsThatNameItUntilCleared) {
             absl::StatusCode::kNotFound);
 }
 
-// Hang attribution (DESIGN §10): the ranks' progress relayed by their
-// workers is kept on the run; no rank advancing for the hang timeout (30 s
-// by default) fails the run naming the rank whose process stopped, its
-// host, and where the others wait; a rank that moves keeps the run alive.
+// Hang attribution (docs/design/run-lifecycle.md#hang-attribution): the ranks'
+// progress relayed by their workers is kept on the run; no rank advancing for
+// the hang timeout (30 s by default) fails the run naming the rank whose
+// process stopped, its host, and where the others wait; a rank that moves keeps
+// the run alive.
 TEST_F(RunManagerTest, ARunWhoseRanksStandStillFailsNamingTheStoppedRank) {
   const uint64_t session_a = Register("a", "host-a", 2);
   const uint64_t session_b = Register("b", "host-b", 2);

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-// Worker identity and what workers may send (DESIGN §5): per-worker
+// Worker identity and what workers may send (docs/design/security.md#worker-identity): per-worker
 // secrets, no takeover of a known name, registration caps, the agent
 // address grammar, messages only from a run's launcher, and results bounded
 // by the spec. The manager is driven directly, as the gateway drives it.

@@ -282,7 +282,7 @@ TEST_P(StoreContractTest, ResultIsStoredOnceAndDuplicatesAreIgnored) {
 }
 
 // The iteration synchronization and every rank's statistics survive the
-// store (DESIGN §2: stored with every run and result).
+// store (docs/design/data-plane.md#iteration-synchronization: stored with every run and result).
 TEST_P(StoreContractTest, SyncAndPerRankStatisticsReadBack) {
   v1::Run run = MakeRun(1, 1000, v1::QUEUED);
   run.mutable_spec()->set_sync(v1::SYNC_NONE);

@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
-// A Backend is the library that moves the bytes being measured (DESIGN §2,
-// Backends): mpi, mpi-staged, mpi-cuda or nccl. Operations call exactly one
-// Backend method per iteration; the sweep driver owns timing.
+// A Backend is the library that moves the bytes being measured
+// (docs/design/data-plane.md#backends): mpi, mpi-staged, mpi-cuda or nccl.
+// Operations call exactly one Backend method per iteration; the sweep driver
+// owns timing.
 //
 // Buffers passed in live in buffer_space(). Counts are elements of `dtype`.
 // Calls may complete asynchronously on device backends; Synchronize() waits

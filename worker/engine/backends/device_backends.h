@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-// The backends whose buffers live in GPU memory (DESIGN §2, Backends):
+// The backends whose buffers live in GPU memory (docs/design/data-plane.md#backends):
 //
 //   mpi-staged  device -> pinned host copy, MPI on host, host -> device copy
 //               (what a non-CUDA-aware MPI costs);

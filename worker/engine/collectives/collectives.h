@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 // Factories for the built-in collective and point-to-point operations; one
-// file each. Sizes follow DESIGN §2: `count` is elements per rank (per peer
+// file each. Sizes follow docs/design/data-plane.md#sizes: `count` is elements per rank (per peer
 // for alltoall), and AlgBytes/BusFactor are nccl-tests' definitions.
 #ifndef COLLBENCH_WORKER_ENGINE_COLLECTIVES_COLLECTIVES_H_
 #define COLLBENCH_WORKER_ENGINE_COLLECTIVES_COLLECTIVES_H_

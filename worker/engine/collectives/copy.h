@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-// Copy bandwidth (DESIGN §2, Operations): h2d, d2h and d2d on GPU builds,
+// Copy bandwidth (docs/design/data-plane.md#operations): h2d, d2h and d2d on GPU builds,
 // and h2h (memcpy between two host buffers) everywhere. Each rank copies `count` elements between its own two buffers
 // with DeviceRuntime::CopyAsync; no backend and no other rank is involved,
 // so every rank measures its own PCIe / NVLink / HBM path at the same time.

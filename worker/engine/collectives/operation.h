@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-// An Operation is one measurable thing (DESIGN §2, Operations): a
+// An Operation is one measurable thing (docs/design/data-plane.md#operations): a
 // collective, a point-to-point pattern or a host/device copy. Like
 // nccl-tests, each one fills the same few slots (name, buffer sizes, input
 // data and expected output, bandwidth, one iteration) and a single shared
@@ -44,7 +44,7 @@ class Operation {
   InPlaceLayout InPlace(const OpContext& ctx) const { return InPlaceLayoutOf(spec_, ctx); }
 
   // S in algbw = S / avg, in bytes; and busbw = algbw x BusFactor(nranks).
-  // Both follow nccl-tests (DESIGN §2, Measurement conventions).
+  // Both follow nccl-tests (docs/design/data-plane.md#bandwidth).
   virtual double AlgBytes(const OpContext& ctx) const = 0;
   virtual double BusFactor(int nranks) const = 0;
   // Factor applied to each measured iteration time before it is recorded:

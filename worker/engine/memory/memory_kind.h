@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-// Where benchmark buffers live (DESIGN §2, Memory). One MemoryKind per
+// Where benchmark buffers live (docs/design/data-plane.md#memory-kinds). One MemoryKind per
 // `--memory` name; the registry is filled explicitly by
 // RegisterBuiltinMemoryKinds() from main, never by static initialisers.
 //

@@ -2,7 +2,7 @@
 // NCCL, loaded at run time with dlopen so that collbench-rank starts on a
 // host without NCCL (or CUDA) and only `--backend nccl` needs it.
 //
-// The search, in order (DESIGN §2, Backends; README "The engine bundle"):
+// The search, in order (docs/design/data-plane.md#backends; README "The engine bundle"):
 //   1. $COLLBENCH_NCCL_LIBRARY. When set it is the only candidate: a
 //      library the user named and that cannot be used is an error, never
 //      silently replaced by another NCCL whose version the results would

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-// gradient-replay (DESIGN §2, Scenarios): the communication of one
+// gradient-replay (docs/design/data-plane.md#scenarios): the communication of one
 // data-parallel training step. Per step every bucket of the model's
 // gradients (models.h) is all-reduced (sum) in gradient order through
 // --backend, as DDP/Horovod do once a bucket is full. The step is measured

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-// parameter-server (DESIGN §2, Scenarios): world rank 0 is a CPU parameter
+// parameter-server (docs/design/data-plane.md#scenarios): world rank 0 is a CPU parameter
 // server (PS), ranks 1..n-1 are workers. Each iteration the PS sends the
 // parameters (one sweep size, in bytes) to every worker and gathers every
 // worker's gradients of the same size. Strategies:

@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
-// Scenarios: the seed experiments as first-class workloads (DESIGN §2,
-// Scenarios). Each drives the shared timing loop (timing.h) with its own
-// per-iteration pattern and reports SizeRecords through the Reporter, with
-// scenario-specific numbers in SizeRecord::scenario.
+// Scenarios: the seed experiments as first-class workloads
+// (docs/design/data-plane.md#scenarios). Each drives the shared timing loop
+// (timing.h) with its own per-iteration pattern and reports SizeRecords through
+// the Reporter, with scenario-specific numbers in SizeRecord::scenario.
 #ifndef COLLBENCH_WORKER_ENGINE_SCENARIOS_SCENARIO_H_
 #define COLLBENCH_WORKER_ENGINE_SCENARIOS_SCENARIO_H_
 
