@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 # SPDX-License-Identifier: Apache-2.0
 """The documentation's promises, checked: its runnable examples run, its
-relative links resolve, and README.md stays small.
+relative links resolve, the code's references to it resolve, and README.md
+stays small.
 
 Modes (one per ctest test):
   examples  every fenced block whose info string is `sh runnable` in
@@ -15,11 +16,18 @@ Modes (one per ctest test):
             line and the command, with the end of its output. Then, in every
             sh block, runnable or not, each --flag given to a collbench
             program must be one its --help names (the helps must exit 0).
-  links     every relative link in README.md and docs/**/*.md names an
-            existing file (and, with #anchor into a Markdown page, one of
-            its headings); README.md is at most 12,288 bytes, links the docs
-            index, and the index links every page under docs/ (two clicks
-            from README.md to any page).
+  links     every relative link in README.md, CONTRIBUTING.md and
+            docs/**/*.md names an existing file (and, with #anchor into a
+            Markdown page, one of its headings); README.md is at most 12,288
+            bytes, links the docs index and CONTRIBUTING.md, the index links
+            every page under docs/ (two clicks from README.md to any page),
+            and docs/design/README.md links every page under docs/design/.
+            Every reference of the form docs/<path>.md or
+            docs/<path>.md#<anchor> in a source file (C++, protos, Python,
+            shell, CMake, scripts/, YAML, Containerfiles and the module
+            READMEs outside docs/) names an existing page and heading. No
+            file cites the retired design document by section (the design
+            lives in docs/design/). A failure names file:line.
 """
 
 import argparse
@@ -56,6 +64,8 @@ class Block:
 
 def pages(root: Path):
     yield root / "README.md"
+    if (root / "CONTRIBUTING.md").exists():
+        yield root / "CONTRIBUTING.md"
     yield from sorted((root / "docs").rglob("*.md"))
 
 
@@ -342,16 +352,119 @@ def linked_files(page: Path):
 
 
 def unreachable_pages(root: Path) -> list:
-    """A newcomer's path: README.md links the docs index, which links every page."""
+    """A newcomer's path: README.md links the docs index and CONTRIBUTING.md,
+    the docs index links every page (the design pages included), and the
+    design index links every design page."""
     index = (root / "docs" / "README.md").resolve()
     problems = []
-    if index not in linked_files(root / "README.md"):
+    from_readme = linked_files(root / "README.md")
+    if index not in from_readme:
         problems.append("README.md: no link to docs/README.md, the docs index")
+    contributing = (root / "CONTRIBUTING.md").resolve()
+    if contributing.exists() and contributing not in from_readme:
+        problems.append("README.md: no link to CONTRIBUTING.md")
     from_index = linked_files(index)
     for page in sorted((root / "docs").rglob("*.md")):
         if page.resolve() != index and page.resolve() not in from_index:
             problems.append(f"docs/README.md: no link to {page.relative_to(root)}")
+    design_index = (root / "docs" / "design" / "README.md").resolve()
+    if design_index.exists():
+        from_design = linked_files(design_index)
+        for page in sorted(design_index.parent.rglob("*.md")):
+            if page.resolve() != design_index and page.resolve() not in from_design:
+                problems.append(f"docs/design/README.md: no link to {page.relative_to(root)}")
     return problems
+
+
+# The files whose references to docs/ pages are checked: sources, build
+# files, scripts, manifests and the module READMEs beside the code.
+SOURCE_SUFFIXES = {".cc", ".h", ".proto", ".py", ".sh", ".cmake", ".yaml", ".yml"}
+SOURCE_NAMES = {"CMakeLists.txt", "Containerfile", "Dockerfile"}
+SKIP_DIRS = {".git", "node_modules", "__pycache__"}
+# docs/<path>.md or docs/<path>.md#<anchor>, alone or after ../ (a module
+# README's relative link); not part of a longer path such as x/docs/.
+DOC_REF = re.compile(r"(?<![\w./-])((?:\.\./)*docs/[\w./-]*?\.md)(?![\w/])(?:#([\w-]+))?")
+# A citation of the design document that preceded docs/design/, by section
+# ("DESIGN" and the section sign, possibly split over a comment's lines) or by
+# file name. Spelled in pieces so that this file does not match itself.
+RETIRED_DESIGN = re.compile("DESIGN" + r"(?:\.md)?(?:\s|//|#|\*)*" + "\u00a7" + "|"
+                            + "DESIGN" + r"\.md")
+
+
+def repository_files(root: Path) -> list:
+    """Every file of the checkout that is not a build output: what git
+    tracks or would track, or without git every file outside build*/."""
+    if (root / ".git").exists():
+        listed = subprocess.run(
+            ["git", "-C", str(root), "ls-files", "-z", "--cached", "--others",
+             "--exclude-standard"], capture_output=True, check=False)
+        if listed.returncode == 0:
+            names = sorted({n for n in listed.stdout.decode().split("\0") if n})
+            return [root / n for n in names if (root / n).is_file()]
+    out = []
+    for dirpath, dirnames, filenames in os.walk(root):
+        here = Path(dirpath)
+        dirnames[:] = sorted(d for d in dirnames if d not in SKIP_DIRS
+                             and not (here == root and d.startswith("build")))
+        out += [here / f for f in sorted(filenames)]
+    return out
+
+
+def is_source(root: Path, path: Path) -> bool:
+    rel = path.relative_to(root)
+    if rel.parts[0] == "scripts":
+        return True
+    if path.suffix == ".md":  # module READMEs; pages are checked as pages
+        return rel.parts[0] != "docs" and len(rel.parts) > 1
+    return path.suffix in SOURCE_SUFFIXES or path.name in SOURCE_NAMES
+
+
+def text_of(path: Path):
+    try:
+        data = path.read_bytes()
+    except OSError:
+        return None
+    if b"\0" in data:
+        return None
+    return data.decode("utf-8", errors="replace")
+
+
+def check_sources(root: Path) -> tuple:
+    """Problems with the code's references to docs/ pages, and the count."""
+    problems, count, cache = [], 0, {}
+    for path in repository_files(root):
+        text = text_of(path)
+        if text is None:
+            continue
+        rel = path.relative_to(root)
+        for m in RETIRED_DESIGN.finditer(text):
+            line = text.count("\n", 0, m.start()) + 1
+            problems.append(f"{rel}:{line}: cites the retired design document "
+                            f"({m.group(0).split()[0]}...); cite its page under docs/design/")
+        if not is_source(root, path):
+            continue
+        for number, line in enumerate(text.split("\n"), 1):
+            for m in DOC_REF.finditer(line):
+                target, anchor = m.group(1), m.group(2)
+                count += 1
+                base = path.parent if target.startswith("../") else root
+                dest = (base / target).resolve()
+                shown = target + (f"#{anchor}" if anchor else "")
+                try:
+                    dest.relative_to(root.resolve())
+                except ValueError:
+                    problems.append(f"{rel}:{number}: {shown}: out of the repository")
+                    continue
+                if not dest.is_file():
+                    problems.append(f"{rel}:{number}: {shown}: no such page")
+                    continue
+                if anchor:
+                    if dest not in cache:
+                        cache[dest] = anchors(dest)
+                    if anchor not in cache[dest]:
+                        problems.append(f"{rel}:{number}: {shown}: no heading #{anchor} in "
+                                        f"{dest.relative_to(root.resolve())}")
+    return problems, count
 
 
 def check_links(root: Path) -> int:
@@ -382,7 +495,10 @@ def check_links(root: Path) -> int:
                     problems.append(f"{rel}:{number}: no heading #{anchor} in "
                                     f"{dest.relative_to(root.resolve())}")
     problems += unreachable_pages(root)
-    print(f"{count} relative links checked; README.md is {size} bytes")
+    source_problems, source_refs = check_sources(root)
+    problems += source_problems
+    print(f"{count} relative links and {source_refs} references from the sources checked; "
+          f"README.md is {size} bytes")
     for p in problems:
         print(p, file=sys.stderr)
     return 1 if problems else 0
