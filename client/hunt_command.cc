@@ -17,7 +17,7 @@
 namespace collbench {
 namespace {
 
-constexpr char kUsage[] =
+constexpr char kHuntUsage[] =
     R"(usage: collbench hunt [--pattern pairwise|groups|ring|all] [--workers SELECTOR]
                      [--operation bw|bibw|latency] [--group-operation OP] [--sizes LIST]
                      [--group-size K] [--deals N] [--threshold F] [--z Z] [--retest-peers N]
@@ -81,7 +81,7 @@ int HuntCommand(CoordinatorClient& client, const std::vector<std::string>& args)
   flags.String("transport", &transport, "auto (default), shm, tcp, ucx");
   flags.Bool("no-quarantine", &no_quarantine, "report only: mark no worker SUSPECT, clear none");
   flags.String("output", &output, "table (default) or json");
-  if (std::optional<int> done = ParseCommandFlags(flags, args, kUsage)) return *done;
+  if (std::optional<int> done = ParseCommandFlags(flags, args, kHuntUsage)) return *done;
   if (!flags.rest().empty()) {
     return Report(absl::InvalidArgumentError(
         absl::StrCat("hunt: unexpected argument '", flags.rest()[0], "'")));

@@ -17,7 +17,7 @@
 namespace collbench {
 namespace {
 
-constexpr char kUsage[] =
+constexpr char kMatrixUsage[] =
     R"(usage: collbench matrix [--operations L] [--placements L] [--transports L] [--mpis L] [run flags]
 One run per combination of the lists (defaults: allreduce,bcast,gather; pack,spread;
 shm,tcp; openmpi), each with the same run flags (see collbench run --help), then
@@ -72,7 +72,7 @@ absl::StatusOr<v1::MatrixSpec> ParseMatrixFlags(const std::vector<std::string>& 
 
 int MatrixCommand(CoordinatorClient& client, const std::vector<std::string>& args) {
   if (AsksForHelp(args)) {
-    std::fputs(kUsage, stdout);
+    std::fputs(kMatrixUsage, stdout);
     return kExitOk;
   }
   absl::StatusOr<v1::MatrixSpec> matrix = ParseMatrixFlags(args);

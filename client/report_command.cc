@@ -14,7 +14,7 @@
 namespace collbench {
 namespace {
 
-constexpr char kUsage[] = R"(usage: collbench report RUN... -o FILE.html
+constexpr char kReportUsage[] = R"(usage: collbench report RUN... -o FILE.html
        collbench report --suite ID -o FILE.html
        collbench report --sweep ID -o FILE.html
 One self-contained HTML page (inline SVG plots, no script, nothing fetched):
@@ -66,13 +66,13 @@ int ReportCommand(CoordinatorClient& client, const std::vector<std::string>& arg
   }
   if (absl::Status s = flags.Parse(spelled); !s.ok()) return Report(s);
   if (flags.help()) {
-    absl::PrintF("%s%s", kUsage, flags.Usage());
+    absl::PrintF("%s%s", kReportUsage, flags.Usage());
     return kExitOk;
   }
   const std::vector<std::string>& runs = flags.rest();
   const int sources = (runs.empty() ? 0 : 1) + (suite.empty() ? 0 : 1) + (sweep.empty() ? 0 : 1);
   if (sources == 0) {
-    std::fputs(kUsage, stderr);
+    std::fputs(kReportUsage, stderr);
     return Report(
         absl::InvalidArgumentError("report: name at least one run, or --suite ID, or --sweep ID"));
   }

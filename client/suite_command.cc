@@ -21,7 +21,7 @@
 namespace collbench {
 namespace {
 
-constexpr char kUsage[] = R"(usage: collbench suite list
+constexpr char kSuiteUsage[] = R"(usage: collbench suite list
        collbench suite run NAME [--profile ci|paper] [--dry-run]
        collbench suite show ID
 A suite is one seed paper's experiment (the seeds are the five published
@@ -125,7 +125,7 @@ int RunSuite(CoordinatorClient& client, const std::vector<std::string>& args) {
   return done->state() == v1::WORKFLOW_SUCCEEDED ? kExitOk : kExitFailed;
 }
 
-int Show(CoordinatorClient& client, const std::vector<std::string>& args) {
+int ShowSuite(CoordinatorClient& client, const std::vector<std::string>& args) {
   if (args.size() != 1) return Report(absl::InvalidArgumentError("usage: suite show ID"));
   absl::StatusOr<v1::Workflow> workflow = GetWorkflow(client, args[0]);
   if (!workflow.ok()) return Report(workflow.status());
@@ -146,13 +146,13 @@ int Show(CoordinatorClient& client, const std::vector<std::string>& args) {
 
 int SuiteCommand(CoordinatorClient& client, const std::vector<std::string>& args) {
   if (args.empty() || AsksForHelp(args)) {  // `suite show --help` too
-    std::fputs(kUsage, args.empty() ? stderr : stdout);
+    std::fputs(kSuiteUsage, args.empty() ? stderr : stdout);
     return args.empty() ? kExitUsage : kExitOk;
   }
   const std::vector<std::string> rest(args.begin() + 1, args.end());
   if (args[0] == "list") return List();
   if (args[0] == "run") return RunSuite(client, rest);
-  if (args[0] == "show") return Show(client, rest);
+  if (args[0] == "show") return ShowSuite(client, rest);
   return Report(absl::InvalidArgumentError(
       absl::StrCat("suite: unknown subcommand '", args[0], "' (list, run, show)")));
 }

@@ -20,7 +20,7 @@
 namespace collbench {
 namespace {
 
-constexpr char kUsage[] = R"(usage: collbench workflows [list] [--kind KIND]
+constexpr char kWorkflowsUsage[] = R"(usage: collbench workflows [list] [--kind KIND]
        collbench workflows show ID
        collbench workflows watch ID
        collbench workflows cancel ID
@@ -128,7 +128,7 @@ absl::StatusOr<std::vector<RunWithResults>> FetchWorkflowRuns(CoordinatorClient&
 
 int WorkflowsCommand(CoordinatorClient& client, const std::vector<std::string>& args) {
   if (AsksForHelp(args)) {
-    std::fputs(kUsage, stdout);
+    std::fputs(kWorkflowsUsage, stdout);
     return kExitOk;
   }
   const std::string sub = args.empty() ? "list" : args[0];

@@ -17,8 +17,6 @@ namespace {
 
 bool IsDeviceKind(const std::string& kind) { return kind == "device"; }
 
-RuleError Broken(Setting setting, std::string text) { return {setting, -1, std::move(text)}; }
-
 // Which kinds serve the buffers, and whether --memory suits them.
 std::optional<RuleError> PlanMemory(const EngineOptions& o, const OperationSpec& op,
                                     const BackendSpec& backend, MemoryPlan* plan) {

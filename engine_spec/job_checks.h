@@ -62,6 +62,11 @@ struct RuleError {
   bool operator==(const RuleError&) const = default;
 };
 
+// A rule broken on `setting` as a whole (no list entry).
+inline RuleError Broken(Setting setting, std::string text) {
+  return {setting, -1, std::move(text)};
+}
+
 // InvalidArgument "<flag> <text>" (the text alone for settings without a
 // flag): how collbench-rank reports the error.
 absl::Status EngineError(const RuleError& error);

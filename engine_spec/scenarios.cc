@@ -15,8 +15,6 @@ namespace {
 
 constexpr uint64_t kMaxMpiCount = std::numeric_limits<int>::max();
 
-RuleError Broken(Setting setting, std::string text) { return {setting, -1, std::move(text)}; }
-
 std::optional<RuleError> SixteenBitNeeds(const EngineOptions& options, bool carried,
                                          absl::string_view what) {
   if (!IsNcclOnly(options.dtype) || carried) return std::nullopt;

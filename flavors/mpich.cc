@@ -48,7 +48,7 @@ constexpr const char* kSizes[] = {
     "IBCAST_TREE_PIPELINE_CHUNK_SIZE", "IBCAST_RING_CHUNK_SIZE", "IREDUCE_RING_CHUNK_SIZE",
     "IREDUCE_TREE_PIPELINE_CHUNK_SIZE", "BCAST_INTRANODE_BUFFER_TOTAL_SIZE",
     "REDUCE_INTRANODE_BUFFER_TOTAL_SIZE", "CH4_SHM_POSIX_IQUEUE_CELL_SIZE"};
-constexpr TuningParam kOther[] = {
+constexpr TuningParam kMpichOther[] = {
     {"MPIR_CVAR_NOLOCAL", G::kBool},
     {"MPIR_CVAR_ODD_EVEN_CLIQUES", G::kBool},
     {"MPIR_CVAR_ENABLE_SMP_COLLECTIVES", G::kBool},
@@ -199,7 +199,7 @@ class MpichFlavor final : public MpiFlavor {
       params.push_back({absl::StrCat(kCvarPrefix, op, "_ALGORITHM"), G::kIdentifier});
     }
     for (const char* n : kSizes) params.push_back({absl::StrCat(kCvarPrefix, n), G::kSize});
-    for (const TuningParam& p : kOther) params.push_back({p.name, p.grammar});
+    for (const TuningParam& p : kMpichOther) params.push_back({p.name, p.grammar});
     return params;
   }
 

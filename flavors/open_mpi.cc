@@ -26,7 +26,7 @@ constexpr char kDynamicRules[] = "OMPI_MCA_coll_tuned_use_dynamic_rules";
 // --- Tuning parameters ------------------------------------------------------
 
 // coll/tuned, as `ompi_info --param coll tuned --level 9` lists them (the
-// read-only *_count left out; the rules file is in kOther).
+// read-only *_count left out; the rules file is in kOpenMpiOther).
 constexpr const char* kTunedAlgorithms[] = {
     "allgather", "allgatherv", "allreduce", "alltoall", "alltoallv", "barrier", "bcast", "exscan",
     "gather", "reduce", "reduce_scatter", "reduce_scatter_block", "scan", "scatter"};
@@ -60,7 +60,7 @@ constexpr const char* kBtlSizeKnobs[] = {
     "rdma_pipeline_frag_size", "min_rdma_pipeline_size"};
 constexpr const char* kBtls[] = {"tcp", "vader", "self"};
 
-constexpr TuningParam kOther[] = {
+constexpr TuningParam kOpenMpiOther[] = {
     {"OMPI_MCA_coll", G::kIdentifierList},
     {"OMPI_MCA_coll_tuned_use_dynamic_rules", G::kBool},
     {"OMPI_MCA_coll_tuned_dynamic_rules_filename", G::kTuningFile},
@@ -290,7 +290,7 @@ class OpenMpiFlavor final : public MpiFlavor {
         params.push_back({absl::StrCat(kMcaEnvPrefix, "btl_", btl, "_", knob), G::kSize});
       }
     }
-    for (const TuningParam& p : kOther) params.push_back({p.name, p.grammar});
+    for (const TuningParam& p : kOpenMpiOther) params.push_back({p.name, p.grammar});
     return params;
   }
 

@@ -19,7 +19,7 @@ namespace collbench {
 absl::Status RunManager::AdmitWorkerLocked(const std::string& name, const v1::Register& hello,
                                            absl::string_view peer, absl::Time now,
                                            v1::Registered* reply) {
-  auto refuse = [&](const char* result, absl::Status status) {
+  auto refuse = [&](const char* result, absl::Status status) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
     ++worker_counts_.registrations[result];
     LogWarn("worker.register_refused",
             absl::StrCat("registration of ", name, " from ",

@@ -19,14 +19,14 @@ std::string ScheduleName(const RestRequest& request) {
   return absl::StrCat("schedules/", request.id);
 }
 
-const RestReply* NoManager(const RestContext& context) {
+const RestReply* NoSchedules(const RestContext& context) {
   return context.schedules == nullptr ? Unavailable("this server runs no schedules") : nullptr;
 }
 
 }  // namespace
 
 RestReply CreateSchedule(const RestContext& context, const RestRequest& request) {
-  if (const RestReply* none = NoManager(context)) return *none;
+  if (const RestReply* none = NoSchedules(context)) return *none;
   v1::CreateScheduleRequest create;
   if (absl::Status parsed = ProtoFromJson(request.body, /*empty_ok=*/false, &create);
       !parsed.ok()) {
@@ -36,7 +36,7 @@ RestReply CreateSchedule(const RestContext& context, const RestRequest& request)
 }
 
 RestReply ListSchedules(const RestContext& context, const RestRequest& request) {
-  if (const RestReply* none = NoManager(context)) return *none;
+  if (const RestReply* none = NoSchedules(context)) return *none;
   absl::StatusOr<int32_t> page_size = QueryInt(request, "page_size");
   if (!page_size.ok()) return ErrorReply(page_size.status());
   v1::ListSchedulesResponse response;
@@ -51,22 +51,22 @@ RestReply ListSchedules(const RestContext& context, const RestRequest& request) 
 }
 
 RestReply GetSchedule(const RestContext& context, const RestRequest& request) {
-  if (const RestReply* none = NoManager(context)) return *none;
+  if (const RestReply* none = NoSchedules(context)) return *none;
   return Answer(context.schedules->Get(ScheduleName(request)));
 }
 
 RestReply PauseSchedule(const RestContext& context, const RestRequest& request) {
-  if (const RestReply* none = NoManager(context)) return *none;
+  if (const RestReply* none = NoSchedules(context)) return *none;
   return Answer(context.schedules->Pause(ScheduleName(request), absl::Now()));
 }
 
 RestReply ResumeSchedule(const RestContext& context, const RestRequest& request) {
-  if (const RestReply* none = NoManager(context)) return *none;
+  if (const RestReply* none = NoSchedules(context)) return *none;
   return Answer(context.schedules->Resume(ScheduleName(request), absl::Now()));
 }
 
 RestReply DeleteSchedule(const RestContext& context, const RestRequest& request) {
-  if (const RestReply* none = NoManager(context)) return *none;
+  if (const RestReply* none = NoSchedules(context)) return *none;
   absl::Status deleted = context.schedules->Delete(ScheduleName(request), absl::Now());
   if (!deleted.ok()) return ErrorReply(deleted);
   return JsonReply(google::protobuf::Empty());

@@ -22,14 +22,14 @@ std::string WorkflowName(const RestRequest& request) {
 
 // Every workflow route needs the manager; a server built without one
 // (tests of the run routes) says so.
-const RestReply* NoManager(const RestContext& context) {
+const RestReply* NoWorkflows(const RestContext& context) {
   return context.workflows == nullptr ? Unavailable("this server runs no workflows") : nullptr;
 }
 
 }  // namespace
 
 RestReply CreateWorkflow(const RestContext& context, const RestRequest& request) {
-  if (const RestReply* none = NoManager(context)) return *none;
+  if (const RestReply* none = NoWorkflows(context)) return *none;
   v1::CreateWorkflowRequest create;
   if (absl::Status parsed = ProtoFromJson(request.body, /*empty_ok=*/false, &create);
       !parsed.ok()) {
@@ -40,7 +40,7 @@ RestReply CreateWorkflow(const RestContext& context, const RestRequest& request)
 }
 
 RestReply ListWorkflows(const RestContext& context, const RestRequest& request) {
-  if (const RestReply* none = NoManager(context)) return *none;
+  if (const RestReply* none = NoWorkflows(context)) return *none;
   absl::StatusOr<int32_t> page_size = QueryInt(request, "page_size");
   if (!page_size.ok()) return ErrorReply(page_size.status());
   absl::StatusOr<WorkflowManager::Page> page = context.workflows->List(
@@ -53,12 +53,12 @@ RestReply ListWorkflows(const RestContext& context, const RestRequest& request) 
 }
 
 RestReply GetWorkflow(const RestContext& context, const RestRequest& request) {
-  if (const RestReply* none = NoManager(context)) return *none;
+  if (const RestReply* none = NoWorkflows(context)) return *none;
   return Answer(context.workflows->Get(WorkflowName(request)));
 }
 
 RestReply CancelWorkflow(const RestContext& context, const RestRequest& request) {
-  if (const RestReply* none = NoManager(context)) return *none;
+  if (const RestReply* none = NoWorkflows(context)) return *none;
   const std::string name = WorkflowName(request);
   if (absl::Status body = CheckBodyName<v1::CancelWorkflowRequest>(request, name, "workflow");
       !body.ok()) {
@@ -68,7 +68,7 @@ RestReply CancelWorkflow(const RestContext& context, const RestRequest& request)
 }
 
 RestReply DeleteWorkflow(const RestContext& context, const RestRequest& request) {
-  if (const RestReply* none = NoManager(context)) return *none;
+  if (const RestReply* none = NoWorkflows(context)) return *none;
   const std::string name = WorkflowName(request);
   if (absl::Status body = CheckBodyName<v1::DeleteWorkflowRequest>(request, name, "workflow");
       !body.ok()) {
@@ -81,12 +81,12 @@ RestReply DeleteWorkflow(const RestContext& context, const RestRequest& request)
 }
 
 RestReply GetWorkflowReport(const RestContext& context, const RestRequest& request) {
-  if (const RestReply* none = NoManager(context)) return *none;
+  if (const RestReply* none = NoWorkflows(context)) return *none;
   return Answer(context.workflows->Report(WorkflowName(request)));
 }
 
 RestReply WatchWorkflow(const RestContext& context, const RestRequest& request) {
-  if (const RestReply* none = NoManager(context)) return *none;
+  if (const RestReply* none = NoWorkflows(context)) return *none;
   absl::StatusOr<std::unique_ptr<WatcherSlot>> slot = AcquireWatcherSlot(context, request);
   if (!slot.ok()) return ErrorReply(slot.status());
   absl::StatusOr<std::shared_ptr<WorkflowStream>> stream =
@@ -105,7 +105,7 @@ namespace collbench::rest_handlers {
 // The /v1/baselines routes: baselines live beside the workflows that check
 // against them.
 RestReply CreateBaseline(const RestContext& context, const RestRequest& request) {
-  if (const RestReply* none = NoManager(context)) return *none;
+  if (const RestReply* none = NoWorkflows(context)) return *none;
   v1::CreateBaselineRequest create;
   if (absl::Status parsed = ProtoFromJson(request.body, /*empty_ok=*/false, &create);
       !parsed.ok()) {
@@ -115,7 +115,7 @@ RestReply CreateBaseline(const RestContext& context, const RestRequest& request)
 }
 
 RestReply ListBaselines(const RestContext& context, const RestRequest& request) {
-  if (const RestReply* none = NoManager(context)) return *none;
+  if (const RestReply* none = NoWorkflows(context)) return *none;
   absl::StatusOr<int32_t> page_size = QueryInt(request, "page_size");
   if (!page_size.ok()) return ErrorReply(page_size.status());
   absl::StatusOr<std::vector<v1::Baseline>> all = context.workflows->ListBaselines();
@@ -132,12 +132,12 @@ RestReply ListBaselines(const RestContext& context, const RestRequest& request) 
 }
 
 RestReply GetBaseline(const RestContext& context, const RestRequest& request) {
-  if (const RestReply* none = NoManager(context)) return *none;
+  if (const RestReply* none = NoWorkflows(context)) return *none;
   return Answer(context.workflows->GetBaseline(absl::StrCat("baselines/", request.id)));
 }
 
 RestReply DeleteBaseline(const RestContext& context, const RestRequest& request) {
-  if (const RestReply* none = NoManager(context)) return *none;
+  if (const RestReply* none = NoWorkflows(context)) return *none;
   absl::Status deleted = context.workflows->DeleteBaseline(absl::StrCat("baselines/", request.id));
   if (!deleted.ok()) return ErrorReply(deleted);
   return JsonReply(google::protobuf::Empty());

@@ -67,11 +67,13 @@ class WorkflowWatch final : public grpc::ServerWriteReactor<v1::WorkflowEvent> {
   void OnDone() override {
     sink_->Detach();
     bool subscribed;
+    std::string name;
     {
       absl::MutexLock lock(&mu_);
       subscribed = subscribed_;
+      name = name_;
     }
-    if (subscribed) manager_->Unsubscribe(name_, sink_.get());
+    if (subscribed) manager_->Unsubscribe(name, sink_.get());
     delete this;
   }
 

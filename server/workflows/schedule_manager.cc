@@ -326,7 +326,7 @@ void ScheduleManager::Step(const std::string& name, absl::Time now) {
         const std::string reason =
             absl::StrCat("workers busy for the whole window (", FormatDuration(absl::ToDoubleSeconds(Window(schedule))),
                          "): ", idle.message());
-        apply([&](v1::Schedule& s) {
+        apply([&](v1::Schedule& s) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
           s.mutable_history(0)->set_outcome("skipped");
           s.mutable_history(0)->set_reason(reason);
           s.set_last_outcome("skipped");
@@ -345,7 +345,7 @@ void ScheduleManager::Step(const std::string& name, absl::Time now) {
       // one drained): tried again until the window ends, then failed with
       // the reason.
       if (!created.ok() && now - made < Window(schedule)) return;
-      apply([&](v1::Schedule& s) {
+      apply([&](v1::Schedule& s) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
         if (created.ok()) {
           s.mutable_history(0)->set_outcome("running");
           s.mutable_history(0)->set_workflow(created->name());
@@ -369,7 +369,7 @@ void ScheduleManager::Step(const std::string& name, absl::Time now) {
         workflow.ok() ? workflow->output().check().regressions() + CountHuntFindings(*workflow) : 0;
     const std::string reason =
         workflow.ok() ? workflow->error() : std::string(workflow.status().message());
-    apply([&](v1::Schedule& s) {
+    apply([&](v1::Schedule& s) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
       v1::ScheduleFiring* f = s.mutable_history(0);
       f->set_outcome(outcome);
       f->set_reason(reason);
@@ -398,7 +398,7 @@ void ScheduleManager::Step(const std::string& name, absl::Time now) {
   const absl::Duration every = absl::Seconds(schedule.spec().every_seconds());
   absl::Time next = due + every;
   if (next <= now) next = now + every;
-  apply([&](v1::Schedule& s) {
+  apply([&](v1::Schedule& s) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
     v1::ScheduleFiring firing;
     // Made now; its window counts from now, also for one missed while
     // the coordinator was down.

@@ -48,7 +48,9 @@ class FakeGateway final : public v1::WorkerGateway::Service {
     stream->Write(reply);
     absl::MutexLock lock(&mu_);
     const int generation = generation_;
-    auto dropped = [this, generation] { return generation_ != generation; };
+    auto dropped = [this, generation]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+      return generation_ != generation;
+    };
     while (!mu_.AwaitWithTimeout(absl::Condition(&dropped), absl::Milliseconds(50))) {
       if (context->IsCancelled()) break;
     }

@@ -37,8 +37,8 @@ namespace {
 using ::collbench::testing::Eventually;
 using ::testing::HasSubstr;
 
-constexpr char kRun[] = "runs/e2e";
-constexpr char kToken[] = "e2e-token";
+constexpr char kE2eRun[] = "runs/e2e";
+constexpr char kE2eToken[] = "e2e-token";
 
 std::string SelfExe() {
   char path[PATH_MAX];
@@ -112,16 +112,16 @@ class LaunchE2eTest : public ::testing::Test {
     builder.RegisterService(service_.get());
     server_ = builder.BuildAndStart();
     ASSERT_NE(server_, nullptr);
-    manager_->Allow(kRun, kToken, v1::OPENMPI);  // HydraCommand() makes it MPICH's
+    manager_->Allow(kE2eRun, kE2eToken, v1::OPENMPI);  // HydraCommand() makes it MPICH's
     const std::string address = absl::StrCat("127.0.0.1:", port);
     dir_ = absl::StrCat(::testing::TempDir(), "/collbench-e2e-run-", getpid());
     std::filesystem::create_directories(dir_);
     chmod(dir_.c_str(), 0700);
     token_file_ = dir_ + "/token";
-    std::ofstream(token_file_) << kToken;
+    std::ofstream(token_file_) << kE2eToken;
     chmod(token_file_.c_str(), 0600);
     env_ = AllowedOwnEnvironment();
-    env_[kRunEnv] = kRun;
+    env_[kRunEnv] = kE2eRun;
     env_[kRunTokenFileEnv] = token_file_;
     env_[kHostMapEnv] = FormatHostMap({{"alias1", address}, {"alias2", address}});
     self_ = SelfExe();
@@ -176,7 +176,7 @@ class LaunchE2eTest : public ::testing::Test {
   // -launcher-exec as one word, so it gets a link to this binary named
   // collbench-launch-shim; -localhost is the address the proxies call back.
   std::vector<std::string> HydraCommand(std::vector<std::string> program) {
-    manager_->Allow(kRun, kToken, v1::MPICH);  // the run's token starts hydra_pmi_proxy only
+    manager_->Allow(kE2eRun, kE2eToken, v1::MPICH);  // the run's token starts hydra_pmi_proxy only
     const std::string link = dir_ + "/" + kShimLinkName;
     if (access(link.c_str(), F_OK) != 0) symlink(self_.c_str(), link.c_str());
     std::vector<std::string> argv = {COLLBENCH_TEST_MPIEXEC_MPICH, "-launcher", "ssh",
@@ -235,7 +235,7 @@ TEST_F(LaunchE2eTest, RevokeTearsTheWholeRunDown) {
   StartLauncher(OpenMpiCommand({"sleep", marker}));
   ASSERT_TRUE(Eventually([&] { return CountSleeps(marker) == 2; }, absl::Seconds(30)))
       << LauncherOutputAfterKill();
-  manager_->Revoke(kRun);  // what the coordinator's cancel does on a peer
+  manager_->Revoke(kE2eRun);  // what the coordinator's cancel does on a peer
   absl::StatusOr<ProcessResult> result = CollectOutput(launcher_.get(), absl::Seconds(60));
   ASSERT_TRUE(result.ok()) << result.status();
   EXPECT_NE(result->exit_code, 0);
@@ -270,7 +270,7 @@ TEST_F(LaunchE2eTest, RevokeTearsHydraRunDown) {
   StartLauncher(HydraCommand({"sleep", marker}));
   ASSERT_TRUE(Eventually([&] { return CountSleeps(marker) == 2; }, absl::Seconds(30)))
       << LauncherOutputAfterKill();
-  manager_->Revoke(kRun);
+  manager_->Revoke(kE2eRun);
   absl::StatusOr<ProcessResult> result = CollectOutput(launcher_.get(), absl::Seconds(60));
   ASSERT_TRUE(result.ok()) << result.status();
   EXPECT_NE(result->exit_code, 0);
@@ -294,7 +294,7 @@ TEST_F(LaunchE2eTest, TokenIsInNoEnvironmentOrCommandLineOfTheRun) {
     for (const char* file : {"environ", "cmdline"}) {
       std::ifstream in(absl::StrCat("/proc/", pid, "/", file), std::ios::binary);
       const std::string data((std::istreambuf_iterator<char>(in)), {});
-      EXPECT_EQ(data.find(kToken), std::string::npos) << "pid " << pid << " " << file;
+      EXPECT_EQ(data.find(kE2eToken), std::string::npos) << "pid " << pid << " " << file;
       scanned += data.empty() ? 0 : 1;
     }
   }

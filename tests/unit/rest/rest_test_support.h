@@ -12,15 +12,9 @@
 #include "absl/time/clock.h"
 #include "gtest/gtest.h"
 #include "server/core/run_manager.h"
+#include "tests/unit/fakes/accepting_link.h"
 
 namespace collbench {
-
-class AcceptingLink final : public WorkerLink {
- public:
-  bool Send(const std::string& worker, const v1::CoordinatorMessage& message) override {
-    return true;
-  }
-};
 
 class FakeCoordinator {
  public:

@@ -18,16 +18,12 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "server/metrics/schedule_metrics.h"
+#include "tests/unit/fakes/accepting_link.h"
 
 namespace collbench {
 namespace {
 
 using ::testing::HasSubstr;
-
-class NullLink final : public WorkerLink {
- public:
-  bool Send(const std::string&, const v1::CoordinatorMessage&) override { return true; }
-};
 
 class VerdictsTest : public ::testing::Test {
  protected:
@@ -118,7 +114,7 @@ class VerdictsTest : public ::testing::Test {
   std::unique_ptr<Store> store_ = NewMemoryStore();
   scheduling::WorkerRegistry registry_;
   WatchHub hub_;
-  NullLink link_;
+  AcceptingLink link_;
   std::unique_ptr<RunManager> runs_;
   std::unique_ptr<WorkflowManager> workflows_;
   std::unique_ptr<ScheduleManager> schedules_;

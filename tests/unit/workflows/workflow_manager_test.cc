@@ -14,16 +14,12 @@
 #include "gmock/gmock.h"
 #include "server/core/admission.h"
 #include "gtest/gtest.h"
+#include "tests/unit/fakes/accepting_link.h"
 
 namespace collbench {
 namespace {
 
 using ::testing::HasSubstr;
-
-class NullLink final : public WorkerLink {
- public:
-  bool Send(const std::string&, const v1::CoordinatorMessage&) override { return true; }
-};
 
 class WorkflowManagerTest : public ::testing::Test {
  protected:
@@ -76,7 +72,7 @@ class WorkflowManagerTest : public ::testing::Test {
   std::unique_ptr<Store> store_ = NewMemoryStore();
   scheduling::WorkerRegistry registry_;
   WatchHub hub_;
-  NullLink link_;
+  AcceptingLink link_;
   std::unique_ptr<RunManager> runs_;
   std::unique_ptr<WorkflowManager> workflows_;
 };

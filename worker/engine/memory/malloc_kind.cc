@@ -18,8 +18,6 @@
 namespace collbench {
 namespace {
 
-constexpr size_t kPageAlignmentBytes = 4096;
-
 class MallocMemoryKind final : public MemoryKind {
  public:
   std::string name() const override { return "default"; }
@@ -28,7 +26,7 @@ class MallocMemoryKind final : public MemoryKind {
 
   absl::StatusOr<void*> Allocate(size_t bytes) override {
     void* ptr = nullptr;
-    const int error = posix_memalign(&ptr, kPageAlignmentBytes, bytes);
+    const int error = posix_memalign(&ptr, kHostBufferAlignmentBytes, bytes);
     if (error != 0) {
       return absl::ResourceExhaustedError(absl::StrCat(
           "posix_memalign(", bytes,

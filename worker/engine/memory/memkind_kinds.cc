@@ -30,8 +30,6 @@
 namespace collbench {
 namespace {
 
-constexpr size_t kPageAlignmentBytes = 4096;
-
 // memkind's text for one of its error codes, without its "<memkind> " tag.
 std::string MemkindErrorText(int error) {
   if (error > 0) return std::strerror(error);  // posix_memalign's errno values
@@ -93,7 +91,7 @@ class MemkindMemoryKind final : public MemoryKind {
     RETURN_IF_ERROR(CheckAvailable());  // the clear message, not ENOMEM
     void* ptr = nullptr;
     const int error =
-        memkind_posix_memalign(kind_, &ptr, kPageAlignmentBytes, bytes);
+        memkind_posix_memalign(kind_, &ptr, kHostBufferAlignmentBytes, bytes);
     if (error != 0) {
       return absl::ResourceExhaustedError(absl::StrCat(
           "memkind_posix_memalign(", bytes, " bytes) for --memory ", name_,

@@ -25,6 +25,10 @@ namespace collbench {
 
 class DeviceRuntime;
 
+// Where every host kind starts its buffers: one page, so that kinds compare
+// on the same alignment.
+inline constexpr size_t kHostBufferAlignmentBytes = 4096;
+
 class MemoryKind {
  public:
   virtual ~MemoryKind() = default;
