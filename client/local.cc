@@ -25,7 +25,7 @@
 #include "client/coordinator_client.h"
 #include "common/atomic_file.h"
 #include "common/flag_parser.h"
-#include "server/coordinator.h"
+#include "server/app/coordinator.h"
 
 namespace collbench {
 namespace {

@@ -9,7 +9,7 @@ find_package(Threads REQUIRED)
 find_package(Protobuf REQUIRED)
 find_package(gRPC CONFIG REQUIRED)
 find_package(prometheus-cpp CONFIG REQUIRED)
-# The coordinator's HTTP listener (server/rest): libevent's evhttp
+# The coordinator's HTTP transport (server/http): libevent's evhttp
 # (libevent_extra), its OpenSSL bufferevents and the pthread locks that
 # let other threads post to its event loop.
 pkg_check_modules(LIBEVENT REQUIRED IMPORTED_TARGET libevent_extra libevent_openssl

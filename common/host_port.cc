@@ -1,6 +1,12 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "common/host_port.h"
 
+#include <arpa/inet.h>
+#include <netinet/in.h>
+
+#include <cstring>
+#include <string>
+
 #include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
@@ -99,6 +105,21 @@ std::string JoinHostPort(absl::string_view host, int port) {
 bool IsWildcardHost(absl::string_view host) {
   host = StripBrackets(host);
   return host.empty() || host == "0.0.0.0" || host == "::";
+}
+
+bool IsLoopbackHost(absl::string_view host) {
+  std::string name = absl::AsciiStrToLower(host);
+  if (name == "localhost" || name == "localhost.") return true;
+  if (absl::StartsWith(name, "[") && absl::EndsWith(name, "]")) {
+    name = name.substr(1, name.size() - 2);
+  }
+  in_addr v4;
+  if (inet_pton(AF_INET, name.c_str(), &v4) == 1) return (ntohl(v4.s_addr) >> 24) == 127;
+  in6_addr v6;
+  if (inet_pton(AF_INET6, name.c_str(), &v6) != 1) return false;
+  if (std::memcmp(&v6, &in6addr_loopback, sizeof v6) == 0) return true;
+  static constexpr unsigned char kV4Mapped[12] = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff};
+  return std::memcmp(v6.s6_addr, kV4Mapped, sizeof kV4Mapped) == 0 && v6.s6_addr[12] == 127;
 }
 
 }  // namespace collbench

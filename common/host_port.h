@@ -32,6 +32,11 @@ std::string JoinHostPort(absl::string_view host, int port);
 // 0.0.0.0 or ::.
 bool IsWildcardHost(absl::string_view host);
 
+// Whether `host` (a listen address's or a Host header's host, without the
+// port; IPv6 with or without brackets) names this machine's loopback:
+// "localhost", an address in 127.0.0.0/8, or ::1 (also as ::ffff:127.x).
+bool IsLoopbackHost(absl::string_view host);
+
 // The address part of a gRPC peer string, port dropped:
 // "ipv4:10.0.0.5:41234" -> "ipv4:10.0.0.5", "ipv6:[::1]:5000" ->
 // "ipv6:[::1]"; anything else as it is. Limits kept per caller use it, so

@@ -34,6 +34,8 @@ bool Allows(Role have, Role needed) {
 
 absl::string_view RoleName(Role role) {
   switch (role) {
+    case Role::kPublic:
+      return "public";
     case Role::kRead:
       return "read";
     case Role::kOperator:
@@ -118,6 +120,7 @@ absl::StatusOr<Role> Authorizer::RoleOf(absl::string_view token) const {
 }
 
 bool Authorizer::Protects(Role role) const {
+  if (role == Role::kPublic) return false;
   for (const Entry& entry : entries_) {
     if ((entry.role == Role::kWorker) == (role == Role::kWorker)) return true;
   }

@@ -1,7 +1,9 @@
 // SPDX-License-Identifier: Apache-2.0
 // Bearer-token authorization (docs/design/security.md#credentials), shared by the gRPC services and
-// the REST API. Three roles: `read` (list, get, watch), `operator` (also
-// create, cancel, drain) and `worker` (join through WorkerGateway.Connect).
+// the REST API. Three roles a token may hold: `read` (list, get, watch),
+// `operator` (also create, cancel, drain) and `worker` (join through
+// WorkerGateway.Connect); a fourth, `public`, is what a call needs that
+// needs no token at all (health, readiness, metrics, the /ui/ login).
 //
 // Tokens come from a file, one per line: a role, white space, the token.
 // Blank lines and lines starting with '#' are ignored; a role may have
@@ -39,9 +41,12 @@
 
 namespace collbench {
 
-enum class Role { kRead, kOperator, kWorker };
+// What a call needs, and what a token holds (never kPublic). The one role
+// enum of the API: the method table (server/api/method_table.h) and every
+// route name one of these.
+enum class Role { kPublic, kRead, kOperator, kWorker };
 
-// "read", "operator", "worker".
+// "public", "read", "operator", "worker".
 absl::string_view RoleName(Role role);
 
 class Authorizer {
@@ -57,7 +62,7 @@ class Authorizer {
   // Adds one token (e.g. --join-token-file for the worker role).
   void Add(Role role, std::string token);
 
-  // Whether calls that need `role` need a token at all.
+  // Whether calls that need `role` need a token at all (never for kPublic).
   bool Protects(Role role) const;
 
   // Checks the value of an HTTP `Authorization` header or a gRPC

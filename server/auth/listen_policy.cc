@@ -1,32 +1,11 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "server/auth/listen_policy.h"
 
-#include <arpa/inet.h>
-#include <netinet/in.h>
-
-#include <cstring>
-
-#include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "common/host_port.h"
 
 namespace collbench {
-
-bool IsLoopbackHost(absl::string_view host) {
-  std::string name = absl::AsciiStrToLower(host);
-  if (name == "localhost" || name == "localhost.") return true;
-  if (absl::StartsWith(name, "[") && absl::EndsWith(name, "]")) {
-    name = name.substr(1, name.size() - 2);
-  }
-  in_addr v4;
-  if (inet_pton(AF_INET, name.c_str(), &v4) == 1) return (ntohl(v4.s_addr) >> 24) == 127;
-  in6_addr v6;
-  if (inet_pton(AF_INET6, name.c_str(), &v6) != 1) return false;
-  if (std::memcmp(&v6, &in6addr_loopback, sizeof v6) == 0) return true;
-  static constexpr unsigned char kV4Mapped[12] = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff};
-  return std::memcmp(v6.s6_addr, kV4Mapped, sizeof kV4Mapped) == 0 && v6.s6_addr[12] == 127;
-}
 
 bool IsLocalListenAddress(absl::string_view address) {
   if (absl::StartsWith(address, "unix:") || absl::StartsWith(address, "unix-abstract:")) {

@@ -19,14 +19,10 @@
 
 #include "absl/status/status.h"
 #include "absl/strings/string_view.h"
+#include "common/host_port.h"  // IsLoopbackHost
 #include "server/auth/authorizer.h"
 
 namespace collbench {
-
-// Whether `host` (a listen address's or a Host header's host, without the
-// port; IPv6 with or without brackets) names this machine's loopback:
-// "localhost", an address in 127.0.0.0/8, or ::1 (also as ::ffff:127.x).
-bool IsLoopbackHost(absl::string_view host);
 
 // Whether a listen address ("HOST:PORT", gRPC's "unix:PATH") is reachable
 // from this machine only: a loopback host, or a Unix socket.

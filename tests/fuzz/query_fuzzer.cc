@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-// HTTP query parameters and page tokens (server/rest, server/core/listing,
+// HTTP query parameters and page tokens (server/api, server/core/listing,
 // server/store): the query string of a list request, as the HTTP server
 // splits and decodes it, then page_size, page_token and filter through the
 // same functions the list handlers use, against a store holding a few runs
@@ -11,8 +11,9 @@
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "collbench/v1/coordinator.pb.h"
+#include "server/api/rest_json.h"
 #include "server/core/listing.h"
-#include "server/rest/rest_json.h"
 #include "server/store/store.h"
 #include "server/store/store_internal.h"
 #include "tests/fuzz/fuzz_check.h"
@@ -40,20 +41,35 @@ void CheckRefusal(const absl::Status& status, absl::string_view parameter) {
   FUZZ_CHECK(absl::StartsWith(status.message(), parameter), status.ToString());
 }
 
-void ListRuns(const RestRequest& request) {
-  const absl::StatusOr<int32_t> page_size = QueryInt(request, "page_size");
-  if (!page_size.ok()) return CheckRefusal(page_size.status(), "page_size");
-  const absl::StatusOr<v1::RunState> state = ParseRunFilter(QueryString(request, "filter"));
-  if (!state.ok()) return CheckRefusal(state.status(), "filter");
-  const std::string token = QueryString(request, "page_token");
-  absl::StatusOr<Store::RunPage> page = StoreWithRuns().ListRuns(*page_size, token, *state);
-  if (!page.ok()) {
-    return CheckRefusal(page.status(), *page_size < 0 ? "page_size" : "page_token");
+// The parameters of `query` that a route taking `names` gets (the router
+// refuses the others before any handler runs).
+std::map<std::string, std::string> Taken(const std::map<std::string, std::string>& query,
+                                         std::initializer_list<absl::string_view> names) {
+  std::map<std::string, std::string> taken;
+  for (absl::string_view name : names) {
+    auto it = query.find(std::string(name));
+    if (it != query.end()) taken.insert(*it);
   }
-  const size_t asked = *page_size == 0 ? Store::kDefaultPageSize : *page_size;
+  return taken;
+}
+
+void ListRuns(const std::map<std::string, std::string>& query) {
+  v1::ListRunsRequest list;
+  const absl::Status decoded =
+      QueryToProto(Taken(query, {"page_size", "page_token", "filter"}), &list);
+  if (!decoded.ok()) return CheckRefusal(decoded, "page_size");
+  const int32_t page_size = list.page_size();
+  const absl::StatusOr<v1::RunState> state = ParseRunFilter(list.filter());
+  if (!state.ok()) return CheckRefusal(state.status(), "filter");
+  const std::string token = list.page_token();
+  absl::StatusOr<Store::RunPage> page = StoreWithRuns().ListRuns(page_size, token, *state);
+  if (!page.ok()) {
+    return CheckRefusal(page.status(), page_size < 0 ? "page_size" : "page_token");
+  }
+  const size_t asked = page_size == 0 ? Store::kDefaultPageSize : page_size;
   FUZZ_CHECK(page->runs.size() <= asked, "a page of " + std::to_string(page->runs.size()));
   if (!page->next_page_token.empty()) {
-    FUZZ_CHECK(StoreWithRuns().ListRuns(*page_size, page->next_page_token, *state).ok(),
+    FUZZ_CHECK(StoreWithRuns().ListRuns(page_size, page->next_page_token, *state).ok(),
                "next_page_token " + page->next_page_token + " refused");
   }
   // A token that decodes is one EncodePageToken writes back the same way.
@@ -68,19 +84,18 @@ void ListRuns(const RestRequest& request) {
   }
 }
 
-void ListWorkers(const RestRequest& request) {
+void ListWorkers(const std::map<std::string, std::string>& query) {
   v1::ListWorkersRequest list;
-  const absl::StatusOr<int32_t> page_size = QueryInt(request, "page_size");
-  if (!page_size.ok()) return CheckRefusal(page_size.status(), "page_size");
-  list.set_page_size(*page_size);
-  list.set_page_token(QueryString(request, "page_token"));
+  const absl::Status decoded = QueryToProto(Taken(query, {"page_size", "page_token"}), &list);
+  if (!decoded.ok()) return CheckRefusal(decoded, "page_size");
+  const int32_t page_size = list.page_size();
   std::vector<v1::Worker> workers(5);
   for (size_t i = 0; i < workers.size(); ++i) workers[i].set_name(absl::StrCat("workers/w", i));
   const absl::StatusOr<v1::ListWorkersResponse> page = PageWorkers(workers, list);
   if (!page.ok()) {
-    return CheckRefusal(page.status(), *page_size < 0 ? "page_size" : "page_token");
+    return CheckRefusal(page.status(), page_size < 0 ? "page_size" : "page_token");
   }
-  const size_t asked = *page_size == 0 ? kDefaultWorkerPageSize : *page_size;
+  const size_t asked = page_size == 0 ? kDefaultWorkerPageSize : page_size;
   FUZZ_CHECK(page->workers_size() <= static_cast<int>(asked), "page too large");
   if (!page->next_page_token().empty()) {
     list.set_page_token(page->next_page_token());
@@ -92,11 +107,11 @@ void FuzzOne(absl::string_view query) {
   const absl::StatusOr<std::vector<std::pair<std::string, std::string>>> params =
       ParseQueryString(query);
   if (!params.ok()) return CheckRefusal(params.status(), "query");
-  // As HttpServer builds a request: snake_case names, each at most once.
-  RestRequest request;
-  for (const auto& [name, value] : *params) request.query.emplace(SnakeCase(name), value);
-  ListRuns(request);
-  ListWorkers(request);
+  // As the REST router builds a request: snake_case names, each at most once.
+  std::map<std::string, std::string> query;
+  for (const auto& [name, value] : *params) query.emplace(SnakeCase(name), value);
+  ListRuns(query);
+  ListWorkers(query);
 }
 
 }  // namespace

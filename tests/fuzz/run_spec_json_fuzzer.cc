@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-// REST bodies into a RunSpec (server/rest/rest_json) and its validation
+// REST bodies into a RunSpec (server/api/rest_json) and its validation
 // (api/validation), as POST /v1/runs does them: a JSON CreateRunRequest,
 // then ValidateRunSpec with the CLI's limits (workers unknown) and with a
 // coordinator's (two small workers). A refusal is InvalidArgument whose
@@ -12,7 +12,7 @@
 #include "api/convert.h"
 #include "collbench/v1/coordinator.pb.h"
 #include "api/validation.h"
-#include "server/rest/rest_json.h"
+#include "server/api/rest_json.h"
 #include "tests/fuzz/fuzz_check.h"
 #include "engine_spec/options.h"
 

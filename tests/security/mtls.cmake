@@ -3,7 +3,7 @@
 # certificate from the client CA, or with another CA's, create nothing over
 # gRPC or HTTP; workers and the CLI get through with theirs
 # (mtls_attack_test.cc, a real coordinator and workers on 127.0.0.1).
-# HTTP calls go through the REST tests' libcurl client (tests/unit/rest).
+# HTTP calls go through the HTTP tests' libcurl client (tests/unit/http).
 add_executable(mtls_attack_test mtls_attack_test.cc)
 target_link_libraries(mtls_attack_test PRIVATE
   collbench::proto gRPC::grpc++ collbench_http_test_client absl::strings

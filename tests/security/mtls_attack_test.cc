@@ -34,7 +34,7 @@
 #include "grpcpp/grpcpp.h"
 #include "gtest/gtest.h"
 #include "tests/security/child_process.h"
-#include "tests/unit/rest/http_test_client.h"
+#include "tests/unit/http/http_test_client.h"
 
 namespace collbench {
 namespace {

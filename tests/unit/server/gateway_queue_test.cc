@@ -9,10 +9,11 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
+#include "common/clock.h"
 #include "grpcpp/grpcpp.h"
 #include "gtest/gtest.h"
+#include "server/api/gateway_service.h"
 #include "server/core/run_manager.h"
-#include "server/services/gateway_service.h"
 
 namespace collbench {
 namespace {
@@ -32,7 +33,7 @@ TEST(GatewayQueueTest, AWorkerThatStopsReadingIsEndedOnceItsQueueOverflows) {
   std::unique_ptr<Store> store = NewMemoryStore();
   scheduling::WorkerRegistry registry;
   WatchHub hub;
-  GatewayService gateway(/*max_queued=*/8);
+  GatewayService gateway(RealClock(), /*max_queued=*/8);
   RunManager manager(store.get(), &registry, &hub, &gateway, RunManagerOptions{});
   ASSERT_TRUE(manager.Recover(absl::Now()).ok());
   gateway.SetManager(&manager);
@@ -94,7 +95,7 @@ TEST(GatewayQueueTest, UnregisteredStreamsPerSourceAreCapped) {
   std::unique_ptr<Store> store = NewMemoryStore();
   scheduling::WorkerRegistry registry;
   WatchHub hub;
-  GatewayService gateway;
+  GatewayService gateway(RealClock());
   RunManagerOptions options;
   options.max_unregistered_streams_per_source = 2;
   RunManager manager(store.get(), &registry, &hub, &gateway, options);
