@@ -26,7 +26,7 @@ std::string Metadata(const grpc::ServerContextBase* context, const char* key) {
 // A worker's stream: the run manager logs its registration, refusal
 // (throttled, so that a stranger hammering the port cannot flood the log)
 // and loss; its end here is debug, whatever its code.
-bool WorkerStream(absl::string_view method) {
+bool IsWorkerStream(absl::string_view method) {
   return absl::StartsWith(method, "/collbench.v1.WorkerGateway/");
 }
 
@@ -55,7 +55,7 @@ Outcome OutcomeOf(grpc::StatusCode code) {
 }
 
 LogLevel LevelOf(absl::string_view method, Outcome outcome) {
-  if (WorkerStream(method)) return LogLevel::kDebug;
+  if (IsWorkerStream(method)) return LogLevel::kDebug;
   switch (outcome) {
     case Outcome::kServed: return Quiet(method) ? LogLevel::kDebug : LogLevel::kInfo;
     case Outcome::kRefused: return LogLevel::kWarn;

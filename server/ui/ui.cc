@@ -20,20 +20,24 @@ Ui::Ui(CoordinatorApi* api, const Authorizer* authorizer, const Clock* clock, Ui
   context_.tls = options.tls;
 }
 
-std::vector<RestRoute> Ui::Routes() {
-  using Page = HttpReply (*)(const UiContext&, const RestRequest&);
-  struct Entry {
-    const char* method;
-    const char* path;
-    Role role;
-    const char* summary;
-    std::vector<std::string> query_params;
-    Page page;
-    bool on_loop = false;
-  };
+namespace {
+
+using Page = HttpReply (*)(const UiContext&, const RestRequest&);
+
+struct PageRoute {
+  const char* method;
+  const char* path;
+  Role role;
+  const char* summary;  // also in docs/openapi.yaml
+  std::vector<std::string> query_params;
+  Page page;
+  bool on_loop = false;
+};
+
+const std::vector<PageRoute>& PageRoutes() {
   namespace h = ui_handlers;
   constexpr Role kPublic = Role::kPublic, kRead = Role::kRead;
-  const std::vector<Entry> entries = {
+  static const std::vector<PageRoute>* const routes = new std::vector<PageRoute>{
       {"GET", "/ui/", kRead, "Browser: runs, newest first", {}, h::Runs},
       {"GET", "/ui/runs/{id}", kRead, "Browser: a run's report, live while it runs", {}, h::Run},
       {"GET", "/ui/runs/{id}/fragment", kRead, "Browser: a run's report body", {}, h::RunFragment},
@@ -74,17 +78,23 @@ std::vector<RestRoute> Ui::Routes() {
       {"POST", "/ui/login", kPublic, "Browser: sign in with a read token", {}, h::Login},
       {"POST", "/ui/logout", kPublic, "Browser: sign out (ends the session)", {}, h::Logout},
   };
+  return *routes;
+}
+
+}  // namespace
+
+std::vector<RestRoute> Ui::Routes() {
   std::vector<RestRoute> routes;
-  for (const Entry& e : entries) {
+  for (const PageRoute& p : PageRoutes()) {
     RestRoute route;
-    route.method = e.method;
-    route.path = e.path;
-    route.role = e.role;
-    route.summary = e.summary;
-    route.query_params = e.query_params;
-    route.on_loop = e.on_loop;
+    route.method = p.method;
+    route.path = p.path;
+    route.role = p.role;
+    route.summary = p.summary;
+    route.query_params = p.query_params;
+    route.on_loop = p.on_loop;
     route.browser = true;
-    route.handler = [this, page = e.page](const RestRequest& request) {
+    route.handler = [this, page = p.page](const RestRequest& request) {
       return page(context_, request);
     };
     routes.push_back(std::move(route));

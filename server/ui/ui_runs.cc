@@ -38,7 +38,7 @@ constexpr size_t kRunsShown = 1000;
 
 // Follows the run's event stream and swaps the report's body for a fresh
 // server-rendered one as results arrive; stops when the run has ended.
-constexpr char kLiveScript[] = R"js(
+constexpr char kLiveRunScript[] = R"js(
 (function () {
   var box = document.getElementById('report');
   var busy = false, again = false;
@@ -176,7 +176,7 @@ HttpReply Run(const UiContext& context, const RestRequest& request) {
                              RankProgressHtml(run->run), RunsReportBody({*run}), "</div>\n"),
                 "", ""};
   if (!Ended(run->run.state())) {
-    page.script = kLiveScript;
+    page.script = kLiveRunScript;
     page.script_nonce = NewScriptNonce();
   }
   return UiPageReply(page);

@@ -22,7 +22,7 @@ namespace {
 
 // Reloads the page when the workflow changes (at most once a second) and
 // stops once it has ended.
-constexpr char kLiveScript[] = R"js(
+constexpr char kLiveWorkflowScript[] = R"js(
 (function () {
   var box = document.getElementById('workflow');
   var seen = box.dataset.version, timer = null;
@@ -41,6 +41,28 @@ constexpr char kLiveScript[] = R"js(
 std::string StateWord(v1::WorkflowState state) {
   return absl::AsciiStrToLower(WorkflowStateName(state));
 }
+
+// The workflow's cells, each linked to its run; "" before it has any.
+std::string CellsTable(const v1::Workflow& w) {
+  if (w.cells_size() == 0) return "";
+  std::string html =
+      "<h2>Runs</h2>\n<table class=\"data\"><thead><tr><th>cell</th><th>run</th><th>state</th>"
+      "<th>why</th></tr></thead><tbody>";
+  for (const v1::WorkflowCell& c : w.cells()) {
+    absl::string_view run = c.run();
+    absl::ConsumePrefix(&run, "runs/");
+    const std::string state = !c.skipped().empty() ? "skipped"
+                              : c.run().empty()
+                                  ? "planned"
+                                  : absl::AsciiStrToLower(v1::RunState_Name(c.state()));
+    absl::StrAppend(&html, "<tr><td>", HtmlEscape(c.label()), "</td><td>",
+                    run.empty() ? "" : UiLink(absl::StrCat("/ui/runs/", run), std::string(run)),
+                    "</td><td>", UiBadge(state), "</td><td class=\"wrap\">",
+                    HtmlEscape(c.skipped().empty() ? c.error() : c.skipped()), "</td></tr>");
+  }
+  return html + "</tbody></table>\n";
+}
+
 }  // namespace
 
 HttpReply Workflows(const UiContext& context, const RestRequest& request) {
@@ -95,7 +117,8 @@ HttpReply Workflow(const UiContext& context, const RestRequest& request) {
     body += HtmlTable(TableFromProto(t), CheckVerdictClass);
   }
   // A hunt's heat map and per-worker distribution, once it has measured.
-  if (w->output().has_hunt() && w->output().hunt().pairs_size() + w->output().hunt().groups_size() > 0) {
+  if (w->output().has_hunt() &&
+      w->output().hunt().pairs_size() + w->output().hunt().groups_size() > 0) {
     body += workflows::HuntFiguresHtml(w->output().hunt());
   }
   for (const v1::TuningFile& f : w->output().tuning_files()) {
@@ -103,31 +126,15 @@ HttpReply Workflow(const UiContext& context, const RestRequest& request) {
                     "</pre>\n");
   }
   if (!w->output().tuning_refusal().empty()) {
-    absl::StrAppend(&body, "<p class=\"why\">no tuning file: ",
-                    HtmlEscape(w->output().tuning_refusal()), "</p>\n");
+    absl::StrAppend(&body,
+                    "<p class=\"why\">no tuning file: ", HtmlEscape(w->output().tuning_refusal()),
+                    "</p>\n");
   }
-  if (w->cells_size() > 0) {
-    body +=
-        "<h2>Runs</h2>\n<table class=\"data\"><thead><tr><th>cell</th><th>run</th><th>state</th>"
-        "<th>why</th></tr></thead><tbody>";
-    for (const v1::WorkflowCell& c : w->cells()) {
-      absl::string_view run = c.run();
-      absl::ConsumePrefix(&run, "runs/");
-      const std::string state =
-          !c.skipped().empty() ? "skipped"
-          : c.run().empty()    ? "planned"
-                               : absl::AsciiStrToLower(v1::RunState_Name(c.state()));
-      absl::StrAppend(&body, "<tr><td>", HtmlEscape(c.label()), "</td><td>",
-                      run.empty() ? "" : UiLink(absl::StrCat("/ui/runs/", run), std::string(run)),
-                      "</td><td>", UiBadge(state), "</td><td class=\"wrap\">",
-                      HtmlEscape(c.skipped().empty() ? c.error() : c.skipped()), "</td></tr>");
-    }
-    body += "</tbody></table>\n";
-  }
+  body += CellsTable(*w);
   body += "</div>\n";
   HtmlPage page{absl::StrCat("collbench workflow ", request.id), kUiNav, body, "", ""};
   if (!IsFinalWorkflowState(w->state())) {
-    page.script = kLiveScript;
+    page.script = kLiveWorkflowScript;
     page.script_nonce = NewScriptNonce();
   }
   return UiPageReply(page);
