@@ -108,10 +108,10 @@ void FuzzOne(absl::string_view query) {
       ParseQueryString(query);
   if (!params.ok()) return CheckRefusal(params.status(), "query");
   // As the REST router builds a request: snake_case names, each at most once.
-  std::map<std::string, std::string> query;
-  for (const auto& [name, value] : *params) query.emplace(SnakeCase(name), value);
-  ListRuns(query);
-  ListWorkers(query);
+  std::map<std::string, std::string> parameters;
+  for (const auto& [name, value] : *params) parameters.emplace(SnakeCase(name), value);
+  ListRuns(parameters);
+  ListWorkers(parameters);
 }
 
 }  // namespace
