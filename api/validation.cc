@@ -371,27 +371,47 @@ std::string FieldPathOf(const RuleError& error) {
 
 namespace collbench {
 
-absl::Status ValidateRunSpec(const v1::RunSpec& spec, const ValidationLimits& limits) {
-  using validation_internal::kChecks;
-  const validation_internal::Context context = validation_internal::Resolve(spec, limits);
-  for (validation_internal::Check check : kChecks) {
+namespace {
+
+absl::Status Check(const validation_internal::Context& context) {
+  for (validation_internal::Check check : validation_internal::kChecks) {
     if (absl::Status status = check(context); !status.ok()) return status;
   }
-  return ValidateWorkerSelector(spec.workers(), "workers");
+  return ValidateWorkerSelector(context.spec.workers(), "workers");
+}
+
+v1::IterationSync SyncOf(const validation_internal::Context& context) {
+  if (!validation_internal::SyncApplies(context)) return v1::SYNC_NONE;
+  const v1::IterationSync sync = context.spec.sync();
+  return sync == v1::ITERATION_SYNC_UNSPECIFIED ? v1::SYNC_BARRIER : sync;
+}
+
+v1::RunSpec StoredFrom(const validation_internal::Context& context) {
+  v1::RunSpec stored = context.spec;
+  stored.set_sync(SyncOf(context));
+  if (stored.transport() == v1::TRANSPORT_UNSPECIFIED) stored.set_transport(v1::AUTO);
+  return stored;
+}
+
+}  // namespace
+
+absl::Status ValidateRunSpec(const v1::RunSpec& spec, const ValidationLimits& limits) {
+  return Check(validation_internal::Resolve(spec, limits));
 }
 
 v1::IterationSync ResolvedSync(const v1::RunSpec& spec) {
-  const validation_internal::Context context =
-      validation_internal::Resolve(spec, ValidationLimits());
-  if (!validation_internal::SyncApplies(context)) return v1::SYNC_NONE;
-  return spec.sync() == v1::ITERATION_SYNC_UNSPECIFIED ? v1::SYNC_BARRIER : spec.sync();
+  return SyncOf(validation_internal::Resolve(spec, ValidationLimits()));
 }
 
 v1::RunSpec StoredSpec(const v1::RunSpec& spec) {
-  v1::RunSpec stored = spec;
-  stored.set_sync(ResolvedSync(spec));
-  if (stored.transport() == v1::TRANSPORT_UNSPECIFIED) stored.set_transport(v1::AUTO);
-  return stored;
+  return StoredFrom(validation_internal::Resolve(spec, ValidationLimits()));
+}
+
+absl::StatusOr<ValidatedRunSpec> ValidatedRunSpec::Validate(const v1::RunSpec& spec,
+                                                            const ValidationLimits& limits) {
+  const validation_internal::Context context = validation_internal::Resolve(spec, limits);
+  if (absl::Status status = Check(context); !status.ok()) return status;
+  return ValidatedRunSpec(StoredFrom(context));
 }
 
 }  // namespace collbench

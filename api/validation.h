@@ -19,9 +19,11 @@
 
 #include <cstdint>
 #include <optional>
+#include <utility>
 #include <vector>
 
 #include "absl/status/status.h"
+#include "absl/status/statusor.h"
 #include "api/ipc_sharing.h"
 #include "collbench/v1/run.pb.h"
 
@@ -103,6 +105,23 @@ v1::IterationSync ResolvedSync(const v1::RunSpec& spec);
 // an unset transport as AUTO, so stored runs compare by what they ran with.
 // REQUIRES: ValidateRunSpec(spec, ...) is OK.
 v1::RunSpec StoredSpec(const v1::RunSpec& spec);
+
+// A spec that passed ValidateRunSpec, in the form the coordinator stores
+// (StoredSpec). Validate is the only way to make one, so whatever takes one
+// needs no second check; the spec is resolved once, for the checks and the
+// stored form alike.
+class ValidatedRunSpec {
+ public:
+  // ValidateRunSpec's errors.
+  static absl::StatusOr<ValidatedRunSpec> Validate(const v1::RunSpec& spec,
+                                                   const ValidationLimits& limits);
+  const v1::RunSpec& spec() const& { return spec_; }
+  v1::RunSpec spec() && { return std::move(spec_); }
+
+ private:
+  explicit ValidatedRunSpec(v1::RunSpec spec) : spec_(std::move(spec)) {}
+  v1::RunSpec spec_;
+};
 
 }  // namespace collbench
 

@@ -85,11 +85,11 @@ absl::StatusOr<v1::ListWorkersResponse> PageWorkers(std::vector<v1::Worker> work
   return Respond(std::move(page), range->start, workers.size());
 }
 
-absl::StatusOr<v1::ListWorkersResponse> ListWorkersPage(RunManager& manager,
+absl::StatusOr<v1::ListWorkersResponse> ListWorkersPage(Fleet& fleet,
                                                         const v1::ListWorkersRequest& request) {
   absl::StatusOr<WorkerRange> range = RangeOf(request);
   if (!range.ok()) return range.status();
-  RunManager::WorkerPage page = manager.ListWorkers(range->start, range->size);
+  WorkerDirectory::Page page = fleet.ListWorkers(range->start, range->size);
   return Respond(std::move(page.workers), range->start, page.total);
 }
 

@@ -15,6 +15,7 @@
 #include "collbench/v1/run.pb.h"
 #include "collbench/v1/worker.pb.h"
 #include "server/core/run_manager.h"
+#include "server/core/fleet.h"
 
 namespace collbench {
 
@@ -38,8 +39,8 @@ absl::StatusOr<v1::ListRunsResponse> ListRunsPage(RunManager& manager,
 absl::StatusOr<v1::ListWorkersResponse> PageWorkers(std::vector<v1::Worker> workers,
                                                     const v1::ListWorkersRequest& request);
 
-// PageWorkers over manager.ListWorkers(), converting only the page.
-absl::StatusOr<v1::ListWorkersResponse> ListWorkersPage(RunManager& manager,
+// PageWorkers over fleet.ListWorkers(), converting only the page.
+absl::StatusOr<v1::ListWorkersResponse> ListWorkersPage(Fleet& fleet,
                                                         const v1::ListWorkersRequest& request);
 
 }  // namespace collbench

@@ -1,11 +1,13 @@
 // SPDX-License-Identifier: Apache-2.0
 // The in-memory Store: the fake beside the SQLite store (STYLE §3). Same
 // contract, nothing survives the process.
+#include <functional>
 #include <map>
 #include <memory>
 #include <set>
 #include <string>
 #include <utility>
+#include <variant>
 #include <vector>
 
 #include "absl/base/thread_annotations.h"
@@ -33,32 +35,23 @@ RunPosition PositionOf(const v1::Run& run) {
 
 class MemoryStore final : public Store {
  public:
-  absl::Status CreateRun(const v1::Run& run) override {
-    RETURN_IF_ERROR(store_internal::ValidateRunName(run.name()));
+  absl::StatusOr<std::vector<WriteResult>> Commit(const std::vector<Write>& writes) override {
     absl::MutexLock lock(&mu_);
-    if (runs_.contains(run.name())) {
-      return absl::AlreadyExistsError(
-          absl::StrCat("run ", run.name(), " already exists"));
+    // Each write records how to take itself back; a refused write takes
+    // back those before it, newest first, so the batch is all or nothing.
+    std::vector<std::function<void()>> undo;
+    std::vector<WriteResult> results;
+    results.reserve(writes.size());
+    for (const Write& write : writes) {
+      absl::StatusOr<WriteResult> applied =
+          std::visit([&](const auto& w) { return ApplyLocked(w, &undo); }, write);
+      if (!applied.ok()) {
+        for (auto it = undo.rbegin(); it != undo.rend(); ++it) (*it)();
+        return applied.status();
+      }
+      results.push_back(*std::move(applied));
     }
-    RETURN_IF_ERROR(CheckRequestIdFree(run));
-    Insert(run);
-    return absl::OkStatus();
-  }
-
-  absl::Status UpdateRun(const v1::Run& run) override {
-    absl::MutexLock lock(&mu_);
-    if (!runs_.contains(run.name())) return store_internal::RunNotFound(run.name());
-    return ReplaceLocked(run);
-  }
-
-  absl::Status UpdateRunExceptProgress(const v1::Run& run) override {
-    absl::MutexLock lock(&mu_);
-    auto it = runs_.find(run.name());
-    if (it == runs_.end()) return store_internal::RunNotFound(run.name());
-    v1::Run updated = run;
-    updated.set_sizes_done(it->second.sizes_done());
-    updated.set_wrong(it->second.wrong());
-    return ReplaceLocked(updated);
+    return results;
   }
 
   absl::StatusOr<v1::Run> GetRun(absl::string_view name) override {
@@ -143,29 +136,6 @@ class MemoryStore final : public Store {
     return results_[std::string(run)].emplace(result.sequence(), result).second;
   }
 
-  absl::StatusOr<std::vector<bool>> AddResults(
-      const std::vector<ResultRow>& rows) override {
-    for (const ResultRow& row : rows) {
-      RETURN_IF_ERROR(store_internal::ValidateResultSequence(row.result));
-    }
-    absl::MutexLock lock(&mu_);
-    for (const ResultRow& row : rows) {  // all or nothing: check first
-      if (!runs_.contains(row.run)) return store_internal::RunNotFound(row.run);
-    }
-    std::vector<bool> inserted;
-    inserted.reserve(rows.size());
-    for (const ResultRow& row : rows) {
-      const bool added =
-          results_[row.run].emplace(row.result.sequence(), row.result).second;
-      inserted.push_back(added);
-      if (!added) continue;
-      v1::Run& run = runs_.at(row.run);
-      run.set_sizes_done(run.sizes_done() + 1);
-      run.set_wrong(run.wrong() + row.result.wrong());
-    }
-    return inserted;
-  }
-
   absl::StatusOr<std::vector<v1::SizeResult>> ListResults(
       absl::string_view run) override {
     absl::MutexLock lock(&mu_);
@@ -179,22 +149,6 @@ class MemoryStore final : public Store {
     return results;
   }
 
-  absl::Status UpsertWorker(const v1::Worker& worker) override {
-    RETURN_IF_ERROR(store_internal::ValidateWorkerName(worker.name()));
-    absl::MutexLock lock(&mu_);
-    workers_[worker.name()] = worker;
-    return absl::OkStatus();
-  }
-
-  absl::Status UpsertWorkers(const std::vector<v1::Worker>& workers) override {
-    for (const v1::Worker& worker : workers) {
-      RETURN_IF_ERROR(store_internal::ValidateWorkerName(worker.name()));
-    }
-    absl::MutexLock lock(&mu_);
-    for (const v1::Worker& worker : workers) workers_[worker.name()] = worker;
-    return absl::OkStatus();
-  }
-
   absl::StatusOr<std::vector<v1::Worker>> ListWorkers() override {
     absl::MutexLock lock(&mu_);
     std::vector<v1::Worker> workers;
@@ -203,28 +157,10 @@ class MemoryStore final : public Store {
     return workers;
   }
 
-  absl::Status SetWorkerSecretHash(absl::string_view name,
-                                   absl::string_view secret_hash) override {
-    RETURN_IF_ERROR(store_internal::ValidateWorkerSecretHash(name, secret_hash));
-    absl::MutexLock lock(&mu_);
-    secret_hashes_[std::string(name)] = std::string(secret_hash);
-    return absl::OkStatus();
-  }
-
   absl::StatusOr<std::map<std::string, std::string>> ListWorkerSecretHashes()
       override {
     absl::MutexLock lock(&mu_);
     return secret_hashes_;
-  }
-
-  absl::Status DeleteWorker(absl::string_view name) override {
-    absl::MutexLock lock(&mu_);
-    const bool had_row = workers_.erase(std::string(name)) > 0;
-    const bool had_hash = secret_hashes_.erase(std::string(name)) > 0;
-    if (!had_row && !had_hash) {
-      return absl::NotFoundError(absl::StrCat("worker ", name, " is not stored"));
-    }
-    return absl::OkStatus();
   }
 
   absl::Status PutWorkflow(const v1::Workflow& workflow) override {
@@ -319,6 +255,107 @@ class MemoryStore final : public Store {
   }
 
  private:
+  using Undo = std::vector<std::function<void()>>;
+
+  absl::StatusOr<WriteResult> ApplyLocked(const CreateRunWrite& w, Undo* undo)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    RETURN_IF_ERROR(store_internal::ValidateRunName(w.run.name()));
+    if (runs_.contains(w.run.name())) {
+      return absl::AlreadyExistsError(absl::StrCat("run ", w.run.name(), " already exists"));
+    }
+    RETURN_IF_ERROR(CheckRequestIdFree(w.run));
+    Insert(w.run);
+    undo->push_back([this, name = w.run.name()]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+      Erase(name);
+    });
+    return WriteResult();
+  }
+
+  absl::StatusOr<WriteResult> ApplyLocked(const UpdateRunWrite& w, Undo* undo)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    auto it = runs_.find(w.run.name());
+    if (it == runs_.end()) return store_internal::RunNotFound(w.run.name());
+    v1::Run updated = w.run;
+    if (!w.with_progress) {
+      updated.set_sizes_done(it->second.sizes_done());
+      updated.set_wrong(it->second.wrong());
+    }
+    const v1::Run before = it->second;
+    RETURN_IF_ERROR(ReplaceLocked(updated));
+    undo->push_back([this, before]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+      (void)ReplaceLocked(before);
+    });
+    return WriteResult();
+  }
+
+  absl::StatusOr<WriteResult> ApplyLocked(const AddResultsWrite& w, Undo* undo)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    for (const ResultRow& row : w.rows) {  // all checked before any is added
+      RETURN_IF_ERROR(store_internal::ValidateResultSequence(row.result));
+      if (!runs_.contains(row.run)) return store_internal::RunNotFound(row.run);
+    }
+    WriteResult result;
+    result.inserted.reserve(w.rows.size());
+    for (const ResultRow& row : w.rows) {
+      const int64_t sequence = row.result.sequence();
+      const bool added = results_[row.run].emplace(sequence, row.result).second;
+      result.inserted.push_back(added);
+      if (!added) continue;
+      v1::Run& run = runs_.at(row.run);
+      run.set_sizes_done(run.sizes_done() + 1);
+      run.set_wrong(run.wrong() + row.result.wrong());
+      undo->push_back([this, name = row.run, sequence,
+                       wrong = row.result.wrong()]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+        results_[name].erase(sequence);
+        v1::Run& taken_back = runs_.at(name);
+        taken_back.set_sizes_done(taken_back.sizes_done() - 1);
+        taken_back.set_wrong(taken_back.wrong() - wrong);
+      });
+    }
+    return result;
+  }
+
+  absl::StatusOr<WriteResult> ApplyLocked(const UpsertWorkersWrite& w, Undo* undo)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    for (const v1::Worker& worker : w.workers) {
+      RETURN_IF_ERROR(store_internal::ValidateWorkerName(worker.name()));
+    }
+    for (const v1::Worker& worker : w.workers) {
+      undo->push_back(RestoreLocked(&workers_, worker.name()));
+      workers_[worker.name()] = worker;
+    }
+    return WriteResult();
+  }
+
+  absl::StatusOr<WriteResult> ApplyLocked(const SetWorkerSecretHashWrite& w, Undo* undo)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    RETURN_IF_ERROR(store_internal::ValidateWorkerSecretHash(w.name, w.secret_hash));
+    undo->push_back(RestoreLocked(&secret_hashes_, w.name));
+    secret_hashes_[w.name] = w.secret_hash;
+    return WriteResult();
+  }
+
+  absl::StatusOr<WriteResult> ApplyLocked(const DeleteWorkerWrite& w, Undo* undo)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    if (!workers_.contains(w.name) && !secret_hashes_.contains(w.name)) {
+      return absl::NotFoundError(absl::StrCat("worker ", w.name, " is not stored"));
+    }
+    undo->push_back(RestoreLocked(&workers_, w.name));
+    undo->push_back(RestoreLocked(&secret_hashes_, w.name));
+    workers_.erase(w.name);
+    secret_hashes_.erase(w.name);
+    return WriteResult();
+  }
+
+  // What puts `(*map)[key]` back as it is now (absent included).
+  template <typename Map>
+  std::function<void()> RestoreLocked(Map* map, const std::string& key)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    auto it = map->find(key);
+    if (it == map->end()) return [map, key] { map->erase(key); };
+    return [map, key, value = it->second] { (*map)[key] = value; };
+  }
+
   // AlreadyExists if another run than `run` holds its (non-empty) request id.
   absl::Status CheckRequestIdFree(const v1::Run& run)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {

@@ -21,6 +21,7 @@
 #include <system_error>
 #include <type_traits>
 #include <utility>
+#include <variant>
 #include <vector>
 
 #include "absl/base/thread_annotations.h"
@@ -399,28 +400,26 @@ class SqliteStore final : public Store {
         statements_(std::move(statements)),
         reader_(std::move(reader)) {}
 
-  absl::Status CreateRun(const v1::Run& run) override {
-    RETURN_IF_ERROR(store_internal::ValidateRunName(run.name()));
+  absl::StatusOr<std::vector<WriteResult>> Commit(const std::vector<Write>& writes) override {
+    if (writes.empty()) return std::vector<WriteResult>();
     absl::MutexLock lock(&mu_);
-    absl::StatusOr<v1::Run> existing = GetRunLocked(run.name());
-    if (existing.ok()) {
-      return absl::AlreadyExistsError(
-          absl::StrCat("run ", run.name(), " already exists"));
+    RETURN_IF_ERROR(Written(Exec(db_.get(), "BEGIN IMMEDIATE", "begin commit")));
+    std::vector<WriteResult> results;
+    results.reserve(writes.size());
+    absl::Status status = absl::OkStatus();
+    for (const Write& write : writes) {
+      absl::StatusOr<WriteResult> applied =
+          std::visit([&](const auto& w) { return ApplyLocked(w); }, write);
+      status = applied.status();
+      if (!status.ok()) break;
+      results.push_back(*std::move(applied));
     }
-    if (!absl::IsNotFound(existing.status())) return existing.status();
-    RETURN_IF_ERROR(CheckRequestIdFree(run));
-    Query query(db_.get(), statements_.insert_run.get(), "insert run");
-    BindRun(query, run);
-    BindProgress(query, run);
-    return Written(query.Execute().status());
-  }
-
-  absl::Status UpdateRun(const v1::Run& run) override {
-    return Update(run, /*with_progress=*/true);
-  }
-
-  absl::Status UpdateRunExceptProgress(const v1::Run& run) override {
-    return Update(run, /*with_progress=*/false);
+    if (status.ok()) status = Exec(db_.get(), "COMMIT", "commit");
+    if (!status.ok()) {
+      sqlite3_exec(db_.get(), "ROLLBACK", nullptr, nullptr, nullptr);
+      return Written(status);
+    }
+    return results;
   }
 
   absl::StatusOr<v1::Run> GetRun(absl::string_view name) override {
@@ -494,28 +493,6 @@ class SqliteStore final : public Store {
     return *inserted == 1;
   }
 
-  absl::StatusOr<std::vector<bool>> AddResults(
-      const std::vector<ResultRow>& rows) override {
-    for (const ResultRow& row : rows) {
-      RETURN_IF_ERROR(store_internal::ValidateResultSequence(row.result));
-    }
-    if (rows.empty()) return std::vector<bool>();
-    // Serialized before the lock: other callers need not wait for it.
-    std::vector<std::string> blobs;
-    blobs.reserve(rows.size());
-    for (const ResultRow& row : rows) blobs.push_back(row.result.SerializeAsString());
-    absl::MutexLock lock(&mu_);
-    RETURN_IF_ERROR(Written(Exec(db_.get(), "BEGIN IMMEDIATE", "begin add results")));
-    absl::StatusOr<std::vector<bool>> inserted = AddResultsLocked(rows, blobs);
-    absl::Status status = inserted.status();
-    if (status.ok()) status = Exec(db_.get(), "COMMIT", "commit add results");
-    if (!status.ok()) {
-      sqlite3_exec(db_.get(), "ROLLBACK", nullptr, nullptr, nullptr);
-      return Written(status);
-    }
-    return inserted;
-  }
-
   absl::StatusOr<std::vector<v1::SizeResult>> ListResults(
       absl::string_view run) override {
     return Read([&](sqlite3* db, const Statements& s)
@@ -527,42 +504,11 @@ class SqliteStore final : public Store {
     });
   }
 
-  absl::Status UpsertWorker(const v1::Worker& worker) override {
-    RETURN_IF_ERROR(store_internal::ValidateWorkerName(worker.name()));
-    absl::MutexLock lock(&mu_);
-    Query query(db_.get(), statements_.upsert_worker.get(), "upsert worker");
-    query.Text(worker.name())
-        .Int(worker.state())
-        .Text(worker.inventory().host_id())
-        .Blob(worker.SerializeAsString())
-        .Int(absl::GetCurrentTimeNanos());
-    return Written(query.Execute().status());
-  }
-
-  absl::Status UpsertWorkers(const std::vector<v1::Worker>& workers) override {
-    for (const v1::Worker& worker : workers) {
-      RETURN_IF_ERROR(store_internal::ValidateWorkerName(worker.name()));
-    }
-    if (workers.empty()) return absl::OkStatus();
-    absl::MutexLock lock(&mu_);
-    return Written(UpsertWorkersLocked(workers));
-  }
-
   absl::StatusOr<std::vector<v1::Worker>> ListWorkers() override {
     return Read([](sqlite3* db, const Statements& s) {
       Query query(db, s.list_workers.get(), "list workers");
       return ReadAll<v1::Worker>(query, "worker");
     });
-  }
-
-  absl::Status SetWorkerSecretHash(absl::string_view name,
-                                   absl::string_view secret_hash) override {
-    RETURN_IF_ERROR(store_internal::ValidateWorkerSecretHash(name, secret_hash));
-    absl::MutexLock lock(&mu_);
-    Query query(db_.get(), statements_.set_secret_hash.get(),
-                "set worker secret hash");
-    query.Text(name).Text(secret_hash).Int(absl::GetCurrentTimeNanos());
-    return Written(query.Execute().status());
   }
 
   absl::StatusOr<std::map<std::string, std::string>> ListWorkerSecretHashes()
@@ -578,18 +524,6 @@ class SqliteStore final : public Store {
       }
       return hashes;
     });
-  }
-
-  absl::Status DeleteWorker(absl::string_view name) override {
-    absl::MutexLock lock(&mu_);
-    ASSIGN_OR_RETURN(const std::vector<int> changed,
-                     DeleteLocked({statements_.delete_worker_row.get(),
-                                   statements_.delete_secret_hash.get()},
-                                  name, "delete worker"));
-    if (changed[0] + changed[1] == 0) {
-      return absl::NotFoundError(absl::StrCat("worker ", name, " is not stored"));
-    }
-    return absl::OkStatus();
   }
 
   absl::Status PutWorkflow(const v1::Workflow& workflow) override {
@@ -720,41 +654,62 @@ class SqliteStore final : public Store {
   }
 
  private:
-  absl::Status Update(const v1::Run& run, bool with_progress) {
-    absl::MutexLock lock(&mu_);
+  // The writes of Commit, inside its transaction. Each checks what its
+  // method checks before it changes anything.
+  absl::StatusOr<WriteResult> ApplyLocked(const CreateRunWrite& w)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    const v1::Run& run = w.run;
+    RETURN_IF_ERROR(store_internal::ValidateRunName(run.name()));
+    absl::StatusOr<v1::Run> existing = GetRunLocked(run.name());
+    if (existing.ok()) {
+      return absl::AlreadyExistsError(absl::StrCat("run ", run.name(), " already exists"));
+    }
+    if (!absl::IsNotFound(existing.status())) return existing.status();
     RETURN_IF_ERROR(CheckRequestIdFree(run));
-    Query query(db_.get(),
-                with_progress ? statements_.update_run.get()
-                              : statements_.update_run_except_progress.get(),
-                "update run");
+    Query query(db_.get(), statements_.insert_run.get(), "insert run");
     BindRun(query, run);
-    if (with_progress) BindProgress(query, run);
-    const absl::StatusOr<int> changed = query.Execute();
-    if (!changed.ok()) return Written(changed.status());
-    return *changed == 0 ? RunNotFound(run.name()) : absl::OkStatus();
+    BindProgress(query, run);
+    RETURN_IF_ERROR(query.Execute().status());
+    return WriteResult();
   }
 
-  // AddResults inside its transaction: the rows, then each run's progress
-  // once. NotFound when a run is not stored (the caller rolls back).
-  absl::StatusOr<std::vector<bool>> AddResultsLocked(
-      const std::vector<ResultRow>& rows, const std::vector<std::string>& blobs)
+  absl::StatusOr<WriteResult> ApplyLocked(const UpdateRunWrite& w)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    RETURN_IF_ERROR(CheckRequestIdFree(w.run));
+    Query query(db_.get(),
+                w.with_progress ? statements_.update_run.get()
+                                : statements_.update_run_except_progress.get(),
+                "update run");
+    BindRun(query, w.run);
+    if (w.with_progress) BindProgress(query, w.run);
+    ASSIGN_OR_RETURN(const int changed, query.Execute());
+    if (changed == 0) return RunNotFound(w.run.name());
+    return WriteResult();
+  }
+
+  // The rows, then each run's progress once.
+  absl::StatusOr<WriteResult> ApplyLocked(const AddResultsWrite& w)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
     struct Progress {
       int64_t sizes_done = 0;
       int64_t wrong = 0;
     };
+    for (const ResultRow& row : w.rows) {
+      RETURN_IF_ERROR(store_internal::ValidateResultSequence(row.result));
+    }
     std::map<absl::string_view, Progress> progress;
-    std::vector<bool> inserted;
-    inserted.reserve(rows.size());
-    for (size_t i = 0; i < rows.size(); ++i) {
-      const ResultRow& row = rows[i];
+    WriteResult result;
+    result.inserted.reserve(w.rows.size());
+    std::string blob;
+    for (const ResultRow& row : w.rows) {
+      row.result.SerializeToString(&blob);
       Query query(db_.get(), statements_.insert_result.get(), "insert result");
       query.Text(row.run)
           .Int(row.result.sequence())
           .Int(static_cast<int64_t>(row.result.bytes()))
-          .Blob(blobs[i]);
+          .Blob(blob);
       ASSIGN_OR_RETURN(const int added, query.Execute());
-      inserted.push_back(added == 1);
+      result.inserted.push_back(added == 1);
       Progress& p = progress[row.run];
       if (added == 1) {
         ++p.sizes_done;
@@ -767,7 +722,50 @@ class SqliteStore final : public Store {
       ASSIGN_OR_RETURN(const int changed, query.Execute());
       if (changed == 0) return RunNotFound(run);
     }
-    return inserted;
+    return result;
+  }
+
+  absl::StatusOr<WriteResult> ApplyLocked(const UpsertWorkersWrite& w)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    for (const v1::Worker& worker : w.workers) {
+      RETURN_IF_ERROR(store_internal::ValidateWorkerName(worker.name()));
+    }
+    const int64_t now_ns = absl::GetCurrentTimeNanos();
+    for (const v1::Worker& worker : w.workers) {
+      Query query(db_.get(), statements_.upsert_worker.get(), "upsert worker");
+      query.Text(worker.name())
+          .Int(worker.state())
+          .Text(worker.inventory().host_id())
+          .Blob(worker.SerializeAsString())
+          .Int(now_ns);
+      RETURN_IF_ERROR(query.Execute().status());
+    }
+    return WriteResult();
+  }
+
+  absl::StatusOr<WriteResult> ApplyLocked(const SetWorkerSecretHashWrite& w)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    RETURN_IF_ERROR(store_internal::ValidateWorkerSecretHash(w.name, w.secret_hash));
+    Query query(db_.get(), statements_.set_secret_hash.get(), "set worker secret hash");
+    query.Text(w.name).Text(w.secret_hash).Int(absl::GetCurrentTimeNanos());
+    RETURN_IF_ERROR(query.Execute().status());
+    return WriteResult();
+  }
+
+  absl::StatusOr<WriteResult> ApplyLocked(const DeleteWorkerWrite& w)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    int changed = 0;
+    for (sqlite3_stmt* statement :
+         {statements_.delete_worker_row.get(), statements_.delete_secret_hash.get()}) {
+      Query query(db_.get(), statement, "delete worker");
+      query.Text(w.name);
+      ASSIGN_OR_RETURN(const int rows, query.Execute());
+      changed += rows;
+    }
+    if (changed == 0) {
+      return absl::NotFoundError(absl::StrCat("worker ", w.name, " is not stored"));
+    }
+    return WriteResult();
   }
 
   // Runs each of `statements` (a DELETE binding ?1 to `name`) in one
@@ -792,28 +790,6 @@ class SqliteStore final : public Store {
       return Written(status);
     }
     return changed;
-  }
-
-  // UpsertWorkers after validation: one transaction, rolled back on error.
-  absl::Status UpsertWorkersLocked(const std::vector<v1::Worker>& workers)
-      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
-    RETURN_IF_ERROR(Exec(db_.get(), "BEGIN IMMEDIATE", "begin upsert workers"));
-    const int64_t now_ns = absl::GetCurrentTimeNanos();
-    for (const v1::Worker& worker : workers) {
-      Query query(db_.get(), statements_.upsert_worker.get(), "upsert worker");
-      query.Text(worker.name())
-          .Int(worker.state())
-          .Text(worker.inventory().host_id())
-          .Blob(worker.SerializeAsString())
-          .Int(now_ns);
-      if (absl::Status written = query.Execute().status(); !written.ok()) {
-        sqlite3_exec(db_.get(), "ROLLBACK", nullptr, nullptr, nullptr);
-        return written;
-      }
-    }
-    absl::Status committed = Exec(db_.get(), "COMMIT", "commit upsert workers");
-    if (!committed.ok()) sqlite3_exec(db_.get(), "ROLLBACK", nullptr, nullptr, nullptr);
-    return committed;
   }
 
   // `status` of a write, with a full file system named: SQLite's "database

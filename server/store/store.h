@@ -19,6 +19,7 @@
 #include <map>
 #include <memory>
 #include <string>
+#include <variant>
 #include <vector>
 
 #include "absl/status/status.h"
@@ -59,18 +60,22 @@ class Store {
   // InvalidArgument unless the name is "runs/{id}" with a non-empty id;
   // AlreadyExists if a run with that name, or another run with the same
   // non-empty request id, is already stored.
-  virtual absl::Status CreateRun(const v1::Run& run) = 0;
+  absl::Status CreateRun(const v1::Run& run) { return CommitOne(CreateRunWrite{run}); }
 
   // Replaces every field of the stored run named `run.name()` (a field left
   // unset in `run` is cleared). NotFound naming the run if none is stored;
   // AlreadyExists if the request id is changed to one another run holds.
-  virtual absl::Status UpdateRun(const v1::Run& run) = 0;
+  absl::Status UpdateRun(const v1::Run& run) {
+    return CommitOne(UpdateRunWrite{run, /*with_progress=*/true});
+  }
 
   // UpdateRun, except that the run's progress (sizes_done, wrong) stays as
   // stored: AddResults owns it from then on. The coordinator saves a run's
   // state with this while results of it are being written, so a state
   // change never writes back an older count.
-  virtual absl::Status UpdateRunExceptProgress(const v1::Run& run) = 0;
+  absl::Status UpdateRunExceptProgress(const v1::Run& run) {
+    return CommitOne(UpdateRunWrite{run, /*with_progress=*/false});
+  }
 
   // The run named `name`; NotFound naming it if none is stored.
   virtual absl::StatusOr<v1::Run> GetRun(absl::string_view name) = 0;
@@ -145,8 +150,7 @@ class Store {
   // All or nothing: NotFound naming a run that is not stored,
   // InvalidArgument for a negative sequence, or the write's error (a full
   // disk is ResourceExhausted), and then nothing of it is stored.
-  virtual absl::StatusOr<std::vector<bool>> AddResults(
-      const std::vector<ResultRow>& rows) = 0;
+  absl::StatusOr<std::vector<bool>> AddResults(const std::vector<ResultRow>& rows);
 
   // The run's results by ascending sequence; NotFound if the run is not
   // stored (a run without results yields an empty list).
@@ -157,12 +161,14 @@ class Store {
 
   // Stores `worker` under `worker.name()` ("workers/{id}"), replacing any
   // worker of that name. InvalidArgument if the name is malformed.
-  virtual absl::Status UpsertWorker(const v1::Worker& worker) = 0;
+  absl::Status UpsertWorker(const v1::Worker& worker) { return UpsertWorkers({worker}); }
 
   // UpsertWorker for each of `workers`, all in one transaction (one fsync
   // for a whole fleet's state change). All or nothing: InvalidArgument if
   // any name is malformed, and then nothing is written.
-  virtual absl::Status UpsertWorkers(const std::vector<v1::Worker>& workers) = 0;
+  absl::Status UpsertWorkers(std::vector<v1::Worker> workers) {
+    return CommitOne(UpsertWorkersWrite{std::move(workers)});
+  }
 
   // Every stored worker, by name ascending.
   virtual absl::StatusOr<std::vector<v1::Worker>> ListWorkers() = 0;
@@ -176,8 +182,9 @@ class Store {
   // any earlier one. Durable when it returns (the coordinator hands the
   // secret out only after this). InvalidArgument if the name is malformed
   // or the hash empty.
-  virtual absl::Status SetWorkerSecretHash(absl::string_view name,
-                                           absl::string_view secret_hash) = 0;
+  absl::Status SetWorkerSecretHash(absl::string_view name, absl::string_view secret_hash) {
+    return CommitOne(SetWorkerSecretHashWrite{std::string(name), std::string(secret_hash)});
+  }
 
   // Every stored hash, by worker name.
   virtual absl::StatusOr<std::map<std::string, std::string>>
@@ -185,7 +192,49 @@ class Store {
 
   // Forgets the worker: its row and its secret hash (an operator lets the
   // name join anew). NotFound naming it when neither is stored.
-  virtual absl::Status DeleteWorker(absl::string_view name) = 0;
+  absl::Status DeleteWorker(absl::string_view name) {
+    return CommitOne(DeleteWorkerWrite{std::string(name)});
+  }
+
+  // ---- Batched writes (the coordinator's journal) --------------------------
+  // The writes above as values, so that many can be committed together.
+  // Each applies exactly as the method of its name: the same checks, the
+  // same errors, the same effect.
+  struct CreateRunWrite {
+    v1::Run run;
+  };
+  struct UpdateRunWrite {
+    v1::Run run;
+    bool with_progress = false;  // UpdateRun; else UpdateRunExceptProgress
+  };
+  struct AddResultsWrite {
+    std::vector<ResultRow> rows;
+  };
+  struct UpsertWorkersWrite {
+    std::vector<v1::Worker> workers;
+  };
+  struct SetWorkerSecretHashWrite {
+    std::string name;
+    std::string secret_hash;
+  };
+  struct DeleteWorkerWrite {
+    std::string name;
+  };
+  using Write = std::variant<CreateRunWrite, UpdateRunWrite, AddResultsWrite, UpsertWorkersWrite,
+                             SetWorkerSecretHashWrite, DeleteWorkerWrite>;
+  // What one write did: for an AddResultsWrite, per row in order, whether
+  // it was new (as AddResults returns); empty for the others.
+  struct WriteResult {
+    std::vector<bool> inserted;
+  };
+
+  // Applies `writes` in order in one transaction: durable together when it
+  // returns OK (one fsync for all), or none of them kept. The first write
+  // that its method would refuse refuses the batch with that method's
+  // error; a failure of the store itself (a full disk: ResourceExhausted)
+  // likewise. A later write sees the earlier ones (a run created by write 0
+  // may be updated by write 1). An empty batch is OK and writes nothing.
+  virtual absl::StatusOr<std::vector<WriteResult>> Commit(const std::vector<Write>& writes) = 0;
 
   // ---- Workflows -----------------------------------------------------------
   // Keyed by `name()` ("workflows/{id}"). Workflows are few (a person or a
@@ -224,6 +273,10 @@ class Store {
   // Every schedule by name.
   virtual absl::StatusOr<std::vector<v1::Schedule>> ListSchedules() = 0;
   virtual absl::Status DeleteSchedule(absl::string_view name) = 0;
+
+ private:
+  // Commit({write}).
+  absl::Status CommitOne(Write write);
 };
 
 // An empty store in memory: the fake for tests. Never fails except on

@@ -3,12 +3,14 @@
 // records what workers would be sent, and simulated time.
 #include "server/core/run_manager.h"
 
+#include <atomic>
 #include <map>
 #include <memory>
 #include <optional>
 #include <set>
 #include <string>
 #include <thread>
+#include <variant>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
@@ -16,7 +18,8 @@
 #include "api/convert.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
-#include "tests/unit/server/forwarding_store.h"
+#include "server/core/core.h"
+#include "server/store/forwarding_store.h"
 
 namespace collbench {
 namespace {
@@ -46,41 +49,32 @@ class FakeLink final : public WorkerLink {
 // full disk.
 class CountingStore final : public ForwardingStore {
  public:
-  absl::Status CreateRun(const v1::Run& run) override {
-    return full ? Full() : ForwardingStore::CreateRun(run);
-  }
-  absl::Status UpdateRun(const v1::Run& run) override {
-    return full ? Full() : ForwardingStore::UpdateRun(run);
-  }
-  absl::Status UpdateRunExceptProgress(const v1::Run& run) override {
-    return full ? Full() : ForwardingStore::UpdateRunExceptProgress(run);
-  }
-  absl::StatusOr<std::vector<bool>> AddResults(const std::vector<ResultRow>& rows) override {
-    {
+  CountingStore() : ForwardingStore(NewMemoryStore()) {}
+
+  absl::StatusOr<std::vector<WriteResult>> Commit(const std::vector<Write>& writes) override {
+    bool results = false, workers = false, runs = false;
+    for (const Write& w : writes) {
+      results |= std::holds_alternative<AddResultsWrite>(w);
+      workers |= std::holds_alternative<UpsertWorkersWrite>(w);
+      runs |= std::holds_alternative<CreateRunWrite>(w) ||
+              std::holds_alternative<UpdateRunWrite>(w) ||
+              std::holds_alternative<SetWorkerSecretHashWrite>(w);
+    }
+    if (results) {
       absl::MutexLock lock(&gate_mu_);
       ++held_;
       gate_mu_.Await(absl::Condition(
           +[](bool* closed) { return !*closed; }, &closed_));
       --held_;
     }
-    ++result_writes;
-    if (results_fail) return Full();
-    return ForwardingStore::AddResults(rows);
-  }
-  absl::Status UpsertWorker(const v1::Worker& worker) override {
-    ++worker_writes;
-    return ForwardingStore::UpsertWorker(worker);
-  }
-  absl::Status UpsertWorkers(const std::vector<v1::Worker>& workers) override {
-    ++worker_writes;
-    return ForwardingStore::UpsertWorkers(workers);
-  }
-  absl::Status SetWorkerSecretHash(absl::string_view name, absl::string_view hash) override {
-    return full ? Full() : ForwardingStore::SetWorkerSecretHash(name, hash);
+    result_writes += results;
+    worker_writes += workers;
+    if ((results && results_fail) || (runs && full)) return Full();
+    return ForwardingStore::Commit(writes);
   }
 
-  // While closed, AddResults waits (the writer's batch is held) until
-  // opened again.
+  // While closed, a transaction with results waits (the journal's batch is
+  // held) until opened again.
   void CloseResults() {
     absl::MutexLock lock(&gate_mu_);
     closed_ = true;
@@ -95,10 +89,10 @@ class CountingStore final : public ForwardingStore {
     gate_mu_.Await(absl::Condition(+[](int* held) { return *held > 0; }, &held_));
   }
 
-  int worker_writes = 0;  // transactions that wrote worker rows
-  bool full = false;
-  int result_writes = 0;       // AddResults transactions
-  bool results_fail = false;   // AddResults fails as on a full disk
+  std::atomic<int> worker_writes = 0;  // transactions that wrote worker rows
+  std::atomic<bool> full = false;
+  std::atomic<int> result_writes = 0;       // transactions with results
+  std::atomic<bool> results_fail = false;   // results fail as on a full disk
 
  private:
   static absl::Status Full() {
@@ -113,14 +107,17 @@ class RunManagerTest : public ::testing::Test {
  protected:
   void SetUp() override { Restart(); }
 
-  // A new manager over the same store: what a coordinator restart leaves.
-  void Restart(RunManagerOptions options = {}) {
-    manager_.reset();
-    registry_ = std::make_unique<scheduling::WorkerRegistry>();
-    manager_ = std::make_unique<RunManager>(store_.get(), registry_.get(), &hub_, &link_,
-                                            std::move(options));
-    ASSERT_TRUE(manager_->Recover(now_).ok());
+  // A new core over the same store: what a coordinator restart leaves.
+  void Restart(CoreOptions options = {}) {
+    core_.reset();
+    core_ = std::make_unique<Core>(store_.get(), &hub_, &link_, std::move(options));
+    manager_ = &core_->runs();
+    fleet_ = &core_->fleet();
+    ASSERT_TRUE(core_->Recover(now_).ok());
   }
+
+  // No store call was made under a lock requests wait on.
+  void TearDown() override { EXPECT_EQ(BlockingUnderLockCount(), 0); }
 
   uint64_t Register(const std::string& id, const std::string& host, int slots = 2,
                     std::vector<std::string> active = {},
@@ -139,7 +136,7 @@ class RunManagerTest : public ::testing::Test {
     // A worker presents the secret its name was issued, as collbench-worker
     // does from its state file.
     hello.set_worker_secret(secrets_[id]);
-    auto registration = manager_->OnRegister(hello, now_);
+    auto registration = fleet_->OnRegister(hello, now_);
     EXPECT_TRUE(registration.ok()) << registration.status();
     if (registration.ok() && !registration->reply.worker_secret().empty()) {
       secrets_[id] = registration->reply.worker_secret();
@@ -163,7 +160,11 @@ class RunManagerTest : public ::testing::Test {
     return run.ok() ? *run : v1::Run();
   }
 
-  v1::Run Get(const std::string& name) { return *manager_->GetRun(name); }
+  // The run as stored once every change so far is.
+  v1::Run Get(const std::string& name) {
+    manager_->FlushJournal();
+    return *manager_->GetRun(name);
+  }
 
   // The assignment the launcher received, if any.
   std::optional<v1::Assignment> AssignmentFor(const std::string& worker) {
@@ -192,7 +193,7 @@ class RunManagerTest : public ::testing::Test {
     result.mutable_result()->set_bytes(8 << sequence);
     result.mutable_result()->set_wrong(wrong);
     manager_->OnResult(worker, result, now_);
-    manager_->FlushResults();  // stored and acknowledged before the test looks
+    manager_->FlushJournal();  // stored and acknowledged before the test looks
   }
 
   // The sequences acknowledged to `worker` since the last Take.
@@ -205,10 +206,11 @@ class RunManagerTest : public ::testing::Test {
   }
 
   std::unique_ptr<CountingStore> store_ = std::make_unique<CountingStore>();
-  std::unique_ptr<scheduling::WorkerRegistry> registry_;
   WatchHub hub_;
   FakeLink link_;
-  std::unique_ptr<RunManager> manager_;
+  std::unique_ptr<Core> core_;
+  RunManager* manager_ = nullptr;
+  Fleet* fleet_ = nullptr;
   absl::Time now_ = absl::FromUnixSeconds(1'800'000'000);
   std::map<std::string, std::string> secrets_;  // worker id -> its secret
 };
@@ -282,7 +284,7 @@ TEST_F(RunManagerTest, EffectiveTransportIsResolvedFromThePlacement) {
   hello.mutable_inventory()->set_hostname("c");
   hello.mutable_inventory()->set_memory_bytes(uint64_t{8} << 30);
   hello.mutable_inventory()->add_rdma_devices("mlx5_0");
-  ASSERT_TRUE(manager_->OnRegister(hello, now_).ok());
+  ASSERT_TRUE(fleet_->OnRegister(hello, now_).ok());
   v1::RunSpec with_rdma = Spec(2, v1::EXPLICIT);
   with_rdma.mutable_placement()->add_workers("workers/a");
   with_rdma.mutable_placement()->add_workers("workers/c");
@@ -376,7 +378,7 @@ TEST_F(RunManagerTest, WhatNoWorkerCanRunIsRefusedAtCreate) {
   hello.mutable_inventory()->set_host_id("host-a");
   hello.mutable_inventory()->add_backends("mpi");
   hello.mutable_inventory()->add_mpi_implementations("openmpi");
-  ASSERT_TRUE(manager_->OnRegister(hello, now_).ok());
+  ASSERT_TRUE(fleet_->OnRegister(hello, now_).ok());
 
   v1::RunSpec named = Spec(2, v1::EXPLICIT);
   named.mutable_placement()->add_workers("nodeX");
@@ -413,7 +415,7 @@ TEST_F(RunManagerTest, WhatNoWorkerCanRunIsRefusedAtCreate) {
 TEST_F(RunManagerTest, AQueuedRunSaysWhyItWaits) {
   Register("a", "host-a");
   Register("b", "host-b");
-  ASSERT_TRUE(manager_->DrainWorker("b").ok());
+  ASSERT_TRUE(fleet_->DrainWorker("b").ok());
   v1::RunSpec spec = Spec(2, v1::EXPLICIT);
   spec.mutable_placement()->add_workers("a");
   spec.mutable_placement()->add_workers("b");
@@ -591,21 +593,21 @@ TEST_F(RunManagerTest, WorkerLabelsAreListedKeptAndCheckedAtRegistration) {
   hello.mutable_inventory()->set_host_id("host-a");
   (*hello.mutable_inventory()->mutable_labels())["link"] = "tbf-1gbit";
   (*hello.mutable_inventory()->mutable_labels())["hosts"] = "netns";
-  ASSERT_TRUE(manager_->OnRegister(hello, now_).ok());
-  auto labels_of = [&] { return manager_->GetWorker("workers/a")->inventory().labels(); };
+  ASSERT_TRUE(fleet_->OnRegister(hello, now_).ok());
+  auto labels_of = [&] { return fleet_->GetWorker("workers/a")->inventory().labels(); };
   EXPECT_EQ(labels_of().at("link"), "tbf-1gbit");
   EXPECT_EQ(labels_of().at("hosts"), "netns");
   Restart();
-  ASSERT_TRUE(manager_->GetWorker("workers/a").ok());
+  ASSERT_TRUE(fleet_->GetWorker("workers/a").ok());
   EXPECT_EQ(labels_of().at("link"), "tbf-1gbit");
 
   hello.set_worker_id("b");
   (*hello.mutable_inventory()->mutable_labels())["Link"] = "x y";
-  auto refused = manager_->OnRegister(hello, now_);
+  auto refused = fleet_->OnRegister(hello, now_);
   ASSERT_EQ(refused.status().code(), absl::StatusCode::kInvalidArgument);
   EXPECT_THAT(std::string(refused.status().message()),
               HasSubstr("register.inventory.labels: label key 'Link' must start with"));
-  EXPECT_FALSE(manager_->GetWorker("workers/b").ok());
+  EXPECT_FALSE(fleet_->GetWorker("workers/b").ok());
 }
 
 TEST_F(RunManagerTest, RequestIdMakesCreateIdempotent) {
@@ -671,7 +673,7 @@ TEST_F(RunManagerTest, LostPeerFailsTheRunNamingIt) {
   const v1::Run run = Create(Spec(2, v1::SPREAD));
   const std::string peer = run.launcher() == "workers/a" ? "workers/b" : "workers/a";
   Status(run.launcher(), run.name(), v1::RUNNING);
-  manager_->OnDisconnect(peer, peer == "workers/b" ? session_b : 1, now_);
+  fleet_->OnDisconnect(peer, peer == "workers/b" ? session_b : 1, now_);
   const v1::Run failed = Get(run.name());
   EXPECT_EQ(failed.state(), v1::FAILED);
   EXPECT_THAT(failed.error(), HasSubstr(peer));
@@ -683,11 +685,11 @@ TEST_F(RunManagerTest, SilentWorkerIsLostAfterTheHeartbeatTimeout) {
   const v1::Run run = Create(Spec(2, v1::SPREAD));
   const std::string peer = run.launcher() == "workers/a" ? "workers/b" : "workers/a";
   now_ += absl::Seconds(3);
-  manager_->OnHeartbeat(run.launcher(), 1, now_);
-  manager_->Tick(now_);
+  fleet_->OnHeartbeat(run.launcher(), 1, now_);
+  fleet_->Tick(now_);
   EXPECT_EQ(Get(run.name()).state(), v1::SCHEDULED);
   now_ += absl::Seconds(4);  // the peer has been silent for 7 s > 6 s
-  manager_->Tick(now_);
+  fleet_->Tick(now_);
   EXPECT_EQ(Get(run.name()).state(), v1::FAILED);
   EXPECT_THAT(Get(run.name()).error(), HasSubstr(peer));
 }
@@ -716,7 +718,7 @@ TEST_F(RunManagerTest, RestartFailsARunWhoseLauncherNeverReturns) {
   const v1::Run run = Create(Spec(2));
   Restart();
   now_ += absl::Seconds(25);
-  manager_->Tick(now_);
+  fleet_->Tick(now_);
   EXPECT_EQ(Get(run.name()).state(), v1::FAILED);
   EXPECT_THAT(Get(run.name()).error(), HasSubstr("did not come back"));
 }
@@ -727,8 +729,8 @@ TEST_F(RunManagerTest, RunTimesOut) {
   spec.mutable_timeout()->set_seconds(30);
   const v1::Run run = Create(spec);
   now_ += absl::Seconds(31);
-  manager_->OnHeartbeat("workers/a", 1, now_);
-  manager_->Tick(now_);
+  fleet_->OnHeartbeat("workers/a", 1, now_);
+  fleet_->Tick(now_);
   EXPECT_EQ(Get(run.name()).state(), v1::FAILED);
   EXPECT_THAT(Get(run.name()).error(), HasSubstr("timed out"));
 }
@@ -741,41 +743,41 @@ TEST_F(RunManagerTest, WorkerPagesFollowTheFullListingAcrossARestart) {
   Register("b", "host-b");
   Register("d", "host-d");
   std::vector<std::string> all;
-  for (const v1::Worker& w : manager_->ListWorkers()) {
+  for (const v1::Worker& w : fleet_->ListWorkers()) {
     all.push_back(w.name() + " " + v1::WorkerState_Name(w.state()));
   }
   EXPECT_THAT(all, ::testing::ElementsAre("workers/a LOST", "workers/b READY", "workers/c LOST",
                                           "workers/d READY"));
-  auto names = [](const RunManager::WorkerPage& page) {
+  auto names = [](const WorkerDirectory::Page& page) {
     std::vector<std::string> out;
     for (const v1::Worker& w : page.workers) out.push_back(w.name());
     return out;
   };
-  const RunManager::WorkerPage middle = manager_->ListWorkers(1, 2);
+  const WorkerDirectory::Page middle = fleet_->ListWorkers(1, 2);
   EXPECT_THAT(names(middle), ::testing::ElementsAre("workers/b", "workers/c"));
   EXPECT_EQ(middle.total, 4u);
   EXPECT_EQ(middle.workers[0].state(), v1::READY);  // the registered entry wins
-  EXPECT_THAT(names(manager_->ListWorkers(3, 10)), ::testing::ElementsAre("workers/d"));
-  EXPECT_TRUE(manager_->ListWorkers(4, 10).workers.empty());
+  EXPECT_THAT(names(fleet_->ListWorkers(3, 10)), ::testing::ElementsAre("workers/d"));
+  EXPECT_TRUE(fleet_->ListWorkers(4, 10).workers.empty());
 
   // Once every worker from before the restart is back, pages come from the
   // registry alone: the same listing.
   Register("a", "host-a");
   Register("c", "host-c");
-  const RunManager::WorkerPage back = manager_->ListWorkers(1, 2);
+  const WorkerDirectory::Page back = fleet_->ListWorkers(1, 2);
   EXPECT_THAT(names(back), ::testing::ElementsAre("workers/b", "workers/c"));
   EXPECT_EQ(back.total, 4u);
   EXPECT_EQ(back.workers[1].state(), v1::READY);
   EXPECT_EQ(back.workers[1].agent_address(), "c:7000");
-  EXPECT_EQ(manager_->ListWorkers(0, 10).workers.size(), 4u);
+  EXPECT_EQ(fleet_->ListWorkers(0, 10).workers.size(), 4u);
 }
 
 // --- Admission (docs/design/security.md#admission-and-fairness) -------------
 
 TEST_F(RunManagerTest, FullQueueRefusesCreateWithRetryAfterAndStoresNothing) {
-  RunManagerOptions options;
-  options.max_queued_runs = 3;
-  options.queue_full_retry_after = absl::Seconds(5);
+  CoreOptions options;
+  options.runs.max_queued_runs = 3;
+  options.runs.queue_full_retry_after = absl::Seconds(5);
   Restart(options);
   Register("a", "host-a");
   Create(Spec(2));  // takes the worker
@@ -800,9 +802,9 @@ TEST_F(RunManagerTest, FullQueueRefusesCreateWithRetryAfterAndStoresNothing) {
 }
 
 TEST_F(RunManagerTest, KnownRequestIdReturnsItsRunPastEveryLimit) {
-  RunManagerOptions options;
-  options.max_queued_runs = 1;
-  options.create_rate = {/*per_second=*/1, /*burst=*/2};
+  CoreOptions options;
+  options.runs.max_queued_runs = 1;
+  options.runs.create_rate = {/*per_second=*/1, /*burst=*/2};
   Restart(options);
   const v1::Run queued = Create(Spec(2), "req-1");  // no workers: it waits
   ASSERT_EQ(queued.state(), v1::QUEUED);
@@ -815,8 +817,8 @@ TEST_F(RunManagerTest, KnownRequestIdReturnsItsRunPastEveryLimit) {
 }
 
 TEST_F(RunManagerTest, CreateRateIsPerCallerWithRetryAfter) {
-  RunManagerOptions options;
-  options.create_rate = {/*per_second=*/0.5, /*burst=*/2};
+  CoreOptions options;
+  options.runs.create_rate = {/*per_second=*/0.5, /*burst=*/2};
   Restart(options);
   Register("a", "host-a");
   for (int i = 0; i < 2; ++i) ASSERT_TRUE(manager_->CreateRun(Spec(2), "", now_, "token 0").ok());
@@ -844,9 +846,9 @@ class ManyWorkersTest : public RunManagerTest {
   // kWorkers workers on their own hosts, and kRuns two-rank runs spread
   // over the first 2 * kRuns of them. Returns the sessions by worker.
   std::map<std::string, uint64_t> Fleet() {
-    RunManagerOptions options;
-    options.create_rate.per_second = 0;    // kRuns creates at once
-    options.register_rate.per_second = 0;  // kWorkers new names from one test
+    CoreOptions options;
+    options.runs.create_rate.per_second = 0;    // kRuns creates at once
+    options.workers.register_rate.per_second = 0;  // kWorkers new names from one test
     Restart(options);
     std::map<std::string, uint64_t> sessions;
     for (int i = 0; i < kWorkers; ++i) {
@@ -858,13 +860,14 @@ class ManyWorkersTest : public RunManagerTest {
       runs_.push_back(Create(spec));
       EXPECT_EQ(runs_.back().state(), v1::SCHEDULED);
     }
-    manager_->Tick(now_);  // the registrations' rows are written
+    fleet_->Tick(now_);  // the registrations' rows are written
+    manager_->FlushJournal();
     return sessions;
   }
 
   int Lost() {
     int lost = 0;
-    for (const v1::Worker& w : manager_->ListWorkers()) lost += w.state() == v1::LOST;
+    for (const v1::Worker& w : fleet_->ListWorkers()) lost += w.state() == v1::LOST;
     return lost;
   }
 
@@ -886,13 +889,14 @@ class ManyWorkersTest : public RunManagerTest {
 TEST_F(ManyWorkersTest, StreamsThatAllCloseAreLostAtOnceWithOneStoreWrite) {
   std::map<std::string, uint64_t> sessions = Fleet();
   const int writes_before = store_->worker_writes;
-  for (const auto& [worker, session] : sessions) manager_->OnDisconnect(worker, session, now_);
+  for (const auto& [worker, session] : sessions) fleet_->OnDisconnect(worker, session, now_);
   // Every worker is LOST as soon as its stream ends, before any tick.
   EXPECT_EQ(Lost(), kWorkers);
   ExpectEveryRunFailedNamingAPeer();
   // Their rows reach the store in one transaction at the next tick.
   EXPECT_EQ(store_->worker_writes, writes_before);
-  manager_->Tick(now_);
+  fleet_->Tick(now_);
+  manager_->FlushJournal();
   EXPECT_EQ(store_->worker_writes, writes_before + 1);
   int stored_lost = 0;
   // Held in a variable: a range-for over *ListWorkers() iterates a vector
@@ -917,17 +921,17 @@ TEST_F(ManyWorkersTest, SilentWorkersAreLostAtTheFirstTickPastTheTimeout) {
   const int writes_before = store_->worker_writes;
   // Everyone heartbeats for a while, then goes silent at once.
   now_ += absl::Seconds(3);
-  for (const auto& [worker, session] : sessions) manager_->OnHeartbeat(worker, session, now_);
+  for (const auto& [worker, session] : sessions) fleet_->OnHeartbeat(worker, session, now_);
   now_ += absl::Seconds(6);  // exactly the timeout: not yet
-  manager_->Tick(now_);
+  fleet_->Tick(now_);
   EXPECT_EQ(Lost(), 0);
   now_ += absl::Milliseconds(250);  // the next tick
-  manager_->Tick(now_);
+  fleet_->Tick(now_);
   EXPECT_EQ(Lost(), kWorkers);
   ExpectEveryRunFailedNamingAPeer();
   EXPECT_EQ(store_->worker_writes, writes_before + 1);
   // A worker that heartbeats again on its session is back.
-  manager_->OnHeartbeat("workers/w7", sessions["workers/w7"], now_);
+  fleet_->OnHeartbeat("workers/w7", sessions["workers/w7"], now_);
   EXPECT_EQ(Lost(), kWorkers - 1);
 }
 
@@ -935,8 +939,8 @@ TEST_F(RunManagerTest, DisconnectOfASupersededSessionLosesNothing) {
   const uint64_t old_session = Register("a", "host-a");
   Register("a", "host-a");  // reconnected: a new stream, a new session
   const v1::Run run = Create(Spec(2));
-  manager_->OnDisconnect("workers/a", old_session, now_);  // the old stream ends late
-  EXPECT_EQ(manager_->GetWorker("a")->state(), v1::BUSY);
+  fleet_->OnDisconnect("workers/a", old_session, now_);  // the old stream ends late
+  EXPECT_EQ(fleet_->GetWorker("a")->state(), v1::BUSY);
   EXPECT_EQ(Get(run.name()).state(), v1::SCHEDULED);
 }
 
@@ -947,24 +951,24 @@ TEST_F(RunManagerTest, DisconnectOfASupersededSessionLosesNothing) {
 // scheduled on the worker at once.
 TEST_F(RunManagerTest, DrainHoldsAcrossAWorkerRestartUntilUndrained) {
   const uint64_t session = Register("a", "host-a");
-  absl::StatusOr<v1::Worker> drained = manager_->DrainWorker("a");
+  absl::StatusOr<v1::Worker> drained = fleet_->DrainWorker("a");
   ASSERT_TRUE(drained.ok()) << drained.status();
   EXPECT_EQ(drained->state(), v1::DRAINING);
   EXPECT_TRUE(drained->draining());
-  manager_->OnDisconnect("workers/a", session, now_);
-  EXPECT_EQ(manager_->GetWorker("a")->state(), v1::LOST);
-  EXPECT_TRUE(manager_->GetWorker("a")->draining());
+  fleet_->OnDisconnect("workers/a", session, now_);
+  EXPECT_EQ(fleet_->GetWorker("a")->state(), v1::LOST);
+  EXPECT_TRUE(fleet_->GetWorker("a")->draining());
   Register("a", "host-a");  // the worker process restarted
-  EXPECT_EQ(manager_->GetWorker("a")->state(), v1::DRAINING);
+  EXPECT_EQ(fleet_->GetWorker("a")->state(), v1::DRAINING);
   const v1::Run run = Create(Spec(2));
   EXPECT_EQ(run.state(), v1::QUEUED);
   EXPECT_THAT(run.waiting_reason(), HasSubstr("draining"));
-  absl::StatusOr<v1::Worker> undrained = manager_->UndrainWorker("workers/a", now_);
+  absl::StatusOr<v1::Worker> undrained = fleet_->UndrainWorker("workers/a", now_);
   ASSERT_TRUE(undrained.ok()) << undrained.status();
   EXPECT_FALSE(undrained->draining());
   EXPECT_EQ(Get(run.name()).state(), v1::SCHEDULED);
   EXPECT_TRUE(AssignmentFor("workers/a").has_value());
-  EXPECT_EQ(manager_->UndrainWorker("nobody", now_).status().code(), absl::StatusCode::kNotFound);
+  EXPECT_EQ(fleet_->UndrainWorker("nobody", now_).status().code(), absl::StatusCode::kNotFound);
 }
 
 // The drain is kept in the worker's row, so a coordinator restart keeps it
@@ -972,23 +976,23 @@ TEST_F(RunManagerTest, DrainHoldsAcrossAWorkerRestartUntilUndrained) {
 TEST_F(RunManagerTest, DrainHoldsAcrossACoordinatorRestart) {
   Register("a", "host-a");
   Register("b", "host-b");
-  ASSERT_TRUE(manager_->DrainWorker("a").ok());
-  manager_->Tick(now_);  // worker rows reach the store
+  ASSERT_TRUE(fleet_->DrainWorker("a").ok());
+  fleet_->Tick(now_);  // worker rows reach the store
   Restart();
-  const std::vector<v1::Worker> listed = manager_->ListWorkers();
+  const std::vector<v1::Worker> listed = fleet_->ListWorkers();
   ASSERT_EQ(listed.size(), 2u);
   EXPECT_EQ(listed[0].state(), v1::LOST);
   EXPECT_TRUE(listed[0].draining());
   EXPECT_FALSE(listed[1].draining());
   // Undrained and drained again while it is away: the last word holds.
-  ASSERT_TRUE(manager_->UndrainWorker("a", now_).ok());
-  ASSERT_TRUE(manager_->DrainWorker("a").ok());
+  ASSERT_TRUE(fleet_->UndrainWorker("a", now_).ok());
+  ASSERT_TRUE(fleet_->DrainWorker("a").ok());
   Register("a", "host-a");
   Register("b", "host-b");
-  EXPECT_EQ(manager_->GetWorker("a")->state(), v1::DRAINING);
-  EXPECT_EQ(manager_->GetWorker("b")->state(), v1::READY);
-  ASSERT_TRUE(manager_->UndrainWorker("a", now_).ok());
-  EXPECT_EQ(manager_->GetWorker("a")->state(), v1::READY);
+  EXPECT_EQ(fleet_->GetWorker("a")->state(), v1::DRAINING);
+  EXPECT_EQ(fleet_->GetWorker("b")->state(), v1::READY);
+  ASSERT_TRUE(fleet_->UndrainWorker("a", now_).ok());
+  EXPECT_EQ(fleet_->GetWorker("a")->state(), v1::READY);
 }
 
 // A finished run and its results go; a queued or running run is refused
@@ -1047,17 +1051,23 @@ TEST_F(RunManagerTest, DeleteRunWaitsForItsResultsOnTheirWay) {
   result.set_run(other.name());
   manager_->OnResult(other.launcher(), result, now_);
   link_.offline.insert(doomed.launcher());
-  ASSERT_EQ(manager_->CancelRun(doomed.name(), now_)->state(), v1::CANCELLED);
+  // The cancel's write queues behind the held batch: it returns once both
+  // are written.
+  absl::StatusOr<v1::Run> cancelled = absl::UnknownError("not returned");
+  std::thread canceller([&] { cancelled = manager_->CancelRun(doomed.name(), now_); });
   absl::Status deleted = absl::UnknownError("not returned");
   std::thread deleter([&] { deleted = manager_->DeleteRun(doomed.name()); });
   absl::SleepFor(absl::Milliseconds(100));
   EXPECT_TRUE(manager_->GetRun(doomed.name()).ok()) << "deleted with a result on its way";
   store_->OpenResults();
+  canceller.join();
   deleter.join();
+  ASSERT_TRUE(cancelled.ok()) << cancelled.status();
+  EXPECT_EQ(cancelled->state(), v1::CANCELLED);
   EXPECT_TRUE(deleted.ok()) << deleted;
   EXPECT_EQ(manager_->GetRun(doomed.name()).status().code(), absl::StatusCode::kNotFound);
-  manager_->FlushResults();
-  EXPECT_EQ(manager_->result_writer_stats().failed_batches, 0);
+  manager_->FlushJournal();
+  EXPECT_EQ(core_->journal().stats().failed_batches, 0);
   EXPECT_EQ(manager_->GetResults(other.name())->size(), 1u);
   // A late re-send of the deleted run's result is acknowledged (the
   // launcher may drop it) and stores nothing.
@@ -1065,7 +1075,7 @@ TEST_F(RunManagerTest, DeleteRunWaitsForItsResultsOnTheirWay) {
   link_.Take(doomed.launcher());
   result.set_run(doomed.name());
   manager_->OnResult(doomed.launcher(), result, now_);
-  manager_->FlushResults();
+  manager_->FlushJournal();
   EXPECT_EQ(AckedSequences(doomed.launcher()), std::vector<int64_t>{0});
   EXPECT_EQ(manager_->GetRun(doomed.name()).status().code(), absl::StatusCode::kNotFound);
 }
@@ -1076,19 +1086,19 @@ TEST_F(RunManagerTest, DeleteWorkerOnlyOnceItIsGone) {
   const uint64_t session = Register("a", "host-a");
   const v1::Run run = Create(Spec(2));
   Status("workers/a", run.name(), v1::SUCCEEDED, 0);
-  absl::Status refused = manager_->ForgetWorker("a");
+  absl::Status refused = fleet_->ForgetWorker("a");
   EXPECT_EQ(refused.code(), absl::StatusCode::kFailedPrecondition);
   EXPECT_THAT(refused.message(), HasSubstr("is connected (READY)"));
   EXPECT_THAT(refused.message(), HasSubstr("drain it, stop it, then delete it"));
-  EXPECT_TRUE(manager_->GetWorker("a").ok());
-  manager_->OnDisconnect("workers/a", session, now_);
-  manager_->Tick(now_);
-  ASSERT_TRUE(manager_->ForgetWorker("workers/a").ok());
-  EXPECT_EQ(manager_->GetWorker("a").status().code(), absl::StatusCode::kNotFound);
+  EXPECT_TRUE(fleet_->GetWorker("a").ok());
+  fleet_->OnDisconnect("workers/a", session, now_);
+  fleet_->Tick(now_);
+  ASSERT_TRUE(fleet_->ForgetWorker("workers/a").ok());
+  EXPECT_EQ(fleet_->GetWorker("a").status().code(), absl::StatusCode::kNotFound);
   EXPECT_TRUE(store_->ListWorkers()->empty());
-  manager_->Tick(now_);  // no pending row brings it back
+  fleet_->Tick(now_);  // no pending row brings it back
   Restart();
-  EXPECT_TRUE(manager_->ListWorkers().empty());
+  EXPECT_TRUE(fleet_->ListWorkers().empty());
   EXPECT_EQ(Get(run.name()).launcher(), "workers/a");
 }
 
@@ -1098,9 +1108,9 @@ TEST_F(RunManagerTest, DeleteWorkerIsRefusedWhileARecoveredRunHoldsIt) {
   Register("a", "host-a");
   const v1::Run run = Create(Spec(2));
   Status("workers/a", run.name(), v1::RUNNING);
-  manager_->Tick(now_);
+  fleet_->Tick(now_);
   Restart();
-  absl::Status refused = manager_->ForgetWorker("a");
+  absl::Status refused = fleet_->ForgetWorker("a");
   EXPECT_EQ(refused.code(), absl::StatusCode::kFailedPrecondition);
   EXPECT_THAT(refused.message(), HasSubstr(run.name()));
 }
@@ -1136,28 +1146,28 @@ TEST_F(RunManagerTest, RetentionDeletesExactlyTheFinishedRunsPastThePolicy) {
     ASSERT_TRUE(store_->CreateRun(run).ok()) << run.name();
   }
   ASSERT_TRUE(store_->AddResults({{"runs/f1", {}}, {"runs/f2", {}}}).ok());
-  RunManagerOptions options;
+  CoreOptions options;
   options.retention.keep_runs = 4;
   options.retention.keep_for = absl::Hours(1);
   Restart(options);
-  EXPECT_EQ(manager_->ApplyRetention(now_), (std::vector<std::string>{"runs/f1", "runs/f3"}));
+  EXPECT_EQ(core_->retention().Sweep(now_), (std::vector<std::string>{"runs/f1", "runs/f3"}));
   const Store::RunPage page = manager_->ListRuns(100, "", v1::RUN_STATE_UNSPECIFIED).value();
   std::vector<std::string> left;
   for (const v1::Run& run : page.runs) left.push_back(run.name());
   EXPECT_EQ(left, (std::vector<std::string>{"runs/f5", "runs/f4", "runs/f2", "runs/r", "runs/q"}));
   EXPECT_EQ(manager_->GetResults("runs/f1").status().code(), absl::StatusCode::kNotFound);
   EXPECT_EQ(manager_->GetResults("runs/f2")->size(), 1u);
-  EXPECT_TRUE(manager_->ApplyRetention(now_).empty());
+  EXPECT_TRUE(core_->retention().Sweep(now_).empty());
   // Time passes: f2 and f4 age out; q and r never do.
   now_ += absl::Hours(100);
-  EXPECT_EQ(manager_->ApplyRetention(now_),
+  EXPECT_EQ(core_->retention().Sweep(now_),
             (std::vector<std::string>{"runs/f2", "runs/f4", "runs/f5"}));
   EXPECT_EQ(manager_->ListRuns(100, "", v1::RUN_STATE_UNSPECIFIED)->runs.size(), 2u);
 }
 
 TEST_F(RunManagerTest, NoRetentionPolicyDeletesNothing) {
   ASSERT_TRUE(store_->CreateRun(StoredRun("old", v1::SUCCEEDED, absl::UnixEpoch())).ok());
-  EXPECT_TRUE(manager_->ApplyRetention(now_).empty());
+  EXPECT_TRUE(core_->retention().Sweep(now_).empty());
   EXPECT_TRUE(manager_->GetRun("runs/old").ok());
 }
 
@@ -1213,9 +1223,9 @@ TEST_F(RunManagerTest, AScheduledRunWaitsBehindAUserRunQueuedAfterIt) {
 // bad spec is refused alone; past the queue limit the rest are refused and
 // nothing of them is stored; a retry answers with the runs made.
 TEST_F(RunManagerTest, AGroupIsAdmittedTogetherAndItsDisjointRunsStartAtOnce) {
-  RunManagerOptions options;
-  options.create_rate = {/*per_second=*/0.001, /*burst=*/1};
-  options.max_queued_runs = 1;
+  CoreOptions options;
+  options.runs.create_rate = {/*per_second=*/0.001, /*burst=*/1};
+  options.runs.max_queued_runs = 1;
   Restart(options);
   for (const std::string id : {"a", "b", "c", "d"}) Register(id, "host-" + id, 1);
   auto pair = [this](const std::string& x, const std::string& y) {
@@ -1305,11 +1315,11 @@ TEST_F(RunManagerTest, ASuspectWorkerGetsOnlyRunsThatNameItUntilCleared) {
   why.set_reason("CONFIRMED_BAD: 0.2 of the fleet median");
   why.set_hunt("workflows/hunt-1");
   why.add_runs("runs/r1");
-  absl::StatusOr<v1::Worker> marked = manager_->SuspectWorker("a", why);
+  absl::StatusOr<v1::Worker> marked = fleet_->SuspectWorker("a", why);
   ASSERT_TRUE(marked.ok()) << marked.status();
   EXPECT_EQ(marked->state(), v1::SUSPECT);
   EXPECT_EQ(marked->suspect().reason(), why.reason());
-  const std::vector<v1::Worker> listed = manager_->ListWorkers();
+  const std::vector<v1::Worker> listed = fleet_->ListWorkers();
   ASSERT_EQ(listed.size(), 2u);
   EXPECT_EQ(listed[0].state(), v1::SUSPECT);
   EXPECT_EQ(listed[0].suspect().hunt(), "workflows/hunt-1");
@@ -1325,22 +1335,22 @@ TEST_F(RunManagerTest, ASuspectWorkerGetsOnlyRunsThatNameItUntilCleared) {
   EXPECT_EQ(on_a.launcher(), "workers/a");
   Status("workers/a", on_a.name(), v1::SUCCEEDED, 0);
   // It holds while the worker restarts and across a coordinator restart.
-  manager_->OnDisconnect("workers/a", session, now_);
+  fleet_->OnDisconnect("workers/a", session, now_);
   Register("a", "host-a", 1);
-  EXPECT_EQ(manager_->GetWorker("a")->suspect().reason(), why.reason());
-  manager_->Tick(now_);
+  EXPECT_EQ(fleet_->GetWorker("a")->suspect().reason(), why.reason());
+  fleet_->Tick(now_);
   Restart();
-  EXPECT_TRUE(manager_->ListWorkers()[0].has_suspect());
+  EXPECT_TRUE(fleet_->ListWorkers()[0].has_suspect());
   Register("a", "host-a", 1);
   Register("b", "host-b", 1);
-  EXPECT_EQ(manager_->GetWorker("a")->state(), v1::SUSPECT);
-  EXPECT_EQ(manager_->ClearWorker("b", "test", now_).status().code(),
+  EXPECT_EQ(fleet_->GetWorker("a")->state(), v1::SUSPECT);
+  EXPECT_EQ(fleet_->ClearWorker("b", "test", now_).status().code(),
             absl::StatusCode::kFailedPrecondition);
-  absl::StatusOr<v1::Worker> cleared = manager_->ClearWorker("workers/a", "test", now_);
+  absl::StatusOr<v1::Worker> cleared = fleet_->ClearWorker("workers/a", "test", now_);
   ASSERT_TRUE(cleared.ok()) << cleared.status();
   EXPECT_EQ(cleared->state(), v1::READY);
   EXPECT_FALSE(cleared->has_suspect());
-  EXPECT_EQ(manager_->ClearWorker("nobody", "test", now_).status().code(),
+  EXPECT_EQ(fleet_->ClearWorker("nobody", "test", now_).status().code(),
             absl::StatusCode::kNotFound);
 }
 
@@ -1404,20 +1414,20 @@ TEST_F(RunManagerTest, ARunWhoseRanksStandStillFailsNamingTheStoppedRank) {
   }
   // Rank 2 stops inside iteration 412; the others wait in it, spinning.
   auto beat = [&] {
-    manager_->OnHeartbeat("workers/a", session_a, now_);
-    manager_->OnHeartbeat("workers/b", session_b, now_);
+    fleet_->OnHeartbeat("workers/a", session_a, now_);
+    fleet_->OnHeartbeat("workers/b", session_b, now_);
   };
   for (int s = 0; s < 29; ++s) {
     now_ += absl::Seconds(1);
     beat();
     report(w0, 0, 412, "running", 3 + s);
     report(w1, 2, 412, "stopped", 3 + s);
-    manager_->Tick(now_);
+    fleet_->Tick(now_);
   }
   EXPECT_EQ(Get(run.name()).state(), v1::RUNNING) << "ended before the hang timeout";
   now_ += absl::Seconds(2);
   beat();
-  manager_->Tick(now_);
+  fleet_->Tick(now_);
   const v1::Run failed = Get(run.name());
   ASSERT_EQ(failed.state(), v1::FAILED);
   const std::string host2 = w1 == "workers/b" ? "host-b" : "host-a";
@@ -1447,8 +1457,8 @@ TEST_F(RunManagerTest, RanksThatKeepMovingAreNeverAHang) {
     }
     manager_->OnRankProgress(run.launcher(), r, now_);
     now_ += absl::Seconds(1);
-    manager_->OnHeartbeat("workers/a", session, now_);
-    manager_->Tick(now_);
+    fleet_->OnHeartbeat("workers/a", session, now_);
+    fleet_->Tick(now_);
   }
   EXPECT_EQ(Get(run.name()).state(), v1::RUNNING);
   // A worker that is not the run's may not report for it.

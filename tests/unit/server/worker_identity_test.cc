@@ -16,7 +16,7 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "api/result_bounds.h"
-#include "server/core/run_manager.h"
+#include "server/core/core.h"
 #include "server/core/worker_credentials.h"
 
 namespace collbench {
@@ -53,13 +53,16 @@ class WorkerIdentityTest : public ::testing::Test {
     Restart();
   }
 
-  void Restart(RunManagerOptions options = {}) {
-    manager_.reset();
-    registry_ = std::make_unique<scheduling::WorkerRegistry>();
-    manager_ = std::make_unique<RunManager>(store_.get(), registry_.get(), &hub_, &link_,
-                                            std::move(options));
-    ASSERT_TRUE(manager_->Recover(now_).ok());
+  void Restart(CoreOptions options = {}) {
+    core_.reset();
+    core_ = std::make_unique<Core>(store_.get(), &hub_, &link_, std::move(options));
+    manager_ = &core_->runs();
+    fleet_ = &core_->fleet();
+    registry_ = &core_->registry();
+    ASSERT_TRUE(core_->Recover(now_).ok());
   }
+
+  void TearDown() override { EXPECT_EQ(BlockingUnderLockCount(), 0); }
 
   static v1::Register Hello(const std::string& id, const std::string& address,
                             const std::string& secret = "") {
@@ -77,7 +80,7 @@ class WorkerIdentityTest : public ::testing::Test {
   // session, remembering the secret issued.
   uint64_t Join(const std::string& id, const std::string& peer = "ipv4:10.0.0.1:4000") {
     auto registration =
-        manager_->OnRegister(Hello(id, id + ":7000", secrets_[id]), now_, peer);
+        fleet_->OnRegister(Hello(id, id + ":7000", secrets_[id]), now_, peer);
     EXPECT_TRUE(registration.ok()) << registration.status();
     if (!registration.ok()) return 0;
     if (!registration->reply.worker_secret().empty()) {
@@ -97,11 +100,13 @@ class WorkerIdentityTest : public ::testing::Test {
   }
 
   std::unique_ptr<Store> store_ = NewMemoryStore();
-  std::unique_ptr<scheduling::WorkerRegistry> registry_;
   WatchHub hub_;
   std::shared_ptr<RecordingSink> sink_ = std::make_shared<RecordingSink>();
   RecordingLink link_;
-  std::unique_ptr<RunManager> manager_;
+  std::unique_ptr<Core> core_;
+  RunManager* manager_ = nullptr;
+  Fleet* fleet_ = nullptr;
+  scheduling::WorkerRegistry* registry_ = nullptr;
   absl::Time now_ = absl::FromUnixSeconds(1'800'000'000);
   std::map<std::string, std::string> secrets_;
 };
@@ -149,22 +154,22 @@ TEST_F(WorkerIdentityTest, FirstRegistrationIssuesASecretAndStoresOnlyItsHash) {
   EXPECT_THAT(hashes->at("workers/a"), Not(HasSubstr(secrets_["a"])));
   EXPECT_TRUE(WorkerSecretMatches(secrets_["a"], hashes->at("workers/a")));
   // A reconnect with the secret is issued none.
-  auto again = manager_->OnRegister(Hello("a", "a:7000", secrets_["a"]), now_);
+  auto again = fleet_->OnRegister(Hello("a", "a:7000", secrets_["a"]), now_);
   ASSERT_TRUE(again.ok()) << again.status();
   EXPECT_TRUE(again->reply.worker_secret().empty());
-  EXPECT_EQ(manager_->worker_counts().registrations["new"], 1);
-  EXPECT_EQ(manager_->worker_counts().registrations["reconnected"], 1);
+  EXPECT_EQ(fleet_->worker_counts().registrations["new"], 1);
+  EXPECT_EQ(fleet_->worker_counts().registrations["reconnected"], 1);
 }
 
 // The takeover that worked before: a second registration under a live name
 // with the join token replaced the entry, and the next run went to it.
 TEST_F(WorkerIdentityTest, SecondRegistrationUnderALiveNameIsRefusedAndChangesNothing) {
-  RunManagerOptions options;
-  options.tokens.Add(Role::kWorker, "join-1");
+  CoreOptions options;
+  options.workers.tokens.Add(Role::kWorker, "join-1");
   Restart(options);
   v1::Register real = Hello("a", "a:7000");
   real.set_join_token("join-1");
-  auto first = manager_->OnRegister(real, now_);
+  auto first = fleet_->OnRegister(real, now_);
   ASSERT_TRUE(first.ok()) << first.status();
   const uint64_t session = first->session;
   const std::string secret = first->reply.worker_secret();
@@ -172,14 +177,14 @@ TEST_F(WorkerIdentityTest, SecondRegistrationUnderALiveNameIsRefusedAndChangesNo
   for (const std::string& presented : {std::string(), std::string("0123abcd"), secret + "0"}) {
     v1::Register impostor = Hello("a", "evil.example:6666", presented);
     impostor.set_join_token("join-1");
-    auto refused = manager_->OnRegister(impostor, now_, "ipv4:10.9.9.9:5555");
+    auto refused = fleet_->OnRegister(impostor, now_, "ipv4:10.9.9.9:5555");
     ASSERT_EQ(refused.status().code(), absl::StatusCode::kPermissionDenied) << presented;
     EXPECT_THAT(std::string(refused.status().message()), HasSubstr("register.worker_secret"));
     EXPECT_THAT(std::string(refused.status().message()), Not(HasSubstr(secret)));
   }
-  EXPECT_EQ(manager_->worker_counts().registrations["refused_secret"], 3);
+  EXPECT_EQ(fleet_->worker_counts().registrations["refused_secret"], 3);
   // The real worker keeps its address, state and session.
-  auto worker = manager_->GetWorker("workers/a");
+  auto worker = fleet_->GetWorker("workers/a");
   ASSERT_TRUE(worker.ok());
   EXPECT_EQ(worker->agent_address(), "a:7000");
   EXPECT_EQ(worker->state(), v1::READY);
@@ -198,14 +203,14 @@ TEST_F(WorkerIdentityTest, SecondRegistrationUnderALiveNameIsRefusedAndChangesNo
 
 TEST_F(WorkerIdentityTest, KnownLostNameComesBackOnlyWithItsSecret) {
   const uint64_t session = Join("a");
-  manager_->OnDisconnect("workers/a", session, now_);
-  ASSERT_EQ(manager_->GetWorker("workers/a")->state(), v1::LOST);
-  auto refused = manager_->OnRegister(Hello("a", "evil:1"), now_);
+  fleet_->OnDisconnect("workers/a", session, now_);
+  ASSERT_EQ(fleet_->GetWorker("workers/a")->state(), v1::LOST);
+  auto refused = fleet_->OnRegister(Hello("a", "evil:1"), now_);
   EXPECT_EQ(refused.status().code(), absl::StatusCode::kPermissionDenied);
-  EXPECT_EQ(manager_->GetWorker("workers/a")->state(), v1::LOST);
-  EXPECT_EQ(manager_->GetWorker("workers/a")->agent_address(), "a:7000");
+  EXPECT_EQ(fleet_->GetWorker("workers/a")->state(), v1::LOST);
+  EXPECT_EQ(fleet_->GetWorker("workers/a")->agent_address(), "a:7000");
   Join("a");
-  EXPECT_EQ(manager_->GetWorker("workers/a")->state(), v1::READY);
+  EXPECT_EQ(fleet_->GetWorker("workers/a")->state(), v1::READY);
 }
 
 TEST_F(WorkerIdentityTest, SecretStillAdmitsAfterACoordinatorRestartOnSqlite) {
@@ -218,77 +223,77 @@ TEST_F(WorkerIdentityTest, SecretStillAdmitsAfterACoordinatorRestartOnSqlite) {
     store_ = *std::move(sqlite);
     Restart();
     Join("a");
-    manager_->Tick(now_);
-    manager_.reset();
+    fleet_->Tick(now_);
+    core_.reset();
     store_.reset();
   }
   auto reopened = OpenSqliteStore(dir + "/store.db");
   ASSERT_TRUE(reopened.ok()) << reopened.status();
   store_ = *std::move(reopened);
   Restart();
-  EXPECT_EQ(manager_->OnRegister(Hello("a", "evil:1"), now_).status().code(),
+  EXPECT_EQ(fleet_->OnRegister(Hello("a", "evil:1"), now_).status().code(),
             absl::StatusCode::kPermissionDenied);
   Join("a");
-  EXPECT_EQ(manager_->GetWorker("workers/a")->state(), v1::READY);
-  manager_.reset();
+  EXPECT_EQ(fleet_->GetWorker("workers/a")->state(), v1::READY);
+  core_.reset();
   store_.reset();
   std::filesystem::remove_all(dir);
 }
 
 TEST_F(WorkerIdentityTest, ForgottenNameJoinsAnewButNotWhileConnected) {
   const uint64_t session = Join("a");
-  EXPECT_EQ(manager_->ForgetWorker("workers/a").code(), absl::StatusCode::kFailedPrecondition);
-  manager_->OnDisconnect("workers/a", session, now_);
-  ASSERT_TRUE(manager_->ForgetWorker("a").ok());
-  EXPECT_FALSE(manager_->GetWorker("workers/a").ok());
+  EXPECT_EQ(fleet_->ForgetWorker("workers/a").code(), absl::StatusCode::kFailedPrecondition);
+  fleet_->OnDisconnect("workers/a", session, now_);
+  ASSERT_TRUE(fleet_->ForgetWorker("a").ok());
+  EXPECT_FALSE(fleet_->GetWorker("workers/a").ok());
   EXPECT_EQ(store_->ListWorkerSecretHashes()->count("workers/a"), 0u);
   secrets_.erase("a");
   Join("a");  // with the join token alone, issued a new secret
   EXPECT_EQ(secrets_["a"].size(), 64u);
-  EXPECT_EQ(manager_->ForgetWorker("workers/nobody").code(), absl::StatusCode::kNotFound);
+  EXPECT_EQ(fleet_->ForgetWorker("workers/nobody").code(), absl::StatusCode::kNotFound);
 }
 
 TEST_F(WorkerIdentityTest, TotalWorkersAreCapped) {
-  RunManagerOptions options;
-  options.max_workers = 2;
+  CoreOptions options;
+  options.workers.max_workers = 2;
   Restart(options);
   Join("a");
   Join("b");
-  auto refused = manager_->OnRegister(Hello("c", "c:1"), now_);
+  auto refused = fleet_->OnRegister(Hello("c", "c:1"), now_);
   EXPECT_EQ(refused.status().code(), absl::StatusCode::kResourceExhausted);
-  EXPECT_FALSE(manager_->GetWorker("workers/c").ok());
+  EXPECT_FALSE(fleet_->GetWorker("workers/c").ok());
   Join("a");  // a known name with its secret still comes back
-  EXPECT_EQ(manager_->worker_counts().registrations["refused_max_workers"], 1);
+  EXPECT_EQ(fleet_->worker_counts().registrations["refused_max_workers"], 1);
 }
 
 TEST_F(WorkerIdentityTest, NewNamesPerSourceAddressAreRateLimited) {
-  RunManagerOptions options;
-  options.register_rate = {/*per_second=*/1, /*burst=*/2};
+  CoreOptions options;
+  options.workers.register_rate = {/*per_second=*/1, /*burst=*/2};
   Restart(options);
   Join("a", "ipv4:10.0.0.1:1000");
   Join("b", "ipv4:10.0.0.1:1001");
   // Another port of the same address shares its bucket.
-  EXPECT_EQ(manager_->OnRegister(Hello("c", "c:1"), now_, "ipv4:10.0.0.1:1002").status().code(),
+  EXPECT_EQ(fleet_->OnRegister(Hello("c", "c:1"), now_, "ipv4:10.0.0.1:1002").status().code(),
             absl::StatusCode::kResourceExhausted);
   Join("d", "ipv4:10.0.0.2:1000");  // another source
   Join("a", "ipv4:10.0.0.1:1003");  // a known name is not a new one
   now_ += absl::Seconds(1);
   Join("c", "ipv4:10.0.0.1:1004");
-  EXPECT_EQ(manager_->worker_counts().registrations["refused_rate"], 1);
+  EXPECT_EQ(fleet_->worker_counts().registrations["refused_rate"], 1);
 }
 
 TEST_F(WorkerIdentityTest, AgentAddressAndWorkerIdFollowTheirGrammar) {
   for (const std::string& bad :
        {"", "node1", "node1:0", "node1:70000", "0.0.0.0:7000", "[::]:7000", "a b:1", "a;id:1",
         "-a:1", "$(id):1", "a..b:1", "[fe80::1%eth0]:1", "::1:7000"}) {
-    auto refused = manager_->OnRegister(Hello("w", bad), now_);
+    auto refused = fleet_->OnRegister(Hello("w", bad), now_);
     EXPECT_EQ(refused.status().code(), absl::StatusCode::kInvalidArgument) << bad;
     EXPECT_THAT(std::string(refused.status().message()), HasSubstr("register.agent_address"));
   }
   for (const std::string& good : {"node-1.example.org:50052", "10.0.0.5:1", "[::1]:7000",
                                   "[fe80::1]:7000", "host_1:65535"}) {
     v1::Register hello = Hello("w", good, secrets_["w"]);
-    auto admitted = manager_->OnRegister(hello, now_);
+    auto admitted = fleet_->OnRegister(hello, now_);
     EXPECT_TRUE(admitted.ok()) << good << ": " << admitted.status();
     if (admitted.ok() && !admitted->reply.worker_secret().empty()) {
       secrets_["w"] = admitted->reply.worker_secret();
@@ -296,7 +301,7 @@ TEST_F(WorkerIdentityTest, AgentAddressAndWorkerIdFollowTheirGrammar) {
   }
   for (const std::string& bad :
        std::vector<std::string>{"../x", "a/b", ".hidden", "-x", "a b", std::string(129, 'a')}) {
-    auto refused = manager_->OnRegister(Hello(bad, "ok:1"), now_);
+    auto refused = fleet_->OnRegister(Hello(bad, "ok:1"), now_);
     EXPECT_EQ(refused.status().code(), absl::StatusCode::kInvalidArgument) << bad;
     EXPECT_THAT(std::string(refused.status().message()), HasSubstr("register.worker_id"));
   }
@@ -309,7 +314,7 @@ TEST_F(WorkerIdentityTest, ForeignStatusResultAndLogAreNotApplied) {
   Join("a");
   Join("b");
   Join("mallory");
-  (void)manager_->DrainWorker("workers/mallory");
+  (void)fleet_->DrainWorker("workers/mallory");
   auto run = manager_->CreateRun(Spec(2), "", now_);
   ASSERT_TRUE(run.ok()) << run.status();
   const std::string launcher = run->launcher();
@@ -336,7 +341,7 @@ TEST_F(WorkerIdentityTest, ForeignStatusResultAndLogAreNotApplied) {
   EXPECT_TRUE(manager_->GetResults(run->name())->empty());
   EXPECT_EQ(manager_->GetRun(run->name())->state(), v1::SCHEDULED);
   EXPECT_TRUE(sink_->events.empty());
-  WorkerCounts counts = manager_->worker_counts();
+  WorkerCounts counts = fleet_->worker_counts();
   EXPECT_EQ(counts.refused_messages["log_not_launcher"], 2);
   EXPECT_EQ(counts.refused_messages["result_not_launcher"], 2);
   EXPECT_EQ(counts.refused_messages["status_not_launcher"], 2);
@@ -359,7 +364,7 @@ TEST_F(WorkerIdentityTest, ResultsBeyondWhatTheSpecCanProduceAreRefused) {
     result.mutable_result()->set_sequence(sequence);
     result.mutable_result()->set_bytes(8);
     manager_->OnResult("workers/a", result, now_);
-    manager_->FlushResults();
+    manager_->FlushJournal();
   };
   send(0);
   send(1);
@@ -368,7 +373,7 @@ TEST_F(WorkerIdentityTest, ResultsBeyondWhatTheSpecCanProduceAreRefused) {
   send(-1);
   EXPECT_EQ(manager_->GetResults(run->name())->size(), 2u);
   EXPECT_EQ(link_.Count("workers/a", v1::CoordinatorMessage::kAck), 2);
-  EXPECT_EQ(manager_->worker_counts().refused_messages["results_beyond_spec"], 2);
+  EXPECT_EQ(fleet_->worker_counts().refused_messages["results_beyond_spec"], 2);
 }
 
 }  // namespace

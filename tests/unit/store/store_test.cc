@@ -539,6 +539,74 @@ TEST_P(StoreContractTest, WorkflowsAreKeptWholeAndListedNewestFirst) {
   EXPECT_EQ(store_->PutWorkflow(make("runs/x", 1)).code(), absl::StatusCode::kInvalidArgument);
 }
 
+TEST_P(StoreContractTest, ACommitAppliesEveryWriteInOrderTogether) {
+  v1::Run run = MakeRun(1, 1000, v1::QUEUED, "req-1");
+  v1::Run started = run;
+  started.set_state(v1::RUNNING);
+  started.set_sizes_done(7);  // not written: the results own the progress
+  std::vector<Store::Write> batch;
+  batch.push_back(Store::CreateRunWrite{run});
+  batch.push_back(Store::UpdateRunWrite{started, /*with_progress=*/false});
+  batch.push_back(Store::AddResultsWrite{{{"runs/0001", MakeResult(0, 8)},
+                                          {"runs/0001", MakeResult(1, 16)},
+                                          {"runs/0001", MakeResult(0, 8)}}});
+  batch.push_back(Store::UpsertWorkersWrite{{MakeWorker("a", v1::READY)}});
+  batch.push_back(Store::SetWorkerSecretHashWrite{"workers/a", "hash-a"});
+  absl::StatusOr<std::vector<Store::WriteResult>> done = store_->Commit(batch);
+  ASSERT_TRUE(done.ok()) << done.status();
+  ASSERT_EQ(done->size(), batch.size());
+  EXPECT_THAT((*done)[2].inserted, ElementsAre(true, true, false));
+  EXPECT_TRUE((*done)[0].inserted.empty());
+  const v1::Run stored = store_->GetRun("runs/0001").value();
+  EXPECT_EQ(stored.state(), v1::RUNNING);
+  EXPECT_EQ(stored.sizes_done(), 2);
+  EXPECT_THAT(Sequences(store_->ListResults("runs/0001").value()), ElementsAre(0, 1));
+  EXPECT_EQ(store_->ListWorkers().value().size(), 1u);
+  EXPECT_EQ(store_->ListWorkerSecretHashes().value().at("workers/a"), "hash-a");
+}
+
+TEST_P(StoreContractTest, ACommitWithARefusedWriteKeepsNothingOfIt) {
+  Create(MakeRun(1, 1000, v1::RUNNING, ""));
+  ASSERT_TRUE(store_->UpsertWorker(MakeWorker("a", v1::READY)).ok());
+  std::vector<Store::Write> batch;
+  batch.push_back(Store::CreateRunWrite{MakeRun(2, 2000, v1::QUEUED, "")});
+  batch.push_back(Store::AddResultsWrite{{{"runs/0001", MakeResult(0, 8)}}});
+  batch.push_back(Store::DeleteWorkerWrite{"workers/a"});
+  batch.push_back(Store::UpdateRunWrite{MakeRun(9, 9000, v1::RUNNING, ""), false});  // unknown
+  batch.push_back(Store::CreateRunWrite{MakeRun(3, 3000, v1::QUEUED, "")});
+  const absl::StatusOr<std::vector<Store::WriteResult>> done = store_->Commit(batch);
+  EXPECT_TRUE(absl::IsNotFound(done.status())) << done.status();
+  EXPECT_THAT(std::string(done.status().message()), HasSubstr("runs/0009"));
+  EXPECT_TRUE(absl::IsNotFound(store_->GetRun("runs/0002").status()));
+  EXPECT_TRUE(absl::IsNotFound(store_->GetRun("runs/0003").status()));
+  EXPECT_TRUE(store_->ListResults("runs/0001").value().empty());
+  EXPECT_EQ(store_->GetRun("runs/0001").value().sizes_done(), 0);
+  EXPECT_EQ(store_->ListWorkers().value().size(), 1u);
+}
+
+TEST_P(StoreContractTest, ACommitRefusesWhatItsMethodRefuses) {
+  Create(MakeRun(1, 1000, v1::RUNNING, "req-1"));
+  const auto refused = [&](Store::Write write) {
+    std::vector<Store::Write> batch;
+    batch.push_back(std::move(write));
+    return store_->Commit(batch).status().code();
+  };
+  EXPECT_EQ(refused(Store::CreateRunWrite{MakeRun(1, 1000, v1::QUEUED, "")}),
+            absl::StatusCode::kAlreadyExists);
+  EXPECT_EQ(refused(Store::CreateRunWrite{MakeRun(2, 1000, v1::QUEUED, "req-1")}),
+            absl::StatusCode::kAlreadyExists);
+  EXPECT_EQ(refused(Store::AddResultsWrite{{{"runs/0001", MakeResult(-1, 8)}}}),
+            absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(refused(Store::AddResultsWrite{{{"runs/0009", MakeResult(0, 8)}}}),
+            absl::StatusCode::kNotFound);
+  EXPECT_EQ(refused(Store::UpsertWorkersWrite{{MakeWorker("", v1::READY)}}),
+            absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(refused(Store::SetWorkerSecretHashWrite{"workers/a", ""}),
+            absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(refused(Store::DeleteWorkerWrite{"workers/nobody"}), absl::StatusCode::kNotFound);
+  EXPECT_TRUE(store_->Commit({}).ok());
+}
+
 INSTANTIATE_TEST_SUITE_P(Implementations, StoreContractTest,
                          testing::Values(Kind::kMemory, Kind::kSqlite),
                          [](const testing::TestParamInfo<Kind>& info) {

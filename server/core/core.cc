@@ -1,0 +1,28 @@
+// SPDX-License-Identifier: Apache-2.0
+#include "server/core/core.h"
+
+#include <utility>
+
+#include "common/status_macros.h"
+
+namespace collbench {
+
+Core::Core(Store* store, WatchHub* hub, WorkerLink* link, CoreOptions options)
+    : store_(store),
+      journal_(&store_, options.journal),
+      workers_(&store_, &registry_, &journal_, std::move(options.workers)),
+      runs_(&store_, &registry_, &workers_, &journal_, hub, link, std::move(options.runs)),
+      fleet_(&workers_, &runs_, options.fleet),
+      retention_(&store_, &runs_, options.retention) {}
+
+Core::~Core() {
+  workers_.FlushRows();
+  journal_.Stop();
+}
+
+absl::Status Core::Recover(absl::Time now) {
+  RETURN_IF_ERROR(workers_.Recover());
+  return runs_.Recover(now);
+}
+
+}  // namespace collbench

@@ -1,0 +1,67 @@
+// SPDX-License-Identifier: Apache-2.0
+#include "server/core/fleet.h"
+
+#include <utility>
+
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "common/status_macros.h"
+
+namespace collbench {
+
+absl::StatusOr<WorkerDirectory::Registration> Fleet::OnRegister(const v1::Register& hello,
+                                                                absl::Time now,
+                                                                absl::string_view peer) {
+  ASSIGN_OR_RETURN(WorkerDirectory::Registration registration,
+                   workers_->Register(hello, now, peer));
+  runs_->OnWorkerJoined(registration.name,
+                        {hello.active_runs().begin(), hello.active_runs().end()}, now);
+  return registration;
+}
+
+void Fleet::OnDisconnect(const std::string& worker, uint64_t session, absl::Time now) {
+  if (workers_->Disconnect(worker, session)) runs_->OnWorkerLost(worker, session, now);
+}
+
+absl::StatusOr<v1::Worker> Fleet::UndrainWorker(absl::string_view name, absl::Time now) {
+  ASSIGN_OR_RETURN(v1::Worker worker, workers_->Undrain(name));
+  runs_->Schedule(now);
+  return worker;
+}
+
+absl::StatusOr<v1::Worker> Fleet::ClearWorker(absl::string_view name, absl::string_view by,
+                                              absl::Time now) {
+  ASSIGN_OR_RETURN(v1::Worker worker, workers_->Clear(name, by));
+  runs_->Schedule(now);
+  return worker;
+}
+
+absl::Status Fleet::ForgetWorker(absl::string_view name) {
+  const std::string full =
+      absl::StartsWith(name, "workers/") ? std::string(name) : absl::StrCat("workers/", name);
+  // After a restart, a run waiting for its workers to come back holds one
+  // before the registry knows it.
+  if (const std::string run = runs_->HolderOf(full); !run.empty()) {
+    return absl::FailedPreconditionError(
+        absl::StrCat(full, " is held by ", run, "; wait for the run to end"));
+  }
+  return workers_->Forget(full);
+}
+
+WorkerCounts Fleet::worker_counts() {
+  WorkerCounts counts;
+  counts.registrations = workers_->registrations();
+  counts.refused_messages = runs_->refused_messages();
+  return counts;
+}
+
+void Fleet::Tick(absl::Time now) {
+  for (const scheduling::WorkerSnapshot& lost :
+       workers_->ExpireStale(now, options_.heartbeat_timeout)) {
+    runs_->OnWorkerLost(lost.name, lost.session, now);
+  }
+  runs_->Tick(now);
+  workers_->FlushRows();
+}
+
+}  // namespace collbench

@@ -1,0 +1,104 @@
+// SPDX-License-Identifier: Apache-2.0
+// The workers as the coordinator manages them: what each worker's stream
+// says (registration, heartbeats, run status, results, logs, rank
+// progress), what operators decide about workers (drain, clear, forget,
+// and a hunt's quarantine), and the periodic tick. It ties who the workers
+// are (WorkerDirectory) to the runs on them (RunManager): a worker that
+// joins re-adopts its runs and lets the queue move, a lost one fails the
+// run it carries ranks of, an undrained or cleared one may take a waiting
+// run. The worker gateway and the API's worker methods call this class.
+//
+// Thread safety: every method may be called from any thread; it holds no
+// lock of its own and calls the directory and the lifecycle in turn, never
+// one under the other's lock.
+#ifndef COLLBENCH_SERVER_CORE_FLEET_H_
+#define COLLBENCH_SERVER_CORE_FLEET_H_
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "absl/time/time.h"
+#include "collbench/v1/gateway.pb.h"
+#include "collbench/v1/worker.pb.h"
+#include "server/core/run_manager.h"
+#include "server/core/worker_directory.h"
+
+namespace collbench {
+
+struct FleetOptions {
+  // A worker that sent nothing for this long is lost.
+  absl::Duration heartbeat_timeout = absl::Seconds(6);
+};
+
+class Fleet {
+ public:
+  // Neither pointer is owned; both outlive the fleet.
+  Fleet(WorkerDirectory* workers, RunManager* runs, FleetOptions options = {})
+      : workers_(workers), runs_(runs), options_(options) {}
+
+  // --- A worker's stream (the gateway) -------------------------------------
+  // WorkerDirectory::Register, then the runs it lists are re-adopted and the
+  // queue placed. Its errors.
+  absl::StatusOr<WorkerDirectory::Registration> OnRegister(const v1::Register& hello,
+                                                           absl::Time now,
+                                                           absl::string_view peer = "");
+  // A registration refused before OnRegister ("refused_concurrent").
+  void CountRegistration(absl::string_view result) { workers_->CountRegistration(result); }
+  void OnHeartbeat(const std::string& worker, uint64_t session, absl::Time now) {
+    workers_->Heartbeat(worker, session, now);
+  }
+  // LOST at once (without the lifecycle's lock: a fleet whose streams all
+  // end does not queue behind it); the run it carries ranks of fails.
+  void OnDisconnect(const std::string& worker, uint64_t session, absl::Time now);
+  void OnRunStatus(const std::string& worker, const v1::RunStatus& status, absl::Time now) {
+    runs_->OnRunStatus(worker, status, now);
+  }
+  void OnResult(const std::string& worker, const v1::RunResult& result, absl::Time now) {
+    runs_->OnResult(worker, result, now);
+  }
+  void OnLog(const std::string& worker, const v1::RunLog& log, absl::Time now) {
+    runs_->OnLog(worker, log, now);
+  }
+  void OnRankProgress(const std::string& worker, const v1::RankProgressReport& report,
+                      absl::Time now) {
+    runs_->OnRankProgress(worker, report, now);
+  }
+
+  // --- Operators and hunts -------------------------------------------------
+  std::vector<v1::Worker> ListWorkers() { return workers_->List(); }
+  WorkerDirectory::Page ListWorkers(size_t start, size_t count) {
+    return workers_->List(start, count);
+  }
+  absl::StatusOr<v1::Worker> GetWorker(absl::string_view name) { return workers_->Get(name); }
+  absl::StatusOr<v1::Worker> DrainWorker(absl::string_view name) {
+    return workers_->Drain(name);
+  }
+  // Undrained: queued runs may fit on it now.
+  absl::StatusOr<v1::Worker> UndrainWorker(absl::string_view name, absl::Time now);
+  absl::StatusOr<v1::Worker> SuspectWorker(absl::string_view name,
+                                           const v1::WorkerSuspicion& why) {
+    return workers_->Suspect(name, why);
+  }
+  // Cleared: runs waiting for it may start.
+  absl::StatusOr<v1::Worker> ClearWorker(absl::string_view name, absl::string_view by,
+                                         absl::Time now);
+  // WorkerDirectory::Forget, refused (FailedPrecondition) while a run waits
+  // for it after a restart.
+  absl::Status ForgetWorker(absl::string_view name);
+  WorkerCounts worker_counts();
+
+  // Expires silent workers (their runs fail), enforces the runs' timeouts
+  // and grace periods, places the queue, and writes changed worker rows.
+  void Tick(absl::Time now);
+
+ private:
+  WorkerDirectory* const workers_;
+  RunManager* const runs_;
+  const FleetOptions options_;
+};
+
+}  // namespace collbench
+
+#endif  // COLLBENCH_SERVER_CORE_FLEET_H_

@@ -1,0 +1,592 @@
+// SPDX-License-Identifier: Apache-2.0
+#include "server/core/worker_directory.h"
+
+#include <algorithm>
+#include <limits>
+#include <utility>
+
+#include "absl/strings/ascii.h"
+#include "absl/strings/escaping.h"
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "api/capabilities.h"
+#include "api/convert.h"
+#include "api/ipc_sharing.h"
+#include "common/host_port.h"
+#include "common/log.h"
+#include "common/status_macros.h"
+#include "common/worker_labels.h"
+#include "server/core/no_io_lock.h"
+#include "server/core/worker_credentials.h"
+
+namespace collbench {
+namespace {
+
+constexpr char kLockName[] = "WorkerDirectory::mu_";
+
+v1::WorkerState ToProtoState(scheduling::WorkerState state) {
+  switch (state) {
+    case scheduling::WorkerState::kReady: return v1::READY;
+    case scheduling::WorkerState::kBusy: return v1::BUSY;
+    case scheduling::WorkerState::kDraining: return v1::DRAINING;
+    case scheduling::WorkerState::kLost: return v1::LOST;
+    case scheduling::WorkerState::kSuspect: return v1::SUSPECT;
+  }
+  return v1::WORKER_STATE_UNSPECIFIED;
+}
+
+std::string FullName(absl::string_view name) {
+  return absl::StartsWith(name, "workers/") ? std::string(name) : absl::StrCat("workers/", name);
+}
+
+// A worker id becomes "workers/{id}", a folder name on workers and a word
+// in logs: letters, digits, '.', '_', '-', not starting with '.' or '-'.
+absl::Status ValidateWorkerId(absl::string_view id) {
+  constexpr size_t kMaxLength = 128;
+  bool valid = !id.empty() && id.size() <= kMaxLength && id.front() != '.' && id.front() != '-';
+  for (const char c : id) {
+    valid &= absl::ascii_isalnum(c) || c == '.' || c == '_' || c == '-';
+  }
+  if (valid) return absl::OkStatus();
+  return absl::InvalidArgumentError(absl::StrCat(
+      "register.worker_id: must be 1 to ", kMaxLength,
+      " letters, digits, '.', '_' or '-', not starting with '.' or '-'"));
+}
+
+// What Register checks of `hello` before it looks at who is registered:
+// the result name to count on refusal, and the error.
+struct Refusal {
+  const char* result;
+  absl::Status status;
+};
+
+std::optional<Refusal> CheckHello(const v1::Register& hello, const Authorizer& tokens,
+                                  scheduling::WorkerRegistration* registration) {
+  if (absl::Status joined = tokens.CheckToken(hello.join_token(), Role::kWorker); !joined.ok()) {
+    return Refusal{"refused_join_token",
+                   absl::PermissionDeniedError(absl::StrCat(
+                       "the worker's join token is not accepted: ", joined.message()))};
+  }
+  if (absl::Status valid = ValidateWorkerId(hello.worker_id()); !valid.ok()) {
+    return Refusal{"refused_invalid", valid};
+  }
+  if (absl::Status valid = ValidateDialAddress(hello.agent_address()); !valid.ok()) {
+    return Refusal{"refused_invalid", absl::InvalidArgumentError(absl::StrCat(
+                                          "register.agent_address: ", valid.message()))};
+  }
+  for (const auto& [key, value] : hello.inventory().labels()) {
+    if (absl::Status valid = ValidateWorkerLabel(key, value); !valid.ok()) {
+      return Refusal{"refused_invalid", absl::InvalidArgumentError(absl::StrCat(
+                                            "register.inventory.labels: ", valid.message()))};
+    }
+  }
+  registration->name = absl::StrCat("workers/", hello.worker_id());
+  registration->host_id = hello.inventory().host_id();
+  registration->slots = hello.slots();
+  registration->agent_address = hello.agent_address();
+  registration->offers = std::make_shared<const std::vector<std::string>>(
+      OffersOf(hello.inventory(), hello.worker_id()));
+  if (absl::Status valid = scheduling::WorkerRegistry::Validate(*registration); !valid.ok()) {
+    return Refusal{"refused_invalid", valid};
+  }
+  return std::nullopt;
+}
+
+}  // namespace
+
+WorkerDirectory::WorkerDirectory(Store* store, scheduling::WorkerRegistry* registry,
+                                 Journal* journal, WorkerDirectoryOptions options)
+    : store_(store),
+      registry_(registry),
+      journal_(journal),
+      options_(std::move(options)),
+      register_limiter_(options_.register_rate) {}
+
+absl::Status WorkerDirectory::Recover() {
+  ASSIGN_OR_RETURN(std::vector<v1::Worker> workers, store_->ListWorkers());
+  using SecretHashes = std::map<std::string, std::string>;
+  ASSIGN_OR_RETURN(SecretHashes secret_hashes, store_->ListWorkerSecretHashes());
+  NoIoLock lock(&mu_, kLockName);
+  secret_hashes_ = std::move(secret_hashes);
+  for (v1::Worker& w : workers) {
+    w.set_state(v1::LOST);
+    w.clear_current_run();
+    known_before_start_[w.name()] = std::move(w);
+  }
+  return absl::OkStatus();
+}
+
+absl::Status WorkerDirectory::RefuseLocked(const char* result, absl::string_view worker_id,
+                                           absl::string_view peer, absl::Status status) {
+  const int64_t count = ++registrations_[result];
+  if ((count & (count - 1)) == 0) {
+    // The id is escaped: it is whatever the caller sent.
+    const std::string id = absl::CHexEscape(worker_id.substr(0, 128));
+    LogWarn("worker.register_refused",
+            absl::StrFormat("registration of \"%s\" from %s refused (%s, %d so far): %s", id,
+                            peer.empty() ? "an unknown peer" : peer, result, count,
+                            status.message()))
+        .Str("worker", id)
+        .Str("peer", peer)
+        .Str("reason", result)
+        .Int("count", count)
+        .Error(status);
+  }
+  return status;
+}
+
+absl::StatusOr<WorkerDirectory::Registration> WorkerDirectory::Register(
+    const v1::Register& hello, absl::Time now, absl::string_view peer) {
+  scheduling::WorkerRegistration registration;
+  if (std::optional<Refusal> refused = CheckHello(hello, options_.tokens, &registration)) {
+    NoIoLock lock(&mu_, kLockName);
+    return RefuseLocked(refused->result, hello.worker_id(), peer, std::move(refused->status));
+  }
+  const std::string& name = registration.name;
+  Registration result;
+  result.name = name;
+  uint64_t store_secret = 0;
+  {
+    NoIoLock lock(&mu_, kLockName);
+    RETURN_IF_ERROR(AdmitLocked(name, hello, peer, now, &result.reply, &store_secret));
+  }
+  if (store_secret != 0) {
+    // A restarted coordinator must know every secret a worker holds: the
+    // hash is durable before the secret is handed out.
+    const absl::Status stored = journal_->Await(store_secret);
+    NoIoLock lock(&mu_, kLockName);
+    registering_.erase(name);
+    if (!stored.ok()) {
+      secret_hashes_.erase(name);
+      return RefuseLocked("refused_store", hello.worker_id(), peer,
+                          absl::UnavailableError(absl::StrCat(
+                              "register: cannot record ", name, "'s credential: ",
+                              stored.message())));
+    }
+  }
+  NoIoLock lock(&mu_, kLockName);
+  ASSIGN_OR_RETURN(result.session, JoinLocked(hello, registration, now));
+  ++registrations_[store_secret != 0 ? "new" : "reconnected"];
+  LogInfo("worker.registered", absl::StrCat(name, " registered from ", peer, " with ",
+                                            registration.slots, " slots"))
+      .Str("worker", name)
+      .Str("peer", peer)
+      .Str("host_id", registration.host_id)
+      .Int("slots", registration.slots)
+      .Str("agent_address", registration.agent_address)
+      .Int("active_runs", hello.active_runs_size());
+  result.reply.set_name(name);
+  result.reply.set_heartbeat_interval_ms(
+      static_cast<int32_t>(absl::ToInt64Milliseconds(options_.heartbeat_interval)));
+  return result;
+}
+
+absl::Status WorkerDirectory::AdmitLocked(const std::string& name, const v1::Register& hello,
+                                          absl::string_view peer, absl::Time now,
+                                          v1::Registered* reply, uint64_t* store_secret) {
+  const absl::string_view id = hello.worker_id();
+  if (registering_.count(name) > 0 || forgetting_.count(name) > 0) {
+    return RefuseLocked("refused_busy", id, peer,
+                        absl::UnavailableError(absl::StrCat(
+                            "register: ", name, " is being registered or forgotten by another "
+                            "call; retry")));
+  }
+  if (auto known = secret_hashes_.find(name); known != secret_hashes_.end()) {
+    if (!WorkerSecretMatches(hello.worker_secret(), known->second)) {
+      return RefuseLocked(
+          "refused_secret", id, peer,
+          absl::PermissionDeniedError(absl::StrCat(
+              "register.worker_secret: ", name,
+              " is a known worker; only its own secret (issued at its first registration and "
+              "kept in its state directory) admits it, the join token alone does not. If the "
+              "worker lost its secret, an operator must forget the name first")));
+    }
+    return absl::OkStatus();
+  }
+  if (options_.max_workers > 0 &&
+      secret_hashes_.size() >= static_cast<size_t>(options_.max_workers)) {
+    return RefuseLocked("refused_max_workers", id, peer,
+                        absl::ResourceExhaustedError(absl::StrCat(
+                            "register: this coordinator already knows ", secret_hashes_.size(),
+                            " workers, its limit (--max-workers); ", name, " is not admitted")));
+  }
+  if (const absl::Duration wait = register_limiter_.Acquire(PeerAddress(peer), now);
+      wait > absl::ZeroDuration()) {
+    return RefuseLocked("refused_rate", id, peer,
+                        absl::ResourceExhaustedError(absl::StrCat(
+                            "register: too many new worker names from ", PeerAddress(peer),
+                            " (--register-rate); retry in ", absl::FormatDuration(wait))));
+  }
+  ASSIGN_OR_RETURN(std::string secret, NewWorkerSecret());
+  std::string hash = HashWorkerSecret(secret);
+  *store_secret =
+      journal_->Append(this, Store::SetWorkerSecretHashWrite{name, hash}, {.awaited = true});
+  secret_hashes_[name] = std::move(hash);
+  registering_.insert(name);
+  reply->set_worker_secret(std::move(secret));
+  return absl::OkStatus();
+}
+
+absl::StatusOr<uint64_t> WorkerDirectory::JoinLocked(
+    const v1::Register& hello, const scheduling::WorkerRegistration& registration,
+    absl::Time now) {
+  const std::string& name = registration.name;
+  absl::StatusOr<uint64_t> session = registry_->Register(registration, now);
+  if (!session.ok()) {
+    ++registrations_["refused_invalid"];
+    return session.status();
+  }
+  inventories_[name] = std::make_shared<const v1::Inventory>(hello.inventory());
+  // Back after a restart: a drain or quarantine from before holds until an
+  // operator lifts it; the registry's entry is listed from now on.
+  if (auto before = known_before_start_.find(name); before != known_before_start_.end()) {
+    if (before->second.draining()) (void)registry_->Drain(name);
+    if (before->second.has_suspect()) {
+      (void)registry_->SetSuspect(name, true);
+      suspicions_[name] = before->second.suspect();
+    }
+    known_before_start_.erase(before);
+  }
+  ASSIGN_OR_RETURN(const scheduling::WorkerSnapshot snapshot, registry_->Get(name));
+  v1::Worker worker = WorkerProtoLocked(snapshot);
+  worker.set_display_name(hello.display_name());
+  SaveRowLocked(std::move(worker));
+  return session;
+}
+
+void WorkerDirectory::CountRegistration(absl::string_view result) {
+  NoIoLock lock(&mu_, kLockName);
+  ++registrations_[std::string(result)];
+}
+
+std::map<std::string, int64_t> WorkerDirectory::registrations() {
+  NoIoLock lock(&mu_, kLockName);
+  return registrations_;
+}
+
+void WorkerDirectory::Heartbeat(const std::string& worker, uint64_t session, absl::Time now) {
+  (void)registry_->Heartbeat(worker, session, now);
+}
+
+bool WorkerDirectory::Disconnect(const std::string& worker, uint64_t session) {
+  // LOST in the registry (and so in every listing) at once, without this
+  // directory's lock: a fleet whose streams all end does not queue here.
+  if (!registry_->Disconnect(worker, session)) return false;
+  absl::StatusOr<scheduling::WorkerSnapshot> snapshot = registry_->Get(worker);
+  if (!snapshot.ok()) return false;
+  NoIoLock lock(&mu_, kLockName);
+  LostLocked(*snapshot);
+  return true;
+}
+
+std::vector<scheduling::WorkerSnapshot> WorkerDirectory::ExpireStale(absl::Time now,
+                                                                     absl::Duration timeout) {
+  std::vector<scheduling::WorkerSnapshot> lost = registry_->ExpireStale(now, timeout);
+  if (lost.empty()) return lost;
+  NoIoLock lock(&mu_, kLockName);
+  for (const scheduling::WorkerSnapshot& worker : lost) LostLocked(worker);
+  return lost;
+}
+
+void WorkerDirectory::LostLocked(const scheduling::WorkerSnapshot& worker) {
+  LogWarn("worker.lost", absl::StrCat(worker.name, " lost: ",
+                                      worker.lost_reason.empty() ? "no reason given"
+                                                                 : worker.lost_reason))
+      .Str("worker", worker.name)
+      .StrIfSet("reason", worker.lost_reason)
+      .StrIfSet("run", worker.current_run);
+  SaveRowLocked(WorkerProtoLocked(worker));
+}
+
+absl::StatusOr<v1::Worker> WorkerDirectory::Drain(absl::string_view name) {
+  NoIoLock lock(&mu_, kLockName);
+  return SetDrainingLocked(name, true);
+}
+
+absl::StatusOr<v1::Worker> WorkerDirectory::Undrain(absl::string_view name) {
+  NoIoLock lock(&mu_, kLockName);
+  return SetDrainingLocked(name, false);
+}
+
+absl::StatusOr<v1::Worker> WorkerDirectory::SetDrainingLocked(absl::string_view name,
+                                                              bool draining) {
+  const std::string full = FullName(name);
+  v1::Worker worker;
+  if (registry_->Get(full).ok()) {
+    RETURN_IF_ERROR(draining ? registry_->Drain(full) : registry_->Undrain(full));
+    ASSIGN_OR_RETURN(const scheduling::WorkerSnapshot snapshot, registry_->Get(full));
+    worker = WorkerProtoLocked(snapshot);
+  } else if (auto before = known_before_start_.find(full); before != known_before_start_.end()) {
+    // Not back since a restart: the row keeps the decision for when it is.
+    before->second.set_draining(draining);
+    worker = before->second;
+  } else {
+    return absl::NotFoundError(absl::StrCat(full, " is not a known worker"));
+  }
+  SaveRowLocked(worker);
+  LogInfo(draining ? "worker.draining" : "worker.undrained",
+          absl::StrCat(full, draining ? " drained: it takes no new run until undrained"
+                                      : " undrained"))
+      .Str("worker", full);
+  return worker;
+}
+
+absl::StatusOr<v1::Worker> WorkerDirectory::Suspect(absl::string_view name,
+                                                    const v1::WorkerSuspicion& why) {
+  NoIoLock lock(&mu_, kLockName);
+  ASSIGN_OR_RETURN(v1::Worker worker, SetSuspectLocked(name, &why));
+  LogWarn("worker.suspect", absl::StrCat(worker.name(), " is SUSPECT: ", why.reason()))
+      .Str("worker", worker.name())
+      .Str("hunt", why.hunt());
+  return worker;
+}
+
+absl::StatusOr<v1::Worker> WorkerDirectory::Clear(absl::string_view name, absl::string_view by) {
+  NoIoLock lock(&mu_, kLockName);
+  const std::string full = FullName(name);
+  bool suspect = suspicions_.count(full) > 0;
+  auto before = known_before_start_.find(full);
+  if (!suspect && before != known_before_start_.end()) suspect = before->second.has_suspect();
+  if (!suspect) {
+    if (!registry_->Get(full).ok() && before == known_before_start_.end()) {
+      return absl::NotFoundError(absl::StrCat(full, " is not a known worker"));
+    }
+    return absl::FailedPreconditionError(absl::StrCat(full, " is not SUSPECT"));
+  }
+  ASSIGN_OR_RETURN(v1::Worker worker, SetSuspectLocked(full, nullptr));
+  LogInfo("worker.cleared", absl::StrCat(full, " cleared (", by, "): it takes runs again"))
+      .Str("worker", full);
+  return worker;
+}
+
+absl::StatusOr<v1::Worker> WorkerDirectory::SetSuspectLocked(absl::string_view name,
+                                                             const v1::WorkerSuspicion* why) {
+  const std::string full = FullName(name);
+  v1::Worker worker;
+  if (registry_->Get(full).ok()) {
+    if (why != nullptr) {
+      suspicions_[full] = *why;
+    } else {
+      suspicions_.erase(full);
+    }
+    RETURN_IF_ERROR(registry_->SetSuspect(full, why != nullptr));
+    ASSIGN_OR_RETURN(const scheduling::WorkerSnapshot snapshot, registry_->Get(full));
+    worker = WorkerProtoLocked(snapshot);
+  } else if (auto before = known_before_start_.find(full); before != known_before_start_.end()) {
+    // Not back since a restart: the row keeps it for when it is.
+    if (why != nullptr) {
+      *before->second.mutable_suspect() = *why;
+    } else {
+      before->second.clear_suspect();
+    }
+    worker = before->second;
+  } else {
+    return absl::NotFoundError(absl::StrCat(full, " is not a known worker"));
+  }
+  SaveRowLocked(worker);
+  return worker;
+}
+
+absl::Status WorkerDirectory::CheckForgettableLocked(const std::string& full) {
+  if (absl::StatusOr<scheduling::WorkerSnapshot> live = registry_->Get(full); live.ok()) {
+    if (live->state != scheduling::WorkerState::kLost) {
+      return absl::FailedPreconditionError(absl::StrCat(
+          full, " is connected (", scheduling::WorkerStateName(live->state),
+          "); only a worker that is gone can be deleted: drain it, stop it, then delete it"));
+    }
+    if (!live->current_run.empty()) {
+      return absl::FailedPreconditionError(
+          absl::StrCat(full, " is held by ", live->current_run, "; wait for the run to end"));
+    }
+  }
+  if (registering_.count(full) > 0 || forgetting_.count(full) > 0) {
+    return absl::FailedPreconditionError(
+        absl::StrCat(full, " is being registered or forgotten by another call; retry"));
+  }
+  const bool known = secret_hashes_.count(full) > 0 || known_before_start_.count(full) > 0 ||
+                     registry_->Get(full).ok();
+  if (!known) return absl::NotFoundError(absl::StrCat(full, " is not a known worker"));
+  return absl::OkStatus();
+}
+
+absl::Status WorkerDirectory::Forget(absl::string_view name) {
+  const std::string full = FullName(name);
+  uint64_t deleted = 0;
+  {
+    NoIoLock lock(&mu_, kLockName);
+    RETURN_IF_ERROR(CheckForgettableLocked(full));
+    // No row of it is written after the delete: none queued, none saved
+    // while it is forgotten.
+    unsaved_rows_.erase(full);
+    forgetting_.insert(full);
+    deleted = journal_->Append(this, Store::DeleteWorkerWrite{full}, {.awaited = true});
+  }
+  const absl::Status stored = journal_->Await(deleted);
+  NoIoLock lock(&mu_, kLockName);
+  forgetting_.erase(full);
+  // NotFound: known only in memory (its row not written yet).
+  if (!stored.ok() && !absl::IsNotFound(stored)) return stored;
+  (void)registry_->Remove(full);
+  inventories_.erase(full);
+  secret_hashes_.erase(full);
+  suspicions_.erase(full);
+  known_before_start_.erase(full);
+  LogInfo("worker.forgotten", absl::StrCat("forgot ", full, "; it may register anew"))
+      .Str("worker", full);
+  return absl::OkStatus();
+}
+
+v1::Worker WorkerDirectory::WorkerProtoLocked(const scheduling::WorkerSnapshot& snapshot) const {
+  v1::Worker worker;
+  worker.set_name(snapshot.name);
+  worker.set_state(ToProtoState(snapshot.state));
+  *worker.mutable_inventory() = *InventoryOfLocked(snapshot.name);
+  worker.set_display_name(worker.inventory().hostname());
+  worker.set_agent_address(snapshot.agent_address);
+  worker.set_slots(snapshot.slots);
+  *worker.mutable_last_heartbeat_time() = TimestampFromTime(snapshot.last_heartbeat_time);
+  *worker.mutable_register_time() = TimestampFromTime(snapshot.register_time);
+  worker.set_current_run(snapshot.current_run);
+  worker.set_draining(snapshot.draining);
+  if (snapshot.suspect) {
+    if (auto it = suspicions_.find(snapshot.name); it != suspicions_.end()) {
+      *worker.mutable_suspect() = it->second;
+    }
+  }
+  return worker;
+}
+
+std::vector<v1::Worker> WorkerDirectory::List() {
+  return List(0, std::numeric_limits<size_t>::max()).workers;
+}
+
+WorkerDirectory::Page WorkerDirectory::List(size_t start, size_t count) {
+  NoIoLock lock(&mu_, kLockName);
+  Page page;
+  if (known_before_start_.empty()) {  // every worker is in the registry: copy only the page
+    scheduling::WorkerRegistry::Page live = registry_->ListPage(start, count);
+    page.total = live.total;
+    page.workers.reserve(live.workers.size());
+    for (const scheduling::WorkerSnapshot& snapshot : live.workers) {
+      page.workers.push_back(WorkerProtoLocked(snapshot));
+    }
+    return page;
+  }
+  // Both by name, merged; a registered worker's entry wins over its row
+  // from before the restart.
+  const std::vector<scheduling::WorkerSnapshot> live = registry_->List();
+  size_t index = 0;
+  auto keep = [&](auto make) {
+    if (index >= start && page.workers.size() < count) page.workers.push_back(make());
+    ++index;
+  };
+  auto b = known_before_start_.begin();
+  size_t l = 0;
+  while (b != known_before_start_.end() || l < live.size()) {
+    if (l < live.size() && (b == known_before_start_.end() || live[l].name <= b->first)) {
+      if (b != known_before_start_.end() && b->first == live[l].name) ++b;
+      const scheduling::WorkerSnapshot& snapshot = live[l++];
+      keep([&]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return WorkerProtoLocked(snapshot); });
+    } else {
+      const v1::Worker& worker = (b++)->second;
+      keep([&] { return worker; });
+    }
+  }
+  page.total = index;
+  return page;
+}
+
+absl::StatusOr<v1::Worker> WorkerDirectory::Get(absl::string_view name) {
+  const std::string full = FullName(name);
+  NoIoLock lock(&mu_, kLockName);
+  if (absl::StatusOr<scheduling::WorkerSnapshot> live = registry_->Get(full); live.ok()) {
+    return WorkerProtoLocked(*live);
+  }
+  if (auto before = known_before_start_.find(full); before != known_before_start_.end()) {
+    return before->second;
+  }
+  return absl::NotFoundError(absl::StrCat(full, " is not a known worker"));
+}
+
+std::shared_ptr<const v1::Inventory> WorkerDirectory::InventoryOf(
+    const std::string& worker) const {
+  NoIoLock lock(&mu_, kLockName);
+  return InventoryOfLocked(worker);
+}
+
+std::shared_ptr<const v1::Inventory> WorkerDirectory::InventoryOfLocked(
+    const std::string& worker) const {
+  static const auto* const kNone =
+      new std::shared_ptr<const v1::Inventory>(std::make_shared<const v1::Inventory>());
+  auto it = inventories_.find(worker);
+  return it == inventories_.end() ? *kNone : it->second;
+}
+
+FleetView WorkerDirectory::FleetNow() const {
+  FleetView fleet;
+  fleet.workers = registry_->SchedulerWorkers();
+  fleet.limits = options_.limits;
+  int total = 0, count = 0, largest = 0;
+  uint64_t min_memory = 0;
+  std::vector<WorkerIpc> ipc;
+  const std::vector<scheduling::WorkerSnapshot> workers = registry_->List();
+  NoIoLock lock(&mu_, kLockName);
+  for (const scheduling::WorkerSnapshot& w : workers) {
+    if (w.state == scheduling::WorkerState::kLost) continue;
+    total += w.slots;
+    ++count;
+    largest = std::max(largest, w.slots);
+    const std::shared_ptr<const v1::Inventory> inventory = InventoryOfLocked(w.name);
+    if (inventory->memory_bytes() > 0) {
+      min_memory = min_memory == 0 ? inventory->memory_bytes()
+                                   : std::min(min_memory, inventory->memory_bytes());
+    }
+    if (w.slots > 0) ipc.push_back(IpcOf(w.name, *inventory));
+  }
+  // With no workers yet, queue and wait rather than reject.
+  if (count > 0) {
+    fleet.limits.max_total_slots = total;
+    fleet.limits.worker_count = count;
+    fleet.limits.max_worker_slots = largest;
+    if (min_memory > 0) fleet.limits.min_worker_memory_bytes = min_memory;
+    fleet.limits.worker_ipc = std::move(ipc);
+  }
+  return fleet;
+}
+
+void WorkerDirectory::SaveRowLocked(v1::Worker worker) {
+  if (forgetting_.count(worker.name()) > 0) return;
+  std::string name = worker.name();
+  unsaved_rows_[std::move(name)] = std::move(worker);
+}
+
+void WorkerDirectory::FlushRows() {
+  NoIoLock lock(&mu_, kLockName);
+  if (unsaved_rows_.empty()) return;
+  Store::UpsertWorkersWrite write;
+  write.workers.reserve(unsaved_rows_.size());
+  for (auto& [name, worker] : unsaved_rows_) write.workers.push_back(std::move(worker));
+  unsaved_rows_.clear();
+  journal_->Append(this, std::move(write));
+}
+
+void WorkerDirectory::OnCommitted(std::vector<Committed>& writes) {
+  NoIoLock lock(&mu_, kLockName);
+  for (Committed& committed : writes) {
+    auto* rows = std::get_if<Store::UpsertWorkersWrite>(&committed.write);
+    if (rows == nullptr || committed.status.ok()) continue;
+    LogError("store.error", absl::StrCat("saving ", rows->workers.size(), " workers: ",
+                                         committed.status.message(), "; kept for the next tick"))
+        .Int("workers", static_cast<int64_t>(rows->workers.size()))
+        .Error(committed.status);
+    // Kept for the next flush, unless a newer state replaced them meanwhile.
+    for (v1::Worker& worker : rows->workers) {
+      if (forgetting_.count(worker.name()) > 0) continue;
+      std::string name = worker.name();
+      unsaved_rows_.try_emplace(std::move(name), std::move(worker));
+    }
+  }
+}
+
+}  // namespace collbench
