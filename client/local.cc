@@ -83,7 +83,7 @@ class LocalCluster {
     if (!tokens.ok()) return tokens;
     options.store = store.empty() ? ":memory:" : store;
     // One user on one machine: no per-caller create rate to share out.
-    options.run_manager.create_rate = RateLimit{/*per_second=*/0, /*burst=*/1};
+    options.core.runs.create_rate = RateLimit{/*per_second=*/0, /*burst=*/1};
     absl::StatusOr<std::unique_ptr<Coordinator>> coordinator = Coordinator::Start(options);
     if (!coordinator.ok()) return coordinator.status();
     coordinator_ = *std::move(coordinator);
@@ -211,7 +211,7 @@ class LocalCluster {
     const absl::Time deadline = absl::Now() + absl::Seconds(30);
     while (absl::Now() < deadline) {
       int ready = 0;
-      for (const v1::Worker& w : coordinator_->manager()->ListWorkers()) {
+      for (const v1::Worker& w : coordinator_->fleet()->ListWorkers()) {
         ready += w.state() == v1::READY;
       }
       if (ready >= wanted) {

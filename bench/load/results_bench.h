@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 // load_bench --results: the result path at fleet rate
-// (docs/design/store.md#the-result-journal-group-commit). One process plays
+// (docs/design/store.md#the-journal). One process plays
 // every launcher:
 //
 //   * starts collbench-coordinator as a child process with its store on

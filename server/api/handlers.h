@@ -29,6 +29,7 @@
 #include "google/protobuf/empty.pb.h"
 #include "server/api/call_context.h"
 #include "server/api/watch.h"
+#include "server/core/fleet.h"
 #include "server/core/run_manager.h"
 #include "server/core/watch_hub.h"
 #include "server/core/watcher_limits.h"
@@ -40,6 +41,7 @@ class WorkflowManager;
 
 struct ApiParts {
   RunManager* runs = nullptr;
+  Fleet* fleet = nullptr;  // the workers
   WatchHub* hub = nullptr;
   // Bounds watchers of both protocols in all and per caller; may be null:
   // no bounds.
@@ -51,7 +53,7 @@ struct ApiParts {
 
 class CoordinatorApi {
  public:
-  // REQUIRES: parts.runs, parts.hub and parts.clock are set.
+  // REQUIRES: parts.runs, parts.fleet, parts.hub and parts.clock are set.
   explicit CoordinatorApi(ApiParts parts) : parts_(parts) {}
 
   // Runs (run_handlers.cc). CreateRun needs a spec ("spec: is required").

@@ -49,7 +49,9 @@ absl::StatusOr<std::shared_ptr<RunWatch>> RunWatch::Open(RunManager& manager, Wa
   {
     absl::MutexLock lock(&watch->mu_);
     // Subscribed before the store is read; live events wait for the lock
-    // and queue behind the replay (docs/design/threading.md#known-hazards).
+    // and queue behind the replay. No core lock is held when the hub
+    // publishes (docs/design/threading.md#lock-order), so this lock and the
+    // replay's GetRun cannot meet a publisher in the other order.
     hub.Subscribe(watch->run_, watch);
     watch->SetUnsubscribeLocked(
         [&hub, sink = watch.get(), run = watch->run_] { hub.Unsubscribe(run, sink); });

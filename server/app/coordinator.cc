@@ -15,6 +15,7 @@
 #include "server/api/api_interceptor.h"
 #include "server/api/call_log.h"
 #include "server/api/gateway_service.h"
+#include "server/api/worker_streams.h"
 #include "server/api/grpc_adapter.h"
 #include "server/api/handlers.h"
 #include "server/app/http_frontend.h"
@@ -29,7 +30,7 @@
 namespace collbench {
 
 struct Coordinator::Parts {
-  explicit Parts(const Clock* clock) : clock(clock), gateway(clock) {}
+  explicit Parts(const Clock* clock) : clock(clock) {}
   const Clock* const clock;
   Authorizer authorizer;
   bool insecure_no_auth = false;                         // open on purpose: exported in /metrics
@@ -37,10 +38,11 @@ struct Coordinator::Parts {
   std::unique_ptr<WatcherLimits> watchers;  // outlives both listeners
   std::shared_ptr<CoordinatorMetrics> metrics;
   std::unique_ptr<Store> store;
-  scheduling::WorkerRegistry registry;
   WatchHub hub;
-  GatewayService gateway;
-  // Stopped before the run manager goes (its threads call it).
+  std::unique_ptr<WorkerStreams> streams;  // the core's link to the workers
+  std::unique_ptr<Core> core;              // after what it uses; its journal stops first
+  std::unique_ptr<GatewayService> gateway;
+  // Stopped before the core goes (their threads call it).
   std::unique_ptr<WorkflowManager> workflows;
   std::unique_ptr<ScheduleManager> schedules;  // stopped before the workflows
   std::unique_ptr<CoordinatorApi> api;         // served by both listeners
@@ -91,19 +93,19 @@ std::string SecurityMetrics(bool insecure_no_auth, const HttpFrontend* http) {
   return text;
 }
 
-std::shared_ptr<CoordinatorMetrics> NewMetrics(Store* store, RunManager* manager,
+std::shared_ptr<CoordinatorMetrics> NewMetrics(Store* store, Core* core,
                                                const WatcherLimits* watchers,
-                                               const GatewayService* gateway,
+                                               const WorkerStreams* streams,
                                                const CollectiveLabelOptions& labels) {
   MetricsSources sources;
   sources.lookup_run = [store](const std::string& name) { return store->GetRun(name); };
-  sources.workers = [manager] { return manager->ListWorkers(); };
-  sources.queued_runs = [manager] { return manager->queued_count(); };
-  sources.admission_rejections = [manager] { return manager->admission_rejections(); };
+  sources.workers = [core] { return core->fleet().ListWorkers(); };
+  sources.queued_runs = [core] { return core->runs().queued_count(); };
+  sources.admission_rejections = [core] { return core->runs().admission_rejections(); };
   sources.open_watchers = [watchers] { return watchers->open(); };
   sources.watcher_rejections = [watchers] { return watchers->rejections(); };
-  sources.worker_counts = [manager] { return manager->worker_counts(); };
-  sources.send_queue_overflows = [gateway] { return gateway->send_queue_overflows(); };
+  sources.worker_counts = [core] { return core->fleet().worker_counts(); };
+  sources.send_queue_overflows = [streams] { return streams->send_queue_overflows(); };
   return std::make_shared<CoordinatorMetrics>(COLLBENCH_VERSION, std::move(sources), labels);
 }
 
@@ -129,50 +131,51 @@ absl::StatusOr<std::unique_ptr<Coordinator>> Coordinator::Start(const Coordinato
   } else {
     ASSIGN_OR_RETURN(p.store, OpenSqliteStore(options.store));
   }
-  RunManagerOptions manager_options = options.run_manager;
-  manager_options.tokens = p.authorizer;
-  c->manager_ = std::make_unique<RunManager>(p.store.get(), &p.registry, &p.hub, &p.gateway,
-                                             manager_options);
+  CoreOptions core_options = options.core;
+  core_options.workers.tokens = p.authorizer;
+  p.streams = std::make_unique<WorkerStreams>(options.worker_streams);
+  p.core = std::make_unique<Core>(p.store.get(), &p.hub, p.streams.get(), core_options);
+  p.gateway = std::make_unique<GatewayService>(&p.core->fleet(), p.streams.get(), p.clock);
   p.watchers = std::make_unique<WatcherLimits>(options.watchers);
-  p.metrics = NewMetrics(p.store.get(), c->manager_.get(), p.watchers.get(), &p.gateway,
+  p.metrics = NewMetrics(p.store.get(), p.core.get(), p.watchers.get(), p.streams.get(),
                          options.metric_labels);
   if (absl::Status rebuilt = p.metrics->RebuildFromStore(*p.store); !rebuilt.ok()) {
     return absl::Status(rebuilt.code(), absl::StrCat("rebuilding the metrics from store ",
                                                      options.store, ": ", rebuilt.message()));
   }
   p.hub.AddObserver(p.metrics);
-  RETURN_IF_ERROR(c->manager_->Recover(p.clock->Now()));
+  RETURN_IF_ERROR(p.core->Recover(p.clock->Now()));
   for (const std::string& name : options.forget_workers) {
-    RETURN_IF_ERROR(c->manager_->ForgetWorker(name));
+    RETURN_IF_ERROR(p.core->fleet().ForgetWorker(name));
   }
-  c->manager_->ApplyRetention(p.clock->Now());
-  p.gateway.SetManager(c->manager_.get());
-  p.workflows =
-      std::make_unique<WorkflowManager>(p.store.get(), c->manager_.get(), options.workflows);
+  p.core->retention().Sweep(p.clock->Now());
+  p.workflows = std::make_unique<WorkflowManager>(p.store.get(), &p.core->runs(),
+                                                  &p.core->fleet(), options.workflows);
   RETURN_IF_ERROR(p.workflows->Start());
-  p.schedules = std::make_unique<ScheduleManager>(p.store.get(), c->manager_.get(),
+  p.schedules = std::make_unique<ScheduleManager>(p.store.get(), &p.core->runs(),
                                                   p.workflows.get(), options.schedules);
   RETURN_IF_ERROR(p.schedules->Start());
-  p.api = std::make_unique<CoordinatorApi>(ApiParts{c->manager_.get(), &p.hub, p.watchers.get(),
-                                                    p.workflows.get(), p.schedules.get(), p.clock});
+  p.api = std::make_unique<CoordinatorApi>(ApiParts{&p.core->runs(), &p.core->fleet(), &p.hub,
+                                                    p.watchers.get(), p.workflows.get(),
+                                                    p.schedules.get(), p.clock});
   ASSIGN_OR_RETURN(p.service, NewGrpcApiService(GrpcEnv{p.api.get(), &p.authorizer}));
   RETURN_IF_ERROR(c->StartGrpc(options, std::move(credentials)));
   if (!options.http_listen.empty()) RETURN_IF_ERROR(c->StartHttp(options));
-  RunManager* manager = c->manager_.get();
+  Core* core = p.core.get();
   const Clock* clock = p.clock;
   absl::Notification* stop = &c->stop_;
   const absl::Duration interval = options.tick_interval;
   const bool insecure = p.insecure_no_auth;
   const absl::Duration retention_interval = options.retention_interval;
-  c->ticker_ = std::thread([manager, clock, stop, interval, insecure, retention_interval] {
+  c->ticker_ = std::thread([core, clock, stop, interval, insecure, retention_interval] {
     absl::Time warned = clock->Now();
     absl::Time retained = warned;
     while (!stop->WaitForNotificationWithTimeout(interval)) {
       const absl::Time now = clock->Now();
-      manager->Tick(now);
+      core->fleet().Tick(now);
       if (now - retained >= retention_interval) {
         retained = now;
-        manager->ApplyRetention(now);  // nothing when no policy is set
+        core->retention().Sweep(now);  // nothing when no policy is set
       }
       if (insecure && now - warned >= kInsecureWarningInterval) {
         warned = now;
@@ -192,7 +195,7 @@ absl::Status Coordinator::StartGrpc(const CoordinatorOptions& options,
   grpc::ServerBuilder builder;
   builder.AddListeningPort(options.grpc_listen, credentials, &grpc_port_);
   builder.RegisterService(p.service.get());
-  builder.RegisterService(&p.gateway);
+  builder.RegisterService(p.gateway.get());
   std::vector<std::unique_ptr<grpc::experimental::ServerInterceptorFactoryInterface>> interceptors;
   CoordinatorMetrics* metrics = p.metrics.get();
   interceptors.push_back(NewApiInterceptorFactory(
@@ -270,7 +273,7 @@ void Coordinator::Shutdown() {
 
 Coordinator::~Coordinator() {
   if (parts_ && parts_->server) Shutdown();
-  // Its threads call the run manager, which goes before parts_.
+  // Their threads call the core.
   if (parts_ && parts_->schedules) parts_->schedules->Stop();
   if (parts_ && parts_->workflows) parts_->workflows->Stop();
 }
@@ -278,5 +281,9 @@ Coordinator::~Coordinator() {
 WorkflowManager* Coordinator::workflows() { return parts_->workflows.get(); }
 
 ScheduleManager* Coordinator::schedules() { return parts_->schedules.get(); }
+
+RunManager* Coordinator::manager() { return &parts_->core->runs(); }
+
+Fleet* Coordinator::fleet() { return &parts_->core->fleet(); }
 
 }  // namespace collbench

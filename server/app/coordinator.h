@@ -19,6 +19,8 @@
 #include "absl/synchronization/notification.h"
 #include "common/clock.h"
 #include "grpcpp/security/server_credentials.h"
+#include "server/api/worker_streams.h"
+#include "server/core/core.h"
 #include "server/core/run_manager.h"
 #include "server/core/watcher_limits.h"
 #include "server/metrics/collective_labels.h"
@@ -43,7 +45,12 @@ struct CoordinatorOptions {
   // logged at start and exported as collbench_insecure_no_auth 1.
   bool insecure_no_auth = false;
   size_t max_body_bytes = 1 << 20;  // REST request bodies
-  RunManagerOptions run_manager;
+  // The core (server/core/core.h): the workers' identity, runs, admission,
+  // retention. Its worker tokens are the coordinator's (tokens_file and
+  // join_token).
+  CoreOptions core;
+  // The worker streams' bounds (server/api/worker_streams.h).
+  WorkerStreamsOptions worker_streams;
   WorkflowManagerOptions workflows;
   ScheduleManagerOptions schedules;
   // Worker names forgotten (row and secret) before serving, so that a worker
@@ -54,7 +61,7 @@ struct CoordinatorOptions {
   // (--metric-pool-label, --metric-run-labels).
   CollectiveLabelOptions metric_labels;
   absl::Duration tick_interval = absl::Milliseconds(250);
-  // How often run_manager.retention is applied (also once at start, after
+  // How often core.retention is applied (also once at start, after
   // recovery), when it is active.
   absl::Duration retention_interval = absl::Minutes(1);
   // Where every part reads the time (not owned; outlives the coordinator).
@@ -79,7 +86,8 @@ class Coordinator {
   int http_port() const;
   // Whether it serves without API tokens on purpose (--insecure-no-auth).
   bool insecure_no_auth() const;
-  RunManager* manager() { return manager_.get(); }
+  RunManager* manager();
+  Fleet* fleet();
   WorkflowManager* workflows();
   ScheduleManager* schedules();
   // Blocks until Shutdown() is called from another thread.
@@ -93,7 +101,6 @@ class Coordinator {
   absl::Status StartHttp(const CoordinatorOptions& options);
   struct Parts;
   std::unique_ptr<Parts> parts_;
-  std::unique_ptr<RunManager> manager_;
   int grpc_port_ = 0;
   absl::Notification stop_;
   std::thread ticker_;

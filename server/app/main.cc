@@ -145,7 +145,8 @@ int main(int argc, char** argv) {
   flags.Int("heartbeat-timeout", &heartbeat_timeout_s, "seconds of silence before a worker is lost");
   collbench::LogFlags log_flags;
   collbench::AddLogFlags(flags, &log_flags);
-  collbench::RunManagerOptions& admission = options.run_manager;
+  collbench::RunManagerOptions& admission = options.core.runs;
+  collbench::WorkerDirectoryOptions& identity = options.core.workers;
   flags.Custom(
       "max-queued-runs", "N",
       [&admission](absl::string_view v) {
@@ -196,7 +197,7 @@ int main(int argc, char** argv) {
   WholeNumberFlag(flags, "watcher-buffer", 1, &watchers.buffer_events,
                   "events a watcher may leave unread; one more ends it as too slow (gRPC "
                   "RESOURCE_EXHAUSTED, an SSE 'event: error')");
-  WholeNumberFlag(flags, "max-workers", 0, &admission.max_workers,
+  WholeNumberFlag(flags, "max-workers", 0, &identity.max_workers,
                   "worker names this coordinator knows (each holds its own secret) beyond which "
                   "a new name is refused (RESOURCE_EXHAUSTED); 0: no limit");
   WholeNumberFlag(flags, "max-running-workflows", 1, &options.workflows.max_running,
@@ -220,7 +221,7 @@ int main(int argc, char** argv) {
           return absl::InvalidArgumentError(
               absl::StrCat("--references ", v, ": ", site.status().message()));
         }
-        options.run_manager.references = std::make_shared<const collbench::ReferenceTable>(
+        options.core.runs.references = std::make_shared<const collbench::ReferenceTable>(
             collbench::ReferenceTable::Embedded().With(*site));
         return absl::OkStatus();
       },
@@ -240,23 +241,23 @@ int main(int argc, char** argv) {
       },
       "the shortest period a schedule may have (default 60s)");
   WholeNumberFlag(flags, "max-unregistered-streams", 0,
-                  &admission.max_unregistered_streams_per_source,
+                  &options.worker_streams.max_unregistered_per_source,
                   "worker streams from one address that have not registered yet beyond which a "
                   "new one is refused (RESOURCE_EXHAUSTED); 0: no limit");
   flags.Custom(
       "register-rate", "R",
-      [&admission](absl::string_view v) {
+      [&identity](absl::string_view v) {
         absl::StatusOr<double> rate = collbench::ParseRatePerSecond(v);
         if (!rate.ok()) {
           return absl::InvalidArgumentError(
               absl::StrCat("invalid --register-rate ", rate.status().message()));
         }
-        admission.register_rate.per_second = *rate;
+        identity.register_rate.per_second = *rate;
         return absl::OkStatus();
       },
       absl::StrFormat("new worker names one source address may register: 20/s, 600/min, or "
                       "off; beyond it RESOURCE_EXHAUSTED (default %g/s, bursts of %d)",
-                      admission.register_rate.per_second, admission.register_rate.burst));
+                      identity.register_rate.per_second, identity.register_rate.burst));
   flags.Custom(
       "forget-worker", "NAME",
       [&options](absl::string_view v) {
@@ -277,7 +278,7 @@ int main(int argc, char** argv) {
   flags.String("metric-pool-label", "KEY", &metric_labels.pool_label,
                "the worker label (collbench-worker --label KEY=VALUE) naming a worker's node "
                "pool: the collective series' `pool` label; '' for none (default pool)");
-  collbench::RetentionPolicy& retention = options.run_manager.retention;
+  collbench::RetentionPolicy& retention = options.core.retention;
   WholeNumberFlag(flags, "retain-runs", 0, &retention.keep_runs,
                   "keep the newest N finished runs (succeeded, failed, cancelled) and delete "
                   "older ones with their results, at start and every minute; queued and "
@@ -312,7 +313,7 @@ int main(int argc, char** argv) {
     return 2;
   }
   collbench::RouteGrpcLogsToLog();
-  options.run_manager.heartbeat_timeout = absl::Seconds(heartbeat_timeout_s);
+  options.core.fleet.heartbeat_timeout = absl::Seconds(heartbeat_timeout_s);
   absl::StatusOr<std::string> join_token = JoinToken(join_token_file);
   if (!join_token.ok()) {
     collbench::LogError("coordinator.start_failed").Error(join_token.status());

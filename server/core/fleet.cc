@@ -39,13 +39,7 @@ absl::StatusOr<v1::Worker> Fleet::ClearWorker(absl::string_view name, absl::stri
 absl::Status Fleet::ForgetWorker(absl::string_view name) {
   const std::string full =
       absl::StartsWith(name, "workers/") ? std::string(name) : absl::StrCat("workers/", name);
-  // After a restart, a run waiting for its workers to come back holds one
-  // before the registry knows it.
-  if (const std::string run = runs_->HolderOf(full); !run.empty()) {
-    return absl::FailedPreconditionError(
-        absl::StrCat(full, " is held by ", run, "; wait for the run to end"));
-  }
-  return workers_->Forget(full);
+  return workers_->Forget(full, runs_->HolderOf(full));
 }
 
 WorkerCounts Fleet::worker_counts() {

@@ -84,8 +84,8 @@ class Fleet {
   // Cleared: runs waiting for it may start.
   absl::StatusOr<v1::Worker> ClearWorker(absl::string_view name, absl::string_view by,
                                          absl::Time now);
-  // WorkerDirectory::Forget, refused (FailedPrecondition) while a run waits
-  // for it after a restart.
+  // WorkerDirectory::Forget, refused (FailedPrecondition) also while a run
+  // waits for it after a restart.
   absl::Status ForgetWorker(absl::string_view name);
   WorkerCounts worker_counts();
 

@@ -6,7 +6,9 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
 #include "api/capabilities.h"
+#include "common/log.h"
 
 namespace collbench {
 namespace {
@@ -71,6 +73,22 @@ scheduling::PendingRun PendingOf(const v1::RunSpec& spec, const std::string& nam
   pending.share_host = spec.placement().share_host();
   pending.needs = NeedsOf(spec);
   return pending;
+}
+
+void LogRunState(const v1::Run& run) {
+  const LogLevel level = run.state() == v1::FAILED ? LogLevel::kWarn : LogLevel::kInfo;
+  if (!LogEnabled(level)) return;
+  const std::string state = v1::RunState_Name(run.state());
+  LogEvent(level, "run.state",
+           absl::StrCat(run.name(), " ", state, run.error().empty() ? "" : ": ", run.error()))
+      .Str("run", run.name())
+      .Str("state", state)
+      .StrIfSet("error", run.error())
+      .StrIfSet("waiting_reason", run.waiting_reason())
+      .StrIfSet("launcher", run.launcher())
+      .StrIfSet("workers", absl::StrJoin(run.held_workers(), ","))
+      .Str("operation", run.spec().operation())
+      .Int("ranks", run.spec().ranks());
 }
 
 }  // namespace collbench

@@ -52,6 +52,10 @@ absl::Status NotDeletable(const v1::Run& run, Phase phase);
 scheduling::PendingRun PendingOf(const v1::RunSpec& spec, const std::string& name);
 // A random hex string of `bytes` bytes (run names, run tokens).
 std::string RandomHex(int bytes);
+// The state change's log line (docs/design/observability.md#logs), written
+// where the change is made, so it carries the request's fields: a failure
+// at warn with its reason, the others at info.
+void LogRunState(const v1::Run& run);
 
 struct RunManager::LiveRun {
   v1::Run run;

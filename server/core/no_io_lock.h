@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 // No disk I/O under a lock that requests wait on
-// (docs/design/threading.md#no-io-under-the-locks-requests-wait-on), checked
+// (docs/design/threading.md#no-io-under-the-locks), checked
 // as the program runs rather than promised in a comment.
 //
 // The run lifecycle's and the worker directory's mutexes are taken with

@@ -120,6 +120,7 @@ void RunManager::AdmitLocked(const std::vector<RunRequest>& requests,
     run.set_request_id(requests[i].request_id);
     live->phase = Phase::kCreating;
     ++creating_;
+    LogRunState(run);
     const uint64_t written =
         journal_->Append(this, Store::CreateRunWrite{run}, {.awaited = true, .time = now});
     (*waits)[i] = {run.name(), written};

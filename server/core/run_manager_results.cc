@@ -29,23 +29,6 @@ void SendAck(WorkerLink* link, const std::string& worker, const std::string& run
   link->Send(worker, ack);
 }
 
-// The state change's log line (docs/design/observability.md#logs): a failure
-// at warn with its reason, the others at info.
-void LogRunState(const v1::Run& run) {
-  const LogLevel level = run.state() == v1::FAILED ? LogLevel::kWarn : LogLevel::kInfo;
-  if (!LogEnabled(level)) return;
-  const std::string state = v1::RunState_Name(run.state());
-  LogEvent(level, "run.state",
-           absl::StrCat(run.name(), " ", state, run.error().empty() ? "" : ": ", run.error()))
-      .Str("run", run.name())
-      .Str("state", state)
-      .StrIfSet("error", run.error())
-      .StrIfSet("waiting_reason", run.waiting_reason())
-      .StrIfSet("launcher", run.launcher())
-      .StrIfSet("workers", absl::StrJoin(run.held_workers(), ","))
-      .Str("operation", run.spec().operation())
-      .Int("ranks", run.spec().ranks());
-}
 
 }  // namespace
 
@@ -173,7 +156,6 @@ void RunManager::RunStoredLocked(const Committed& committed, Stored& stored, Out
   }
   // Told whether or not the store kept it: the change happened, and a
   // watcher must not wait for a state the coordinator already left.
-  LogRunState(run);
   v1::RunEvent event;
   event.set_run(run.name());
   *event.mutable_time() = TimestampFromTime(committed.time);

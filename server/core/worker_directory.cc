@@ -117,17 +117,15 @@ absl::Status WorkerDirectory::Recover() {
   return absl::OkStatus();
 }
 
-absl::Status WorkerDirectory::RefuseLocked(const char* result, absl::string_view worker_id,
+absl::Status WorkerDirectory::RefuseLocked(const char* result, absl::string_view who,
                                            absl::string_view peer, absl::Status status) {
   const int64_t count = ++registrations_[result];
   if ((count & (count - 1)) == 0) {
-    // The id is escaped: it is whatever the caller sent.
-    const std::string id = absl::CHexEscape(worker_id.substr(0, 128));
     LogWarn("worker.register_refused",
-            absl::StrFormat("registration of \"%s\" from %s refused (%s, %d so far): %s", id,
+            absl::StrFormat("registration of %s from %s refused (%s, %d so far): %s", who,
                             peer.empty() ? "an unknown peer" : peer, result, count,
                             status.message()))
-        .Str("worker", id)
+        .Str("worker", who)
         .Str("peer", peer)
         .Str("reason", result)
         .Int("count", count)
@@ -141,7 +139,10 @@ absl::StatusOr<WorkerDirectory::Registration> WorkerDirectory::Register(
   scheduling::WorkerRegistration registration;
   if (std::optional<Refusal> refused = CheckHello(hello, options_.tokens, &registration)) {
     NoIoLock lock(&mu_, kLockName);
-    return RefuseLocked(refused->result, hello.worker_id(), peer, std::move(refused->status));
+    // The id did not pass the checks: it is logged escaped and quoted, as sent.
+    const std::string sent =
+        absl::StrCat("\"", absl::CHexEscape(hello.worker_id().substr(0, 128)), "\"");
+    return RefuseLocked(refused->result, sent, peer, std::move(refused->status));
   }
   const std::string& name = registration.name;
   Registration result;
@@ -159,7 +160,7 @@ absl::StatusOr<WorkerDirectory::Registration> WorkerDirectory::Register(
     registering_.erase(name);
     if (!stored.ok()) {
       secret_hashes_.erase(name);
-      return RefuseLocked("refused_store", hello.worker_id(), peer,
+      return RefuseLocked("refused_store", name, peer,
                           absl::UnavailableError(absl::StrCat(
                               "register: cannot record ", name, "'s credential: ",
                               stored.message())));
@@ -185,7 +186,7 @@ absl::StatusOr<WorkerDirectory::Registration> WorkerDirectory::Register(
 absl::Status WorkerDirectory::AdmitLocked(const std::string& name, const v1::Register& hello,
                                           absl::string_view peer, absl::Time now,
                                           v1::Registered* reply, uint64_t* store_secret) {
-  const absl::string_view id = hello.worker_id();
+  const absl::string_view id = name;  // checked: a valid resource name
   if (registering_.count(name) > 0 || forgetting_.count(name) > 0) {
     return RefuseLocked("refused_busy", id, peer,
                         absl::UnavailableError(absl::StrCat(
@@ -388,7 +389,8 @@ absl::StatusOr<v1::Worker> WorkerDirectory::SetSuspectLocked(absl::string_view n
   return worker;
 }
 
-absl::Status WorkerDirectory::CheckForgettableLocked(const std::string& full) {
+absl::Status WorkerDirectory::CheckForgettableLocked(const std::string& full,
+                                                     absl::string_view held_by) {
   if (absl::StatusOr<scheduling::WorkerSnapshot> live = registry_->Get(full); live.ok()) {
     if (live->state != scheduling::WorkerState::kLost) {
       return absl::FailedPreconditionError(absl::StrCat(
@@ -400,6 +402,12 @@ absl::Status WorkerDirectory::CheckForgettableLocked(const std::string& full) {
           absl::StrCat(full, " is held by ", live->current_run, "; wait for the run to end"));
     }
   }
+  // After a restart, a run waiting for its workers to come back holds one
+  // before the registry knows it.
+  if (!held_by.empty()) {
+    return absl::FailedPreconditionError(
+        absl::StrCat(full, " is held by ", held_by, "; wait for the run to end"));
+  }
   if (registering_.count(full) > 0 || forgetting_.count(full) > 0) {
     return absl::FailedPreconditionError(
         absl::StrCat(full, " is being registered or forgotten by another call; retry"));
@@ -410,12 +418,12 @@ absl::Status WorkerDirectory::CheckForgettableLocked(const std::string& full) {
   return absl::OkStatus();
 }
 
-absl::Status WorkerDirectory::Forget(absl::string_view name) {
+absl::Status WorkerDirectory::Forget(absl::string_view name, absl::string_view held_by) {
   const std::string full = FullName(name);
   uint64_t deleted = 0;
   {
     NoIoLock lock(&mu_, kLockName);
-    RETURN_IF_ERROR(CheckForgettableLocked(full));
+    RETURN_IF_ERROR(CheckForgettableLocked(full, held_by));
     // No row of it is written after the delete: none queued, none saved
     // while it is forgotten.
     unsaved_rows_.erase(full);

@@ -142,11 +142,12 @@ class WorkerDirectory final : public JournalClient {
       ABSL_LOCKS_EXCLUDED(mu_);
   // Forgets a worker name, its secret and its row, so that it can register
   // anew with the join token. FailedPrecondition while it is connected
-  // (drain and stop it first), held by a run or registering; NotFound when
-  // the name is unknown. Whether a run still waits for it after a restart
-  // is the caller's to check (Fleet::ForgetWorker). Nothing changes when
+  // (drain and stop it first), held by a run (the registry's, or
+  // `held_by`: a run the caller knows holds it after a restart) or
+  // registering; NotFound when the name is unknown. Nothing changes when
   // the store cannot forget it.
-  absl::Status Forget(absl::string_view name) ABSL_LOCKS_EXCLUDED(mu_);
+  absl::Status Forget(absl::string_view name, absl::string_view held_by = "")
+      ABSL_LOCKS_EXCLUDED(mu_);
 
   // Every worker by name: the registered ones, then those known only from
   // before a restart (LOST). [start, start + count) of that order, and how
@@ -183,7 +184,7 @@ class WorkerDirectory final : public JournalClient {
                            uint64_t* store_secret) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Counts a refused registration and logs it (at powers of two per result,
   // so a stranger hammering the port cannot flood the log).
-  absl::Status RefuseLocked(const char* result, absl::string_view worker_id,
+  absl::Status RefuseLocked(const char* result, absl::string_view who,
                             absl::string_view peer, absl::Status status)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // After the secret: into the registry, the inventory kept, a decision
@@ -206,7 +207,8 @@ class WorkerDirectory final : public JournalClient {
                                               const v1::WorkerSuspicion* why)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // FailedPrecondition naming why `full` may not be forgotten now.
-  absl::Status CheckForgettableLocked(const std::string& full) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  absl::Status CheckForgettableLocked(const std::string& full, absl::string_view held_by)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
   Store* const store_;
   scheduling::WorkerRegistry* const registry_;

@@ -148,7 +148,7 @@ std::optional<v1::Run> WorkflowManager::LookAtRoundRun(const std::string& run, b
     // A run of the round that waits for a worker that is gone would hold
     // the hunt: it is cancelled, and measured as failed.
     for (const std::string& worker : now->spec().placement().workers()) {
-      absl::StatusOr<v1::Worker> w = runs_->GetWorker(worker);
+      absl::StatusOr<v1::Worker> w = fleet_->GetWorker(worker);
       if (!w.ok() || w->state() == v1::LOST) {
         (void)runs_->CancelRun(run, absl::Now());
         now = runs_->GetRun(run);
@@ -315,7 +315,7 @@ void WorkflowManager::Quarantine(const std::string& name, v1::HuntOutput* hunt) 
     *why.mutable_time() = TimestampFromTime(now);
     why.set_hunt(name);
     *why.mutable_runs() = s.runs();
-    if (runs_->SuspectWorker(s.worker(), why).ok()) s.set_quarantined(true);
+    if (fleet_->SuspectWorker(s.worker(), why).ok()) s.set_quarantined(true);
   }
   // A SUSPECT worker this hunt measured healthy (in the survey, not slow by
   // the hunt's rule, and no suspect of any kind now) is cleared.
@@ -327,9 +327,9 @@ void WorkflowManager::Quarantine(const std::string& name, v1::HuntOutput* hunt) 
       measured_healthy.insert(w.worker());
     }
   }
-  for (const v1::Worker& w : runs_->ListWorkers()) {
+  for (const v1::Worker& w : fleet_->ListWorkers()) {
     if (!w.has_suspect() || !measured_healthy.count(w.name())) continue;
-    if (runs_->ClearWorker(w.name(), absl::StrCat("measured healthy by ", name), now).ok()) {
+    if (fleet_->ClearWorker(w.name(), absl::StrCat("measured healthy by ", name), now).ok()) {
       hunt->add_cleared(w.name());
     }
   }

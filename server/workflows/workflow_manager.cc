@@ -39,8 +39,9 @@ std::string NewId(const std::string& kind, absl::Time now) {
 
 }  // namespace
 
-WorkflowManager::WorkflowManager(Store* store, RunManager* runs, WorkflowManagerOptions options)
-    : store_(store), runs_(runs), options_(options) {}
+WorkflowManager::WorkflowManager(Store* store, RunManager* runs, Fleet* fleet,
+                                 WorkflowManagerOptions options)
+    : store_(store), runs_(runs), fleet_(fleet), options_(options) {}
 
 WorkflowManager::~WorkflowManager() { Stop(); }
 
@@ -169,7 +170,7 @@ absl::StatusOr<v1::Workflow> WorkflowManager::Create(const v1::CreateWorkflowReq
     // A hunt's cells are its current round's runs (workflow_hunt.cc); the
     // plan keeps the workers it selected, from which the rounds follow.
     absl::StatusOr<workflows::HuntPlan> plan = workflows::PlanHunt(
-        spec, id, runs_->ListWorkers(),
+        spec, id, fleet_->ListWorkers(),
         [this](const v1::RunSpec& run) { return runs_->CheckRun(run); });
     if (!plan.ok()) return plan.status();
     for (v1::HuntWorker& w : plan->workers) {
@@ -179,7 +180,7 @@ absl::StatusOr<v1::Workflow> WorkflowManager::Create(const v1::CreateWorkflowReq
     workflow.set_cells_total(plan->survey_runs);
   } else {
     absl::StatusOr<workflows::Plan> plan = workflows::PlanWorkflow(
-        spec, id, runs_->ListWorkers(),
+        spec, id, fleet_->ListWorkers(),
         [this](const v1::RunSpec& run) { return runs_->CheckRun(run); });
     if (!plan.ok()) return plan.status();
     int skipped = 0;

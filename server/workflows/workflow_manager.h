@@ -38,6 +38,7 @@
 #include "analysis/run_set.h"
 #include "api/convert.h"
 #include "collbench/v1/workflow.pb.h"
+#include "server/core/fleet.h"
 #include "server/core/run_manager.h"
 #include "server/store/store.h"
 #include "server/workflows/hunts.h"
@@ -62,8 +63,8 @@ class WorkflowSink {
 
 class WorkflowManager {
  public:
-  // Neither pointer is owned; both outlive the manager.
-  WorkflowManager(Store* store, RunManager* runs, WorkflowManagerOptions options);
+  // None of the pointers is owned; all outlive the manager.
+  WorkflowManager(Store* store, RunManager* runs, Fleet* fleet, WorkflowManagerOptions options);
   ~WorkflowManager();  // Stop()
 
   // Loads the stored workflows, queues those that had not ended, and
@@ -177,6 +178,7 @@ class WorkflowManager {
 
   Store* const store_;
   RunManager* const runs_;
+  Fleet* const fleet_;
   const WorkflowManagerOptions options_;
 
   absl::Mutex mu_;

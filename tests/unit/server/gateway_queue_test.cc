@@ -3,7 +3,7 @@
 // (docs/design/security.md#bounds): a worker that stops reading has its stream
 // ended with RESOURCE_EXHAUSTED once the queue overflows, the overflow is
 // counted, and the worker can connect again (it re-syncs by re-registering). A
-// real gRPC server on 127.0.0.1 with the gateway over a RunManager.
+// real gRPC server on 127.0.0.1 with the gateway over the core.
 #include <memory>
 #include <string>
 
@@ -13,7 +13,8 @@
 #include "grpcpp/grpcpp.h"
 #include "gtest/gtest.h"
 #include "server/api/gateway_service.h"
-#include "server/core/run_manager.h"
+#include "server/api/worker_streams.h"
+#include "server/core/core.h"
 
 namespace collbench {
 namespace {
@@ -31,12 +32,11 @@ v1::WorkerMessage Hello(const std::string& secret) {
 
 TEST(GatewayQueueTest, AWorkerThatStopsReadingIsEndedOnceItsQueueOverflows) {
   std::unique_ptr<Store> store = NewMemoryStore();
-  scheduling::WorkerRegistry registry;
   WatchHub hub;
-  GatewayService gateway(RealClock(), /*max_queued=*/8);
-  RunManager manager(store.get(), &registry, &hub, &gateway, RunManagerOptions{});
-  ASSERT_TRUE(manager.Recover(absl::Now()).ok());
-  gateway.SetManager(&manager);
+  WorkerStreams streams({/*max_queued=*/8});
+  Core core(store.get(), &hub, &streams, CoreOptions{});
+  ASSERT_TRUE(core.Recover(absl::Now()).ok());
+  GatewayService gateway(&core.fleet(), &streams, RealClock());
   int port = 0;
   grpc::ServerBuilder builder;
   builder.AddListeningPort("127.0.0.1:0", grpc::InsecureServerCredentials(), &port);
@@ -61,10 +61,10 @@ TEST(GatewayQueueTest, AWorkerThatStopsReadingIsEndedOnceItsQueueOverflows) {
   big.mutable_cancel()->set_run("runs/x");
   big.mutable_cancel()->set_reason(std::string(256 << 10, 'x'));
   int accepted = 0;
-  for (int i = 0; i < 200; ++i) accepted += gateway.Send("workers/slow", big);
+  for (int i = 0; i < 200; ++i) accepted += streams.Send("workers/slow", big);
   EXPECT_LT(accepted, 200);
-  EXPECT_EQ(gateway.send_queue_overflows(), 1);
-  EXPECT_FALSE(gateway.Send("workers/slow", big));  // dropped, not queued
+  EXPECT_EQ(streams.send_queue_overflows(), 1);
+  EXPECT_FALSE(streams.Send("workers/slow", big));  // dropped, not queued
 
   // Its next message ends the stream.
   v1::WorkerMessage beat;
@@ -75,7 +75,7 @@ TEST(GatewayQueueTest, AWorkerThatStopsReadingIsEndedOnceItsQueueOverflows) {
   }
   const grpc::Status ended = stream->Finish();
   EXPECT_EQ(ended.error_code(), grpc::StatusCode::RESOURCE_EXHAUSTED) << ended.error_message();
-  EXPECT_EQ(gateway.connected(), 0u);
+  EXPECT_EQ(streams.connected(), 0u);
 
   // It comes back with its secret.
   grpc::ClientContext again_context;
@@ -93,14 +93,11 @@ TEST(GatewayQueueTest, AWorkerThatStopsReadingIsEndedOnceItsQueueOverflows) {
 // is refused at once and counted; a slot frees when a stream registers.
 TEST(GatewayQueueTest, UnregisteredStreamsPerSourceAreCapped) {
   std::unique_ptr<Store> store = NewMemoryStore();
-  scheduling::WorkerRegistry registry;
   WatchHub hub;
-  GatewayService gateway(RealClock());
-  RunManagerOptions options;
-  options.max_unregistered_streams_per_source = 2;
-  RunManager manager(store.get(), &registry, &hub, &gateway, options);
-  ASSERT_TRUE(manager.Recover(absl::Now()).ok());
-  gateway.SetManager(&manager);
+  WorkerStreams streams({.max_unregistered_per_source = 2});
+  Core core(store.get(), &hub, &streams, CoreOptions{});
+  ASSERT_TRUE(core.Recover(absl::Now()).ok());
+  GatewayService gateway(&core.fleet(), &streams, RealClock());
   int port = 0;
   grpc::ServerBuilder builder;
   builder.AddListeningPort("127.0.0.1:0", grpc::InsecureServerCredentials(), &port);
@@ -127,14 +124,14 @@ TEST(GatewayQueueTest, UnregisteredStreamsPerSourceAreCapped) {
   v1::CoordinatorMessage message;
   EXPECT_FALSE(third->stream->Read(&message));
   EXPECT_EQ(third->stream->Finish().error_code(), grpc::StatusCode::RESOURCE_EXHAUSTED);
-  EXPECT_EQ(manager.worker_counts().registrations["refused_concurrent"], 1);
+  EXPECT_EQ(core.fleet().worker_counts().registrations["refused_concurrent"], 1);
   // The first registers: its slot is free again.
   ASSERT_TRUE(first->stream->Write(Hello("")));
   ASSERT_TRUE(first->stream->Read(&message));
   EXPECT_TRUE(message.has_registered());
   auto fourth = open();
   absl::SleepFor(absl::Milliseconds(300));
-  EXPECT_EQ(manager.worker_counts().registrations["refused_concurrent"], 1);
+  EXPECT_EQ(core.fleet().worker_counts().registrations["refused_concurrent"], 1);
   for (Open* o : {first.get(), second.get(), fourth.get()}) {
     o->context.TryCancel();
     (void)o->stream->Finish();

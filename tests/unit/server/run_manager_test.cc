@@ -15,6 +15,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
+#include "absl/synchronization/mutex.h"
 #include "api/convert.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
@@ -1468,6 +1469,30 @@ TEST_F(RunManagerTest, RanksThatKeepMovingAreNeverAHang) {
   stranger.add_ranks()->set_rank(0);
   manager_->OnRankProgress("workers/x", stranger, now_);
   EXPECT_EQ(Get(run.name()).rank_progress(0).iteration(), 119);
+}
+
+}  // namespace
+}  // namespace collbench
+
+namespace collbench {
+namespace {
+
+// The lock-order check of this binary's main (tests/unit/support) is live:
+// two mutexes taken in both orders end the test, even on one thread and
+// with no deadlock happening.
+TEST(LockOrderCheckTest, TwoMutexesTakenInBothOrdersAbort) {
+  EXPECT_DEATH(
+      {
+        absl::Mutex first;
+        absl::Mutex second;
+        {
+          absl::MutexLock a(&first);
+          absl::MutexLock b(&second);
+        }
+        absl::MutexLock b(&second);
+        absl::MutexLock a(&first);
+      },
+      "Potential Mutex deadlock");
 }
 
 }  // namespace

@@ -66,7 +66,7 @@ class AdaptersTest : public ::testing::Test {
         Authorizer::FromText("read r-token\noperator o-token\nworker w-token\n");
     ASSERT_TRUE(tokens.ok()) << tokens.status();
     authorizer_ = *tokens;
-    api_ = std::make_unique<CoordinatorApi>(ApiParts{&c_.manager(), &c_.hub(), /*watchers=*/nullptr,
+    api_ = std::make_unique<CoordinatorApi>(ApiParts{&c_.manager(), &c_.fleet(), &c_.hub(), /*watchers=*/nullptr,
                                                      /*workflows=*/nullptr,
                                                      /*schedules=*/nullptr, RealClock()});
     absl::StatusOr<std::unique_ptr<grpc::Service>> service =
@@ -271,7 +271,7 @@ TEST_F(AdaptersTest, AWatcherThatFallsBehindIsCutOffWithTheGrpcStatus) {
   WatcherLimits limits(
       WatcherLimitOptions{.max_total = 10, .max_per_client = 10, .buffer_events = 3});
   api_ = std::make_unique<CoordinatorApi>(
-      ApiParts{&c_.manager(), &c_.hub(), &limits, nullptr, nullptr, RealClock()});
+      ApiParts{&c_.manager(), &c_.fleet(), &c_.hub(), &limits, nullptr, nullptr, RealClock()});
   c_.Register("a");
   const std::string run = c_.Create(8).name();
   absl::StatusOr<std::shared_ptr<Watch<v1::RunEvent>>> watch =

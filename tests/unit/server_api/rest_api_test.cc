@@ -326,7 +326,7 @@ TEST_F(RestHttpTest, ClearingASuspectWorkerNeedsTheOperator) {
   c_.Register("a");
   v1::WorkerSuspicion why;
   why.set_reason("slow with every healthy peer");
-  ASSERT_TRUE(c_.manager().SuspectWorker("workers/a", why).ok());
+  ASSERT_TRUE(c_.fleet().SuspectWorker("workers/a", why).ok());
   Start();
   EXPECT_EQ(Post("/v1/workers/a:clear", "", kRead)->status, 403);
   EXPECT_EQ(Post("/v1/workers/a:clear", "", "")->status, 401);

@@ -55,7 +55,7 @@ class RestHttpTest : public ::testing::Test {
   // The parts of a frontend over c_, with what the test set before.
   HttpFrontendParts Parts() {
     api_ = std::make_unique<CoordinatorApi>(
-        ApiParts{&c_.manager(), &c_.hub(), watchers_, workflows_, schedules_, clock_});
+        ApiParts{&c_.manager(), &c_.fleet(), &c_.hub(), watchers_, workflows_, schedules_, clock_});
     HttpFrontendParts parts;
     parts.api = api_.get();
     parts.authorizer = &authorizer_;

@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 // A coordinator without gRPC for the REST tests: an in-memory store, a
-// worker registry, a watch hub, a run manager and a fake link that accepts
-// every message, plus helpers that play a launcher reporting a run.
+// watch hub, the core and a fake link that accepts every message, plus
+// helpers that play a launcher reporting a run (each returns once what it
+// reported is stored and published).
 #ifndef COLLBENCH_TESTS_UNIT_SERVER_API_REST_TEST_SUPPORT_H_
 #define COLLBENCH_TESTS_UNIT_SERVER_API_REST_TEST_SUPPORT_H_
 
@@ -11,20 +12,19 @@
 #include "absl/synchronization/mutex.h"
 #include "absl/time/clock.h"
 #include "gtest/gtest.h"
-#include "server/core/run_manager.h"
+#include "server/core/core.h"
 #include "tests/unit/fakes/accepting_link.h"
 
 namespace collbench {
 
 class FakeCoordinator {
  public:
-  FakeCoordinator() {
-    manager_ =
-        std::make_unique<RunManager>(store_.get(), &registry_, &hub_, &link_, RunManagerOptions{});
-    EXPECT_TRUE(manager_->Recover(absl::Now()).ok());
+  FakeCoordinator() : core_(store_.get(), &hub_, &link_, CoreOptions{}) {
+    EXPECT_TRUE(core_.Recover(absl::Now()).ok());
   }
 
-  RunManager& manager() { return *manager_; }
+  RunManager& manager() { return core_.runs(); }
+  Fleet& fleet() { return core_.fleet(); }
   Store& store() { return *store_; }
   WatchHub& hub() { return hub_; }
 
@@ -36,7 +36,8 @@ class FakeCoordinator {
     hello.mutable_inventory()->set_host_id("host-" + id);
     hello.mutable_inventory()->set_hostname(id);
     hello.mutable_inventory()->set_memory_bytes(uint64_t{8} << 30);
-    EXPECT_TRUE(manager_->OnRegister(hello, absl::Now()).ok());
+    EXPECT_TRUE(core_.fleet().OnRegister(hello, absl::Now()).ok());
+    core_.runs().FlushJournal();
   }
 
   static v1::RunSpec Spec(int ranks, int sizes) {
@@ -49,7 +50,7 @@ class FakeCoordinator {
 
   // A scheduled run on worker `a` (call Register("a") first).
   v1::Run Create(int sizes) {
-    absl::StatusOr<v1::Run> run = manager_->CreateRun(Spec(2, sizes), "", absl::Now());
+    absl::StatusOr<v1::Run> run = core_.runs().CreateRun(Spec(2, sizes), "", absl::Now());
     EXPECT_TRUE(run.ok()) << run.status();
     return run.ok() ? *run : v1::Run();
   }
@@ -60,7 +61,8 @@ class FakeCoordinator {
     status.set_run(run);
     status.set_state(v1::RUNNING);
     status.set_sizes_total(sizes);
-    manager_->OnRunStatus("workers/a", status, absl::Now());
+    core_.runs().OnRunStatus("workers/a", status, absl::Now());
+    core_.runs().FlushJournal();
   }
   void Result(const std::string& run, int64_t sequence) {
     v1::RunResult result;
@@ -68,23 +70,23 @@ class FakeCoordinator {
     result.mutable_result()->set_sequence(sequence);
     result.mutable_result()->set_bytes(uint64_t{8} << sequence);
     result.mutable_result()->set_avg_s(1e-6);
-    manager_->OnResult("workers/a", result, absl::Now());
-    manager_->FlushResults();  // results are published once their batch is stored
+    core_.runs().OnResult("workers/a", result, absl::Now());
+    core_.runs().FlushJournal();  // results are published once their batch is stored
   }
   void Succeeded(const std::string& run, int64_t results_total) {
     v1::RunStatus status;
     status.set_run(run);
     status.set_state(v1::SUCCEEDED);
     status.set_results_total(results_total);
-    manager_->OnRunStatus("workers/a", status, absl::Now());
+    core_.runs().OnRunStatus("workers/a", status, absl::Now());
+    core_.runs().FlushJournal();
   }
 
  private:
   std::unique_ptr<Store> store_ = NewMemoryStore();
-  scheduling::WorkerRegistry registry_;
   WatchHub hub_;
   AcceptingLink link_;
-  std::unique_ptr<RunManager> manager_;
+  Core core_;  // last: stopped first
 };
 
 }  // namespace collbench

@@ -216,7 +216,7 @@ TEST_F(UiTest, TheRunPageShowsTheResultsReferences) {
   hello.mutable_inventory()->set_memory_bytes(uint64_t{8} << 30);
   hello.mutable_inventory()->mutable_memory_bandwidth()->set_copy_bytes_per_s(10e9);
   hello.mutable_inventory()->mutable_memory_bandwidth()->set_copy_all_bytes_per_s(20e9);
-  ASSERT_TRUE(c_.manager().OnRegister(hello, absl::Now()).ok());
+  ASSERT_TRUE(c_.fleet().OnRegister(hello, absl::Now()).ok());
   Start();
   const nlohmann::json run = Json(Post("/v1/runs", CreateBody()));
   const std::string name = run["name"];
@@ -231,7 +231,7 @@ TEST_F(UiTest, TheRunPageShowsTheResultsReferences) {
   measured.mutable_result()->set_avg_s(1e-6);
   measured.mutable_result()->set_busbw_bytes_per_s(6.2e9);
   c_.manager().OnResult("workers/a", measured, absl::Now());
-  c_.manager().FlushResults();
+  c_.manager().FlushJournal();
   c_.Result(name, 1);  // no operation, no bandwidth: no references
   c_.Succeeded(name, 2);
 
@@ -274,7 +274,8 @@ class UiScheduleTest : public UiTest {
   // is false, a schedule manager over what is stored.
   void StartWithSchedules(bool with_schedules = true) {
     workflow_manager_ =
-        std::make_unique<WorkflowManager>(&c_.store(), &c_.manager(), WorkflowManagerOptions());
+        std::make_unique<WorkflowManager>(&c_.store(), &c_.manager(), &c_.fleet(),
+                                          WorkflowManagerOptions());
     ASSERT_TRUE(workflow_manager_->Start().ok());
     workflows_ = workflow_manager_.get();
     if (with_schedules) {

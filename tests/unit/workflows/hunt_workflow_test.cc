@@ -16,7 +16,7 @@
 #include "absl/synchronization/mutex.h"
 #include "absl/time/clock.h"
 #include "gtest/gtest.h"
-#include "server/core/run_manager.h"
+#include "server/core/core.h"
 #include "server/core/watch_hub.h"
 #include "server/core/worker_link.h"
 #include "server/scheduling/worker_registry.h"
@@ -51,9 +51,9 @@ class FleetLink final : public WorkerLink {
 class HuntWorkflowTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    runs_ = std::make_unique<RunManager>(store_.get(), &registry_, &hub_, &link_,
-                                         RunManagerOptions());
-    ASSERT_TRUE(runs_->Recover(absl::Now()).ok());
+    core_ = std::make_unique<Core>(store_.get(), &hub_, &link_, CoreOptions());
+    runs_ = &core_->runs();
+    ASSERT_TRUE(core_->Recover(absl::Now()).ok());
     for (int i = 0; i < kHosts; ++i) {
       v1::Register hello;
       hello.set_worker_id("w" + std::to_string(i));
@@ -61,13 +61,13 @@ class HuntWorkflowTest : public ::testing::Test {
       hello.set_agent_address("w" + std::to_string(i) + ":7000");
       hello.mutable_inventory()->set_host_id("host-" + std::to_string(i));
       hello.mutable_inventory()->set_hostname("w" + std::to_string(i));
-      ASSERT_TRUE(runs_->OnRegister(hello, absl::Now()).ok());
+      ASSERT_TRUE(core_->fleet().OnRegister(hello, absl::Now()).ok());
     }
     WorkflowManagerOptions options;
     options.poll_interval = absl::Milliseconds(5);
-    workflows_ = std::make_unique<WorkflowManager>(store_.get(), runs_.get(), options);
+    workflows_ = std::make_unique<WorkflowManager>(store_.get(), runs_, &core_->fleet(), options);
     ASSERT_TRUE(workflows_->Start().ok());
-    fleet_ = std::thread([this] { Fleet(); });
+    fleet_ = std::thread([this] { PlayTheFleet(); });
   }
   void TearDown() override {
     stop_ = true;
@@ -77,14 +77,14 @@ class HuntWorkflowTest : public ::testing::Test {
 
   // Waits for a batch of assignments (a round's runs arrive together), then
   // runs each: RUNNING, one result, SUCCEEDED.
-  void Fleet() {
+  void PlayTheFleet() {
     while (!stop_) {
       absl::SleepFor(absl::Milliseconds(20));
       const auto batch = link_.Take();
       if (batch.empty()) continue;
       max_at_once_ = std::max<int>(max_at_once_, static_cast<int>(batch.size()));
       for (const auto& [launcher, a] : batch) Run(launcher, a);
-      runs_->FlushResults();
+      runs_->FlushJournal();
       for (const auto& [launcher, a] : batch) {
         v1::RunStatus done;
         done.set_run(a.run());
@@ -146,10 +146,10 @@ class HuntWorkflowTest : public ::testing::Test {
   std::set<std::string> flaky_pair_;
   int flaky_runs_ = 0;  // the fleet thread's
   std::unique_ptr<Store> store_ = NewMemoryStore();
-  scheduling::WorkerRegistry registry_;
   WatchHub hub_;
   FleetLink link_;
-  std::unique_ptr<RunManager> runs_;
+  std::unique_ptr<Core> core_;
+  RunManager* runs_ = nullptr;
   std::unique_ptr<WorkflowManager> workflows_;
   std::thread fleet_;
   std::atomic<bool> stop_{false};
@@ -179,7 +179,7 @@ TEST_F(HuntWorkflowTest, RoundsRunAtOnceAndTheSlowNodeIsConfirmedBadAndSuspect) 
   EXPECT_EQ(hunt.suspects(0).verdict(), "CONFIRMED_BAD");
   EXPECT_NEAR(hunt.suspects(0).ratio(), 1.0 / 3, 0.05);
   EXPECT_TRUE(hunt.suspects(0).quarantined());
-  EXPECT_EQ(runs_->GetWorker(kSlow)->state(), v1::SUSPECT);
+  EXPECT_EQ(core_->fleet().GetWorker(kSlow)->state(), v1::SUSPECT);
   EXPECT_EQ(hunt.pairs_size(), kHosts * (kHosts - 1) / 2 + 3 + 1);  // survey, re-tests, control
   // Its report renders the heat map with the suspect marked.
   absl::StatusOr<v1::WorkflowReport> report = workflows_->Report(created->name());
@@ -213,7 +213,7 @@ TEST_F(HuntWorkflowTest, APairSlowOnceIsMeasuredAgainAndNotReported) {
   }
   EXPECT_EQ(counted, 1);
   EXPECT_EQ(set_aside, 1);
-  EXPECT_EQ(runs_->GetWorker("workers/w1")->state(), v1::READY);
+  EXPECT_EQ(core_->fleet().GetWorker("workers/w1")->state(), v1::READY);
 }
 
 TEST_F(HuntWorkflowTest, ALinkSlowEveryTimeIsALinkSuspect) {

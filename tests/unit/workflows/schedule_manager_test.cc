@@ -5,6 +5,7 @@
 // once, a firing skipped while the workers stay busy, and a firing missed
 // while the coordinator was down made once when it is back.
 #include "server/workflows/schedule_manager.h"
+#include "server/core/core.h"
 
 #include <cmath>
 #include <memory>
@@ -28,12 +29,12 @@ using ::testing::HasSubstr;
 class VerdictsTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    runs_ = std::make_unique<RunManager>(store_.get(), &registry_, &hub_, &link_,
-                                         RunManagerOptions());
-    ASSERT_TRUE(runs_->Recover(absl::Now()).ok());
+    core_ = std::make_unique<Core>(store_.get(), &hub_, &link_, CoreOptions());
+    runs_ = &core_->runs();
+    ASSERT_TRUE(core_->Recover(absl::Now()).ok());
     WorkflowManagerOptions options;
     options.poll_interval = absl::Milliseconds(5);
-    workflows_ = std::make_unique<WorkflowManager>(store_.get(), runs_.get(), options);
+    workflows_ = std::make_unique<WorkflowManager>(store_.get(), runs_, &core_->fleet(), options);
     ASSERT_TRUE(workflows_->Start().ok());
     StartSchedules();
   }
@@ -50,7 +51,7 @@ class VerdictsTest : public ::testing::Test {
     ScheduleManagerOptions options;
     options.min_period = absl::Seconds(1);
     options.tick = absl::Hours(1);
-    schedules_ = std::make_unique<ScheduleManager>(store_.get(), runs_.get(), workflows_.get(),
+    schedules_ = std::make_unique<ScheduleManager>(store_.get(), runs_, workflows_.get(),
                                                    options);
     ASSERT_TRUE(schedules_->Start().ok());
   }
@@ -112,10 +113,10 @@ class VerdictsTest : public ::testing::Test {
   }
 
   std::unique_ptr<Store> store_ = NewMemoryStore();
-  scheduling::WorkerRegistry registry_;
   WatchHub hub_;
   AcceptingLink link_;
-  std::unique_ptr<RunManager> runs_;
+  std::unique_ptr<Core> core_;
+  RunManager* runs_ = nullptr;
   std::unique_ptr<WorkflowManager> workflows_;
   std::unique_ptr<ScheduleManager> schedules_;
 };

@@ -3,6 +3,7 @@
 // link standing for the workers): one cell's run at a time, each created
 // with its cell's request id, so a restart goes on with the run it had;
 // cancel ends the run in progress; a request id names one spec.
+#include "server/core/core.h"
 #include "server/workflows/workflow_manager.h"
 
 #include <map>
@@ -24,9 +25,9 @@ using ::testing::HasSubstr;
 class WorkflowManagerTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    runs_ = std::make_unique<RunManager>(store_.get(), &registry_, &hub_, &link_,
-                                         RunManagerOptions());
-    ASSERT_TRUE(runs_->Recover(absl::Now()).ok());
+    core_ = std::make_unique<Core>(store_.get(), &hub_, &link_, CoreOptions());
+    runs_ = &core_->runs();
+    ASSERT_TRUE(core_->Recover(absl::Now()).ok());
     StartWorkflows();
   }
   void TearDown() override { workflows_.reset(); }
@@ -34,7 +35,7 @@ class WorkflowManagerTest : public ::testing::Test {
   void StartWorkflows(WorkflowManagerOptions options = {}) {
     workflows_.reset();
     options.poll_interval = absl::Milliseconds(5);
-    workflows_ = std::make_unique<WorkflowManager>(store_.get(), runs_.get(), options);
+    workflows_ = std::make_unique<WorkflowManager>(store_.get(), runs_, &core_->fleet(), options);
     ASSERT_TRUE(workflows_->Start().ok());
   }
 
@@ -70,10 +71,10 @@ class WorkflowManagerTest : public ::testing::Test {
   }
 
   std::unique_ptr<Store> store_ = NewMemoryStore();
-  scheduling::WorkerRegistry registry_;
   WatchHub hub_;
   AcceptingLink link_;
-  std::unique_ptr<RunManager> runs_;
+  std::unique_ptr<Core> core_;
+  RunManager* runs_ = nullptr;
   std::unique_ptr<WorkflowManager> workflows_;
 };
 
