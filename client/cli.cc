@@ -20,7 +20,7 @@
 #include "client/coordinator_client.h"
 #include "client/format.h"
 #include "client/lifecycle_commands.h"
-#include "client/local.h"
+#include "client/local_flags.h"
 #include "client/matrix.h"
 #include "client/hunt_command.h"
 #include "client/verdict_commands.h"
@@ -31,9 +31,8 @@
 #include "collbench/v1/coordinator.grpc.pb.h"
 #include "common/flag_parser.h"
 #include "common/grpc_health.h"
+#include "common/secrets.h"
 #include "common/units.h"
-#include "server/auth/authorizer.h"
-#include "server/auth/secret_env.h"
 
 namespace collbench {
 namespace {
@@ -461,7 +460,7 @@ std::vector<std::string> ReachWords(const std::string& coordinator, const std::s
 
 }  // namespace
 
-int RunCli(int argc, char** argv) {
+int RunCli(int argc, char** argv, const LocalCommand& local) {
   std::string coordinator = "127.0.0.1:50051", token, token_file;
   FlagParser flags;
   flags.String("coordinator", &coordinator, "coordinator gRPC address HOST:PORT");
@@ -490,7 +489,7 @@ int RunCli(int argc, char** argv) {
   absl::StatusOr<std::string> bearer = BearerToken(token, token_file);
   if (!bearer.ok()) return Report(bearer.status());
   if (!command.empty() && command[0] == "local") {
-    return RunLocal(argv[0], std::vector<std::string>(command.begin() + 1, command.end()));
+    return local(argv[0], std::vector<std::string>(command.begin() + 1, command.end()));
   }
   const FollowUp follow_up(argv[0], ReachWords(coordinator, token_file, tls), /*kept=*/true);
   return RunCommand(coordinator, *bearer, command, follow_up, tls);

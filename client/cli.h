@@ -9,11 +9,15 @@
 #include <vector>
 
 #include "client/follow_up.h"
+#include "client/local_flags.h"
 #include "common/tls_channel.h"
 
 namespace collbench {
 
-int RunCli(int argc, char** argv);
+// The whole command line; `collbench local ...` goes to `local` (the
+// binary's main wires local/local.h's RunLocal: the embedded coordinator is
+// not part of the client library).
+int RunCli(int argc, char** argv, const LocalCommand& local);
 
 // `collbench --help`: the commands, `local`'s flags from its flag table.
 std::string CliUsage();

@@ -1,4 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
+// The `collbench` binary: the CLI, with `collbench local` wired to the
+// embedded coordinator (local/).
 #include "client/cli.h"
+#include "local/local.h"
 
-int main(int argc, char** argv) { return collbench::RunCli(argc, argv); }
+int main(int argc, char** argv) { return collbench::RunCli(argc, argv, collbench::RunLocal); }

@@ -18,10 +18,10 @@
 #include "common/grpc_log.h"
 #include "common/log.h"
 #include "common/log_flags.h"
+#include "common/secrets.h"
 #include "common/units.h"
 #include "analysis/references.h"
 #include "server/auth/authorizer.h"
-#include "server/auth/secret_env.h"
 #include "server/app/coordinator.h"
 
 namespace {

@@ -3,9 +3,7 @@
 
 #include <openssl/crypto.h>
 #include <openssl/sha.h>
-#include <sys/stat.h>
 
-#include <cstdio>
 #include <fstream>
 #include <sstream>
 #include <utility>
@@ -175,32 +173,6 @@ std::string Authorizer::CallerOf(absl::string_view authorization, absl::string_v
   }
   if (host.empty()) return "anonymous";
   return absl::StrCat("peer ", host);
-}
-
-absl::Status CheckPrivateFile(const std::string& path) {
-  struct stat info;
-  if (stat(path.c_str(), &info) != 0) return absl::OkStatus();
-  if ((info.st_mode & S_IROTH) == 0) return absl::OkStatus();
-  char mode[8];
-  std::snprintf(mode, sizeof mode, "%04o", static_cast<unsigned>(info.st_mode & 07777));
-  return absl::FailedPreconditionError(absl::StrCat(path, " holds secrets but has mode ", mode,
-                                                    ": every user may read it (chmod 600 ", path,
-                                                    ", or 640 for a group)"));
-}
-
-absl::StatusOr<std::string> ReadTokenFile(absl::string_view flag, const std::string& path) {
-  std::ifstream in(path);
-  std::string line;
-  if (!in || !std::getline(in, line)) {
-    return absl::InvalidArgumentError(absl::StrCat("--", flag, ": cannot read '", path, "'"));
-  }
-  std::string token(absl::StripAsciiWhitespace(line));
-  OPENSSL_cleanse(line.data(), line.size());
-  if (token.empty()) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("--", flag, " ", path, ": the first line holds no token"));
-  }
-  return token;
 }
 
 }  // namespace collbench

@@ -95,18 +95,6 @@ class Authorizer {
   std::vector<Entry> entries_;  // in the tokens' sorted order (CallerOf)
 };
 
-// Whether a secret file (tokens, a join token) may be read by every user:
-// FailedPrecondition naming the file and its mode when others may read it,
-// OK otherwise (a group, such as a pod's fsGroup on a Kubernetes Secret
-// volume, may; a file that cannot be stat'ed is OK here, reading it
-// reports that). Callers warn with the message.
-absl::Status CheckPrivateFile(const std::string& path);
-
-// Reads a one-token file (--join-token-file, --token-file): the first
-// line, surrounding white space removed. InvalidArgument naming `flag` and
-// the path when it cannot be read or is empty.
-absl::StatusOr<std::string> ReadTokenFile(absl::string_view flag, const std::string& path);
-
 }  // namespace collbench
 
 #endif  // COLLBENCH_SERVER_AUTH_AUTHORIZER_H_

@@ -6,7 +6,7 @@
 
 #include "client/cli.h"
 #include "client/follow_up.h"
-#include "client/local.h"
+#include "client/local_flags.h"
 #include "common/flag_parser.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"

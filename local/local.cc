@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-#include "client/local.h"
+#include "local/local.h"
 
 #include <fcntl.h>
 #include <limits.h>
@@ -23,6 +23,7 @@
 #include "absl/time/clock.h"
 #include "client/cli.h"
 #include "client/coordinator_client.h"
+#include "client/local_flags.h"
 #include "common/atomic_file.h"
 #include "common/flag_parser.h"
 #include "server/app/coordinator.h"
@@ -237,23 +238,6 @@ class LocalCluster {
   std::unique_ptr<Coordinator> coordinator_;
   std::vector<pid_t> pids_;
 };
-
-}  // namespace
-
-void AddLocalFlags(FlagParser* flags, LocalOptions* options) {
-  flags->Int("workers", "K", &options->workers, "local workers (default 2)");
-  flags->Int("slots", &options->slots, "ranks per worker (default: CPUs)");
-  flags->String("store", "FILE", &options->store,
-                "keep the runs in this SQLite file (default: in memory, gone after the command), "
-                "so a later `collbench local --store FILE suite show ID` or `report` finds them;"
-                " its folder must exist");
-  flags->String("tuning-dir", "DIR", &options->tuning_dir,
-                "the workers' folder of tuning files (e.g. what `advise --write-rules DIR` wrote);"
-                " a run names one by its bare name, e.g. --env"
-                " OMPI_MCA_coll_tuned_dynamic_rules_filename=openmpi-rules.conf (default: none)");
-}
-
-namespace {
 
 // The checks the coordinator and the workers would make, said here where
 // they are readable: the store's folder exists (it is never created), the

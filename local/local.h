@@ -7,26 +7,19 @@
 // made for this session (an operator token the command uses in-process, a
 // worker join token the workers read from a 0600 file in the session's 0700
 // temporary folder), so nobody else can drive it.
-#ifndef COLLBENCH_CLIENT_LOCAL_H_
-#define COLLBENCH_CLIENT_LOCAL_H_
+//
+// Wiring, not client code: it embeds the coordinator (server/coordinator.h)
+// and starts workers, so it is a module of its own that the `collbench`
+// binary's main hands to RunCli (client/cli.h) as its LocalCommand; the
+// client library includes no server header. Its flags are
+// client/local_flags.h.
+#ifndef COLLBENCH_LOCAL_LOCAL_H_
+#define COLLBENCH_LOCAL_LOCAL_H_
 
 #include <string>
 #include <vector>
 
-#include "common/flag_parser.h"
-
 namespace collbench {
-
-struct LocalOptions {
-  int workers = 2;
-  int slots = 0;           // ranks per worker; 0: the CPUs
-  std::string store;       // a SQLite file that keeps the runs; "": in memory
-  std::string tuning_dir;  // every worker's --tuning-dir; "": none
-};
-
-// `local`'s flags, into `options`: the one table its parser, its --help and
-// `collbench --help` are made from.
-void AddLocalFlags(FlagParser* flags, LocalOptions* options);
 
 // `program`: argv[0], for the follow-up commands it prints. A COMMAND asked
 // for --help prints its help without starting anything. Ctrl-C or SIGTERM
@@ -36,4 +29,4 @@ int RunLocal(const std::string& program, const std::vector<std::string>& args);
 
 }  // namespace collbench
 
-#endif  // COLLBENCH_CLIENT_LOCAL_H_
+#endif  // COLLBENCH_LOCAL_LOCAL_H_
