@@ -72,6 +72,12 @@ bool Separated(const Interval& a, const Interval& b);
 // told apart. Ties on the mean go to the lower index.
 int SignificantFastest(const std::vector<const v1::SizeResult*>& results);
 
+// What a "fastest" mark means, for every table that has one (the CLI's
+// comparisons, a matrix's best-worst table).
+inline constexpr char kFastestLegend[] =
+    "fastest: only where its mean's 95% interval (from the histograms) is apart from the "
+    "runner-up's; ~ where the two fastest are not told apart";
+
 }  // namespace collbench
 
 #endif  // COLLBENCH_ANALYSIS_RUN_SET_H_

@@ -47,11 +47,6 @@ std::string FormatRunResults(const v1::Run& run, const std::vector<v1::SizeResul
 std::string FormatResultRow(const v1::SizeResult& result);
 std::string ResultHeader();
 
-// What a "fastest" mark means, for every table that has one.
-inline constexpr char kFastestLegend[] =
-    "fastest: only where its mean's 95% interval (from the histograms) is apart from the "
-    "runner-up's; ~ where the two fastest are not told apart";
-
 // Several runs side by side, matched by (operation, dtype, redop, bytes):
 // avg latency of each and its ratio to the first run, plus the fastest
 // where its win is significant (SignificantFastest). The table names each

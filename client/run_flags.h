@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
-// `collbench run OPERATION [engine flags] [run flags]`: splits the command
-// line into the engine's flags (parsed by the engine's own parser into the
-// RunSpec's engine fields) and the service's (ranks, placement, transport,
-// MPI library, env, timeout, labels) plus how the CLI should wait.
+// `collbench run OPERATION [engine flags] [run flags]`: the spec in the run
+// flags' words (api/run_flags.h, the vocabulary the coordinator's suites
+// share) plus how the CLI should wait and print (--wait, --watch,
+// --output, --request-id).
 #ifndef COLLBENCH_CLIENT_RUN_FLAGS_H_
 #define COLLBENCH_CLIENT_RUN_FLAGS_H_
 

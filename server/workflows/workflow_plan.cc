@@ -18,10 +18,10 @@
 #include "analysis/report.h"
 #include "analysis/suite.h"
 #include "api/capabilities.h"
-#include "client/format.h"
-#include "client/run_flags.h"
-#include "server/workflows/hunts.h"
+#include "api/run_flags.h"
+#include "common/status_macros.h"
 #include "flavors/registry.h"
+#include "server/workflows/hunts.h"
 
 namespace collbench::workflows {
 namespace {
@@ -56,17 +56,31 @@ std::vector<std::string> OrDefault(const google::protobuf::RepeatedPtrField<std:
 }
 
 // `base` with one combination's operation, placement policy, transport and
-// MPI library, each parsed as `collbench run` parses its flag.
+// MPI library, each named as the run flags name them (api/run_flags.h).
 absl::StatusOr<v1::RunSpec> MatrixCellSpec(const v1::RunSpec& base, const CellKey& key) {
-  absl::StatusOr<RunRequest> parsed = ParseRunFlags(
-      {key[0], "--placement", key[1], "--transport", key[2], "--mpi", key[3]});
-  if (!parsed.ok()) return parsed.status();
   v1::RunSpec spec = base;
-  spec.set_operation(parsed->spec.operation());
-  spec.mutable_placement()->set_policy(parsed->spec.placement().policy());
-  spec.set_transport(parsed->spec.transport());
-  spec.set_mpi(parsed->spec.mpi());
+  spec.set_operation(key[0]);
+  ASSIGN_OR_RETURN(const v1::PlacementPolicy policy, PlacementPolicyNamed(key[1]));
+  spec.mutable_placement()->set_policy(policy);
+  ASSIGN_OR_RETURN(const v1::Transport transport, TransportNamed(key[2]));
+  spec.set_transport(transport);
+  ASSIGN_OR_RETURN(const v1::MpiImplementation mpi, MpiNamed(key[3]));
+  spec.set_mpi(mpi);
   return spec;
+}
+
+// An axis value's name, checked as the axis names it.
+absl::Status CheckAxisValue(size_t axis, const std::string& value) {
+  switch (axis) {
+    case 1:
+      return PlacementPolicyNamed(value).status();
+    case 2:
+      return TransportNamed(value).status();
+    case 3:
+      return MpiNamed(value).status();
+    default:  // operations: judged by the check of each combination
+      return absl::OkStatus();
+  }
 }
 
 absl::StatusOr<Plan> PlanMatrix(const v1::WorkflowSpec& workflow, const std::string& id,
@@ -82,13 +96,11 @@ absl::StatusOr<Plan> PlanMatrix(const v1::WorkflowSpec& workflow, const std::str
   }};
   // A value that does not parse (a misspelled placement, transport or
   // library) is named on its own, before any combination is judged.
-  const char* const flag_of[] = {"", "--placement", "--transport", "--mpi"};
   for (size_t axis = 1; axis < axes.size(); ++axis) {
     for (const std::string& value : axes[axis].second) {
-      absl::StatusOr<RunRequest> parsed = ParseRunFlags({"allreduce", flag_of[axis], value});
-      if (!parsed.ok()) {
+      if (absl::Status named = CheckAxisValue(axis, value); !named.ok()) {
         return absl::InvalidArgumentError(absl::StrCat("spec.matrix.", axes[axis].first, ": '",
-                                                       value, "': ", parsed.status().message()));
+                                                       value, "': ", named.message()));
       }
     }
   }
@@ -281,12 +293,13 @@ absl::StatusOr<CellRun> PrepareCell(const SuiteCell& cell, const Fleet& fleet) {
     }
     flags.push_back(cell.flags[i]);
   }
-  absl::StatusOr<RunRequest> request = ParseRunFlags(flags);
-  if (!request.ok()) {
-    return absl::InvalidArgumentError(
-        absl::StrCat(cell.Label(), ": ", request.status().message()));
+  // A suite's cells are written in the run flags' words (its data, not
+  // words made up here).
+  absl::StatusOr<v1::RunSpec> spec = SpecFromRunFlags(flags);
+  if (!spec.ok()) {
+    return absl::InvalidArgumentError(absl::StrCat(cell.Label(), ": ", spec.status().message()));
   }
-  CellRun out{request->spec, 1};
+  CellRun out{*std::move(spec), 1};
   const int ranks = out.spec.ranks();
   if (groups > 0) {
     if (ranks % groups != 0) {

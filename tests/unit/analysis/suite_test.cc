@@ -5,7 +5,7 @@
 #include <gtest/gtest.h>
 
 #include "absl/strings/match.h"
-#include "client/run_flags.h"
+#include "api/run_flags.h"
 
 namespace collbench {
 namespace {
@@ -349,8 +349,8 @@ TEST(BuiltinSuitesTest, AllFiveParseExpandAndMakeValidRuns) {
           }
           flags.push_back(cell.flags[i]);
         }
-        absl::StatusOr<RunRequest> request = ParseRunFlags(flags);
-        EXPECT_TRUE(request.ok()) << suite.name << " " << cell.Label() << ": " << request.status();
+        absl::StatusOr<v1::RunSpec> spec = SpecFromRunFlags(flags);  // as the coordinator plans it
+        EXPECT_TRUE(spec.ok()) << suite.name << " " << cell.Label() << ": " << spec.status();
         EXPECT_LE(cell.Label().size(), 256u) << "a label value holds at most 256 characters";
       }
     }
