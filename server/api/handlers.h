@@ -4,7 +4,7 @@
 // request message to the response message or an absl::Status. The gRPC
 // and REST adapters decode, authorize and encode around them; the /ui/
 // pages call them too. Each is a thin translation onto a plain class
-// (RunManager, WorkflowManager, ScheduleManager, STYLE §5), so both
+// (RunManager, WorkflowManager, ScheduleManager, CONTRIBUTING.md#style), so both
 // protocols validate and answer alike.
 //
 // Errors: whatever the plain class answers (INVALID_ARGUMENT naming the
@@ -130,7 +130,7 @@ class CoordinatorApi {
   absl::StatusOr<std::unique_ptr<WatcherSlot>> AcquireWatcher(const CallContext& call);
   // The manager, or UNAVAILABLE saying this server runs none.
   absl::StatusOr<WorkflowManager*> Workflows() const;
-  absl::StatusOr<WorkflowManager*> Baselines() const;
+  absl::StatusOr<Baselines*> BaselineStore() const;
   absl::StatusOr<ScheduleManager*> Schedules() const;
 
   const ApiParts parts_;

@@ -17,9 +17,9 @@ absl::StatusOr<WorkflowManager*> CoordinatorApi::Workflows() const {
   return parts_.workflows;
 }
 
-absl::StatusOr<WorkflowManager*> CoordinatorApi::Baselines() const {
+absl::StatusOr<Baselines*> CoordinatorApi::BaselineStore() const {
   if (parts_.workflows == nullptr) return absl::UnavailableError("this server keeps no baselines");
-  return parts_.workflows;
+  return parts_.workflows->baselines();
 }
 
 absl::StatusOr<v1::Workflow> CoordinatorApi::CreateWorkflow(
@@ -76,20 +76,20 @@ absl::StatusOr<std::shared_ptr<Watch<v1::WorkflowEvent>>> CoordinatorApi::WatchW
 
 absl::StatusOr<v1::Baseline> CoordinatorApi::CreateBaseline(
     const CallContext& call, const v1::CreateBaselineRequest& request) {
-  ASSIGN_OR_RETURN(WorkflowManager * baselines, Baselines());
-  return baselines->CreateBaseline(request, parts_.clock->Now(), call.caller);
+  ASSIGN_OR_RETURN(Baselines * baselines, BaselineStore());
+  return baselines->Create(request, parts_.clock->Now(), call.caller);
 }
 
 absl::StatusOr<v1::Baseline> CoordinatorApi::GetBaseline(const CallContext& call,
                                                          const v1::GetBaselineRequest& request) {
-  ASSIGN_OR_RETURN(WorkflowManager * baselines, Baselines());
-  return baselines->GetBaseline(request.name());
+  ASSIGN_OR_RETURN(Baselines * baselines, BaselineStore());
+  return baselines->Get(request.name());
 }
 
 absl::StatusOr<v1::ListBaselinesResponse> CoordinatorApi::ListBaselines(
     const CallContext& call, const v1::ListBaselinesRequest& request) {
-  ASSIGN_OR_RETURN(WorkflowManager * baselines, Baselines());
-  ASSIGN_OR_RETURN(std::vector<v1::Baseline> all, baselines->ListBaselines());
+  ASSIGN_OR_RETURN(Baselines * baselines, BaselineStore());
+  ASSIGN_OR_RETURN(std::vector<v1::Baseline> all, baselines->List());
   v1::ListBaselinesResponse response;
   RETURN_IF_ERROR(PageByName(std::move(all), request.page_size(), request.page_token(),
                              response.mutable_baselines(), response.mutable_next_page_token()));
@@ -98,8 +98,8 @@ absl::StatusOr<v1::ListBaselinesResponse> CoordinatorApi::ListBaselines(
 
 absl::StatusOr<google::protobuf::Empty> CoordinatorApi::DeleteBaseline(
     const CallContext& call, const v1::DeleteBaselineRequest& request) {
-  ASSIGN_OR_RETURN(WorkflowManager * baselines, Baselines());
-  RETURN_IF_ERROR(baselines->DeleteBaseline(request.name()));
+  ASSIGN_OR_RETURN(Baselines * baselines, BaselineStore());
+  RETURN_IF_ERROR(baselines->Delete(request.name()));
   return google::protobuf::Empty();
 }
 

@@ -24,6 +24,7 @@
 #include "server/core/watch_hub.h"
 #include "server/metrics/coordinator_metrics.h"
 #include "server/store/store.h"
+#include "server/workflows/run_manager_runs.h"
 #include "server/workflows/schedule_manager.h"
 #include "server/workflows/workflow_manager.h"
 
@@ -42,6 +43,8 @@ struct Coordinator::Parts {
   std::unique_ptr<WorkerStreams> streams;  // the core's link to the workers
   std::unique_ptr<Core> core;              // after what it uses; its journal stops first
   std::unique_ptr<GatewayService> gateway;
+  // The runs as the workflows see them: the core and the hub.
+  std::unique_ptr<RunManagerRuns> runs;
   // Stopped before the core goes (their threads call it).
   std::unique_ptr<WorkflowManager> workflows;
   std::unique_ptr<ScheduleManager> schedules;  // stopped before the workflows
@@ -149,10 +152,11 @@ absl::StatusOr<std::unique_ptr<Coordinator>> Coordinator::Start(const Coordinato
     RETURN_IF_ERROR(p.core->fleet().ForgetWorker(name));
   }
   p.core->retention().Sweep(p.clock->Now());
-  p.workflows = std::make_unique<WorkflowManager>(p.store.get(), &p.core->runs(),
-                                                  &p.core->fleet(), options.workflows);
+  p.runs = std::make_unique<RunManagerRuns>(&p.core->runs(), &p.core->fleet(), &p.hub);
+  p.workflows = std::make_unique<WorkflowManager>(p.store.get(), p.runs.get(), p.clock,
+                                                  options.workflows);
   RETURN_IF_ERROR(p.workflows->Start());
-  p.schedules = std::make_unique<ScheduleManager>(p.store.get(), &p.core->runs(),
+  p.schedules = std::make_unique<ScheduleManager>(p.store.get(), p.runs.get(),
                                                   p.workflows.get(), options.schedules);
   RETURN_IF_ERROR(p.schedules->Start());
   p.api = std::make_unique<CoordinatorApi>(ApiParts{&p.core->runs(), &p.core->fleet(), &p.hub,
@@ -163,16 +167,26 @@ absl::StatusOr<std::unique_ptr<Coordinator>> Coordinator::Start(const Coordinato
   if (!options.http_listen.empty()) RETURN_IF_ERROR(c->StartHttp(options));
   Core* core = p.core.get();
   const Clock* clock = p.clock;
+  WorkflowManager* workflows = p.workflows.get();
+  ScheduleManager* schedules = p.schedules.get();
   absl::Notification* stop = &c->stop_;
   const absl::Duration interval = options.tick_interval;
   const bool insecure = p.insecure_no_auth;
   const absl::Duration retention_interval = options.retention_interval;
-  c->ticker_ = std::thread([core, clock, stop, interval, insecure, retention_interval] {
+  const absl::Duration schedule_interval = options.schedules.tick;
+  c->ticker_ = std::thread([core, clock, workflows, schedules, stop, interval, insecure,
+                            retention_interval, schedule_interval] {
     absl::Time warned = clock->Now();
     absl::Time retained = warned;
+    absl::Time scheduled = warned;
     while (!stop->WaitForNotificationWithTimeout(interval)) {
       const absl::Time now = clock->Now();
       core->fleet().Tick(now);
+      workflows->Tick(now);  // wakes what waits for time; the work is its executor's
+      if (now - scheduled >= schedule_interval) {
+        scheduled = now;
+        schedules->Tick(now);
+      }
       if (now - retained >= retention_interval) {
         retained = now;
         core->retention().Sweep(now);  // nothing when no policy is set

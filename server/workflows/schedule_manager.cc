@@ -10,12 +10,12 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/strip.h"
-#include "absl/time/clock.h"
 #include "api/capabilities.h"
 #include "analysis/run_set.h"
 #include "api/convert.h"
 #include "common/log.h"
 #include "common/units.h"
+#include "server/core/run_manager.h"  // kScheduleLabel
 #include "server/metrics/schedule_metrics.h"
 #include "server/workflows/checks.h"
 
@@ -57,14 +57,9 @@ std::string OutcomeOf(const v1::Workflow& workflow) {
 
 }  // namespace
 
-ScheduleManager::ScheduleManager(Store* store, RunManager* runs, WorkflowManager* workflows,
+ScheduleManager::ScheduleManager(Store* store, WorkflowRuns* runs, WorkflowManager* workflows,
                                  ScheduleManagerOptions options)
     : store_(store), runs_(runs), workflows_(workflows), options_(options) {}
-
-ScheduleManager::~ScheduleManager() {
-  Stop();
-  workflows_->SetScheduleThresholds(nullptr);
-}
 
 absl::Status ScheduleManager::Start() {
   absl::StatusOr<std::vector<v1::Schedule>> stored = store_->ListSchedules();
@@ -90,32 +85,12 @@ absl::Status ScheduleManager::Start() {
     }
     last_checks_ = std::move(checks);
   }
-  workflows_->SetScheduleThresholds([this](const std::string& name) {
-    absl::MutexLock lock(&mu_);
-    auto it = schedules_.find(name);
-    return it == schedules_.end() ? 0.0 : it->second.spec().threshold();
-  });
-  thread_ = std::thread([this] { Loop(); });
   return absl::OkStatus();
 }
 
 void ScheduleManager::Stop() {
-  {
-    absl::MutexLock lock(&mu_);
-    stopping_ = true;
-  }
-  if (thread_.joinable()) thread_.join();
-}
-
-void ScheduleManager::Loop() {
-  while (true) {
-    {
-      absl::MutexLock lock(&mu_);
-      auto stopping = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return stopping_; };
-      if (mu_.AwaitWithTimeout(absl::Condition(&stopping), options_.tick)) return;
-    }
-    Tick(absl::Now());
-  }
+  absl::MutexLock lock(&mu_);
+  stopping_ = true;
 }
 
 bool ScheduleManager::Running(const v1::Schedule& schedule) {
@@ -147,6 +122,9 @@ v1::WorkflowSpec ScheduleManager::FiringSpec(const v1::Schedule& schedule) const
     matrix->add_mpis(MpiName(spec.run().mpi()));
   }
   workflow.set_baseline(spec.baseline());
+  // The check's threshold travels with the firing: the workflow needs
+  // nothing of the schedule when it ends.
+  if (!spec.baseline().empty()) workflow.set_baseline_threshold(spec.threshold());
   workflow.set_schedule(schedule.name());
   workflow.set_workers(spec.workers());
   (*workflow.mutable_labels())[kScheduleLabel] =
@@ -294,9 +272,19 @@ void ScheduleManager::Tick(absl::Time now) {
   std::vector<std::string> names;
   {
     absl::MutexLock lock(&mu_);
+    if (stopping_) return;
     for (const auto& [name, schedule] : schedules_) names.push_back(name);
   }
   for (const std::string& name : names) Step(name, now);
+}
+
+void ScheduleManager::Apply(const std::string& name,
+                            const std::function<void(v1::Schedule&)>& change) {
+  absl::MutexLock lock(&mu_);
+  auto it = schedules_.find(name);
+  if (it == schedules_.end()) return;
+  change(it->second);
+  SaveLocked(it->second);
 }
 
 void ScheduleManager::Step(const std::string& name, absl::Time now) {
@@ -307,86 +295,14 @@ void ScheduleManager::Step(const std::string& name, absl::Time now) {
     if (it == schedules_.end()) return;
     schedule = it->second;
   }
-  // What to change, decided without the lock (the workflow manager is
-  // called), applied under it to the schedule as it is then.
-  auto apply = [&](const std::function<void(v1::Schedule&)>& change) {
-    absl::MutexLock lock(&mu_);
-    auto it = schedules_.find(name);
-    if (it == schedules_.end()) return;
-    change(it->second);
-    SaveLocked(it->second);
-  };
+  // What to change is decided without the lock (the workflow manager is
+  // called) and applied under it to the schedule as it is then.
   if (Running(schedule)) {
-    const v1::ScheduleFiring& firing = schedule.history(0);
-    const absl::Time made = TimeFromTimestamp(firing.time());
-    if (firing.outcome() == "waiting") {
-      const absl::Status idle = runs_->WorkersIdle(schedule.spec().workers());
-      if (!idle.ok()) {
-        if (now - made < Window(schedule)) return;
-        const std::string reason =
-            absl::StrCat("workers busy for the whole window (", FormatDuration(absl::ToDoubleSeconds(Window(schedule))),
-                         "): ", idle.message());
-        apply([&](v1::Schedule& s) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
-          s.mutable_history(0)->set_outcome("skipped");
-          s.mutable_history(0)->set_reason(reason);
-          s.set_last_outcome("skipped");
-          ++outcomes_[s.name()]["skipped"];
-        });
-        LogInfo("schedule.skipped").Str("schedule", name).Str("reason", reason);
-        return;
-      }
-      v1::CreateWorkflowRequest request;
-      *request.mutable_spec() = FiringSpec(schedule);
-      // One workflow per firing, also across a restart.
-      request.set_request_id(absl::StrCat(name, "/", absl::ToUnixSeconds(made)));
-      absl::StatusOr<v1::Workflow> created = workflows_->Create(request, now, name);
-      if (absl::IsResourceExhausted(created.status())) return;  // the workflow queue: next tick
-      // Refused as the fleet is now (workers not back yet after a restart,
-      // one drained): tried again until the window ends, then failed with
-      // the reason.
-      if (!created.ok() && now - made < Window(schedule)) return;
-      apply([&](v1::Schedule& s) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
-        if (created.ok()) {
-          s.mutable_history(0)->set_outcome("running");
-          s.mutable_history(0)->set_workflow(created->name());
-        } else {
-          s.mutable_history(0)->set_outcome("failed");
-          s.mutable_history(0)->set_reason(std::string(created.status().message()));
-          s.set_last_outcome("failed");
-          ++outcomes_[s.name()]["failed"];
-        }
-      });
-      LogInfo("schedule.fired")
-          .Str("schedule", name)
-          .Str("workflow", created.ok() ? created->name() : "")
-          .Str("error", created.ok() ? "" : std::string(created.status().message()));
-      return;
+    if (schedule.history(0).outcome() == "waiting") {
+      StartFiring(schedule, now);
+    } else {
+      FollowFiring(schedule, now);
     }
-    absl::StatusOr<v1::Workflow> workflow = workflows_->Get(firing.workflow());
-    if (workflow.ok() && !IsFinalWorkflowState(workflow->state())) return;
-    const std::string outcome = workflow.ok() ? OutcomeOf(*workflow) : "failed";
-    const int regressions =
-        workflow.ok() ? workflow->output().check().regressions() + CountHuntFindings(*workflow) : 0;
-    const std::string reason =
-        workflow.ok() ? workflow->error() : std::string(workflow.status().message());
-    apply([&](v1::Schedule& s) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
-      v1::ScheduleFiring* f = s.mutable_history(0);
-      f->set_outcome(outcome);
-      f->set_reason(reason);
-      f->set_regressions(regressions);
-      s.set_last_outcome(outcome);
-      ++outcomes_[s.name()][outcome];
-      s.set_regressions_found(s.regressions_found() + regressions);
-      if (outcome == "succeeded") *s.mutable_last_success_time() = TimestampFromTime(now);
-      if (workflow.ok() && workflow->output().has_check()) {
-        last_checks_[s.name()] = workflow->output().check();
-      }
-    });
-    LogInfo("schedule.firing_ended")
-        .Str("schedule", name)
-        .Str("workflow", firing.workflow())
-        .Str("outcome", outcome)
-        .Int("regressions", regressions);
     return;
   }
   if (schedule.paused()) return;
@@ -398,7 +314,7 @@ void ScheduleManager::Step(const std::string& name, absl::Time now) {
   const absl::Duration every = absl::Seconds(schedule.spec().every_seconds());
   absl::Time next = due + every;
   if (next <= now) next = now + every;
-  apply([&](v1::Schedule& s) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+  Apply(name, [&](v1::Schedule& s) {
     v1::ScheduleFiring firing;
     // Made now; its window counts from now, also for one missed while
     // the coordinator was down.
@@ -414,6 +330,81 @@ void ScheduleManager::Step(const std::string& name, absl::Time now) {
     s.set_firings(s.firings() + 1);
   });
   Step(name, now);  // start at once when the workers are idle
+}
+
+void ScheduleManager::StartFiring(const v1::Schedule& schedule, absl::Time now) {
+  const std::string& name = schedule.name();
+  const absl::Time made = TimeFromTimestamp(schedule.history(0).time());
+  const absl::Status idle = runs_->WorkersIdle(schedule.spec().workers());
+  if (!idle.ok()) {
+    if (now - made < Window(schedule)) return;
+    const std::string reason = absl::StrCat("workers busy for the whole window (",
+                                            FormatDuration(absl::ToDoubleSeconds(Window(schedule))),
+                                            "): ", idle.message());
+    Apply(name, [&](v1::Schedule& s) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+      s.mutable_history(0)->set_outcome("skipped");
+      s.mutable_history(0)->set_reason(reason);
+      s.set_last_outcome("skipped");
+      ++outcomes_[s.name()]["skipped"];
+    });
+    LogInfo("schedule.skipped").Str("schedule", name).Str("reason", reason);
+    return;
+  }
+  v1::CreateWorkflowRequest request;
+  *request.mutable_spec() = FiringSpec(schedule);
+  // One workflow per firing, also across a restart.
+  request.set_request_id(absl::StrCat(name, "/", absl::ToUnixSeconds(made)));
+  absl::StatusOr<v1::Workflow> created = workflows_->Create(request, now, name);
+  if (absl::IsResourceExhausted(created.status())) return;  // the workflow queue: next tick
+  // Refused as the fleet is now (workers not back yet after a restart,
+  // one drained): tried again until the window ends, then failed with
+  // the reason.
+  if (!created.ok() && now - made < Window(schedule)) return;
+  Apply(name, [&](v1::Schedule& s) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    if (created.ok()) {
+      s.mutable_history(0)->set_outcome("running");
+      s.mutable_history(0)->set_workflow(created->name());
+    } else {
+      s.mutable_history(0)->set_outcome("failed");
+      s.mutable_history(0)->set_reason(std::string(created.status().message()));
+      s.set_last_outcome("failed");
+      ++outcomes_[s.name()]["failed"];
+    }
+  });
+  LogInfo("schedule.fired")
+      .Str("schedule", name)
+      .Str("workflow", created.ok() ? created->name() : "")
+      .Str("error", created.ok() ? "" : std::string(created.status().message()));
+}
+
+void ScheduleManager::FollowFiring(const v1::Schedule& schedule, absl::Time now) {
+  const std::string& name = schedule.name();
+  const v1::ScheduleFiring& firing = schedule.history(0);
+  absl::StatusOr<v1::Workflow> workflow = workflows_->Get(firing.workflow());
+  if (workflow.ok() && !IsFinalWorkflowState(workflow->state())) return;
+  const std::string outcome = workflow.ok() ? OutcomeOf(*workflow) : "failed";
+  const int regressions =
+      workflow.ok() ? workflow->output().check().regressions() + CountHuntFindings(*workflow) : 0;
+  const std::string reason =
+      workflow.ok() ? workflow->error() : std::string(workflow.status().message());
+  Apply(name, [&](v1::Schedule& s) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    v1::ScheduleFiring* f = s.mutable_history(0);
+    f->set_outcome(outcome);
+    f->set_reason(reason);
+    f->set_regressions(regressions);
+    s.set_last_outcome(outcome);
+    ++outcomes_[s.name()][outcome];
+    s.set_regressions_found(s.regressions_found() + regressions);
+    if (outcome == "succeeded") *s.mutable_last_success_time() = TimestampFromTime(now);
+    if (workflow.ok() && workflow->output().has_check()) {
+      last_checks_[s.name()] = workflow->output().check();
+    }
+  });
+  LogInfo("schedule.firing_ended")
+      .Str("schedule", name)
+      .Str("workflow", firing.workflow())
+      .Str("outcome", outcome)
+      .Int("regressions", regressions);
 }
 
 std::string ScheduleManager::MetricsText() {

@@ -13,12 +13,21 @@
 // its window ends. A firing that was running
 // goes on with its workflow (the workflow's request id is the schedule's
 // and the due time, so a restart never makes a second one).
+//
+// A firing's workflow carries everything it needs in its spec (the
+// baseline and its threshold, the worker selector, the schedule label), so
+// the workflow manager never calls back here. Time: the coordinator's
+// ticker calls Tick(now) every `tick`; nothing here reads a clock or waits.
+//
+// Thread safety: every method may be called from any thread. One mutex
+// guards the schedules; the workflow manager and the runs are called
+// without it.
 #ifndef COLLBENCH_SERVER_WORKFLOWS_SCHEDULE_MANAGER_H_
 #define COLLBENCH_SERVER_WORKFLOWS_SCHEDULE_MANAGER_H_
 
+#include <functional>
 #include <map>
 #include <string>
-#include <thread>
 #include <vector>
 
 #include "absl/base/thread_annotations.h"
@@ -26,16 +35,17 @@
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
 #include "collbench/v1/schedule.pb.h"
-#include "server/core/run_manager.h"
 #include "server/store/store.h"
 #include "server/workflows/workflow_manager.h"
+#include "server/workflows/workflow_runs.h"
 
 namespace collbench {
 
 struct ScheduleManagerOptions {
   // The shortest period a schedule may have (--min-schedule-period).
   absl::Duration min_period = absl::Seconds(60);
-  // How often due schedules and running firings are looked at.
+  // How often the coordinator's ticker calls Tick (due schedules and
+  // running firings are looked at).
   absl::Duration tick = absl::Seconds(1);
   int max_schedules = 100;
 };
@@ -43,13 +53,12 @@ struct ScheduleManagerOptions {
 class ScheduleManager {
  public:
   // None of the pointers is owned; all outlive the manager.
-  ScheduleManager(Store* store, RunManager* runs, WorkflowManager* workflows,
+  ScheduleManager(Store* store, WorkflowRuns* runs, WorkflowManager* workflows,
                   ScheduleManagerOptions options);
-  ~ScheduleManager();  // Stop()
 
-  // Loads the stored schedules and starts the thread. Call after the
-  // WorkflowManager has started.
+  // Loads the stored schedules. Call after the WorkflowManager has started.
   absl::Status Start();
+  // Later ticks do nothing. Idempotent.
   void Stop();
 
   // Checks everything a firing will need (InvalidArgument naming the
@@ -72,8 +81,8 @@ class ScheduleManager {
   // scrape time.
   std::string MetricsText();
 
-  // One pass: fires what is due, follows running firings. The thread calls
-  // it every tick; tests call it with their own clock.
+  // One pass: fires what is due, follows running firings. The
+  // coordinator's ticker calls it every `tick`; tests with their own time.
   void Tick(absl::Time now);
 
  private:
@@ -83,12 +92,20 @@ class ScheduleManager {
   absl::Status Validate(const v1::ScheduleSpec& spec);
   absl::Duration Window(const v1::Schedule& schedule) const;
   void SaveLocked(v1::Schedule& schedule) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  void Loop();
   // Advances one schedule; may create or read a workflow (without mu_).
   void Step(const std::string& name, absl::Time now) ABSL_LOCKS_EXCLUDED(mu_);
+  // A firing waiting for idle workers: its workflow made, or the firing
+  // skipped once its window has passed.
+  void StartFiring(const v1::Schedule& schedule, absl::Time now) ABSL_LOCKS_EXCLUDED(mu_);
+  // A running firing: its outcome once its workflow has ended.
+  void FollowFiring(const v1::Schedule& schedule, absl::Time now) ABSL_LOCKS_EXCLUDED(mu_);
+  // Applies `change` to the schedule as it is now, and stores it (nothing
+  // when it was deleted meanwhile). `change` runs under mu_.
+  void Apply(const std::string& name, const std::function<void(v1::Schedule&)>& change)
+      ABSL_LOCKS_EXCLUDED(mu_);
 
   Store* const store_;
-  RunManager* const runs_;
+  WorkflowRuns* const runs_;
   WorkflowManager* const workflows_;
   const ScheduleManagerOptions options_;
   absl::Mutex mu_;
@@ -99,7 +116,6 @@ class ScheduleManager {
   // (collbench_schedule_firings_total: a counter, from 0 at each start).
   std::map<std::string, std::map<std::string, int64_t>> outcomes_ ABSL_GUARDED_BY(mu_);
   bool stopping_ ABSL_GUARDED_BY(mu_) = false;
-  std::thread thread_;
 };
 
 }  // namespace collbench

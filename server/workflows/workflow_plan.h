@@ -7,8 +7,8 @@
 // run is planned as skipped, with its reason, instead of failing later.
 //
 // Also what a workflow's runs become: its tables, tuning files and page
-// (RenderOutput, RenderReport). Plain functions of protos: tests drive
-// them without a coordinator.
+// (RenderOutput, RenderReport; workflow_output.cc). Plain functions of
+// protos: tests drive them without a coordinator.
 #ifndef COLLBENCH_SERVER_WORKFLOWS_WORKFLOW_PLAN_H_
 #define COLLBENCH_SERVER_WORKFLOWS_WORKFLOW_PLAN_H_
 
@@ -24,6 +24,9 @@
 #include "collbench/v1/workflow.pb.h"
 
 namespace collbench::workflows {
+
+// The profile a suite workflow runs at: its own, or "ci".
+std::string SuiteProfile(const v1::SuiteSpec& spec);
 
 // "matrix", "suite", "sweep", "advice" or "report"; InvalidArgument when
 // the spec sets none.

@@ -16,6 +16,7 @@
 #include "rest_http_fixture.h"
 #include "server/ui/ui_session.h"
 #include "server/workflows/checks.h"
+#include "server/workflows/run_manager_runs.h"
 #include "server/workflows/schedule_manager.h"
 
 namespace collbench {
@@ -261,7 +262,7 @@ TEST_F(UiTest, UnknownRunsAndBadComparisonsArePages) {
 
 // The schedule pages over stored schedules and a stored check workflow,
 // as a coordinator would have left them (the managers load them at start;
-// their ticks are an hour apart, so nothing fires during the test).
+// nothing ticks them, so nothing fires during the test).
 class UiScheduleTest : public UiTest {
  protected:
   void TearDown() override {
@@ -273,16 +274,14 @@ class UiScheduleTest : public UiTest {
   // Starts the server with a workflow manager and, unless `with_schedules`
   // is false, a schedule manager over what is stored.
   void StartWithSchedules(bool with_schedules = true) {
-    workflow_manager_ =
-        std::make_unique<WorkflowManager>(&c_.store(), &c_.manager(), &c_.fleet(),
-                                          WorkflowManagerOptions());
+    runs_ = std::make_unique<RunManagerRuns>(&c_.manager(), &c_.fleet(), &c_.hub());
+    workflow_manager_ = std::make_unique<WorkflowManager>(&c_.store(), runs_.get(), RealClock(),
+                                                          WorkflowManagerOptions());
     ASSERT_TRUE(workflow_manager_->Start().ok());
     workflows_ = workflow_manager_.get();
     if (with_schedules) {
-      ScheduleManagerOptions options;
-      options.tick = absl::Hours(1);
-      schedule_manager_ = std::make_unique<ScheduleManager>(&c_.store(), &c_.manager(),
-                                                            workflow_manager_.get(), options);
+      schedule_manager_ = std::make_unique<ScheduleManager>(
+          &c_.store(), runs_.get(), workflow_manager_.get(), ScheduleManagerOptions());
       ASSERT_TRUE(schedule_manager_->Start().ok());
       schedules_ = schedule_manager_.get();
     }
@@ -360,6 +359,7 @@ class UiScheduleTest : public UiTest {
     f->set_reason(reason);
   }
 
+  std::unique_ptr<RunManagerRuns> runs_;
   std::unique_ptr<WorkflowManager> workflow_manager_;
   std::unique_ptr<ScheduleManager> schedule_manager_;
 };

@@ -15,12 +15,14 @@
 
 #include "absl/synchronization/mutex.h"
 #include "absl/time/clock.h"
+#include "api/convert.h"
 #include "gtest/gtest.h"
 #include "server/core/core.h"
 #include "server/core/watch_hub.h"
 #include "server/core/worker_link.h"
 #include "server/scheduling/worker_registry.h"
 #include "server/store/store.h"
+#include "server/workflows/run_manager_runs.h"
 #include "server/workflows/workflow_manager.h"
 
 namespace collbench {
@@ -63,9 +65,9 @@ class HuntWorkflowTest : public ::testing::Test {
       hello.mutable_inventory()->set_hostname("w" + std::to_string(i));
       ASSERT_TRUE(core_->fleet().OnRegister(hello, absl::Now()).ok());
     }
-    WorkflowManagerOptions options;
-    options.poll_interval = absl::Milliseconds(5);
-    workflows_ = std::make_unique<WorkflowManager>(store_.get(), runs_, &core_->fleet(), options);
+    adapter_ = std::make_unique<RunManagerRuns>(runs_, &core_->fleet(), &hub_);
+    workflows_ = std::make_unique<WorkflowManager>(store_.get(), adapter_.get(), RealClock(),
+                                                   WorkflowManagerOptions());
     ASSERT_TRUE(workflows_->Start().ok());
     fleet_ = std::thread([this] { PlayTheFleet(); });
   }
@@ -150,6 +152,7 @@ class HuntWorkflowTest : public ::testing::Test {
   FleetLink link_;
   std::unique_ptr<Core> core_;
   RunManager* runs_ = nullptr;
+  std::unique_ptr<RunManagerRuns> adapter_;
   std::unique_ptr<WorkflowManager> workflows_;
   std::thread fleet_;
   std::atomic<bool> stop_{false};

@@ -5,7 +5,6 @@
 // once, a firing skipped while the workers stay busy, and a firing missed
 // while the coordinator was down made once when it is back.
 #include "server/workflows/schedule_manager.h"
-#include "server/core/core.h"
 
 #include <cmath>
 #include <memory>
@@ -18,7 +17,9 @@
 #include "common/histogram.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "server/core/core.h"
 #include "server/metrics/schedule_metrics.h"
+#include "server/workflows/run_manager_runs.h"
 #include "tests/unit/fakes/accepting_link.h"
 
 namespace collbench {
@@ -32,9 +33,9 @@ class VerdictsTest : public ::testing::Test {
     core_ = std::make_unique<Core>(store_.get(), &hub_, &link_, CoreOptions());
     runs_ = &core_->runs();
     ASSERT_TRUE(core_->Recover(absl::Now()).ok());
-    WorkflowManagerOptions options;
-    options.poll_interval = absl::Milliseconds(5);
-    workflows_ = std::make_unique<WorkflowManager>(store_.get(), runs_, &core_->fleet(), options);
+    adapter_ = std::make_unique<RunManagerRuns>(runs_, &core_->fleet(), &hub_);
+    workflows_ = std::make_unique<WorkflowManager>(store_.get(), adapter_.get(), RealClock(),
+                                                   WorkflowManagerOptions());
     ASSERT_TRUE(workflows_->Start().ok());
     StartSchedules();
   }
@@ -44,14 +45,12 @@ class VerdictsTest : public ::testing::Test {
   }
 
   // A new schedule manager over the same store (a coordinator restart, as
-  // far as schedules go). Its thread's ticks are an hour apart: the test
-  // ticks it with its own clock.
+  // far as schedules go). Nothing ticks it but the test, with its own time.
   void StartSchedules() {
     schedules_.reset();
     ScheduleManagerOptions options;
     options.min_period = absl::Seconds(1);
-    options.tick = absl::Hours(1);
-    schedules_ = std::make_unique<ScheduleManager>(store_.get(), runs_, workflows_.get(),
+    schedules_ = std::make_unique<ScheduleManager>(store_.get(), adapter_.get(), workflows_.get(),
                                                    options);
     ASSERT_TRUE(schedules_->Start().ok());
   }
@@ -98,7 +97,7 @@ class VerdictsTest : public ::testing::Test {
     v1::CreateBaselineRequest request;
     request.set_baseline_id(id);
     for (const std::string& run : runs) request.add_runs(run);
-    return workflows_->CreateBaseline(request, absl::Now(), "test");
+    return workflows_->baselines()->Create(request, absl::Now(), "test");
   }
 
   v1::CreateScheduleRequest RunSchedule(const std::string& id, int64_t every_s) {
@@ -117,6 +116,7 @@ class VerdictsTest : public ::testing::Test {
   AcceptingLink link_;
   std::unique_ptr<Core> core_;
   RunManager* runs_ = nullptr;
+  std::unique_ptr<RunManagerRuns> adapter_;
   std::unique_ptr<WorkflowManager> workflows_;
   std::unique_ptr<ScheduleManager> schedules_;
 };
@@ -263,6 +263,36 @@ TEST_F(VerdictsTest, MissedFiringsAreMadeOnceAfterARestart) {
   const absl::Time next = TimeFromTimestamp(s.next_fire_time());
   EXPECT_GT(next, back);
   EXPECT_LE(next, back + absl::Seconds(60));
+}
+
+// The check's threshold travels in the firing's spec: the workflow needs
+// nothing of its schedule when it ends. A threshold without a baseline, or
+// outside [0, 10), is refused naming the field.
+TEST_F(VerdictsTest, AFiringCarriesItsSchedulesThresholdInItsSpec) {
+  ASSERT_TRUE(SaveBaseline("base", {StoredRun("then", 10'000, 1)}).ok());
+  const absl::Time t0 = absl::Now();
+  v1::CreateScheduleRequest request = RunSchedule("strict", 60);
+  request.mutable_spec()->set_baseline("base");
+  request.mutable_spec()->set_threshold(0.2);
+  ASSERT_TRUE(schedules_->Create(request, t0).ok());
+  schedules_->Tick(t0);
+  absl::StatusOr<v1::Workflow> firing =
+      workflows_->Get(schedules_->Get("strict")->history(0).workflow());
+  ASSERT_TRUE(firing.ok()) << firing.status();
+  EXPECT_EQ(firing->spec().baseline(), "base");
+  EXPECT_DOUBLE_EQ(firing->spec().baseline_threshold(), 0.2);
+
+  v1::CreateWorkflowRequest alone;
+  *alone.mutable_spec() = firing->spec();
+  alone.mutable_spec()->clear_baseline();
+  alone.mutable_spec()->clear_schedule();
+  EXPECT_THAT(workflows_->Create(alone, t0).status().message(),
+              HasSubstr("spec.baseline_threshold: only with spec.baseline"));
+  v1::CreateWorkflowRequest wide = alone;
+  wide.mutable_spec()->set_baseline("base");
+  wide.mutable_spec()->set_baseline_threshold(12);
+  EXPECT_THAT(workflows_->Create(wide, t0).status().message(),
+              HasSubstr("spec.baseline_threshold: 12 is not a fraction"));
 }
 
 TEST_F(VerdictsTest, PausedSchedulesDoNotFire) {

@@ -1,9 +1,9 @@
 // SPDX-License-Identifier: Apache-2.0
 // The workflow manager over a real RunManager (in-memory store, a fake
-// link standing for the workers): one cell's run at a time, each created
-// with its cell's request id, so a restart goes on with the run it had;
-// cancel ends the run in progress; a request id names one spec.
-#include "server/core/core.h"
+// link standing for the workers; the integration: the adapter, the watch
+// hub's events, the executor's threads): one cell's run at a time, each
+// created with its cell's request id, so a restart goes on with the run it
+// had; cancel ends the run in progress; a request id names one spec.
 #include "server/workflows/workflow_manager.h"
 
 #include <map>
@@ -12,9 +12,12 @@
 #include <vector>
 
 #include "absl/time/clock.h"
+#include "api/convert.h"
 #include "gmock/gmock.h"
-#include "server/core/admission.h"
 #include "gtest/gtest.h"
+#include "server/core/core.h"
+#include "server/core/admission.h"
+#include "server/workflows/run_manager_runs.h"
 #include "tests/unit/fakes/accepting_link.h"
 
 namespace collbench {
@@ -28,14 +31,15 @@ class WorkflowManagerTest : public ::testing::Test {
     core_ = std::make_unique<Core>(store_.get(), &hub_, &link_, CoreOptions());
     runs_ = &core_->runs();
     ASSERT_TRUE(core_->Recover(absl::Now()).ok());
+    adapter_ = std::make_unique<RunManagerRuns>(runs_, &core_->fleet(), &hub_);
     StartWorkflows();
   }
   void TearDown() override { workflows_.reset(); }
 
   void StartWorkflows(WorkflowManagerOptions options = {}) {
     workflows_.reset();
-    options.poll_interval = absl::Milliseconds(5);
-    workflows_ = std::make_unique<WorkflowManager>(store_.get(), runs_, &core_->fleet(), options);
+    workflows_ =
+        std::make_unique<WorkflowManager>(store_.get(), adapter_.get(), RealClock(), options);
     ASSERT_TRUE(workflows_->Start().ok());
   }
 
@@ -75,6 +79,7 @@ class WorkflowManagerTest : public ::testing::Test {
   AcceptingLink link_;
   std::unique_ptr<Core> core_;
   RunManager* runs_ = nullptr;
+  std::unique_ptr<RunManagerRuns> adapter_;
   std::unique_ptr<WorkflowManager> workflows_;
 };
 
