@@ -396,6 +396,12 @@ bool IsFinalWorkflowState(v1::WorkflowState state) {
          state == v1::WORKFLOW_CANCELLED;
 }
 
+google::protobuf::Timestamp StateTimeOf(const v1::Run& run) {
+  if (run.has_end_time()) return run.end_time();
+  if (run.has_start_time()) return run.start_time();
+  return run.create_time();
+}
+
 bool IsFinalRunState(v1::RunState state) {
   return state == v1::SUCCEEDED || state == v1::FAILED || state == v1::CANCELLED;
 }

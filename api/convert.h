@@ -61,6 +61,9 @@ v1::IterationSync IterationSyncFromText(absl::string_view text);
 
 // SUCCEEDED, FAILED or CANCELLED: the run will not change again.
 bool IsFinalRunState(v1::RunState state);
+// When the run took its current state, as far as the run says: its end,
+// else its start, else its creation.
+google::protobuf::Timestamp StateTimeOf(const v1::Run& run);
 // The run's effective transport (Run.effective_transport) once scheduled,
 // else the one its spec asks for (AUTO when unset).
 v1::Transport EffectiveTransport(const v1::Run& run);

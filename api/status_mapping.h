@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 // The one place absl::Status becomes a gRPC status or an HTTP status
-// (STYLE §4), so both APIs answer the same error the same way.
+// (CONTRIBUTING.md#style), so both APIs answer the same error the same way.
 #ifndef COLLBENCH_API_STATUS_MAPPING_H_
 #define COLLBENCH_API_STATUS_MAPPING_H_
 

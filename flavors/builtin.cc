@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-// The MPI libraries collbench launches, registered explicitly (STYLE §2).
+// The MPI libraries collbench launches, registered explicitly (CONTRIBUTING.md#style).
 // Open MPI first: it is the default when a run does not name one.
 #include "flavors/mpich.h"
 #include "flavors/open_mpi.h"

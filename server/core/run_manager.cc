@@ -122,7 +122,7 @@ void RunManager::AdmitLocked(const std::vector<RunRequest>& requests,
     ++creating_;
     LogRunState(run);
     const uint64_t written =
-        journal_->Append(this, Store::CreateRunWrite{run}, {.awaited = true, .time = now});
+        journal_->Append(this, Store::CreateRunWrite{run}, {.awaited = true, .time = now, .origin = {}});
     (*waits)[i] = {run.name(), written};
     group.push_back(run.name());
     live_[run.name()] = std::move(live);

@@ -286,7 +286,7 @@ void RunManager::FinishIfCompleteLocked(LiveRun& live, absl::Time now) {
 uint64_t RunManager::SaveLocked(const LiveRun& live, absl::Time now, bool awaited) {
   LogRunState(live.run);
   return journal_->Append(this, Store::UpdateRunWrite{live.run, /*with_progress=*/false},
-                          {.awaited = awaited, .time = now});
+                          {.awaited = awaited, .time = now, .origin = {}});
 }
 
 std::string RunManager::HolderOf(const std::string& worker) {

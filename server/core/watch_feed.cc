@@ -4,7 +4,6 @@
 #include <utility>
 #include <vector>
 
-#include "absl/time/clock.h"
 #include "api/convert.h"
 
 namespace collbench {
@@ -15,7 +14,8 @@ absl::StatusOr<std::string> WatchFeed::Replay(RunManager& manager, const std::st
   absl::StatusOr<std::vector<v1::SizeResult>> results = manager.GetResults(run->name());
   v1::RunEvent state;
   state.set_run(run->name());
-  *state.mutable_time() = TimestampFromTime(absl::Now());
+  // The replayed state is as of its last change, not of the replay.
+  *state.mutable_time() = StateTimeOf(*run);
   *state.mutable_state_change() = *run;
   Queue(std::move(state));
   if (results.ok()) {

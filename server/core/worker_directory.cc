@@ -222,7 +222,7 @@ absl::Status WorkerDirectory::AdmitLocked(const std::string& name, const v1::Reg
   ASSIGN_OR_RETURN(std::string secret, NewWorkerSecret());
   std::string hash = HashWorkerSecret(secret);
   *store_secret =
-      journal_->Append(this, Store::SetWorkerSecretHashWrite{name, hash}, {.awaited = true});
+      journal_->Append(this, Store::SetWorkerSecretHashWrite{name, hash}, {.awaited = true, .time = absl::InfinitePast(), .origin = {}});
   secret_hashes_[name] = std::move(hash);
   registering_.insert(name);
   reply->set_worker_secret(std::move(secret));
@@ -428,7 +428,7 @@ absl::Status WorkerDirectory::Forget(absl::string_view name, absl::string_view h
     // while it is forgotten.
     unsaved_rows_.erase(full);
     forgetting_.insert(full);
-    deleted = journal_->Append(this, Store::DeleteWorkerWrite{full}, {.awaited = true});
+    deleted = journal_->Append(this, Store::DeleteWorkerWrite{full}, {.awaited = true, .time = absl::InfinitePast(), .origin = {}});
   }
   const absl::Status stored = journal_->Await(deleted);
   NoIoLock lock(&mu_, kLockName);

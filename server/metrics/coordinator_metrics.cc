@@ -190,8 +190,9 @@ CoordinatorMetrics::~CoordinatorMetrics() = default;
 
 void CoordinatorMetrics::OnEvent(const v1::RunEvent& event) {
   if (event.has_state_change()) {
-    OnStateChange(event.state_change(),
-                  event.has_time() ? TimeFromTimestamp(event.time()) : absl::Now());
+    // An event without a time is as of the run's last change.
+    const v1::Run& run = event.state_change();
+    OnStateChange(run, TimeFromTimestamp(event.has_time() ? event.time() : StateTimeOf(run)));
   } else if (event.has_result()) {
     OnResult(event.run(), event.result());
   }

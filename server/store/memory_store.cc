@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-// The in-memory Store: the fake beside the SQLite store (STYLE §3). Same
+// The in-memory Store: the fake beside the SQLite store (CONTRIBUTING.md#style). Same
 // contract, nothing survives the process.
 #include <functional>
 #include <map>

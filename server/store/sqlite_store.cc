@@ -27,7 +27,6 @@
 #include "absl/base/thread_annotations.h"
 #include "absl/strings/str_cat.h"
 #include "absl/synchronization/mutex.h"
-#include "absl/time/clock.h"
 #include "common/status_macros.h"
 #include "server/store/sqlite_query.h"
 #include "server/store/store.h"

@@ -389,6 +389,10 @@ DOC_REF = re.compile(r"(?<![\w./-])((?:\.\./)*docs/[\w./-]*?\.md)(?![\w/])(?:#([
 # file name. Spelled in pieces so that this file does not match itself.
 RETIRED_DESIGN = re.compile("DESIGN" + r"(?:\.md)?(?:\s|//|#|\*)*" + "\u00a7" + "|"
                             + "DESIGN" + r"\.md")
+# The same for the other documents outside the repository: the style notes
+# (now CONTRIBUTING.md#style) and the seed papers' notes (now docs/suites.md).
+OUTSIDE_DOCUMENT = re.compile("STYLE" + r"(?:\.md)?(?:\s|//|#|\*)*" + "\u00a7" + "|"
+                              + r"\b(?:STYLE|SEEDS)" + r"\.md")
 
 
 def repository_files(root: Path) -> list:
@@ -441,6 +445,11 @@ def check_sources(root: Path) -> tuple:
             line = text.count("\n", 0, m.start()) + 1
             problems.append(f"{rel}:{line}: cites the retired design document "
                             f"({m.group(0).split()[0]}...); cite its page under docs/design/")
+        for m in OUTSIDE_DOCUMENT.finditer(text):
+            line = text.count("\n", 0, m.start()) + 1
+            problems.append(f"{rel}:{line}: cites a document outside the repository "
+                            f"({m.group(0).split()[0]}...); cite CONTRIBUTING.md#style or "
+                            f"docs/suites.md")
         if not is_source(root, path):
             continue
         for number, line in enumerate(text.split("\n"), 1):

@@ -10,10 +10,15 @@ real clock. Comments are not code: a line's text after // is ignored.
 
 Exit status: 0 when none is found, 1 naming each file:line otherwise.
 Usage: clock_lint.py ROOT FOLDER...
+       clock_lint.py --self-test   (plants each refused call in a temporary
+                                    tree and expects it found, and a clean
+                                    file not)
 """
 import re
 import sys
 from pathlib import Path
+
+from self_test_report import report
 
 REFUSED = [
     (re.compile(r"\babsl::Now\s*\("), "absl::Now(): read the injected Clock"),
@@ -44,7 +49,43 @@ def check(root: Path, folders) -> list:
     return problems
 
 
+PLANTED = [
+    "absl::Time t = absl::Now();",
+    "absl::SleepFor(absl::Seconds(1));",
+    "const Clock* c = RealClock();",
+    "std::this_thread::sleep_for(std::chrono::seconds(1));",
+    "std::this_thread::sleep_until(t);",
+    "sleep(1);",
+    "usleep(10);",
+    "nanosleep(&ts, nullptr);",
+    '#include "absl/time/clock.h"',
+]
+CLEAN = [
+    "absl::Time t = clock_->Now();  // not absl::Now()",
+    "// absl::SleepFor(absl::Seconds(1)) in a comment",
+    "watch.Sleep(x); timer.usleep_count = 1;",
+]
+
+
+def self_test() -> int:
+    import tempfile
+    missed = []
+    with tempfile.TemporaryDirectory() as tmp:
+        root = Path(tmp)
+        for i, line in enumerate(PLANTED):
+            (root / f"bad{i}").mkdir()
+            (root / f"bad{i}" / "x.cc").write_text(line + "\n")
+            if not check(root, [f"bad{i}"]):
+                missed.append(line)
+        (root / "good").mkdir()
+        (root / "good" / "x.cc").write_text("\n".join(CLEAN) + "\n")
+        false_alarms = check(root, ["good"])
+    return report(len(PLANTED), missed, false_alarms)
+
+
 def main() -> int:
+    if len(sys.argv) == 2 and sys.argv[1] == "--self-test":
+        return self_test()
     if len(sys.argv) < 3:
         print(__doc__, file=sys.stderr)
         return 2

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-// Fakes for driving the engine without MPI (STYLE §3): a one-rank
+// Fakes for driving the engine without MPI (CONTRIBUTING.md#style): a one-rank
 // communicator and a loopback backend that implements every collective for
 // a single rank by copying, optionally corrupting one element.
 #ifndef COLLBENCH_TESTS_UNIT_ENGINE_FAKES_H_

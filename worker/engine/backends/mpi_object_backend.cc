@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-// mpi-object: the serialized-object message path (SEEDS.md suite C, the
+// mpi-object: the serialized-object message path (seed 002, docs/suites.md: the
 // "object" API of mpi4py's lower-case methods) beside the buffer path of
 // `mpi`. Every call serializes its message into a byte string that
 // describes itself (a header naming the element type and count, then the

@@ -7,7 +7,7 @@
 // host-staged is the same path on a machine without a GPU: the run's host
 // buffers stand in for device memory and memcpy for cudaMemcpy, so the
 // staging copies a GPU application pays are measured on any host (the
-// seeds' "MPI + cudaMemcpy" method, SEEDS.md suite A).
+// seeds' "MPI + cudaMemcpy" method, seed 000 in docs/suites.md).
 //
 // Ordering: all copies go to the device runtime's single stream. Each call
 // synchronizes that stream before MPI touches the staging buffers, which

@@ -8,7 +8,7 @@
 //   d2h  send on the device, recv in host memory
 //   d2d  both on the device
 //   h2h  both in host memory (the --memory kind), copied with memcpy: the
-//        host memory-bandwidth probe (SEEDS.md suite D)
+//        host memory-bandwidth probe (seed 003, docs/suites.md)
 //
 // AlgBytes = count * element size and BusFactor = 1. The receive buffer
 // must reproduce the send buffer exactly.

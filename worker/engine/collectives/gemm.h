@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
-// gemm: the compute probe of the host-vs-container comparison (SEEDS.md
-// suite D, DeepBench's gemm_bench on a CPU). Each rank multiplies two
+// gemm: the compute probe of the host-vs-container comparison (seed 003,
+// docs/suites.md; DeepBench's gemm_bench on a CPU). Each rank multiplies two
 // n x n matrices of its own, C = A * B, with a cache-blocked loop on one
 // core; no backend and no other rank is involved. A size names one
 // matrix: n is the largest side with n*n elements in it. AlgBytes is the

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-// CUDA runtime return codes as absl::Status (STYLE §4): the message names
+// CUDA runtime return codes as absl::Status (CONTRIBUTING.md#style): the message names
 // the failing call, CUDA's error text and file:line, on one line, e.g.
 //   cudaMalloc(&ptr, bytes) failed: out of memory (cudaErrorMemoryAllocation)
 //   [worker/engine/cuda/cuda_runtime.cc:57]

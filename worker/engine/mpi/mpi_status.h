@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 // MPI return codes as absl::Status, naming the call, MPI's error text and
-// file:line (STYLE §4). Compiled once per MPI library.
+// file:line (CONTRIBUTING.md#style). Compiled once per MPI library.
 #ifndef COLLBENCH_WORKER_ENGINE_MPI_MPI_STATUS_H_
 #define COLLBENCH_WORKER_ENGINE_MPI_MPI_STATUS_H_
 
