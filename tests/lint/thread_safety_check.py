@@ -9,6 +9,11 @@ object file is absent (a target that tree did not build) is compiled again
 with -fsyntax-only, which runs the analysis without generating code.
 Generated protobuf code is left out (not ours; compiled with -w).
 
+First it proves the analysis is on: a planted source that reads a member
+without its mutex and calls a REQUIRES function unlocked, compiled with one
+of the tree's own commands, must fail with a thread-safety error, and the
+same source with the lock taken must compile.
+
 Exit status: 0 when every unit passes, 1 naming the units and their
 diagnostics otherwise, 77 (skipped) when the tree was not configured with
 clang.
@@ -58,6 +63,47 @@ def check(entry, words):
     return entry["file"], result.returncode, result.stderr
 
 
+PLANTED = """
+#include "absl/base/thread_annotations.h"
+#include "absl/synchronization/mutex.h"
+class Counter {
+ public:
+  int Read() {
+    @TAKE_LOCK@
+    return value_ + Twice();
+  }
+ private:
+  int Twice() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return 2 * value_; }
+  absl::Mutex mu_;
+  int value_ ABSL_GUARDED_BY(mu_) = 0;
+};
+int Use() { return Counter().Read(); }
+"""
+
+
+def analysis_is_on(entry, words) -> str:
+    """Empty when the planted violations fail the tree's compile command and
+    the locked variant passes; otherwise what went wrong."""
+    import tempfile
+    outcomes = {}
+    with tempfile.TemporaryDirectory() as tmp:
+        for name, lock in (("unlocked", ""), ("locked", "absl::MutexLock lock(&mu_);")):
+            source = Path(tmp) / f"{name}.cc"
+            source.write_text(PLANTED.replace("@TAKE_LOCK@", lock))
+            command = [w if w != entry["file"] else str(source) for w in syntax_only(words)]
+            if str(source) not in command:
+                command.append(str(source))
+            result = subprocess.run(command, cwd=entry["directory"], capture_output=True,
+                                    text=True)
+            outcomes[name] = result
+    unlocked, locked = outcomes["unlocked"], outcomes["locked"]
+    if unlocked.returncode == 0 or "thread-safety" not in unlocked.stderr:
+        return "a read of a guarded member without its mutex compiled: the analysis is off"
+    if locked.returncode != 0:
+        return "the planted source with its lock taken failed: " + locked.stderr[-2000:]
+    return ""
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("build_dir", type=Path)
@@ -71,6 +117,11 @@ def main() -> int:
         print("thread_safety_check: the tree compiles without -Werror=thread-safety",
               file=sys.stderr)
         return 1
+    probe = all_units[0]
+    if problem := analysis_is_on(probe[0], probe[1]):
+        print(f"thread_safety_check: {problem}", file=sys.stderr)
+        return 1
+    print("thread_safety_check: a planted unguarded read fails the tree's compile command")
     built = [u for u in all_units if u[2].exists()]
     rest = [(entry, words) for entry, words, obj in all_units if not obj.exists()]
     print(f"thread_safety_check: {len(built)} units compiled by the build, "
