@@ -291,8 +291,9 @@ TEST(WorkerSecretTest, WorkerStoresTheIssuedSecretAndPresentsItOnEveryConnection
   options.max_backoff = absl::Milliseconds(100);
   auto run_agent = [&](int connections) {
     WorkerAgent agent(options, &exec, &spool);
-    std::thread thread([&] { agent.Run(); });
+    // Counted before the agent starts: it may register at once.
     const size_t before = gateway.presented().size();
+    std::thread thread([&] { agent.Run(); });
     EXPECT_TRUE(Eventually([&] { return agent.connected(); }));
     for (int i = 1; i < connections; ++i) {
       gateway.DropStreams();

@@ -1055,7 +1055,15 @@ TEST_F(RunManagerTest, DeleteRunWaitsForItsResultsOnTheirWay) {
   // The cancel's write queues behind the held batch: it returns once both
   // are written.
   absl::StatusOr<v1::Run> cancelled = absl::UnknownError("not returned");
+  const uint64_t appended_before = core_->journal().last_appended();
   std::thread canceller([&] { cancelled = manager_->CancelRun(doomed.name(), now_); });
+  // The delete comes once the cancel is made (its write appended): before
+  // that the run is RUNNING and a delete is refused.
+  const absl::Time deadline = absl::Now() + absl::Seconds(10);
+  while (core_->journal().last_appended() == appended_before && absl::Now() < deadline) {
+    absl::SleepFor(absl::Milliseconds(1));
+  }
+  EXPECT_GT(core_->journal().last_appended(), appended_before) << "the cancel appended nothing";
   absl::Status deleted = absl::UnknownError("not returned");
   std::thread deleter([&] { deleted = manager_->DeleteRun(doomed.name()); });
   absl::SleepFor(absl::Milliseconds(100));
