@@ -485,9 +485,11 @@ WorkerDirectory::Page WorkerDirectory::List(size_t start, size_t count) {
   // from before the restart.
   const std::vector<scheduling::WorkerSnapshot> live = registry_->List();
   size_t index = 0;
-  auto keep = [&](auto make) {
-    if (index >= start && page.workers.size() < count) page.workers.push_back(make());
+  // Counts an entry; true when it falls on the page.
+  auto on_page = [&]() {
+    const bool wanted = index >= start && page.workers.size() < count;
     ++index;
+    return wanted;
   };
   auto b = known_before_start_.begin();
   size_t l = 0;
@@ -495,10 +497,10 @@ WorkerDirectory::Page WorkerDirectory::List(size_t start, size_t count) {
     if (l < live.size() && (b == known_before_start_.end() || live[l].name <= b->first)) {
       if (b != known_before_start_.end() && b->first == live[l].name) ++b;
       const scheduling::WorkerSnapshot& snapshot = live[l++];
-      keep([&]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return WorkerProtoLocked(snapshot); });
+      if (on_page()) page.workers.push_back(WorkerProtoLocked(snapshot));
     } else {
       const v1::Worker& worker = (b++)->second;
-      keep([&] { return worker; });
+      if (on_page()) page.workers.push_back(worker);
     }
   }
   page.total = index;

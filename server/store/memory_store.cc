@@ -44,7 +44,10 @@ class MemoryStore final : public Store {
     results.reserve(writes.size());
     for (const Write& write : writes) {
       absl::StatusOr<WriteResult> applied =
-          std::visit([&](const auto& w) { return ApplyLocked(w, &undo); }, write);
+          std::visit([&](const auto& w) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+            return ApplyLocked(w, &undo);
+          },
+          write);
       if (!applied.ok()) {
         for (auto it = undo.rbegin(); it != undo.rend(); ++it) (*it)();
         return applied.status();

@@ -408,7 +408,8 @@ class SqliteStore final : public Store {
     absl::Status status = absl::OkStatus();
     for (const Write& write : writes) {
       absl::StatusOr<WriteResult> applied =
-          std::visit([&](const auto& w) { return ApplyLocked(w); }, write);
+          std::visit([&](const auto& w) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return ApplyLocked(w); },
+                     write);
       status = applied.status();
       if (!status.ok()) break;
       results.push_back(*std::move(applied));
