@@ -3,7 +3,7 @@
 // coordinator started with --retain-runs N and/or --retain-for DURATION
 // deletes. Only finished runs (SUCCEEDED, FAILED, CANCELLED) are ever
 // considered; queued, scheduled and running runs are kept whatever their
-// age. The RunManager applies the policy (RunManager::ApplyRetention); this
+// age. The RetentionSweeper applies the policy (retention_sweeper.h); this
 // file only decides, so the rule is tested on its own.
 #ifndef COLLBENCH_SERVER_CORE_RETENTION_H_
 #define COLLBENCH_SERVER_CORE_RETENTION_H_
