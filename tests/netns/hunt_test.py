@@ -55,7 +55,7 @@ NETWORK = Network("cbhn-", "198.18.4", host_count=6)
 RATE = "200mbit"
 HUNT = ["--sizes", "64K", "--time-per-size", "0.5s", "--transport", "tcp"]
 REPETITIONS = 1
-HEALTHY_TRIES = 3
+TRIES = 3
 
 
 def slow_host(ns, on):
@@ -154,7 +154,8 @@ class Test(Cluster):
         origin = f"http://{self.http_address}"
         wid = workflow.split("/", 1)[1]
         pairs = sum(1 for m in data["pairs"] if m["phase"] == "pairwise")
-        suspect = data["suspects"][0]["worker"]
+        confirmed = [s["worker"] for s in data["suspects"] if s["verdict"] == "CONFIRMED_BAD"]
+        suspect = (confirmed or [data["suspects"][0]["worker"]])[0]
         browser = cdp.Browser(binary, tempfile.mkdtemp(prefix="cbhn-chromium.", dir=self.workdir))
         try:
             page = browser.new_page(width=1300, height=1000)
@@ -186,7 +187,10 @@ class Test(Cluster):
                     " return td.textContent === 'CONFIRMED_BAD' &&"
                     " td.className.indexOf('verdict-regression') >= 0; }).length]"
                     % json.dumps(suspect))
-                expected = [2 * pairs, 1, len(data["workers"]), 1, 1]
+                # Every suspect gets a ring, an INCONCLUSIVE one that noise made
+                # included; the CONFIRMED_BAD ones a red verdict cell each.
+                expected = [2 * pairs, 1, len(data["workers"]), len(data["suspects"]),
+                            len(confirmed)]
                 if found != expected:
                     raise Failure(f"{path}: [cells, suspect marks, worker dots, suspect rings, "
                                   f"red CONFIRMED_BAD cells] = {found}, not {expected}")
@@ -246,15 +250,15 @@ class Test(Cluster):
         # a healthy pair can measure several times slower than the median
         # when its round is unlucky, and a hunt's statistics have no model of
         # that noise yet. A node that measures healthy is cleared by the
-        # first hunt that finds no suspect; at most HEALTHY_TRIES are run.
-        for attempt in range(1, HEALTHY_TRIES + 1):
+        # first hunt that finds no suspect; at most TRIES are run.
+        for attempt in range(1, TRIES + 1):
             data, rc = self.hunt("--pattern", "pairwise")
             if rc == 0 and not data["suspects"]:
                 break
-            log(f"healthy hunt {attempt} of {HEALTHY_TRIES} reported noise as suspects: "
+            log(f"healthy hunt {attempt} of {TRIES} reported noise as suspects: "
                 f"{[(s['worker'], s['verdict']) for s in data['suspects']]}")
         else:
-            raise Failure(f"{HEALTHY_TRIES} hunts with nothing slowed all found suspects, the "
+            raise Failure(f"{TRIES} hunts with nothing slowed all found suspects, the "
                           f"last: {data['suspects']}")
         if f"workers/{bad}" not in data.get("cleared", []):
             raise Failure(f"the healthy hunt did not clear {bad}: {data.get('cleared')}")
@@ -264,18 +268,27 @@ class Test(Cluster):
 
     def bad_link(self):
         a, b = self.net.hosts[1][0], self.net.hosts[4][0]
+        pair = {f"workers/{a}", f"workers/{b}"}
         slow_link(a, b, True)
         try:
-            data, _ = self.hunt("--pattern", "pairwise", expect_rc=3)
+            # As for the healthy hunt: a round's unlucky healthy pairs widen
+            # the spread the slow link is judged against, so a hunt may miss
+            # it; up to TRIES hunts, none of which may call a node bad.
+            for attempt in range(1, TRIES + 1):
+                data, _ = self.hunt("--pattern", "pairwise")
+                verdicts = [s["verdict"] for s in data["suspects"]]
+                if "CONFIRMED_BAD" in verdicts:
+                    raise Failure(f"a slow link made a CONFIRMED_BAD: {data['suspects']}")
+                links = [s for s in data["suspects"] if s["verdict"] == "LINK_SUSPECT"]
+                if len(links) == 1 and {links[0]["worker"], *links[0]["peers"]} == pair:
+                    break
+                log(f"hunt {attempt} of {TRIES} with {sorted(pair)} slowed found no LINK_SUSPECT "
+                    f"for it: {[(s['worker'], s['verdict']) for s in data['suspects']]}")
+            else:
+                raise Failure(f"{TRIES} hunts found no LINK_SUSPECT for {sorted(pair)}, the "
+                              f"last: {data['suspects']}")
         finally:
             slow_link(a, b, False)
-        verdicts = [s["verdict"] for s in data["suspects"]]
-        if "CONFIRMED_BAD" in verdicts:
-            raise Failure(f"a slow link made a CONFIRMED_BAD: {data['suspects']}")
-        links = [s for s in data["suspects"] if s["verdict"] == "LINK_SUSPECT"]
-        pair = {f"workers/{a}", f"workers/{b}"}
-        if len(links) != 1 or {links[0]["worker"], *links[0]["peers"]} != pair:
-            raise Failure(f"no LINK_SUSPECT for {sorted(pair)}: {data['suspects']}")
         log(f"LINK_SUSPECT for {sorted(pair)}: {links[0]['evidence']}")
 
     def main(self):
