@@ -245,21 +245,28 @@ class Test(Cluster):
                           f"{refused.stderr}")
         return bad
 
-    def cleared_by_a_healthy_hunt(self, bad):
-        # Six ranks that poll for messages share this machine's two cores, so
-        # a healthy pair can measure several times slower than the median
-        # when its round is unlucky, and a hunt's statistics have no model of
-        # that noise yet. A node that measures healthy is cleared by the
-        # first hunt that finds no suspect; at most TRIES are run.
+    def hunt_until(self, expected, done):
+        """Pairwise hunts until `done(data, rc)` holds, at most TRIES of them.
+
+        Six ranks that poll for messages share this machine's two cores, so a
+        healthy pair can measure several times slower than the median when
+        its round is unlucky, and a hunt's statistics have no model of that
+        noise yet: one hunt may report noise as a suspect, or miss a slow
+        link among widely spread healthy pairs. `done` may raise for what no
+        hunt may do."""
         for attempt in range(1, TRIES + 1):
             data, rc = self.hunt("--pattern", "pairwise")
-            if rc == 0 and not data["suspects"]:
-                break
-            log(f"healthy hunt {attempt} of {TRIES} reported noise as suspects: "
+            if done(data, rc):
+                return data
+            log(f"hunt {attempt} of {TRIES} did not find {expected}: "
                 f"{[(s['worker'], s['verdict']) for s in data['suspects']]}")
-        else:
-            raise Failure(f"{TRIES} hunts with nothing slowed all found suspects, the "
-                          f"last: {data['suspects']}")
+        raise Failure(f"{TRIES} hunts did not find {expected}, the last: {data['suspects']}")
+
+    def cleared_by_a_healthy_hunt(self, bad):
+        # A node that measures healthy is cleared by the first hunt that
+        # finds no suspect.
+        data = self.hunt_until("no suspect with nothing slowed",
+                               lambda data, rc: rc == 0 and not data["suspects"])
         if f"workers/{bad}" not in data.get("cleared", []):
             raise Failure(f"the healthy hunt did not clear {bad}: {data.get('cleared')}")
         if self.state_of(bad) != "ready":
@@ -269,27 +276,20 @@ class Test(Cluster):
     def bad_link(self):
         a, b = self.net.hosts[1][0], self.net.hosts[4][0]
         pair = {f"workers/{a}", f"workers/{b}"}
+
+        def link_suspect(data, _):
+            if any(s["verdict"] == "CONFIRMED_BAD" for s in data["suspects"]):
+                raise Failure(f"a slow link made a CONFIRMED_BAD: {data['suspects']}")
+            links = [s for s in data["suspects"] if s["verdict"] == "LINK_SUSPECT"]
+            return len(links) == 1 and {links[0]["worker"], *links[0]["peers"]} == pair
+
         slow_link(a, b, True)
         try:
-            # As for the healthy hunt: a round's unlucky healthy pairs widen
-            # the spread the slow link is judged against, so a hunt may miss
-            # it; up to TRIES hunts, none of which may call a node bad.
-            for attempt in range(1, TRIES + 1):
-                data, _ = self.hunt("--pattern", "pairwise")
-                verdicts = [s["verdict"] for s in data["suspects"]]
-                if "CONFIRMED_BAD" in verdicts:
-                    raise Failure(f"a slow link made a CONFIRMED_BAD: {data['suspects']}")
-                links = [s for s in data["suspects"] if s["verdict"] == "LINK_SUSPECT"]
-                if len(links) == 1 and {links[0]["worker"], *links[0]["peers"]} == pair:
-                    break
-                log(f"hunt {attempt} of {TRIES} with {sorted(pair)} slowed found no LINK_SUSPECT "
-                    f"for it: {[(s['worker'], s['verdict']) for s in data['suspects']]}")
-            else:
-                raise Failure(f"{TRIES} hunts found no LINK_SUSPECT for {sorted(pair)}, the "
-                              f"last: {data['suspects']}")
+            data = self.hunt_until(f"the LINK_SUSPECT {sorted(pair)}", link_suspect)
         finally:
             slow_link(a, b, False)
-        log(f"LINK_SUSPECT for {sorted(pair)}: {links[0]['evidence']}")
+        link = next(s for s in data["suspects"] if s["verdict"] == "LINK_SUSPECT")
+        log(f"LINK_SUSPECT for {sorted(pair)}: {link['evidence']}")
 
     def main(self):
         port = self.timed("coordinator start", self.start_coordinator, http=True)
