@@ -186,9 +186,8 @@ absl::StatusOr<WorkerDirectory::Registration> WorkerDirectory::Register(
 absl::Status WorkerDirectory::AdmitLocked(const std::string& name, const v1::Register& hello,
                                           absl::string_view peer, absl::Time now,
                                           v1::Registered* reply, uint64_t* store_secret) {
-  const absl::string_view id = name;  // checked: a valid resource name
   if (registering_.count(name) > 0 || forgetting_.count(name) > 0) {
-    return RefuseLocked("refused_busy", id, peer,
+    return RefuseLocked("refused_busy", name, peer,
                         absl::UnavailableError(absl::StrCat(
                             "register: ", name, " is being registered or forgotten by another "
                             "call; retry")));
@@ -196,7 +195,7 @@ absl::Status WorkerDirectory::AdmitLocked(const std::string& name, const v1::Reg
   if (auto known = secret_hashes_.find(name); known != secret_hashes_.end()) {
     if (!WorkerSecretMatches(hello.worker_secret(), known->second)) {
       return RefuseLocked(
-          "refused_secret", id, peer,
+          "refused_secret", name, peer,
           absl::PermissionDeniedError(absl::StrCat(
               "register.worker_secret: ", name,
               " is a known worker; only its own secret (issued at its first registration and "
@@ -207,14 +206,14 @@ absl::Status WorkerDirectory::AdmitLocked(const std::string& name, const v1::Reg
   }
   if (options_.max_workers > 0 &&
       secret_hashes_.size() >= static_cast<size_t>(options_.max_workers)) {
-    return RefuseLocked("refused_max_workers", id, peer,
+    return RefuseLocked("refused_max_workers", name, peer,
                         absl::ResourceExhaustedError(absl::StrCat(
                             "register: this coordinator already knows ", secret_hashes_.size(),
                             " workers, its limit (--max-workers); ", name, " is not admitted")));
   }
   if (const absl::Duration wait = register_limiter_.Acquire(PeerAddress(peer), now);
       wait > absl::ZeroDuration()) {
-    return RefuseLocked("refused_rate", id, peer,
+    return RefuseLocked("refused_rate", name, peer,
                         absl::ResourceExhaustedError(absl::StrCat(
                             "register: too many new worker names from ", PeerAddress(peer),
                             " (--register-rate); retry in ", absl::FormatDuration(wait))));
