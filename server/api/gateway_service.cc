@@ -3,6 +3,7 @@
 
 #include <atomic>
 #include <memory>
+#include <optional>
 #include <string>
 
 #include "absl/strings/str_cat.h"
@@ -43,6 +44,10 @@ class ConnectReactor final
       EndOverflowed();
       return;
     }
+    if (worker_.empty()) {
+      BeginRegister();
+      return;
+    }
     const absl::Status status = Handle(incoming_);
     if (!status.ok()) {
       End(ToGrpcStatus(status));
@@ -61,28 +66,57 @@ class ConnectReactor final
   void OnDone() override { delete this; }
 
  private:
+  // The first message. A new name's registration finishes once its
+  // credential is durable, on the journal thread (no gRPC thread waits for
+  // the disk); a known name's at once, on this one. Nothing more is read
+  // from this stream until it is done, so the worker's next messages stay
+  // in order behind it.
+  void BeginRegister() {
+    if (!incoming_.has_register_()) {
+      End(ToGrpcStatus(
+          absl::FailedPreconditionError("the first message on a stream must be register")));
+      return;
+    }
+    {
+      absl::MutexLock lock(&mu_);
+      registering_ = true;
+    }
+    fleet_->OnRegisterAsync(
+        incoming_.register_(), clock_->Now(), peer_,
+        [this](absl::StatusOr<WorkerDirectory::Registration> registration) {
+          if (registration.ok()) Registered(*registration);
+          std::optional<grpc::Status> deferred;
+          {
+            absl::MutexLock lock(&mu_);
+            registering_ = false;
+            deferred = std::move(deferred_end_);
+          }
+          if (!registration.ok()) {
+            End(ToGrpcStatus(registration.status()));
+          } else if (deferred.has_value()) {
+            End(*deferred);
+          } else {
+            StartRead(&incoming_);
+          }
+        });
+  }
+
+  void Registered(const WorkerDirectory::Registration& registration) {
+    ReleaseUnregistered();
+    worker_ = registration.reply.name();
+    session_ = registration.session;
+    streams_->Attach(worker_, stream_);
+    v1::CoordinatorMessage reply;
+    *reply.mutable_registered() = registration.reply;
+    // Registered must come first on the wire; anything the core queued
+    // during OnRegister (acks, cancels) was dropped, so the worker re-sends.
+    bool overflowed = false;
+    stream_->Send(reply, &overflowed);
+  }
+
   absl::Status Handle(const v1::WorkerMessage& message) {
     Fleet* const fleet = fleet_;
     const absl::Time now = clock_->Now();
-    if (worker_.empty()) {
-      if (!message.has_register_()) {
-        return absl::FailedPreconditionError("the first message on a stream must be register");
-      }
-      absl::StatusOr<WorkerDirectory::Registration> registration =
-          fleet->OnRegister(message.register_(), now, peer_);
-      if (!registration.ok()) return registration.status();
-      ReleaseUnregistered();
-      worker_ = registration->reply.name();
-      session_ = registration->session;
-      streams_->Attach(worker_, stream_);
-      v1::CoordinatorMessage reply;
-      *reply.mutable_registered() = registration->reply;
-      // Registered must come first on the wire; anything the core queued
-      // during OnRegister (acks, cancels) was dropped, so the worker re-sends.
-      bool overflowed = false;
-      stream_->Send(reply, &overflowed);
-      return absl::OkStatus();
-    }
     switch (message.message_case()) {
       case v1::WorkerMessage::kHeartbeat:
         fleet->OnHeartbeat(worker_, session_, now);
@@ -117,10 +151,17 @@ class ConnectReactor final
     if (unregistered_.exchange(false)) streams_->ReleaseUnregistered(source_);
   }
 
+  // Ends the stream once. While a registration's task runs, an end from
+  // another callback (a cancel, an overflowed write) is left to the task:
+  // Finish would let gRPC delete the reactor under it.
   void End(const grpc::Status& status) {
     {
       absl::MutexLock lock(&mu_);
       if (ended_) return;
+      if (registering_) {
+        if (!deferred_end_.has_value()) deferred_end_ = status;
+        return;
+      }
       ended_ = true;
     }
     ReleaseUnregistered();
@@ -146,6 +187,10 @@ class ConnectReactor final
   uint64_t session_ = 0;
   absl::Mutex mu_;
   bool ended_ ABSL_GUARDED_BY(mu_) = false;
+  // A registration's task is queued or running; an end asked for meanwhile
+  // waits in deferred_end_ for the task to carry it out.
+  bool registering_ ABSL_GUARDED_BY(mu_) = false;
+  std::optional<grpc::Status> deferred_end_ ABSL_GUARDED_BY(mu_);
 };
 
 }  // namespace

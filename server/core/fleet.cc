@@ -2,21 +2,40 @@
 #include "server/core/fleet.h"
 
 #include <utility>
+#include <vector>
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "absl/synchronization/notification.h"
 #include "common/status_macros.h"
+#include "server/core/no_io_lock.h"
 
 namespace collbench {
+
+void Fleet::OnRegisterAsync(const v1::Register& hello, absl::Time now, absl::string_view peer,
+                            WorkerDirectory::RegisterDone done) {
+  workers_->RegisterAsync(
+      hello, now, peer,
+      [this, now, active = std::vector<std::string>(hello.active_runs().begin(),
+                                                    hello.active_runs().end()),
+       done = std::move(done)](absl::StatusOr<WorkerDirectory::Registration> result) mutable {
+        if (result.ok()) runs_->OnWorkerJoined(result->name, active, now);
+        std::move(done)(std::move(result));
+      });
+}
 
 absl::StatusOr<WorkerDirectory::Registration> Fleet::OnRegister(const v1::Register& hello,
                                                                 absl::Time now,
                                                                 absl::string_view peer) {
-  ASSIGN_OR_RETURN(WorkerDirectory::Registration registration,
-                   workers_->Register(hello, now, peer));
-  runs_->OnWorkerJoined(registration.name,
-                        {hello.active_runs().begin(), hello.active_runs().end()}, now);
-  return registration;
+  CheckMayBlock("Fleet", "OnRegister");
+  absl::Notification finished;
+  absl::StatusOr<WorkerDirectory::Registration> outcome;
+  OnRegisterAsync(hello, now, peer, [&](absl::StatusOr<WorkerDirectory::Registration> result) {
+    outcome = std::move(result);
+    finished.Notify();
+  });
+  finished.WaitForNotification();
+  return outcome;
 }
 
 void Fleet::OnDisconnect(const std::string& worker, uint64_t session, absl::Time now) {

@@ -39,8 +39,12 @@ class Fleet {
       : workers_(workers), runs_(runs), options_(options) {}
 
   // --- A worker's stream (the gateway) -------------------------------------
-  // WorkerDirectory::Register, then the runs it lists are re-adopted and the
-  // queue placed. Its errors.
+  // WorkerDirectory::RegisterAsync, then the runs it lists are re-adopted
+  // and the queue placed, before `done` is told (on the thread and with the
+  // rules RegisterAsync states). Its errors.
+  void OnRegisterAsync(const v1::Register& hello, absl::Time now, absl::string_view peer,
+                       WorkerDirectory::RegisterDone done);
+  // OnRegisterAsync, waiting for its outcome (tests and tools).
   absl::StatusOr<WorkerDirectory::Registration> OnRegister(const v1::Register& hello,
                                                            absl::Time now,
                                                            absl::string_view peer = "");

@@ -42,7 +42,7 @@ uint64_t Journal::Append(JournalClient* client, Store::Write write, JournalNote 
   if (stopped_) return 0;  // dropped: never committed nor reported
   const uint64_t sequence = ++appended_;
   queued_rows_ += RowsOf(write);
-  awaited_queued_ += note.awaited;
+  prompt_queued_ += note.awaited || note.prompt;
   queue_.push_back({sequence, client, std::move(write), std::move(note)});
   return sequence;
 }
@@ -112,7 +112,7 @@ std::vector<Journal::Pending> Journal::NextBatch() {
   // More writes may share this transaction's fsync: wait a little for them,
   // unless a caller already waits for one of these.
   auto full = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
-    return queued_rows_ >= options_.max_batch_rows || stopping_ || awaited_queued_ > 0;
+    return queued_rows_ >= options_.max_batch_rows || stopping_ || prompt_queued_ > 0;
   };
   mu_.AwaitWithTimeout(absl::Condition(&full), options_.max_delay);
   std::vector<Pending> batch;
@@ -120,7 +120,7 @@ std::vector<Journal::Pending> Journal::NextBatch() {
   while (!queue_.empty() && (batch.empty() || rows + RowsOf(queue_.front().write) <=
                                                      options_.max_batch_rows)) {
     rows += RowsOf(queue_.front().write);
-    awaited_queued_ -= queue_.front().note.awaited;
+    prompt_queued_ -= queue_.front().note.awaited || queue_.front().note.prompt;
     batch.push_back(std::move(queue_.front()));
     queue_.pop_front();
   }

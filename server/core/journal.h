@@ -16,7 +16,8 @@
 // its writes in that order, once per transaction, on the journal thread.
 // Batching: the journal takes what is appended when it is free; a batch
 // that is not full waits up to `max_delay` after its first write for more,
-// unless it holds a write that a caller awaits (it goes at once).
+// unless it holds a write that someone waits for (awaited or prompt: it goes
+// at once; what is appended while it commits forms the next batch).
 //
 // Failures: a batch the store refuses because of one write (its own check:
 // NotFound, AlreadyExists, InvalidArgument, FailedPrecondition) is committed
@@ -64,6 +65,9 @@ struct JournalOptions {
 struct JournalNote {
   // Keep the write's outcome for Await.
   bool awaited = false;
+  // Someone waits for it (Await, or a reply sent from OnCommitted): the
+  // batch it is in goes at once, not after max_delay. Awaited writes are.
+  bool prompt = false;
   // When the client made the change, and who caused it (e.g. the worker
   // whose result it is): handed back in Committed.
   absl::Time time = absl::InfinitePast();
@@ -141,7 +145,7 @@ class Journal {
   absl::Mutex mu_;
   std::deque<Pending> queue_ ABSL_GUARDED_BY(mu_);
   size_t queued_rows_ ABSL_GUARDED_BY(mu_) = 0;
-  size_t awaited_queued_ ABSL_GUARDED_BY(mu_) = 0;  // queued writes someone awaits
+  size_t prompt_queued_ ABSL_GUARDED_BY(mu_) = 0;  // queued writes someone waits for
   uint64_t appended_ ABSL_GUARDED_BY(mu_) = 0;  // last sequence handed out
   uint64_t done_ ABSL_GUARDED_BY(mu_) = 0;      // every write up to it is reported
   std::map<uint64_t, absl::Status> outcomes_ ABSL_GUARDED_BY(mu_);  // awaited, not collected

@@ -134,41 +134,60 @@ absl::Status WorkerDirectory::RefuseLocked(const char* result, absl::string_view
   return status;
 }
 
-absl::StatusOr<WorkerDirectory::Registration> WorkerDirectory::Register(
-    const v1::Register& hello, absl::Time now, absl::string_view peer) {
-  scheduling::WorkerRegistration registration;
-  if (std::optional<Refusal> refused = CheckHello(hello, options_.tokens, &registration)) {
-    NoIoLock lock(&mu_, kLockName);
-    // The id did not pass the checks: it is logged escaped and quoted, as sent.
-    const std::string sent =
-        absl::StrCat("\"", absl::CHexEscape(hello.worker_id().substr(0, 128)), "\"");
-    return RefuseLocked(refused->result, sent, peer, std::move(refused->status));
+void WorkerDirectory::RegisterAsync(const v1::Register& hello, absl::Time now,
+                                    absl::string_view peer, RegisterDone done) {
+  PendingRegistration pending;
+  if (std::optional<Refusal> refused = CheckHello(hello, options_.tokens, &pending.registration)) {
+    absl::Status status;
+    {
+      NoIoLock lock(&mu_, kLockName);
+      // The id did not pass the checks: it is logged escaped and quoted, as sent.
+      const std::string sent =
+          absl::StrCat("\"", absl::CHexEscape(hello.worker_id().substr(0, 128)), "\"");
+      status = RefuseLocked(refused->result, sent, peer, std::move(refused->status));
+    }
+    std::move(done)(std::move(status));
+    return;
   }
-  const std::string& name = registration.name;
-  Registration result;
-  result.name = name;
-  uint64_t store_secret = 0;
+  const std::string name = pending.registration.name;
+  pending.result.name = name;
+  pending.hello = hello;
+  pending.peer = std::string(peer);
+  pending.now = now;
+  absl::StatusOr<Registration> outcome;
   {
     NoIoLock lock(&mu_, kLockName);
-    RETURN_IF_ERROR(AdmitLocked(name, hello, peer, now, &result.reply, &store_secret));
-  }
-  if (store_secret != 0) {
-    // A restarted coordinator must know every secret a worker holds: the
-    // hash is durable before the secret is handed out.
-    const absl::Status stored = journal_->Await(store_secret);
-    NoIoLock lock(&mu_, kLockName);
-    registering_.erase(name);
-    if (!stored.ok()) {
-      secret_hashes_.erase(name);
-      return RefuseLocked("refused_store", name, peer,
-                          absl::UnavailableError(absl::StrCat(
-                              "register: cannot record ", name, "'s credential: ",
-                              stored.message())));
+    bool new_name = false;
+    const absl::Status admitted =
+        AdmitLocked(name, hello, peer, now, &pending.result.reply, &new_name);
+    if (admitted.ok() && new_name) {
+      // A restarted coordinator must know every secret a worker holds: the
+      // reply waits in registering_ until the hash is durable (OnCommitted).
+      pending.done = std::move(done);
+      registering_.emplace(name, std::move(pending));
+      return;
     }
+    outcome = admitted.ok() ? CompleteLocked(pending, /*new_name=*/false, absl::OkStatus())
+                            : absl::StatusOr<Registration>(admitted);
   }
-  NoIoLock lock(&mu_, kLockName);
-  ASSIGN_OR_RETURN(result.session, JoinLocked(hello, registration, now));
-  ++registrations_[store_secret != 0 ? "new" : "reconnected"];
+  std::move(done)(std::move(outcome));
+}
+
+absl::StatusOr<WorkerDirectory::Registration> WorkerDirectory::CompleteLocked(
+    PendingRegistration& pending, bool new_name, const absl::Status& stored) {
+  const std::string& name = pending.result.name;
+  const absl::string_view peer = pending.peer;
+  if (!stored.ok()) {
+    secret_hashes_.erase(name);
+    return RefuseLocked("refused_store", name, peer,
+                        absl::UnavailableError(absl::StrCat(
+                            "register: cannot record ", name, "'s credential: ",
+                            stored.message())));
+  }
+  const scheduling::WorkerRegistration& registration = pending.registration;
+  ASSIGN_OR_RETURN(pending.result.session,
+                   JoinLocked(pending.hello, registration, pending.now));
+  ++registrations_[new_name ? "new" : "reconnected"];
   LogInfo("worker.registered", absl::StrCat(name, " registered from ", peer, " with ",
                                             registration.slots, " slots"))
       .Str("worker", name)
@@ -176,16 +195,16 @@ absl::StatusOr<WorkerDirectory::Registration> WorkerDirectory::Register(
       .Str("host_id", registration.host_id)
       .Int("slots", registration.slots)
       .Str("agent_address", registration.agent_address)
-      .Int("active_runs", hello.active_runs_size());
-  result.reply.set_name(name);
-  result.reply.set_heartbeat_interval_ms(
+      .Int("active_runs", pending.hello.active_runs_size());
+  pending.result.reply.set_name(name);
+  pending.result.reply.set_heartbeat_interval_ms(
       static_cast<int32_t>(absl::ToInt64Milliseconds(options_.heartbeat_interval)));
-  return result;
+  return std::move(pending.result);
 }
 
 absl::Status WorkerDirectory::AdmitLocked(const std::string& name, const v1::Register& hello,
                                           absl::string_view peer, absl::Time now,
-                                          v1::Registered* reply, uint64_t* store_secret) {
+                                          v1::Registered* reply, bool* new_name) {
   if (registering_.count(name) > 0 || forgetting_.count(name) > 0) {
     return RefuseLocked("refused_busy", name, peer,
                         absl::UnavailableError(absl::StrCat(
@@ -220,11 +239,15 @@ absl::Status WorkerDirectory::AdmitLocked(const std::string& name, const v1::Reg
   }
   ASSIGN_OR_RETURN(std::string secret, NewWorkerSecret());
   std::string hash = HashWorkerSecret(secret);
-  *store_secret =
-      journal_->Append(this, Store::SetWorkerSecretHashWrite{name, hash}, {.awaited = true, .time = absl::InfinitePast(), .origin = {}});
+  if (journal_->Append(this, Store::SetWorkerSecretHashWrite{name, hash}, {.prompt = true}) == 0) {
+    return RefuseLocked("refused_store", name, peer,
+                        absl::UnavailableError(absl::StrCat(
+                            "register: cannot record ", name,
+                            "'s credential: the coordinator is stopping")));
+  }
   secret_hashes_[name] = std::move(hash);
-  registering_.insert(name);
   reply->set_worker_secret(std::move(secret));
+  *new_name = true;
   return absl::OkStatus();
 }
 
@@ -581,7 +604,27 @@ void WorkerDirectory::FlushRows() {
 }
 
 void WorkerDirectory::OnCommitted(std::vector<Committed>& writes) {
-  NoIoLock lock(&mu_, kLockName);
+  // New names' registrations, answered once this lock is let go.
+  std::vector<std::pair<RegisterDone, absl::StatusOr<Registration>>> answers;
+  {
+    NoIoLock lock(&mu_, kLockName);
+    for (Committed& committed : writes) {
+      auto* secret = std::get_if<Store::SetWorkerSecretHashWrite>(&committed.write);
+      if (secret == nullptr) continue;
+      auto it = registering_.find(secret->name);
+      if (it == registering_.end()) continue;
+      PendingRegistration pending = std::move(it->second);
+      registering_.erase(it);
+      absl::StatusOr<Registration> outcome =
+          CompleteLocked(pending, /*new_name=*/true, committed.status);
+      answers.emplace_back(std::move(pending.done), std::move(outcome));
+    }
+    SaveFailedRowsLocked(writes);
+  }
+  for (auto& [done, outcome] : answers) std::move(done)(std::move(outcome));
+}
+
+void WorkerDirectory::SaveFailedRowsLocked(std::vector<Committed>& writes) {
   for (Committed& committed : writes) {
     auto* rows = std::get_if<Store::UpsertWorkersWrite>(&committed.write);
     if (rows == nullptr || committed.status.ok()) continue;

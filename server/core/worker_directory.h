@@ -38,6 +38,7 @@
 #include <vector>
 
 #include "absl/base/thread_annotations.h"
+#include "absl/functional/any_invocable.h"
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
@@ -112,8 +113,15 @@ class WorkerDirectory final : public JournalClient {
     uint64_t session = 0;
     v1::Registered reply;
   };
-  absl::StatusOr<Registration> Register(const v1::Register& hello, absl::Time now,
-                                        absl::string_view peer = "") ABSL_LOCKS_EXCLUDED(mu_);
+  // `done` is called once with the outcome: before RegisterAsync returns
+  // for a refusal or a known name, or, for a new name, on the journal
+  // thread once its credential is durable (no thread waits for the disk
+  // meanwhile). It is called with no lock of the directory's held; on the
+  // journal thread it may take the core's locks and Append, but must not
+  // Await (server/core/journal.h).
+  using RegisterDone = absl::AnyInvocable<void(absl::StatusOr<Registration>) &&>;
+  void RegisterAsync(const v1::Register& hello, absl::Time now, absl::string_view peer,
+                     RegisterDone done) ABSL_LOCKS_EXCLUDED(mu_);
   // Counts a registration refused before it reached Register (the
   // gateway's cap on streams not yet registered: "refused_concurrent").
   void CountRegistration(absl::string_view result) ABSL_LOCKS_EXCLUDED(mu_);
@@ -176,12 +184,29 @@ class WorkerDirectory final : public JournalClient {
   void OnCommitted(std::vector<Committed>& writes) override ABSL_LOCKS_EXCLUDED(mu_);
 
  private:
+  // Worker rows the store refused, kept for the next flush.
+  void SaveFailedRowsLocked(std::vector<Committed>& writes) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // A new name's registration waiting for its credential to be durable.
+  struct PendingRegistration {
+    v1::Register hello;
+    scheduling::WorkerRegistration registration;
+    std::string peer;
+    absl::Time now;
+    Registration result;
+    RegisterDone done;
+  };
   // The identity part of Register: the secret check for a known name, or
   // the caps and a new secret for a new one (its hash kept here at once,
-  // durable before the reply: *store_secret is the journal write to await).
+  // durable before the reply: *new_name is set, and the journal write is
+  // queued, reported to OnCommitted).
   absl::Status AdmitLocked(const std::string& name, const v1::Register& hello,
                            absl::string_view peer, absl::Time now, v1::Registered* reply,
-                           uint64_t* store_secret) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+                           bool* new_name) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // The rest of a registration once its name is admitted (and, for a new
+  // name, its credential is durable or failed: `stored`).
+  absl::StatusOr<Registration> CompleteLocked(PendingRegistration& pending, bool new_name,
+                                              const absl::Status& stored)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Counts a refused registration and logs it (at powers of two per result,
   // so a stranger hammering the port cannot flood the log).
   absl::Status RefuseLocked(const char* result, absl::string_view who,
@@ -220,7 +245,7 @@ class WorkerDirectory final : public JournalClient {
   std::map<std::string, std::string> secret_hashes_ ABSL_GUARDED_BY(mu_);
   // Names whose first registration waits for its secret to be durable,
   // and names being forgotten: neither may do the other meanwhile.
-  std::set<std::string> registering_ ABSL_GUARDED_BY(mu_);
+  std::map<std::string, PendingRegistration> registering_ ABSL_GUARDED_BY(mu_);
   std::set<std::string> forgetting_ ABSL_GUARDED_BY(mu_);
   // Worker name -> its inventory as registered.
   std::map<std::string, std::shared_ptr<const v1::Inventory>, std::less<>> inventories_

@@ -147,6 +147,32 @@ TEST(JournalTest, WritesArrivingDuringATransactionShareTheNextOne) {
   EXPECT_EQ(recorder.reports, 2);  // once per transaction
 }
 
+// A prompt write (someone waits for its report) does not wait out the
+// batching delay, and takes what is queued before it along; an ordinary
+// write alone does wait. With a one-hour delay, "at once" is unmistakable.
+TEST(JournalTest, APromptWriteGoesAtOnceAndAnOrdinaryOneWaits) {
+  GatedStore store;
+  Recorder recorder;
+  Journal journal(&store, {absl::Hours(1), 4096});
+  journal.Append(&recorder, Row("runs/a", 0));
+  journal.Append(&recorder, Row("runs/b", 1), {.prompt = true});
+  store.AwaitEntered(1);
+  {
+    absl::MutexLock lock(&recorder.mu);
+    auto reported = [&recorder]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(recorder.mu) {
+      return recorder.reports == 1;
+    };
+    recorder.mu.Await(absl::Condition(&reported));
+    EXPECT_THAT(recorder.sequences, ElementsAre(0, 1));
+  }
+  journal.Append(&recorder, Row("runs/a", 2));
+  absl::SleepFor(absl::Milliseconds(200));
+  EXPECT_EQ(store.transactions(), 1);  // the ordinary one waits for company
+  journal.Stop();                      // ... or for the end
+  EXPECT_EQ(store.transactions(), 2);
+  EXPECT_THAT(store.batch_rows(), ElementsAre(2, 1));
+}
+
 // Nothing is reported (so nothing acknowledged) before its transaction
 // has returned.
 TEST(JournalTest, ReportsOnlyAfterTheTransactionReturned) {
