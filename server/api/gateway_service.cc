@@ -114,7 +114,7 @@ class ConnectReactor final
     stream_->Send(reply, &overflowed);
   }
 
-  absl::Status Handle(const v1::WorkerMessage& message) {
+  absl::Status Handle(v1::WorkerMessage& message) {
     Fleet* const fleet = fleet_;
     const absl::Time now = clock_->Now();
     switch (message.message_case()) {
@@ -127,7 +127,7 @@ class ConnectReactor final
         break;
       case v1::WorkerMessage::kResult:
         fleet->OnHeartbeat(worker_, session_, now);
-        fleet->OnResult(worker_, message.result(), now);
+        fleet->OnResult(worker_, std::move(*message.mutable_result()), now);
         break;
       case v1::WorkerMessage::kLog:
         fleet->OnLog(worker_, message.log(), now);

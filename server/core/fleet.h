@@ -16,6 +16,7 @@
 
 #include <cstdint>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "absl/status/statusor.h"
@@ -59,8 +60,8 @@ class Fleet {
   void OnRunStatus(const std::string& worker, const v1::RunStatus& status, absl::Time now) {
     runs_->OnRunStatus(worker, status, now);
   }
-  void OnResult(const std::string& worker, const v1::RunResult& result, absl::Time now) {
-    runs_->OnResult(worker, result, now);
+  void OnResult(const std::string& worker, v1::RunResult result, absl::Time now) {
+    runs_->OnResult(worker, std::move(result), now);
   }
   void OnLog(const std::string& worker, const v1::RunLog& log, absl::Time now) {
     runs_->OnLog(worker, log, now);

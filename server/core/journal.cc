@@ -2,6 +2,7 @@
 #include "server/core/journal.h"
 
 #include <algorithm>
+#include <iterator>
 #include <utility>
 
 #include "absl/strings/str_format.h"
@@ -131,22 +132,45 @@ std::vector<Journal::Pending> Journal::NextBatch() {
 std::vector<Committed> Journal::CommitBatch(std::vector<Pending>& batch) {
   // Consecutive results go to the store as one write, so a transaction
   // counts each run's progress once however many results it brings.
+  // The writes move into the transaction and back out of it after, each
+  // pending one's rows to it: a result is never copied on its way.
   std::vector<Store::Write> writes;
-  std::vector<std::pair<size_t, size_t>> placed;  // per pending: (write, first row)
+  struct Placed {
+    size_t write;  // index in writes
+    size_t first;  // its first row there (results)
+    size_t rows;   // its rows (results)
+  };
+  std::vector<Placed> placed;
   writes.reserve(batch.size());
   placed.reserve(batch.size());
-  for (const Pending& p : batch) {
-    const auto* rows = std::get_if<Store::AddResultsWrite>(&p.write);
+  for (Pending& p : batch) {
+    auto* rows = std::get_if<Store::AddResultsWrite>(&p.write);
     auto* last = writes.empty() ? nullptr : std::get_if<Store::AddResultsWrite>(&writes.back());
+    const size_t count = rows != nullptr ? rows->rows.size() : 0;
     if (rows != nullptr && last != nullptr) {
-      placed.emplace_back(writes.size() - 1, last->rows.size());
-      last->rows.insert(last->rows.end(), rows->rows.begin(), rows->rows.end());
+      placed.push_back({writes.size() - 1, last->rows.size(), count});
+      last->rows.insert(last->rows.end(), std::make_move_iterator(rows->rows.begin()),
+                        std::make_move_iterator(rows->rows.end()));
     } else {
-      placed.emplace_back(writes.size(), 0);
-      writes.push_back(p.write);
+      placed.push_back({writes.size(), 0, count});
+      writes.push_back(std::move(p.write));
     }
   }
   absl::StatusOr<std::vector<Store::WriteResult>> results = store_->Commit(writes);
+  for (size_t i = 0; i < batch.size(); ++i) {
+    Store::Write& lent = writes[placed[i].write];
+    auto* rows = std::get_if<Store::AddResultsWrite>(&lent);
+    if (rows == nullptr) {
+      batch[i].write = std::move(lent);
+      continue;
+    }
+    Store::AddResultsWrite own;
+    own.rows.reserve(placed[i].rows);
+    for (size_t r = placed[i].first; r < placed[i].first + placed[i].rows; ++r) {
+      own.rows.push_back(std::move(rows->rows[r]));
+    }
+    batch[i].write = std::move(own);
+  }
   std::vector<Committed> committed(batch.size());
   for (size_t i = 0; i < batch.size(); ++i) {
     if (!results.ok() && RefusedByOneWrite(results.status()) && batch.size() > 1) {
@@ -159,8 +183,8 @@ std::vector<Committed> Journal::CommitBatch(std::vector<Pending>& batch) {
       committed[i].status = results.status();
       if (const auto* rows = std::get_if<Store::AddResultsWrite>(&batch[i].write);
           results.ok() && rows != nullptr) {
-        const std::vector<bool>& inserted = (*results)[placed[i].first].inserted;
-        const auto from = inserted.begin() + static_cast<ptrdiff_t>(placed[i].second);
+        const std::vector<bool>& inserted = (*results)[placed[i].write].inserted;
+        const auto from = inserted.begin() + static_cast<ptrdiff_t>(placed[i].first);
         committed[i].result.inserted.assign(from,
                                             from + static_cast<ptrdiff_t>(rows->rows.size()));
       }

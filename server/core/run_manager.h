@@ -206,8 +206,8 @@ class RunManager final : public JournalClient {
       ABSL_LOCKS_EXCLUDED(mu_);
   // Checks the result and appends it to the journal; it is acknowledged to
   // the worker once stored (a result stored already is acknowledged at
-  // once).
-  void OnResult(const std::string& worker, const v1::RunResult& result, absl::Time now)
+  // once). Taken by value: the gateway moves each message's result in.
+  void OnResult(const std::string& worker, v1::RunResult message, absl::Time now)
       ABSL_LOCKS_EXCLUDED(mu_);
   void OnLog(const std::string& worker, const v1::RunLog& log, absl::Time now)
       ABSL_LOCKS_EXCLUDED(mu_);
@@ -296,7 +296,7 @@ class RunManager final : public JournalClient {
   // OnCommitted's parts.
   void RunStoredLocked(const Committed& committed, Stored& stored, Outbox& out)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  void ResultsStoredLocked(const Committed& committed, Stored& stored, Outbox& out)
+  void ResultsStoredLocked(Committed& committed, Stored& stored, Outbox& out)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   LiveRun* FindLiveLocked(absl::string_view name) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // A QUEUED run's waiting reason, kept in memory by ScheduleLocked.

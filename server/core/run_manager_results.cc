@@ -32,8 +32,7 @@ void SendAck(WorkerLink* link, const std::string& worker, const std::string& run
 
 }  // namespace
 
-void RunManager::OnResult(const std::string& worker, const v1::RunResult& message,
-                          absl::Time now) {
+void RunManager::OnResult(const std::string& worker, v1::RunResult message, absl::Time now) {
   {
     NoIoLock lock(&mu_, kRunLockName);
     const v1::SizeResult& result = message.result();
@@ -69,12 +68,12 @@ void RunManager::OnResult(const std::string& worker, const v1::RunResult& messag
         live->path = PathFactsOf(live->run, inventory);
         live->run_class = RunClassOf(live->run, inventory);
       }
-      v1::SizeResult annotated = result;
-      *annotated.mutable_references() =
+      v1::ResultReferences references =
           ReferencesOf(*live->path, live->run_class, result,
                        options_.references ? *options_.references : ReferenceTable::Embedded());
       Store::AddResultsWrite write;
-      write.rows.push_back({live->run.name(), std::move(annotated)});
+      write.rows.push_back({live->run.name(), std::move(*message.mutable_result())});
+      *write.rows.back().result.mutable_references() = std::move(references);
       journal_->Append(this, std::move(write), {.time = now, .origin = worker});
       return;
     }
@@ -108,7 +107,7 @@ void RunManager::OnCommitted(std::vector<Committed>& writes) {
     NoIoLock lock(&mu_, kRunLockName);
     Stored stored;
     absl::Time last = absl::InfinitePast();
-    for (const Committed& committed : writes) {
+    for (Committed& committed : writes) {
       last = std::max(last, committed.time);
       if (std::holds_alternative<Store::AddResultsWrite>(committed.write)) {
         ResultsStoredLocked(committed, stored, out);
@@ -164,13 +163,14 @@ void RunManager::RunStoredLocked(const Committed& committed, Stored& stored, Out
   if (IsFinalRunState(run.state())) out.End(run.name());
 }
 
-void RunManager::ResultsStoredLocked(const Committed& committed, Stored& stored, Outbox& out) {
+void RunManager::ResultsStoredLocked(Committed& committed, Stored& stored, Outbox& out) {
   // A failed write stored none of it: nothing is acknowledged, the launcher
   // keeps the results and sends them again (the journal logged it).
   if (!committed.status.ok()) return;
-  const auto& rows = std::get<Store::AddResultsWrite>(committed.write).rows;
+  // The rows are this client's own now: each result moves into its event.
+  auto& rows = std::get<Store::AddResultsWrite>(committed.write).rows;
   for (size_t i = 0; i < rows.size(); ++i) {
-    const Store::ResultRow& row = rows[i];
+    Store::ResultRow& row = rows[i];
     const int64_t sequence = row.result.sequence();
     int64_t& ack = stored.acks.try_emplace({committed.origin, row.run}, -1).first->second;
     LiveRun* live = FindLiveLocked(row.run);
@@ -184,11 +184,12 @@ void RunManager::ResultsStoredLocked(const Committed& committed, Stored& stored,
       v1::RunEvent event;
       event.set_run(row.run);
       *event.mutable_time() = TimestampFromTime(committed.time);
-      *event.mutable_result() = row.result;
-      out.Publish(event);
-      event.mutable_progress()->set_sizes_done(live->run.sizes_done());
-      event.mutable_progress()->set_sizes_total(live->run.sizes_total());
+      v1::RunEvent progress = event;
+      *event.mutable_result() = std::move(row.result);
       out.Publish(std::move(event));
+      progress.mutable_progress()->set_sizes_done(live->run.sizes_done());
+      progress.mutable_progress()->set_sizes_total(live->run.sizes_total());
+      out.Publish(std::move(progress));
     }
     // A reconnect's re-sends interleave with new results, so they can come
     // out of order: advance over every stored one that is contiguous now.

@@ -186,6 +186,15 @@ CoordinatorMetrics::CoordinatorMetrics(absl::string_view version, MetricsSources
   }
 }
 
+struct CoordinatorMetrics::Series {
+  Labels labels;
+  prometheus::Gauge* bus_bandwidth = nullptr;
+  prometheus::Gauge* limit_ratio = nullptr;
+  prometheus::Gauge* expected_ratio = nullptr;
+  prometheus::Gauge* floor_ratio = nullptr;
+  prometheus::Histogram* latency = nullptr;
+};
+
 CoordinatorMetrics::~CoordinatorMetrics() = default;
 
 void CoordinatorMetrics::OnEvent(const v1::RunEvent& event) {
@@ -205,6 +214,7 @@ void CoordinatorMetrics::OnStateChange(const v1::Run& run, absl::Time event_time
   tracked.state = run.state();
   tracked.spec = SpecAsRun(run);
   tracked.pool = RunPool(run, pool_label_);
+  tracked.configuration = -1;  // the spec or pool may have changed
   families_->runs_total.Add({{"state", StateLabel(run.state())}}).Increment();
   if (!IsFinalRunState(run.state())) return;
   runs_.erase(run.name());
@@ -252,26 +262,68 @@ void CoordinatorMetrics::OnResult(const std::string& run_name, const v1::SizeRes
   }
 }
 
+
+namespace {
+
+// The fields of a result that CollectiveLabeler::Labels reads (besides the
+// run's spec and pool): results equal in these share every series.
+std::string SeriesKey(const v1::SizeResult& result) {
+  return absl::StrCat(result.operation(), "\x1f", result.bytes(), "\x1f", result.redop(), "\x1f",
+                      result.root(), "\x1f", result.dtype(), "\x1f",
+                      static_cast<int>(result.sync()));
+}
+
+prometheus::Gauge& GaugeOf(prometheus::Gauge*& cached, prometheus::Family<prometheus::Gauge>& family,
+                           const Labels& labels) {
+  if (cached == nullptr) cached = &family.Add(labels);
+  return *cached;
+}
+
+}  // namespace
+
+CoordinatorMetrics::Series& CoordinatorMetrics::SeriesLocked(Tracked& tracked,
+                                                             const v1::SizeResult& result) {
+  if (tracked.configuration < 0) {
+    const Labels run_labels = labeler_.Labels(tracked.spec, tracked.pool, v1::SizeResult());
+    tracked.configuration =
+        configurations_.try_emplace(run_labels, static_cast<int>(configurations_.size()))
+            .first->second;
+  }
+  std::unique_ptr<Series>& series = series_[{tracked.configuration, SeriesKey(result)}];
+  if (series == nullptr) {
+    series = std::make_unique<Series>();
+    series->labels = labeler_.Labels(tracked.spec, tracked.pool, result);
+    series->bus_bandwidth = &families_->bus_bandwidth.Add(series->labels);
+  }
+  return *series;
+}
+
 bool CoordinatorMetrics::AddResultLocked(Tracked& tracked, const v1::SizeResult& result) {
   if (!SizeAllowed(tracked, result.bytes())) return false;
-  const Labels labels = labeler_.Labels(tracked.spec, tracked.pool, result);
-  families_->bus_bandwidth.Add(labels).Set(result.busbw_bytes_per_s());
+  Series& series = SeriesLocked(tracked, result);
+  series.bus_bandwidth->Set(result.busbw_bytes_per_s());
   const v1::ResultReferences& references = result.references();
-  if (references.limit_ratio() > 0) families_->limit_ratio.Add(labels).Set(references.limit_ratio());
+  if (references.limit_ratio() > 0) {
+    GaugeOf(series.limit_ratio, families_->limit_ratio, series.labels)
+        .Set(references.limit_ratio());
+  }
   if (references.expected_ratio() > 0) {
-    families_->expected_ratio.Add(labels).Set(references.expected_ratio());
+    GaugeOf(series.expected_ratio, families_->expected_ratio, series.labels)
+        .Set(references.expected_ratio());
   }
   if (references.expected_floor_bytes_per_s() > 0 && result.busbw_bytes_per_s() > 0) {
-    families_->floor_ratio.Add(labels).Set(result.busbw_bytes_per_s() /
-                                           references.expected_floor_bytes_per_s());
+    GaugeOf(series.floor_ratio, families_->floor_ratio, series.labels)
+        .Set(result.busbw_bytes_per_s() / references.expected_floor_bytes_per_s());
   }
   absl::StatusOr<Histogram> histogram = HistogramFromProto(result.histogram());
   if (!histogram.ok() || histogram->count() == 0) return true;
-  static const auto* bounds =
-      new prometheus::Histogram::BucketBoundaries(LatencyBucketBoundsSeconds());
-  families_->latency.Add(labels, *bounds)
-      .ObserveMultiple(LatencyBucketIncrements(*histogram),
-                       static_cast<double>(histogram->sum_ns()) * 1e-9);
+  if (series.latency == nullptr) {
+    static const auto* bounds =
+        new prometheus::Histogram::BucketBoundaries(LatencyBucketBoundsSeconds());
+    series.latency = &families_->latency.Add(series.labels, *bounds);
+  }
+  series.latency->ObserveMultiple(LatencyBucketIncrements(*histogram),
+                                  static_cast<double>(histogram->sum_ns()) * 1e-9);
   return true;
 }
 

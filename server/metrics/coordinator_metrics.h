@@ -147,6 +147,16 @@ class CoordinatorMetrics final : public RunEventSink {
   absl::Mutex mu_;
   const std::string pool_label_;  // CollectiveLabelOptions::pool_label
   CollectiveLabeler labeler_ ABSL_GUARDED_BY(mu_);
+  // One configuration's series (CollectiveLabeler::Labels), found once:
+  // the registry keeps every series it made, so the pointers stay valid.
+  // The ratio gauges are made when a result first carries that ratio.
+  struct Series;
+  // The series of a result of `tracked`: found by the run's configuration
+  // (its labels without a result's fields, interned once per run) and the
+  // result's SeriesKey, so a result costs no label building and no family
+  // lookup. As many entries as series, however many runs share them.
+  Series& SeriesLocked(Tracked& tracked, const v1::SizeResult& result)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Unfinished runs: their spec and the last state counted.
   struct Tracked {
     v1::RunSpec spec;
@@ -155,8 +165,11 @@ class CoordinatorMetrics final : public RunEventSink {
     bool bounded = false;          // bounds computed from spec
     ResultBounds bounds;
     std::set<uint64_t> sizes_seen;  // distinct sizes with a series
+    int configuration = -1;         // in configurations_; -1: not yet (a new state resets it)
   };
   std::map<std::string, Tracked> runs_ ABSL_GUARDED_BY(mu_);
+  std::map<std::map<std::string, std::string>, int> configurations_ ABSL_GUARDED_BY(mu_);
+  std::map<std::pair<int, std::string>, std::unique_ptr<Series>> series_ ABSL_GUARDED_BY(mu_);
 };
 
 }  // namespace collbench
