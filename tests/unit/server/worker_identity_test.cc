@@ -13,11 +13,14 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "absl/synchronization/mutex.h"
+#include "absl/synchronization/notification.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "api/result_bounds.h"
 #include "server/core/core.h"
 #include "server/core/worker_credentials.h"
+#include "server/store/forwarding_store.h"
 
 namespace collbench {
 namespace {
@@ -159,6 +162,100 @@ TEST_F(WorkerIdentityTest, FirstRegistrationIssuesASecretAndStoresOnlyItsHash) {
   EXPECT_TRUE(again->reply.worker_secret().empty());
   EXPECT_EQ(fleet_->worker_counts().registrations["new"], 1);
   EXPECT_EQ(fleet_->worker_counts().registrations["reconnected"], 1);
+}
+
+// A store whose transactions can be held (a slow fsync) or failed (a full
+// disk), to see when a new worker is answered.
+class GatedStore final : public ForwardingStore {
+ public:
+  GatedStore() : ForwardingStore(NewMemoryStore()) {}
+  absl::StatusOr<std::vector<WriteResult>> Commit(const std::vector<Write>& writes) override {
+    absl::MutexLock lock(&mu_);
+    ++entered_;
+    auto open = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return !held_; };
+    mu_.Await(absl::Condition(&open));
+    if (fail_) return absl::ResourceExhaustedError("store test.db is full");
+    return ForwardingStore::Commit(writes);
+  }
+  void Hold(bool held) {
+    absl::MutexLock lock(&mu_);
+    held_ = held;
+  }
+  void Fail(bool fail) {
+    absl::MutexLock lock(&mu_);
+    fail_ = fail;
+  }
+  void AwaitEntered(int n) {
+    absl::MutexLock lock(&mu_);
+    auto entered = [this, n]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return entered_ >= n; };
+    mu_.Await(absl::Condition(&entered));
+  }
+  int entered() {
+    absl::MutexLock lock(&mu_);
+    return entered_;
+  }
+
+ private:
+  absl::Mutex mu_;
+  bool held_ ABSL_GUARDED_BY(mu_) = false;
+  bool fail_ ABSL_GUARDED_BY(mu_) = false;
+  int entered_ ABSL_GUARDED_BY(mu_) = 0;
+};
+
+class WorkerIdentityGatedTest : public WorkerIdentityTest {
+ protected:
+  void SetUp() override {
+    auto gated = std::make_unique<GatedStore>();
+    gated_ = gated.get();
+    store_ = std::move(gated);
+    WorkerIdentityTest::SetUp();
+  }
+  GatedStore* gated_ = nullptr;
+};
+
+// A new worker's secret is handed out only once its hash is durable, and
+// no thread waits meanwhile: the answer comes when the commit returns.
+TEST_F(WorkerIdentityGatedTest, ANewNameIsAnsweredOnlyOnceItsCredentialIsDurable) {
+  gated_->Hold(true);
+  const int before = gated_->entered();
+  absl::Notification answered;
+  absl::StatusOr<WorkerDirectory::Registration> outcome;
+  fleet_->OnRegisterAsync(Hello("a", "a:7000"), now_, "ipv4:10.0.0.1:4000",
+                          [&](absl::StatusOr<WorkerDirectory::Registration> r) {
+                            outcome = std::move(r);
+                            answered.Notify();
+                          });
+  gated_->AwaitEntered(before + 1);  // the hash's transaction has begun
+  EXPECT_FALSE(answered.HasBeenNotified());
+  EXPECT_FALSE(registry_->Get("workers/a").ok());  // not joined either
+  // The same name meanwhile is refused as busy, not issued a second secret.
+  auto busy = fleet_->OnRegister(Hello("a", "a:7000"), now_, "ipv4:10.0.0.1:4000");
+  EXPECT_EQ(busy.status().code(), absl::StatusCode::kUnavailable);
+  EXPECT_THAT(busy.status().message(), HasSubstr("being registered"));
+  gated_->Hold(false);
+  answered.WaitForNotification();
+  ASSERT_TRUE(outcome.ok()) << outcome.status();
+  EXPECT_EQ(outcome->reply.worker_secret().size(), 64u);
+  auto hashes = store_->ListWorkerSecretHashes();
+  ASSERT_TRUE(hashes.ok());
+  ASSERT_EQ(hashes->count("workers/a"), 1u);
+  EXPECT_TRUE(WorkerSecretMatches(outcome->reply.worker_secret(), hashes->at("workers/a")));
+  EXPECT_TRUE(registry_->Get("workers/a").ok());
+}
+
+// A credential the store could not keep is never handed out: the worker is
+// refused, naming why, and the name stays new (nothing was kept of it).
+TEST_F(WorkerIdentityGatedTest, ACredentialTheStoreRefusedIsNotHandedOut) {
+  gated_->Fail(true);
+  auto refused = fleet_->OnRegister(Hello("a", "a:7000"), now_, "ipv4:10.0.0.1:4000");
+  ASSERT_FALSE(refused.ok());
+  EXPECT_EQ(refused.status().code(), absl::StatusCode::kUnavailable);
+  EXPECT_THAT(refused.status().message(), HasSubstr("cannot record workers/a's credential"));
+  EXPECT_FALSE(registry_->Get("workers/a").ok());
+  EXPECT_EQ(fleet_->worker_counts().registrations["refused_store"], 1);
+  gated_->Fail(false);
+  Join("a");  // as a new name again, with no secret
+  EXPECT_EQ(secrets_["a"].size(), 64u);
 }
 
 // The takeover that worked before: a second registration under a live name
