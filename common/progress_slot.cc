@@ -11,6 +11,8 @@
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
+#include <string>
+#include <utility>
 
 namespace collbench {
 
@@ -42,13 +44,63 @@ void CopyText(char* to, size_t size, const std::string& text) {
   to[n] = '\0';
 }
 
-bool MakeDirs(const std::string& dir) {
-  for (size_t at = 1; at <= dir.size(); ++at) {
-    if (at < dir.size() && dir[at] != '/') continue;
-    const std::string part = dir.substr(0, at);
-    if (mkdir(part.c_str(), 0700) != 0 && errno != EEXIST) return false;
+// What is wrong with `st` as a private folder of this user ("" if nothing).
+std::string NotPrivate(const struct stat& st) {
+  if (S_ISLNK(st.st_mode)) return "is a symbolic link";
+  if (!S_ISDIR(st.st_mode)) return "is not a folder";
+  if (st.st_uid != geteuid()) {
+    return "is owned by uid " + std::to_string(st.st_uid) + ", not this process's uid " +
+           std::to_string(geteuid());
   }
-  return true;
+  if ((st.st_mode & 077) != 0) {
+    char mode[8];
+    std::snprintf(mode, sizeof(mode), "%04o", static_cast<unsigned>(st.st_mode & 07777));
+    return std::string("has mode ") + mode + ", open to group or others (it must be 0700)";
+  }
+  return "";
+}
+
+// Opens `dir` as this user's private folder, creating it 0700 if missing
+// (not its parent); -1 with `*why` set when it is not one.
+int OpenPrivateDir(const std::string& dir, std::string* why) {
+  if (mkdir(dir.c_str(), 0700) != 0 && errno != EEXIST) {
+    *why = std::string("cannot be created: ") + std::strerror(errno);
+    return -1;
+  }
+  struct stat st;
+  if (lstat(dir.c_str(), &st) != 0) {
+    *why = std::string("cannot be read: ") + std::strerror(errno);
+    return -1;
+  }
+  if (std::string wrong = NotPrivate(st); !wrong.empty()) {
+    *why = std::move(wrong);
+    return -1;
+  }
+  const int fd = open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+  if (fd < 0) {
+    *why = std::string("cannot be opened: ") + std::strerror(errno);
+    return -1;
+  }
+  // The folder opened is the one checked (not swapped for another since).
+  if (fstat(fd, &st) != 0 || !NotPrivate(st).empty()) {
+    close(fd);
+    *why = "changed while it was checked";
+    return -1;
+  }
+  return fd;
+}
+
+// The open folder `dir` if it exists and is this user's private folder
+// (never created); -1 otherwise.
+int OpenExistingPrivateDir(const std::string& dir) {
+  const int fd = open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+  if (fd < 0) return -1;
+  struct stat st;
+  if (fstat(fd, &st) != 0 || !NotPrivate(st).empty()) {
+    close(fd);
+    return -1;
+  }
+  return fd;
 }
 
 }  // namespace
@@ -69,12 +121,36 @@ const char* RankPhaseName(RankPhase phase) {
   return "?";
 }
 
+absl::Status PrepareProgressRoot(const std::string& root) {
+  std::string why;
+  const int fd = OpenPrivateDir(root, &why);
+  if (fd < 0) {
+    return absl::FailedPreconditionError(
+        "progress folder " + root + " " + why +
+        "; the ranks' progress must be private to this worker: remove it, or choose another "
+        "--progress-dir");
+  }
+  close(fd);
+  return absl::OkStatus();
+}
+
 std::unique_ptr<ProgressSlot> ProgressSlot::Open(const std::string& dir, int rank,
                                                  const std::string& operation) {
   static_assert(sizeof(ProgressRecord) <= kSlotBytes);
-  if (dir.empty() || !MakeDirs(dir)) return nullptr;
-  const std::string path = dir + "/rank-" + std::to_string(rank);
-  const int fd = open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+  if (dir.empty() || rank < 0) return nullptr;
+  std::string why;
+  const int folder = OpenPrivateDir(dir, &why);
+  if (folder < 0) return nullptr;
+  const std::string name = "rank-" + std::to_string(rank);
+  constexpr int kCreate = O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC;
+  int fd = openat(folder, name.c_str(), kCreate, 0600);
+  if (fd < 0 && errno == EEXIST) {
+    // A slot of an earlier attempt, or something planted: replaced, never
+    // opened (a link is removed, not followed).
+    unlinkat(folder, name.c_str(), 0);
+    fd = openat(folder, name.c_str(), kCreate, 0600);
+  }
+  close(folder);
   if (fd < 0) return nullptr;
   if (ftruncate(fd, kSlotBytes) != 0) {
     close(fd);
@@ -135,13 +211,15 @@ std::string ProgressDirOf(const std::string& root, const std::string& run) {
 
 void RemoveProgressDir(const std::string& dir) {
   if (dir.empty()) return;
-  if (DIR* folder = opendir(dir.c_str())) {
+  const int fd = OpenExistingPrivateDir(dir);
+  if (fd < 0) return;
+  if (DIR* folder = fdopendir(fd)) {
     while (const dirent* entry = readdir(folder)) {
-      if (std::strncmp(entry->d_name, "rank-", 5) == 0) {
-        unlink((dir + "/" + entry->d_name).c_str());
-      }
+      if (std::strncmp(entry->d_name, "rank-", 5) == 0) unlinkat(fd, entry->d_name, 0);
     }
-    closedir(folder);
+    closedir(folder);  // closes fd
+  } else {
+    close(fd);
   }
   rmdir(dir.c_str());
 }
@@ -197,13 +275,26 @@ ProcessFacts ProcessFactsOf(int pid) {
 
 std::vector<RankSlot> ReadProgressSlots(const std::string& dir) {
   std::vector<RankSlot> slots;
-  DIR* folder = opendir(dir.c_str());
-  if (folder == nullptr) return slots;
+  const int folder_fd = OpenExistingPrivateDir(dir);
+  if (folder_fd < 0) return slots;
+  DIR* folder = fdopendir(folder_fd);
+  if (folder == nullptr) {
+    close(folder_fd);
+    return slots;
+  }
   while (const dirent* entry = readdir(folder)) {
     if (std::strncmp(entry->d_name, "rank-", 5) != 0) continue;
-    const std::string path = dir + "/" + entry->d_name;
-    const int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
+    const int fd =
+        openat(folder_fd, entry->d_name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
     if (fd < 0) continue;
+    // Mapped only as a whole slot of this user's: a shorter file would
+    // raise SIGBUS on the first read past its end.
+    struct stat st;
+    if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) || st.st_uid != geteuid() ||
+        st.st_size != static_cast<off_t>(kSlotBytes)) {
+      close(fd);
+      continue;
+    }
     void* mapped = mmap(nullptr, kSlotBytes, PROT_READ, MAP_SHARED, fd, 0);
     close(fd);
     if (mapped == MAP_FAILED) continue;

@@ -12,6 +12,15 @@
 // A reader may see a slot mid-update; the generation counter (odd while a
 // writer changes more than the iteration) makes it retry or skip.
 //
+// Other local users must not reach the slots (docs/operations/security.md):
+// the root is the worker's own (PrepareProgressRoot: 0700, its user's, no
+// symbolic link), and so is every run's folder in it. A slot is created
+// with O_EXCL|O_NOFOLLOW (a link planted in its place is removed, never
+// written through), and read with a non-blocking O_NOFOLLOW open and
+// mapped only once fstat says it is a regular file of this user of exactly
+// a slot's size: a short file cannot raise SIGBUS in the reader, a FIFO
+// cannot block it.
+//
 // Thread safety: one writer per slot (its rank's thread); any number of
 // readers in other processes.
 #ifndef COLLBENCH_COMMON_PROGRESS_SLOT_H_
@@ -22,6 +31,8 @@
 #include <memory>
 #include <string>
 #include <vector>
+
+#include "absl/status/status.h"
 
 namespace collbench {
 
@@ -35,10 +46,19 @@ enum class RankPhase : int32_t { kInit = 0, kMeasure = 1, kCheck = 2, kSummarize
 // "init", "measure", "check", "summarize", "done".
 const char* RankPhaseName(RankPhase phase);
 
+// Makes `root` this process's private folder for progress: created 0700
+// when missing (its parent must exist). An existing one is taken only as a
+// real folder (not a symbolic link) owned by this process's user, with no
+// permission for group or others. FailedPrecondition naming the path and
+// what is wrong with it (its owner, its mode) otherwise.
+absl::Status PrepareProgressRoot(const std::string& root);
+
 class ProgressSlot {
  public:
-  // Creates DIR (and DIR's parent) if needed, and DIR/rank-RANK; null when
-  // that fails (progress is best effort: a run goes on without it).
+  // Creates the run's folder DIR if needed (its parent, the root, must
+  // exist; DIR is checked as PrepareProgressRoot checks a root) and
+  // DIR/rank-RANK afresh; null when that fails (progress is best effort: a
+  // run goes on without it).
   static std::unique_ptr<ProgressSlot> Open(const std::string& dir, int rank,
                                             const std::string& operation);
   ~ProgressSlot();
@@ -75,7 +95,9 @@ struct RankSlot {
   std::string phase;
 };
 
-// Every readable slot in `dir`, by rank. Missing folder: none.
+// Every readable slot in `dir`, by rank. A folder that is missing, not
+// private to this user, or a link: none. Anything in it that is not a
+// slot (a link, a FIFO, a short or foreign file) is skipped.
 std::vector<RankSlot> ReadProgressSlots(const std::string& dir);
 
 // The run's folder under `root`: ROOT/ID for run "runs/ID"; "" when the

@@ -185,6 +185,9 @@ class LocalCluster {
                                      "127.0.0.0/8",
                                      "--join-token-file",
                                      join_token_file_};
+    // Progress slots in this session's private folder, shared by its workers
+    // (all of a run's ranks are on this machine): never the machine-wide default.
+    args.insert(args.end(), {"--progress-dir", dir_ + "/progress"});
     if (slots > 0) args.insert(args.end(), {"--slots", absl::StrCat(slots)});
     if (!state_root_.empty()) args.insert(args.end(), {"--state-dir", state_root_ + "/" + name});
     if (!tuning_dir_.empty()) args.insert(args.end(), {"--tuning-dir", tuning_dir_});

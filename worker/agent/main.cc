@@ -27,6 +27,7 @@
 #include "common/flag_parser.h"
 #include "common/grpc_log.h"
 #include "common/log.h"
+#include "common/progress_slot.h"
 #include "common/log_flags.h"
 #include "common/tls_channel.h"
 #include "common/units.h"
@@ -289,6 +290,12 @@ int Serve(const Flags& flags) {
   if (server == nullptr || port == 0) {
     return StartFailed(absl::UnavailableError(absl::StrCat("cannot listen on ", flags.listen)), 1);
   }
+  // The ranks' progress slots: a folder of this worker's own, or none.
+  if (!flags.progress_dir.empty()) {
+    if (absl::Status root = PrepareProgressRoot(flags.progress_dir); !root.ok()) {
+      return StartFailed(root, 2);
+    }
+  }
   // Ready (gRPC health SERVING) only while registered with the coordinator.
   std::function<void(bool)> report_registration = ReportRegistrationAsHealth(server.get());
   absl::StatusOr<v1::Inventory> inventory = DiscoverInventory();
@@ -415,8 +422,9 @@ int main(int argc, char** argv) {
   parser.String("progress-dir", &flags.progress_dir,
                 "where the ranks of a run publish their progress (a folder per run), which"
                 " this worker relays to the coordinator for hang diagnosis; every worker of a"
-                " run must use the same path (default /dev/shm/collbench-progress; empty:"
-                " none)");
+                " run must use the same path. The worker creates it 0700 and refuses to start"
+                " when it exists as another user's, with group or other permissions, or as a"
+                " symbolic link (default /dev/shm/collbench-progress; empty: none)");
   parser.String("tuning-dir", &flags.tuning_dir,
                 "folder of tuning files the operator installs (Open MPI coll_tuned dynamic"
                 " rules, MPICH JSON collective selection); a run names one by its bare file name,"
