@@ -12,6 +12,8 @@
 #include <utility>
 
 #include "absl/status/status.h"
+#include "absl/strings/ascii.h"
+#include "absl/strings/escaping.h"
 #include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
@@ -608,6 +610,24 @@ absl::StatusOr<std::vector<std::string>> WriteTuningFiles(const Advice& advice,
 
 absl::StatusOr<std::vector<std::string>> WriteTuningFileTexts(
     const std::vector<TuningFileText>& files, const std::string& dir) {
+  // The names come from a coordinator: each must be a bare file name
+  // (letters, digits, '.', '-', '_'; not hidden), checked before anything
+  // is written, so none can reach outside `dir`.
+  for (const auto& [name, text] : files) {
+    const bool bare =
+        !name.empty() && name.size() <= 128 && name[0] != '.' &&
+        std::all_of(name.begin(), name.end(), [](char c) {
+          return absl::ascii_isalnum(static_cast<unsigned char>(c)) || c == '.' || c == '-' ||
+                 c == '_';
+        });
+    if (!bare) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("--write-rules: the coordinator named a tuning file \"",
+                       absl::CHexEscape(name.substr(0, 128)),
+                       "\", which is not a bare file name (letters, digits, '.', '-', '_', not "
+                       "starting with '.'); nothing was written"));
+    }
+  }
   if (::mkdir(dir.c_str(), 0755) != 0 && errno != EEXIST) {
     return absl::InvalidArgumentError(
         absl::StrCat("--write-rules: cannot create ", dir, ": ", std::strerror(errno)));

@@ -159,6 +159,9 @@ absl::StatusOr<std::vector<std::string>> WriteTuningFiles(const Advice& advice,
 using TuningFileText = std::pair<std::string, std::string>;
 absl::StatusOr<std::vector<TuningFileText>> TuningFiles(const Advice& advice);
 // Writes `files` into `dir`, creating it (not its parents); the paths.
+// InvalidArgument, with nothing written, when a name is not a bare file
+// name (letters, digits, '.', '-', '_', not starting with '.'): the names
+// may come from a coordinator.
 absl::StatusOr<std::vector<std::string>> WriteTuningFileTexts(
     const std::vector<TuningFileText>& files, const std::string& dir);
 

@@ -28,6 +28,7 @@
 #include "client/report_command.h"
 #include "client/run_flags.h"
 #include "client/suite_command.h"
+#include "client/terminal_text.h"
 #include "collbench/v1/coordinator.grpc.pb.h"
 #include "common/flag_parser.h"
 #include "common/grpc_health.h"
@@ -190,11 +191,11 @@ int Show(CoordinatorClient& client, const std::vector<std::string>& args) {
 // a result row or state line is printed, so the two never share a line; to a
 // file or pipe as one line per update.
 absl::StatusOr<v1::Run> Follow(CoordinatorClient& client, const std::string& run, bool print_rows) {
-  const bool terminal = isatty(fileno(stderr)) == 1;
+  const bool terminal = isatty(STDERR_FILENO) == 1;
   bool header = false;
   bool progress_shown = false;  // a progress line is drawn on the terminal
   auto erase_progress = [&] {
-    if (progress_shown) std::fputs("\r\033[K", stderr);
+    if (progress_shown) WriteTerminalControl(stderr, "\r\033[K");
     progress_shown = false;
   };
   return client.Watch(run, [&](const v1::RunEvent& event) {
@@ -220,9 +221,9 @@ absl::StatusOr<v1::Run> Follow(CoordinatorClient& client, const std::string& run
         ranks = absl::StrFormat("  ranks: slowest %d on %s in %s", slowest->rank(),
                                 slowest->host(), RankPlace(*slowest));
       }
-      absl::FPrintF(stderr, "%s  [%d/%d sizes]%s%s", terminal ? "\r" : "",
-                    event.progress().sizes_done(), event.progress().sizes_total(), ranks,
-                    terminal ? "" : "\n");
+      if (terminal) WriteTerminalControl(stderr, "\r");
+      absl::FPrintF(stderr, "  [%d/%d sizes]%s%s", event.progress().sizes_done(),
+                    event.progress().sizes_total(), ranks, terminal ? "" : "\n");
       progress_shown = terminal;
     } else if (event.has_state_change()) {
       erase_progress();

@@ -131,7 +131,14 @@ std::string TextLine(absl::string_view time, LogLevel level, absl::string_view e
   AppendEscaped(&line, event, /*quoted=*/false);
   if (!message.empty()) {
     line.push_back(' ');
-    AppendEscaped(&line, message, /*quoted=*/false);
+    // A message with '=' or '"' is quoted, so no text in it (a worker's
+    // error, a run's name) reads as a field of the line: every unquoted
+    // KEY=VALUE after the event is one.
+    if (message.find_first_of("=\"") != absl::string_view::npos) {
+      AppendQuoted(&line, message);
+    } else {
+      AppendEscaped(&line, message, /*quoted=*/false);
+    }
   }
   for (const LogField& field : fields) {
     line.push_back(' ');

@@ -7,7 +7,10 @@
 //    "msg":"runs/x FAILED: timed out","run":"runs/x","state":"FAILED"}
 //   2024-05-01T12:00:00.123Z WARN  run.state runs/x FAILED: timed out run=runs/x state=FAILED
 //
-// Every string is escaped, whatever bytes it holds: quotes, backslashes
+// In text, a value that would not read back as one (spaces, '=', quotes,
+// anything beyond printable ASCII) is quoted, and so is a message holding
+// '=' or '"': a line's fields cannot be forged from inside a message or a
+// value. Every string is escaped, whatever bytes it holds: quotes, backslashes
 // and control characters (newlines included, so no value can start a
 // line of its own) become JSON escapes, and bytes that are not UTF-8
 // become U+FFFD, so a JSON line always parses.

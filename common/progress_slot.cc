@@ -127,8 +127,8 @@ absl::Status PrepareProgressRoot(const std::string& root) {
   if (fd < 0) {
     return absl::FailedPreconditionError(
         "progress folder " + root + " " + why +
-        "; the ranks' progress must be private to this worker: remove it, or choose another "
-        "--progress-dir");
+        "; the ranks' progress must be private to this worker: remove it, choose another "
+        "--progress-dir, or run without hang diagnosis (--progress-dir '')");
   }
   close(fd);
   return absl::OkStatus();

@@ -345,6 +345,27 @@ TEST(EnvFilesTest, NcclAlgoAndProtoFromTheWinners) {
   EXPECT_TRUE(ParseEnvFile(text)->empty());  // a suggestion, not a setting
 }
 
+// Names a coordinator sends are written only as bare names in the folder:
+// a path, a parent, a hidden file is refused before anything is written.
+TEST(WriteTuningFilesTest, NamesThatAreNotBareFileNamesWriteNothing) {
+  const std::string base = ::testing::TempDir() + "/write_rules_names";
+  std::filesystem::remove_all(base);
+  const std::string dir = base + "/rules";
+  std::filesystem::create_directories(base);
+  for (const std::string bad : {"../outside.conf", "/etc/passwd", "sub/x.conf", ".bashrc", "",
+                                "a\nb.conf", "..", "x\x1b[2J.conf"}) {
+    const std::vector<TuningFileText> files = {{"openmpi-rules.conf", "ok\n"}, {bad, "evil\n"}};
+    absl::StatusOr<std::vector<std::string>> written = WriteTuningFileTexts(files, dir);
+    EXPECT_EQ(written.status().code(), absl::StatusCode::kInvalidArgument) << bad;
+    EXPECT_THAT(std::string(written.status().message()), HasSubstr("not a bare file name"));
+    EXPECT_FALSE(std::filesystem::exists(dir)) << bad;  // not even the folder
+  }
+  EXPECT_FALSE(std::filesystem::exists(base + "/outside.conf"));
+  ASSERT_TRUE(WriteTuningFileTexts({{"openmpi-rules.conf", "ok\n"}}, dir).ok());
+  EXPECT_TRUE(std::filesystem::exists(dir + "/openmpi-rules.conf"));
+  std::filesystem::remove_all(base);
+}
+
 TEST(WriteTuningFilesTest, WritesOnlyTheFilesWithContent) {
   std::vector<RunWithResults> runs = {OpenMpiRun("runs/a", "ring", {{8, 1}}),
                                       OpenMpiRun("runs/b", "", {{8, 2}})};

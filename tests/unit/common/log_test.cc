@@ -107,8 +107,20 @@ TEST(LogFormatTest, TextLineQuotesValuesThatWouldNotReadBackAsOne) {
       LogFormat::kText, kTime, LogLevel::kError, "store.error", "saving runs/x: disk \"full\"",
       {{"run", "runs/x"}, {"error", "disk full\nnext=line"}, {"empty", ""}, {"n", "7", true}});
   EXPECT_EQ(line,
-            "2024-05-01T12:00:00.123Z ERROR store.error saving runs/x: disk \"full\" run=runs/x "
+            "2024-05-01T12:00:00.123Z ERROR store.error \"saving runs/x: disk \\\"full\\\"\" run=runs/x "
             "error=\"disk full\\nnext=line\" empty=\"\" n=7\n");
+}
+
+// A worker's text in a message cannot pass for the line's own fields: the
+// message is quoted once it holds '=' (or a quote), so the only unquoted
+// KEY=VALUE pairs are the real fields.
+TEST(LogFormatTest, TextMessageCannotForgeAField) {
+  const std::string line =
+      FormatLogLine(LogFormat::kText, kTime, LogLevel::kWarn, "run.state",
+                    "runs/x failed: rank 0 said state=SUCCEEDED run=runs/y", {{"run", "runs/x"}});
+  EXPECT_EQ(line,
+            "2024-05-01T12:00:00.123Z WARN  run.state \"runs/x failed: rank 0 said "
+            "state=SUCCEEDED run=runs/y\" run=runs/x\n");
 }
 
 TEST(LogFormatTest, TextEscapesControlCharactersInTheMessage) {

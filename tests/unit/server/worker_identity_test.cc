@@ -166,9 +166,9 @@ TEST_F(WorkerIdentityTest, FirstRegistrationIssuesASecretAndStoresOnlyItsHash) {
 
 // A store whose transactions can be held (a slow fsync) or failed (a full
 // disk), to see when a new worker is answered.
-class GatedStore final : public ForwardingStore {
+class CredentialGatedStore final : public ForwardingStore {
  public:
-  GatedStore() : ForwardingStore(NewMemoryStore()) {}
+  CredentialGatedStore() : ForwardingStore(NewMemoryStore()) {}
   absl::StatusOr<std::vector<WriteResult>> Commit(const std::vector<Write>& writes) override {
     absl::MutexLock lock(&mu_);
     ++entered_;
@@ -205,12 +205,12 @@ class GatedStore final : public ForwardingStore {
 class WorkerIdentityGatedTest : public WorkerIdentityTest {
  protected:
   void SetUp() override {
-    auto gated = std::make_unique<GatedStore>();
+    auto gated = std::make_unique<CredentialGatedStore>();
     gated_ = gated.get();
     store_ = std::move(gated);
     WorkerIdentityTest::SetUp();
   }
-  GatedStore* gated_ = nullptr;
+  CredentialGatedStore* gated_ = nullptr;
 };
 
 // A new worker's secret is handed out only once its hash is durable, and
