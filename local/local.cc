@@ -198,8 +198,12 @@ class LocalCluster {
       sigset_t none;
       sigemptyset(&none);
       sigprocmask(SIG_SETMASK, &none, nullptr);
-      freopen(log.c_str(), "w", stdout);
-      freopen(log.c_str(), "a", stderr);
+      // The log on descriptors 1 and 2 themselves (this process's stdio may
+      // be the CLI's terminal filter, which has no descriptor to reopen).
+      const int log_fd = open(log.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+      if (log_fd < 0) _exit(127);
+      dup2(log_fd, STDOUT_FILENO);
+      dup2(log_fd, STDERR_FILENO);
       std::vector<char*> argv;
       for (std::string& a : args) argv.push_back(a.data());
       argv.push_back(nullptr);

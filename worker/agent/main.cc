@@ -73,7 +73,9 @@ struct Flags {
   std::string state_dir;
   std::string mpi_interface;
   std::string tuning_dir;
-  std::string progress_dir = "/dev/shm/collbench-progress";
+  // One per user: workers of different users on one machine (host IPC, a
+  // shared /dev/shm) never share a folder, which each refuses if not its own.
+  std::string progress_dir = "/dev/shm/collbench-progress-" + std::to_string(geteuid());
   std::map<std::string, std::string> labels;  // --label, validated when parsed
   bool no_memory_probe = false;
   ClientTlsOptions tls;
@@ -424,7 +426,8 @@ int main(int argc, char** argv) {
                 " this worker relays to the coordinator for hang diagnosis; every worker of a"
                 " run must use the same path. The worker creates it 0700 and refuses to start"
                 " when it exists as another user's, with group or other permissions, or as a"
-                " symbolic link (default /dev/shm/collbench-progress; empty: none)");
+                " symbolic link (default /dev/shm/collbench-progress-UID, UID this worker's"
+                " user id; empty: none)");
   parser.String("tuning-dir", &flags.tuning_dir,
                 "folder of tuning files the operator installs (Open MPI coll_tuned dynamic"
                 " rules, MPICH JSON collective selection); a run names one by its bare file name,"
