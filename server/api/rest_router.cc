@@ -81,6 +81,9 @@ HttpDispatch RestRouter::Route(const HttpRequest& in) {
   if (absl::Status allowed = Authorize(in, route); !allowed.ok()) {
     return AnswerNow(std::move(dispatch), Refusal(in, route, allowed));
   }
+  // Admitted with a credential it needed, or where none is ever needed.
+  dispatch.authenticated = authorizer_ == nullptr || authorizer_->Protects(route.role) ||
+                           !authorizer_->Protects(Role::kRead);
   RestRequest request;
   request.id = match.id;
   request.body = in.body;

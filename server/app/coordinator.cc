@@ -15,9 +15,9 @@
 #include "server/api/api_interceptor.h"
 #include "server/api/call_log.h"
 #include "server/api/gateway_service.h"
-#include "server/api/worker_streams.h"
 #include "server/api/grpc_adapter.h"
 #include "server/api/handlers.h"
+#include "server/api/worker_streams.h"
 #include "server/app/http_frontend.h"
 #include "server/auth/authorizer.h"
 #include "server/auth/listen_policy.h"
@@ -36,7 +36,7 @@ struct Coordinator::Parts {
   Authorizer authorizer;
   bool insecure_no_auth = false;                         // open on purpose: exported in /metrics
   std::atomic<HttpFrontend*> http_for_metrics{nullptr};  // set once `http` serves
-  std::unique_ptr<WatcherLimits> watchers;  // outlives both listeners
+  std::unique_ptr<WatcherLimits> watchers;               // outlives both listeners
   std::shared_ptr<CoordinatorMetrics> metrics;
   std::unique_ptr<Store> store;
   WatchHub hub;
@@ -87,11 +87,26 @@ std::string SecurityMetrics(bool insecure_no_auth, const HttpFrontend* http) {
         "# TYPE collbench_ui_login_refusals_total counter\n"
         "collbench_ui_login_refusals_total ",
         http->login_refusals(), "\n",
-        "# HELP collbench_http_request_refusals_total HTTP requests refused before routing: a "
-        "body not sent as JSON (415), a foreign Origin (403), a foreign Host on loopback (421)\n"
-        "# TYPE collbench_http_request_refusals_total counter\n"
-        "collbench_http_request_refusals_total ",
-        http->guard_refusals(), "\n");
+        "# HELP collbench_http_request_refusals_total HTTP requests and connections refused "
+        "by the transport, by reason (docs/reference/metrics.md)\n"
+        "# TYPE collbench_http_request_refusals_total counter\n");
+    const HttpRefusalCounts refused = http->refusals();
+    const std::pair<const char*, int64_t> by_reason[] = {
+        {"request_guard", refused.request_guard},
+        {"too_large", refused.too_large},
+        {"connections", refused.connections},
+        {"unauthenticated_connections", refused.unauthenticated_connections},
+        {"request_deadline", refused.request_deadline}};
+    for (const auto& [reason, total] : by_reason) {
+      absl::StrAppend(&text, "collbench_http_request_refusals_total{reason=\"", reason, "\"} ",
+                      total, "\n");
+    }
+    absl::StrAppend(&text,
+                    "# HELP collbench_http_connections_open HTTP connections open now "
+                    "(--max-connections)\n"
+                    "# TYPE collbench_http_connections_open gauge\n"
+                    "collbench_http_connections_open ",
+                    http->open_connections(), "\n");
   }
   return text;
 }
@@ -153,11 +168,11 @@ absl::StatusOr<std::unique_ptr<Coordinator>> Coordinator::Start(const Coordinato
   }
   p.core->retention().Sweep(p.clock->Now());
   p.runs = std::make_unique<RunManagerRuns>(&p.core->runs(), &p.core->fleet(), &p.hub);
-  p.workflows = std::make_unique<WorkflowManager>(p.store.get(), p.runs.get(), p.clock,
-                                                  options.workflows);
+  p.workflows =
+      std::make_unique<WorkflowManager>(p.store.get(), p.runs.get(), p.clock, options.workflows);
   RETURN_IF_ERROR(p.workflows->Start());
-  p.schedules = std::make_unique<ScheduleManager>(p.store.get(), p.runs.get(),
-                                                  p.workflows.get(), options.schedules);
+  p.schedules = std::make_unique<ScheduleManager>(p.store.get(), p.runs.get(), p.workflows.get(),
+                                                  options.schedules);
   RETURN_IF_ERROR(p.schedules->Start());
   p.api = std::make_unique<CoordinatorApi>(ApiParts{&p.core->runs(), &p.core->fleet(), &p.hub,
                                                     p.watchers.get(), p.workflows.get(),
@@ -221,8 +236,8 @@ absl::Status Coordinator::StartGrpc(const CoordinatorOptions& options,
   builder.experimental().SetInterceptorCreators(std::move(interceptors));
   p.server = builder.BuildAndStart();
   if (p.server == nullptr || grpc_port_ == 0) {
-    return absl::UnavailableError(
-        absl::StrCat("cannot listen on ", options.grpc_listen, " (in use, or not an address here)"));
+    return absl::UnavailableError(absl::StrCat("cannot listen on ", options.grpc_listen,
+                                               " (in use, or not an address here)"));
   }
   return absl::OkStatus();
 }
@@ -234,7 +249,7 @@ absl::Status Coordinator::StartHttp(const CoordinatorOptions& options) {
   http.http.tls_cert = options.tls_cert;
   http.http.tls_key = options.tls_key;
   http.http.tls_client_ca = options.tls_client_ca;
-  http.http.max_body_bytes = options.max_body_bytes;
+  http.http.limits = options.http_limits;
   HttpFrontendParts parts;
   parts.api = p.api.get();
   parts.authorizer = &p.authorizer;

@@ -23,6 +23,7 @@
 #include "server/core/core.h"
 #include "server/core/run_manager.h"
 #include "server/core/watcher_limits.h"
+#include "server/http/http_server.h"
 #include "server/metrics/collective_labels.h"
 #include "server/workflows/schedule_manager.h"
 #include "server/workflows/workflow_manager.h"
@@ -32,7 +33,7 @@ namespace collbench {
 struct CoordinatorOptions {
   std::string grpc_listen = "127.0.0.1:50051";  // HOST:PORT; port 0 picks one
   std::string store = "collbench.db";           // SQLite file, or ":memory:"
-  std::string http_listen;  // HOST:PORT for REST and /metrics; empty: none
+  std::string http_listen;                      // HOST:PORT for REST and /metrics; empty: none
   std::string tls_cert;  // PEM files; both or neither; used by both listeners
   std::string tls_key;
   // PEM CA certificate(s), only with tls_cert: both listeners then require a
@@ -44,7 +45,7 @@ struct CoordinatorOptions {
   // Serve beyond loopback without API tokens (server/auth/listen_policy.h);
   // logged at start and exported as collbench_insecure_no_auth 1.
   bool insecure_no_auth = false;
-  size_t max_body_bytes = 1 << 20;  // REST request bodies
+  HttpLimits http_limits;  // REST and /metrics connections and requests
   // The core (server/core/core.h): the workers' identity, runs, admission,
   // retention. Its worker tokens are the coordinator's (tokens_file and
   // join_token).

@@ -59,10 +59,11 @@ class HttpFrontend {
   int port() const { return server_->port(); }
   // HttpServer::Shutdown(). Idempotent.
   void Shutdown() { server_->Shutdown(); }
-  // /ui/login attempts refused by the throttle (429), and requests the
-  // request guard refused (403, 415, 421), since Start().
+  // /ui/login attempts refused by the throttle (429), and the requests
+  // and connections the transport refused, since Start().
   int64_t login_refusals() const { return ui_->login_refusals(); }
-  int64_t guard_refusals() const { return server_->guard_refusals(); }
+  HttpRefusalCounts refusals() const { return server_->refusals(); }
+  int open_connections() const { return server_->open_connections(); }
 
  private:
   HttpFrontend() = default;

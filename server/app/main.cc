@@ -4,25 +4,25 @@
 #include <csignal>
 #include <cstdio>
 #include <cstdlib>
-#include <thread>
-
 #include <fstream>
 #include <sstream>
+#include <thread>
 
 #include "absl/strings/numbers.h"
-#include "absl/synchronization/mutex.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_split.h"
+#include "absl/synchronization/mutex.h"
+#include "absl/time/time.h"
+#include "analysis/references.h"
 #include "common/flag_parser.h"
 #include "common/grpc_log.h"
 #include "common/log.h"
 #include "common/log_flags.h"
 #include "common/secrets.h"
 #include "common/units.h"
-#include "analysis/references.h"
-#include "server/auth/authorizer.h"
 #include "server/app/coordinator.h"
+#include "server/auth/authorizer.h"
 
 namespace {
 
@@ -35,7 +35,10 @@ constexpr char kUsage[] =
     "[--max-running-workflows N] [--max-queued-workflows N] [--min-schedule-period D] "
     "[--max-watchers-per-client N] [--watcher-buffer N] [--max-workers N] [--register-rate R]\n"
     "       [--max-unregistered-streams N] [--forget-worker NAME]... [--metric-run-labels KEYS] "
-    "[--metric-pool-label KEY] [--retain-runs N] [--retain-for DURATION]\n";
+    "[--metric-pool-label KEY] [--retain-runs N] [--retain-for DURATION]\n"
+    "       [--max-body-bytes N] [--max-connections N] [--max-unauthenticated-connections N] "
+    "[--max-unauthenticated-bytes N] [--request-deadline D] "
+    "[--unauthenticated-request-deadline D]\n";
 
 // A flag taking a whole number of at least `min` into `target`.
 void WholeNumberFlag(collbench::FlagParser& flags, const std::string& name, int min, int* target,
@@ -50,6 +53,69 @@ void WholeNumberFlag(collbench::FlagParser& flags, const std::string& name, int 
         return absl::OkStatus();
       },
       absl::StrCat(help, " (default ", *target, ")"));
+}
+
+// A flag taking a duration (10s, 2m; 0 for none) into `target`.
+void DurationFlag(collbench::FlagParser& flags, const std::string& name, absl::Duration* target,
+                  const std::string& help) {
+  flags.Custom(
+      name, "D",
+      [name, target](absl::string_view v) {
+        absl::StatusOr<double> seconds = collbench::ParseDurationSeconds(v);
+        if (!seconds.ok() || *seconds < 0) {
+          return absl::InvalidArgumentError(
+              absl::StrCat("invalid --", name, " '", v, "': not a duration such as 10s or 2m"));
+        }
+        *target = absl::Seconds(*seconds);
+        return absl::OkStatus();
+      },
+      absl::StrCat(help, " (default ", absl::FormatDuration(*target), ")"));
+}
+
+// The HTTP listener's limits (docs/operations/limits.md#http).
+void HttpLimitFlags(collbench::FlagParser& flags, collbench::HttpLimits* limits) {
+  flags.Custom(
+      "max-body-bytes", "N",
+      [limits](absl::string_view v) {
+        absl::StatusOr<uint64_t> bytes = collbench::ParseBytes(v);
+        if (!bytes.ok() || *bytes < 1024) {
+          return absl::InvalidArgumentError(absl::StrCat("invalid --max-body-bytes '", v,
+                                                         "': a size of at least 1KiB, e.g. 1MiB"));
+        }
+        limits->max_body_bytes = *bytes;
+        return absl::OkStatus();
+      },
+      absl::StrCat("the largest REST request body; a larger one is refused (413) from its "
+                   "Content-Length, before it is read (default ",
+                   limits->max_body_bytes, ")"));
+  WholeNumberFlag(flags, "max-connections", 0, &limits->max_connections,
+                  "HTTP connections open at once beyond which a new one is refused (429 and "
+                  "closed); event streams count; 0: no limit");
+  WholeNumberFlag(flags, "max-unauthenticated-connections", 0,
+                  &limits->max_unauthenticated_connections,
+                  "HTTP connections that have not yet made a request with a valid token, beyond "
+                  "which a new one is refused the same way; 0: no limit");
+  flags.Custom(
+      "max-unauthenticated-bytes", "N",
+      [limits](absl::string_view v) {
+        absl::StatusOr<uint64_t> bytes = collbench::ParseBytes(v);
+        if (!bytes.ok()) {
+          return absl::InvalidArgumentError(absl::StrCat("invalid --max-unauthenticated-bytes '", v,
+                                                         "': a size such as 64MiB, or 0"));
+        }
+        limits->max_unauthenticated_bytes = *bytes;
+        return absl::OkStatus();
+      },
+      absl::StrCat("bytes that connections not yet authenticated may together have sent toward "
+                   "requests not read whole; beyond, the oldest is closed (429); 0: no limit "
+                   "(default ",
+                   limits->max_unauthenticated_bytes, ")"));
+  DurationFlag(flags, "request-deadline", &limits->request_deadline,
+               "time an authenticated HTTP connection has to send one whole request (line, "
+               "headers, body); a connection past it is closed; 0: none");
+  DurationFlag(flags, "unauthenticated-request-deadline", &limits->unauthenticated_request_deadline,
+               "the same for a connection that has not yet made a request with a valid token "
+               "(every new connection); 0: none");
 }
 
 // The worker join token: from --join-token-file, else from the
@@ -83,9 +149,9 @@ void LogServing(const collbench::CoordinatorOptions& options,
                                     options.http_listen.empty() ? "" : " or " + options.http_listen,
                                     " may create runs on every worker"));
   }
-  collbench::LogInfo("coordinator.serving",
-                     absl::StrCat("serving gRPC on port ", coordinator.grpc_port(), ", store ",
-                                  options.store))
+  collbench::LogInfo(
+      "coordinator.serving",
+      absl::StrCat("serving gRPC on port ", coordinator.grpc_port(), ", store ", options.store))
       .Str("listen", options.grpc_listen)
       .Int("port", coordinator.grpc_port())
       .Bool("tls", tls)
@@ -95,9 +161,9 @@ void LogServing(const collbench::CoordinatorOptions& options,
       .Str("store", options.store)
       .Str("version", COLLBENCH_VERSION);
   if (coordinator.http_port() != 0) {
-    collbench::LogInfo("coordinator.serving_http",
-                       absl::StrCat("serving HTTP (REST, /metrics) on port ",
-                                    coordinator.http_port()))
+    collbench::LogInfo(
+        "coordinator.serving_http",
+        absl::StrCat("serving HTTP (REST, /metrics) on port ", coordinator.http_port()))
         .Str("listen", options.http_listen)
         .Int("port", coordinator.http_port())
         .Bool("tls", tls)
@@ -142,7 +208,8 @@ int main(int argc, char** argv) {
   flags.Bool("insecure-no-auth", &options.insecure_no_auth,
              "serve beyond loopback without API tokens: anyone who reaches a listener may "
              "create runs (logged, and collbench_insecure_no_auth 1 in /metrics)");
-  flags.Int("heartbeat-timeout", &heartbeat_timeout_s, "seconds of silence before a worker is lost");
+  flags.Int("heartbeat-timeout", &heartbeat_timeout_s,
+            "seconds of silence before a worker is lost");
   collbench::LogFlags log_flags;
   collbench::AddLogFlags(flags, &log_flags);
   collbench::RunManagerOptions& admission = options.core.runs;
@@ -177,8 +244,7 @@ int main(int argc, char** argv) {
   flags.Custom(
       "create-burst", "N",
       [&admission](absl::string_view v) {
-        if (!absl::SimpleAtoi(v, &admission.create_rate.burst) ||
-            admission.create_rate.burst < 1) {
+        if (!absl::SimpleAtoi(v, &admission.create_rate.burst) || admission.create_rate.burst < 1) {
           return absl::InvalidArgumentError(
               absl::StrCat("invalid --create-burst '", v, "': not a whole number >= 1"));
         }
@@ -278,6 +344,7 @@ int main(int argc, char** argv) {
   flags.String("metric-pool-label", "KEY", &metric_labels.pool_label,
                "the worker label (collbench-worker --label KEY=VALUE) naming a worker's node "
                "pool: the collective series' `pool` label; '' for none (default pool)");
+  HttpLimitFlags(flags, &options.http_limits);
   collbench::RetentionPolicy& retention = options.core.retention;
   WholeNumberFlag(flags, "retain-runs", 0, &retention.keep_runs,
                   "keep the newest N finished runs (succeeded, failed, cancelled) and delete "

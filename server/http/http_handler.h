@@ -56,11 +56,15 @@ struct HttpDispatch {
   std::string label;
   // Who asks, for the request log ("token N", "peer HOST"; never a token).
   std::string caller;
+  // The request carried a credential that was checked and admitted (or
+  // the server requires none): its connection gets the authenticated
+  // budgets (server/http/connection_guard.h).
+  bool authenticated = false;
   // Never blocks: run on the event loop (health, readiness, refusals).
   // Otherwise `answer` runs on a handler thread.
   bool on_loop = false;
   // The answer. Called once, and only when the transport's own checks
-  // (shutdown, the request guard, the body limit) let the request through.
+  // (shutdown, the request guard) let the request through.
   std::function<HttpReply()> answer;
 };
 
@@ -70,8 +74,8 @@ class HttpHandler {
   // How `request` is answered. Called on the event loop for every request,
   // before the transport's own checks (so refusals carry the route's label).
   virtual HttpDispatch Route(const HttpRequest& request) = 0;
-  // The answer the transport gives with its own refusals: 403, 413, 415 or
-  // 421 from the request guard and the body limit, 429 when the handler
+  // The answer the transport gives with its own refusals: 403, 415 or 421
+  // from the request guard, 429 for too many connections or when the handler
   // threads are busy, 503 while shutting down. `status` says why.
   virtual HttpReply ErrorReply(int http_status, const absl::Status& status) = 0;
 };

@@ -13,9 +13,12 @@
 // stream is started by the loop and written by the SseWriter, also from
 // the loop: no connection ever holds a thread.
 //
-// Bodies: evhttp reads up to kDrainFactor times max_body_bytes (beyond
-// that it answers 413 itself and closes); a body over max_body_bytes is
-// answered 413 with the handler's error body here.
+// Bodies: a body over max_body_bytes is refused (413) from its
+// Content-Length before any of it is read, a chunked one (411) likewise
+// (ConnectionGuard::RefusedBody()); evhttp's own limit, the same, is the
+// backstop: at most max_body_bytes of a body is ever buffered. Connections: every one's bufferevent
+// is made here (the bevcb) and followed by the ConnectionGuard, which caps them, gives each request
+// its deadline and counts evhttp's own 413s.
 #include "server/http/http_server.h"
 
 #include <event2/bufferevent.h>
@@ -35,6 +38,7 @@
 #include "absl/synchronization/notification.h"
 #include "common/host_port.h"
 #include "common/log.h"
+#include "server/http/connection_guard.h"
 #include "server/http/event_loop.h"
 #include "server/http/evhttp_io.h"
 #include "server/http/request_guard.h"
@@ -46,9 +50,6 @@
 namespace collbench {
 namespace {
 
-// A body over the limit is still read, up to this many times the limit,
-// so the client, still sending, sees the 413 body rather than a reset.
-constexpr size_t kDrainFactor = 16;
 // The request line and headers together.
 constexpr ev_ssize_t kMaxHeaderBytes = 64 * 1024;
 // A connection that sends nothing (while a request is due) or takes
@@ -76,7 +77,8 @@ class HttpServerImpl final : public HttpServer {
   absl::Status Listen();
   int port() const override { return port_; }
   void Shutdown() override;
-  int64_t guard_refusals() const override { return guard_refusals_.load(); }
+  HttpRefusalCounts refusals() const override;
+  int open_connections() const override { return guard_ != nullptr ? guard_->open() : 0; }
 
  private:
   absl::Status CheckTlsOptions();
@@ -86,11 +88,12 @@ class HttpServerImpl final : public HttpServer {
 
   static void OnRequest(evhttp_request* req, void* arg);
   static bufferevent* MakeBufferevent(event_base* base, void* arg);
+  static bufferevent* MakeTlsBufferevent(event_base* base, SSL_CTX* context);
   static void OnFlushDeadline(int fd, short what, void* arg);
   void Serve(evhttp_request* req);
   // The transport's own refusal of the request, if any: shutting down,
-  // the request guard, the body limit.
-  std::optional<HttpReply> Refused(const IncomingRequest& in);
+  // the request guard.
+  std::optional<HttpReply> Refused(evhttp_request* req, const IncomingRequest& in);
   // Runs `answer` on the pool; the reply comes back to the loop.
   void RunOnPool(evhttp_request* req, std::function<HttpReply()> answer, RequestRecord record);
   // Writes the answer, logs the request and counts it.
@@ -111,6 +114,7 @@ class HttpServerImpl final : public HttpServer {
   evhttp_bound_socket* bound_ = nullptr;
   event* flush_deadline_ = nullptr;
   std::unique_ptr<SseWriter> streams_;
+  std::unique_ptr<ConnectionGuard> guard_;
   int pending_ = 0;        // requests whose answer has not come back yet
   bool stopping_ = false;  // Shutdown() began: new requests get 503
   bool flushing_ = false;  // Shutdown() waits for flushed_
@@ -145,17 +149,31 @@ absl::Status HttpServerImpl::MakeHttp() {
   evhttp_set_allowed_methods(http_, EVHTTP_REQ_GET | EVHTTP_REQ_POST | EVHTTP_REQ_HEAD |
                                         EVHTTP_REQ_PUT | EVHTTP_REQ_DELETE | EVHTTP_REQ_PATCH |
                                         EVHTTP_REQ_OPTIONS);
-  const size_t drain_limit = options_.max_body_bytes * kDrainFactor;
-  evhttp_set_max_body_size(http_,
-                           static_cast<ev_ssize_t>(std::min<size_t>(drain_limit, size_t{1} << 40)));
+  evhttp_set_max_body_size(http_, static_cast<ev_ssize_t>(std::min<size_t>(
+                                      options_.limits.max_body_bytes, size_t{1} << 40)));
   evhttp_set_max_headers_size(http_, kMaxHeaderBytes);
   evhttp_set_timeout(http_, kIdleTimeoutS);
   evhttp_set_default_content_type(http_, nullptr);
   evhttp_set_gencb(http_, &HttpServerImpl::OnRequest, this);
-  if (tls_ != nullptr) evhttp_set_bevcb(http_, &HttpServerImpl::MakeBufferevent, this);
   streams_ = std::make_unique<SseWriter>(loop_.get(), deps_.clock, options_.event_keepalive,
                                          kStreamWriteTimeout);
   streams_->SetOnEmpty([this] { CheckFlushed(); });
+  ConnectionLimits limits;
+  limits.max_body_bytes = options_.limits.max_body_bytes;
+  limits.max_connections = options_.limits.max_connections;
+  limits.max_unauthenticated = options_.limits.max_unauthenticated_connections;
+  limits.max_unauthenticated_bytes = options_.limits.max_unauthenticated_bytes;
+  limits.request_deadline = options_.limits.request_deadline;
+  limits.unauthenticated_deadline = options_.limits.unauthenticated_request_deadline;
+  limits.tls = tls_ != nullptr;
+  HttpHandler* handler = deps_.handler;
+  limits.refusal_body = [handler](const std::string& message) {
+    return handler->ErrorReply(429, absl::ResourceExhaustedError(message)).body;
+  };
+  SseWriter* streams = streams_.get();
+  limits.handed_over = [streams] { return streams->open(); };
+  guard_ = std::make_unique<ConnectionGuard>(loop_->base(), std::move(limits));
+  evhttp_set_bevcb(http_, &HttpServerImpl::MakeBufferevent, this);
   flush_deadline_ = evtimer_new(loop_->base(), &HttpServerImpl::OnFlushDeadline, this);
   if (flush_deadline_ == nullptr) return absl::InternalError("libevent: evtimer_new failed");
   return absl::OkStatus();
@@ -187,6 +205,7 @@ void HttpServerImpl::Discard() {
   flush_deadline_ = nullptr;
   if (http_ != nullptr) evhttp_free(http_);
   http_ = nullptr;
+  guard_.reset();
   loop_.reset();
 }
 
@@ -218,6 +237,7 @@ void HttpServerImpl::Shutdown() {
     streams_->Abandon();  // a client too slow to take its last chunk
     evhttp_free(http_);   // closes every connection
     http_ = nullptr;
+    guard_.reset();
   });
   // Work posted from now on (a stream's last notification) never runs, so
   // the writer may go once the loop has stopped.
@@ -242,7 +262,20 @@ void HttpServerImpl::OnRequest(evhttp_request* req, void* arg) {
 
 bufferevent* HttpServerImpl::MakeBufferevent(event_base* base, void* arg) {
   auto* self = static_cast<HttpServerImpl*>(arg);
-  SSL* ssl = SSL_new(self->tls_.get());
+  bufferevent* bev = self->tls_ != nullptr
+                         ? MakeTlsBufferevent(base, self->tls_.get())
+                         : bufferevent_socket_new(base, -1, BEV_OPT_CLOSE_ON_FREE);
+  // Without one evhttp makes its own, which the guard would not follow.
+  if (bev == nullptr) {
+    std::fputs("collbench-coordinator: out of memory for a connection\n", stderr);
+    std::abort();
+  }
+  self->guard_->Opened(bev);
+  return bev;
+}
+
+bufferevent* HttpServerImpl::MakeTlsBufferevent(event_base* base, SSL_CTX* context) {
+  SSL* ssl = SSL_new(context);
   // Without an SSL object libevent would serve the connection in plain
   // text: never.
   if (ssl == nullptr) {
@@ -257,12 +290,27 @@ bufferevent* HttpServerImpl::MakeBufferevent(event_base* base, void* arg) {
   return bev;
 }
 
-std::optional<HttpReply> HttpServerImpl::Refused(const IncomingRequest& incoming) {
+std::optional<HttpReply> HttpServerImpl::Refused(evhttp_request* req,
+                                                 const IncomingRequest& incoming) {
   const HttpRequest& in = incoming.request;
   if (stopping_) {
     HttpReply reply =
         deps_.handler->ErrorReply(503, absl::UnavailableError("the coordinator is shutting down"));
     reply.headers["Connection"] = "close";
+    return reply;
+  }
+  if (const std::optional<BodyRefusal> body = guard_->RefusedBody(req)) {
+    HttpReply reply =
+        body->chunked
+            ? deps_.handler->ErrorReply(
+                  411, absl::InvalidArgumentError("request body: send it with a Content-Length; "
+                                                  "chunked bodies are not accepted"))
+            : deps_.handler->ErrorReply(
+                  413,
+                  absl::ResourceExhaustedError(absl::StrCat(
+                      "request body: Content-Length ", body->announced, " is over the limit of ",
+                      options_.limits.max_body_bytes, " bytes (--max-body-bytes)")));
+    reply.headers["Connection"] = "close";  // the body was never read
     return reply;
   }
   GuardedRequest guarded;
@@ -282,11 +330,6 @@ std::optional<HttpReply> HttpServerImpl::Refused(const IncomingRequest& incoming
     if (incoming.has_body) reply.headers["Connection"] = "close";
     return reply;
   }
-  if (in.body.size() > options_.max_body_bytes) {
-    return deps_.handler->ErrorReply(
-        413, absl::ResourceExhaustedError(
-                 absl::StrCat("request body: larger than ", options_.max_body_bytes, " bytes")));
-  }
   return std::nullopt;
 }
 
@@ -303,7 +346,8 @@ void HttpServerImpl::Serve(evhttp_request* req) {
   record.caller = std::move(dispatch.caller);
   record.request_id = RequestIdFor(in.request_id.value_or(""));
   record.start = start;
-  if (std::optional<HttpReply> refused = Refused(incoming)) {
+  guard_->RequestRead(req, dispatch.authenticated);
+  if (std::optional<HttpReply> refused = Refused(req, incoming)) {
     return Finish(req, *std::move(refused), record);
   }
   if (dispatch.on_loop) return Finish(req, dispatch.answer(), record);
@@ -346,11 +390,19 @@ void HttpServerImpl::Finish(evhttp_request* req, HttpReply reply, const RequestR
   const absl::Time now = deps_.clock->Now();
   LogHttpRequest(record, status, reply.body, now);
   if (reply.stream != nullptr) {
+    guard_->HandOver(req);
     streams_->Start(req, status, reply.headers, std::move(reply.stream));
   } else {
+    guard_->Answering(req);
     SendReply(req, reply);
   }
   if (deps_.on_request) deps_.on_request(record.route, status, now - record.start);
+}
+
+HttpRefusalCounts HttpServerImpl::refusals() const {
+  HttpRefusalCounts counts = guard_ != nullptr ? guard_->counts() : HttpRefusalCounts{};
+  counts.request_guard = guard_refusals_.load();
+  return counts;
 }
 
 }  // namespace

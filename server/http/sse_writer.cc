@@ -11,7 +11,6 @@
 #include <utility>
 #include <vector>
 
-
 namespace collbench {
 namespace {
 
@@ -61,6 +60,7 @@ void SseWriter::Start(evhttp_request* req, int http_status,
   s.events = std::move(events);
   s.last_output = clock_->Now();
   streams_[s.id] = std::move(owned);
+  open_.store(static_cast<int>(streams_.size()));
   evhttp_connection_set_closecb(connection, &SseWriter::OnClosed, &s);
   evhttp_request_set_on_complete_cb(req, &SseWriter::OnComplete, &s);
   s.events->SetNotify([this, id = s.id] { MarkReady(id); });
@@ -137,6 +137,7 @@ void SseWriter::Forget(Stream& s) {
   s.events->Detach();
   const uint64_t id = s.id;  // `s` goes with the erase
   streams_.erase(id);
+  open_.store(static_cast<int>(streams_.size()));
   if (streams_.empty() && on_empty_) on_empty_();
 }
 
@@ -148,6 +149,7 @@ void SseWriter::Abandon() {
     s->events->Detach();
   }
   streams_.clear();
+  open_.store(0);
 }
 
 void SseWriter::OnWritten(evhttp_connection* connection, void* arg) {

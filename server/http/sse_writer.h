@@ -19,6 +19,7 @@
 #ifndef COLLBENCH_SERVER_HTTP_SSE_WRITER_H_
 #define COLLBENCH_SERVER_HTTP_SSE_WRITER_H_
 
+#include <atomic>
 #include <cstdint>
 #include <functional>
 #include <map>
@@ -53,14 +54,16 @@ class SseWriter {
 
   // Answers `req` with `http_status`, `headers` and then `stream` until it
   // ends.
-  void Start(evhttp_request* req, int http_status, const std::map<std::string, std::string>& headers,
-             std::shared_ptr<SseSource> stream);
+  void Start(evhttp_request* req, int http_status,
+             const std::map<std::string, std::string>& headers, std::shared_ptr<SseSource> stream);
   // Ends every stream with its final chunk, now and from now on (a stream
   // started later ends at once).
   void CloseAll();
   // Streams not yet completely written (ended ones whose last bytes are
   // still on their way count too).
   size_t size() const { return streams_.size(); }
+  // The same, from any thread.
+  int open() const { return open_.load(); }
   // Forgets every stream without touching its request or connection (the
   // caller is about to free them all). The streams are detached.
   void Abandon();
@@ -101,6 +104,7 @@ class SseWriter {
   bool closing_ = false;
   std::map<uint64_t, std::unique_ptr<Stream>> streams_;
   std::function<void()> on_empty_;
+  std::atomic<int> open_{0};  // streams_.size()
 
   absl::Mutex mu_;  // the streams' notifications, from any thread
   std::set<uint64_t> ready_ ABSL_GUARDED_BY(mu_);

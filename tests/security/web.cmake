@@ -4,7 +4,7 @@
 # local_user needs root (a second local user via setpriv) and skips
 # elsewhere.
 find_package(Python3 COMPONENTS Interpreter REQUIRED)
-foreach(case cross_origin foreign_host fail_closed ui_session cli_token local_user)
+foreach(case cross_origin foreign_host fail_closed ui_session cli_token local_user http_flood)
   add_test(NAME security.web.${case}
            COMMAND ${Python3_EXECUTABLE} ${CMAKE_CURRENT_SOURCE_DIR}/web_test.py
                    --bin-dir ${CMAKE_BINARY_DIR}/bin --case ${case})

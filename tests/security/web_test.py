@@ -35,6 +35,18 @@ Cases:
   cli_token     the CLI takes its token from --token-file or COLLBENCH_TOKEN
                 (and still --token); a token file every user may read is
                 warned about; without a token it is refused.
+  http_flood    with tokens, what one unauthenticated client can make the
+                REST listener hold: 24 requests announcing 16 MiB bodies
+                are refused 413 before any body byte is sent; 24 bodies of
+                just under --max-body-bytes left unfinished, then 2,000
+                connections sending a header byte at a time: the
+                coordinator never holds more than
+                --max-unauthenticated-connections of them, closes the rest
+                at the deadline, its peak resident memory grows by less
+                than the stated bound (--max-unauthenticated-bytes, 16 KiB
+                a connection and 16 MiB), and an operator's request on a
+                new connection is answered during the flood; every refusal
+                is counted.
   local_user    (root only: a second local user, uid 65534, via setpriv) a
                 root-owned `collbench local` running a long run: the other
                 user cannot list, create (a run whose Open MPI fork agent
@@ -522,6 +534,147 @@ def case_local_user(bin_dir, workdir):
     return 0
 
 
+def resident_kib(pid, field):
+    """VmRSS or VmHWM of a process, in KiB."""
+    with open("/proc/%d/status" % pid) as f:
+        for line in f:
+            if line.startswith(field + ":"):
+                return int(line.split()[1])
+    raise Failure("no %s in /proc/%d/status" % (field, pid))
+
+
+def metric_values(port, name):
+    """{labels text: value} of one metric family on /metrics."""
+    status, body, _ = request(port, "GET", "/metrics")
+    expect(status == 200, "GET /metrics answered %d" % status)
+    values = {}
+    for line in body.splitlines():
+        if line.startswith(name + "{") or line.startswith(name + " "):
+            key, _, value = line.rpartition(" ")
+            values[key[len(name):]] = float(value)
+    return values
+
+
+def raw_connection(port):
+    s = socket.create_connection(("127.0.0.1", port), timeout=10)
+    return s
+
+
+def answered_then_closed(s, timeout=5):
+    """What the server wrote on `s` until it closed it ("" when it only
+    closed), or None when it is still open after `timeout` seconds."""
+    s.settimeout(timeout)
+    data = b""
+    try:
+        while True:
+            chunk = s.recv(65536)
+            if not chunk:
+                return data.decode(errors="replace")
+            data += chunk
+    except ConnectionResetError:
+        return data.decode(errors="replace")
+    except socket.timeout:
+        return None
+
+
+def case_http_flood(bin_dir, workdir):
+    import resource
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if hard != resource.RLIM_INFINITY and hard < 4096:
+        print("SKIP: needs 4096 open files (the hard limit is %d)" % hard)
+        return SKIP
+    resource.setrlimit(resource.RLIMIT_NOFILE, (4096, hard))
+    body_limit = 1 << 20
+    unauthenticated = 512  # the defaults
+    byte_budget = 64 << 20
+    tokens = private_file(os.path.join(workdir, "tokens"),
+                          "".join("%s %s\n" % kv for kv in TOKENS.items()))
+    c = Coordinator(bin_dir, workdir, "--tokens", tokens,
+                    "--unauthenticated-request-deadline", "2s").wait_serving()
+    operator = {"Authorization": "Bearer " + TOKENS["operator"]}
+    try:
+        port = c.http_port
+        pid = c.proc.pid
+        base_kib = resident_kib(pid, "VmHWM")
+        # Bound: the bytes unauthenticated connections may hold, 16 KiB of
+        # bookkeeping for each, and 16 MiB for the coordinator's own growth.
+        bound_kib = byte_budget // 1024 + unauthenticated * 16 + 16 * 1024
+        log("coordinator peak resident %d KiB at start; bound of growth %d KiB"
+            % (base_kib, bound_kib))
+        head = ("POST /v1/runs HTTP/1.1\r\nHost: 127.0.0.1\r\n"
+                "Content-Type: application/json\r\nContent-Length: %d\r\n\r\n")
+        # 1. Bodies announced over the limit: refused before they are sent.
+        for _ in range(24):
+            s = raw_connection(port)
+            s.sendall((head % (16 << 20)).encode())
+            answer = answered_then_closed(s)
+            s.close()
+            expect(answer is not None and answer.startswith("HTTP/1.1 413 "),
+                   "a 16 MiB body announced was answered %r" % (answer or "")[:200])
+        # 2. Bodies within the limit, never finished: held only until the
+        # deadline, at most `unauthenticated` of them.
+        partial = []
+        for _ in range(24):
+            s = raw_connection(port)
+            s.sendall((head % body_limit).encode() + b"{" * (body_limit - 1024))
+            partial.append(s)
+        # 3. Slow senders: a header byte at a time.
+        slow = []
+        for i in range(2000):
+            s = raw_connection(port)
+            s.setblocking(False)
+            try:
+                s.send(b"GET /v1/runs HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Slow: ")
+            except OSError:
+                pass
+            slow.append(s)
+        held_most = 0
+        served = False
+        # The accepts of the burst take the server a moment; from then on
+        # it holds no more than its cap.
+        time.sleep(0.3)
+        start = time.monotonic()
+        while time.monotonic() - start < 3:
+            for s in slow:
+                try:
+                    s.send(b"a")
+                except OSError:
+                    pass
+            held = metric_values(port, "collbench_http_connections_open").get("", 0)
+            held_most = max(held_most, held)
+            if not served:
+                status, _, _ = request(port, "GET", "/v1/runs", headers=operator)
+                served = status == 200
+            time.sleep(0.5)
+        log("at most %d connections held during the flood" % held_most)
+        # +1: the scrape's own connection.
+        expect(held_most <= unauthenticated + 1,
+               "the coordinator held %d connections (cap %d)" % (held_most, unauthenticated))
+        expect(served, "an operator's request on a new connection was not served in the flood")
+        # Past the deadline every attacking connection is closed.
+        for s in partial + slow:
+            s.setblocking(True)
+            expect(answered_then_closed(s, timeout=5) is not None,
+                   "an attacking connection is still open past the deadline")
+            s.close()
+        peak_kib = resident_kib(pid, "VmHWM")
+        log("coordinator peak resident %d KiB after the flood (+%d KiB)"
+            % (peak_kib, peak_kib - base_kib))
+        expect(peak_kib - base_kib < bound_kib,
+               "the coordinator's peak resident memory grew by %d KiB, over the bound of %d KiB"
+               % (peak_kib - base_kib, bound_kib))
+        refusals = metric_values(port, "collbench_http_request_refusals_total")
+        log("refusals: %s" % refusals)
+        expect(refusals.get('{reason="too_large"}', 0) == 24, "413s not counted: %s" % refusals)
+        expect(refusals.get('{reason="unauthenticated_connections"}', 0) > 0 and
+               refusals.get('{reason="request_deadline"}', 0) > 0,
+               "connection refusals not counted: %s" % refusals)
+        expect(c.run_count(TOKENS["read"]) == 0, "the flood created a run")
+    finally:
+        c.stop()
+    return 0
+
+
 CASES = {
     "cross_origin": case_cross_origin,
     "foreign_host": case_foreign_host,
@@ -529,6 +682,7 @@ CASES = {
     "ui_session": case_ui_session,
     "cli_token": case_cli_token,
     "local_user": case_local_user,
+    "http_flood": case_http_flood,
 }
 
 

@@ -44,7 +44,7 @@ TEST_F(HttpGuardTest, CrossOriginTextPlainCreateIsRefusedAndCreatesNothing) {
   EXPECT_EQ(Send("application/x-www-form-urlencoded", {}, CreateBody())->status, 415);
   EXPECT_EQ(Send("application/json", {{"Origin", "null"}}, CreateBody())->status, 403);
   EXPECT_EQ(RunCount(), 0u);
-  EXPECT_EQ(server_->guard_refusals(), 5);
+  EXPECT_EQ(server_->refusals().request_guard, 5);
   // The server's own page and the non-browser clients still create runs.
   EXPECT_EQ(Send("application/json", {{"Origin", Own()}}, CreateBody())->status, 200);
   EXPECT_EQ(Send("application/json; charset=utf-8", {}, CreateBody())->status, 200);

@@ -366,7 +366,7 @@ TEST_F(RestHttpTest, NoTokensNeededWithoutATokenFile) {
 
 TEST_F(RestHttpTest, BodiesOverTheLimitAre413) {
   HttpFrontendOptions options;
-  options.http.max_body_bytes = 4096;
+  options.http.limits.max_body_bytes = 4096;
   Start(options);
   const std::string big(8192, ' ');
   test_http::Result large = Post("/v1/runs", big);
@@ -374,7 +374,7 @@ TEST_F(RestHttpTest, BodiesOverTheLimitAre413) {
   EXPECT_EQ(large->status, 413);
   EXPECT_EQ(Json(large)["status"], "RESOURCE_EXHAUSTED");
 
-  // Chunked, so the server cannot see the length up front.
+  // Chunked, so the server cannot see the length up front: refused, 411.
   std::unique_ptr<test_http::Client> client = NewClient();
   test_http::Result chunked = client->Post(
       "/v1/runs", Auth(kOperator),
@@ -385,8 +385,8 @@ TEST_F(RestHttpTest, BodiesOverTheLimitAre413) {
       },
       "application/json");
   ASSERT_TRUE(chunked) << test_http::to_string(chunked.error());
-  EXPECT_EQ(chunked->status, 413);
-  EXPECT_EQ(Json(chunked)["status"], "RESOURCE_EXHAUSTED");
+  EXPECT_EQ(chunked->status, 411);
+  EXPECT_EQ(Json(chunked)["status"], "INVALID_ARGUMENT");
   // A body within the limit still works.
   EXPECT_EQ(
       NewClient()->Post("/v1/runs", Auth(kOperator), CreateBody(), "application/json")->status,
