@@ -58,8 +58,8 @@ struct CoordinatorOptions {
   // that lost its secret can join anew (--forget-worker).
   std::vector<std::string> forget_workers;
   WatcherLimitOptions watchers;  // WatchRun and REST event streams
-  // The collective series' pool and run-label dimensions
-  // (--metric-pool-label, --metric-run-labels).
+  // The collective series' pool and run-label dimensions and their cap
+  // (--metric-pool-label, --metric-run-labels, --max-metric-series).
   CollectiveLabelOptions metric_labels;
   absl::Duration tick_interval = absl::Milliseconds(250);
   // How often core.retention is applied (also once at start, after

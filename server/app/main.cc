@@ -35,7 +35,7 @@ constexpr char kUsage[] =
     "[--max-running-workflows N] [--max-queued-workflows N] [--min-schedule-period D] "
     "[--max-watchers-per-client N] [--watcher-buffer N] [--max-workers N] [--register-rate R]\n"
     "       [--max-unregistered-streams N] [--forget-worker NAME]... [--metric-run-labels KEYS] "
-    "[--metric-pool-label KEY] [--retain-runs N] [--retain-for DURATION]\n"
+    "[--metric-pool-label KEY] [--max-metric-series N] [--retain-runs N] [--retain-for DURATION]\n"
     "       [--max-body-bytes N] [--max-connections N] [--max-unauthenticated-connections N] "
     "[--max-unauthenticated-bytes N] [--request-deadline D] "
     "[--unauthenticated-request-deadline D]\n";
@@ -344,6 +344,11 @@ int main(int argc, char** argv) {
   flags.String("metric-pool-label", "KEY", &metric_labels.pool_label,
                "the worker label (collbench-worker --label KEY=VALUE) naming a worker's node "
                "pool: the collective series' `pool` label; '' for none (default pool)");
+  WholeNumberFlag(flags, "max-metric-series", 0, &metric_labels.max_series,
+                  "Prometheus series the collbench_collective_* and collbench_result_* "
+                  "families may hold, 38 counted per label set; a result of a new label set "
+                  "past it is stored but not exported, and counted in "
+                  "collbench_collective_series_refusals_total; 0: no limit");
   HttpLimitFlags(flags, &options.http_limits);
   collbench::RetentionPolicy& retention = options.core.retention;
   WholeNumberFlag(flags, "retain-runs", 0, &retention.keep_runs,

@@ -348,6 +348,7 @@ absl::Status RunManager::DeleteRun(absl::string_view name) {
   ASSIGN_OR_RETURN(const v1::Run run, store_->GetRun(full));
   journal_->Flush();
   RETURN_IF_ERROR(store_->DeleteRun(full));
+  hub_->PublishDeleted({full});
   LogInfo("run.deleted", absl::StrCat("deleted ", full, " (", v1::RunState_Name(run.state()),
                                       ") and its results"))
       .Str("run", full);
@@ -376,6 +377,7 @@ RunManager::Deleted RunManager::DeleteFinishedRuns(const std::vector<std::string
       break;
     }
   }
+  hub_->PublishDeleted(deleted.names);
   return deleted;
 }
 

@@ -37,6 +37,16 @@ void WatchHub::Publish(const v1::RunEvent& event) {
   for (const auto& sink : targets) sink->OnEvent(event);
 }
 
+void WatchHub::PublishDeleted(const std::vector<std::string>& runs) {
+  if (runs.empty()) return;
+  std::vector<std::shared_ptr<RunEventSink>> targets;
+  {
+    absl::MutexLock lock(&mu_);
+    targets = observers_;
+  }
+  for (const auto& observer : targets) observer->OnRunsDeleted(runs);
+}
+
 void WatchHub::End(const std::string& run) {
   std::vector<std::shared_ptr<RunEventSink>> targets;
   {

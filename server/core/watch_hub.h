@@ -30,6 +30,10 @@ class RunEventSink {
   // The run reached a final state (after its last OnEvent) or the hub is
   // shutting down. No more calls follow.
   virtual void OnEnd() = 0;
+  // Observers only: `runs` (finished) were deleted from the store, by the
+  // API or by retention; nothing of them follows. Called without any core
+  // lock held.
+  virtual void OnRunsDeleted(const std::vector<std::string>& runs) { (void)runs; }
 };
 
 class WatchHub {
@@ -41,6 +45,8 @@ class WatchHub {
   void Subscribe(const std::string& run, std::shared_ptr<RunEventSink> sink);
   void Unsubscribe(const std::string& run, const RunEventSink* sink);
   void Publish(const v1::RunEvent& event);
+  // Tells every observer that `runs` were deleted (RunEventSink::OnRunsDeleted).
+  void PublishDeleted(const std::vector<std::string>& runs);
   // Ends every watcher of `run`.
   void End(const std::string& run);
   // Ends every watcher (shutdown).

@@ -6,6 +6,7 @@
 
 #include "absl/strings/ascii.h"
 #include "absl/strings/escaping.h"
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "api/convert.h"
@@ -118,54 +119,94 @@ std::string RunPool(const v1::Run& run, absl::string_view pool_label) {
   return pools.empty() ? "" : *pools.begin();
 }
 
-MetricLabels ConfigurationLabels(const v1::RunSpec& spec, const v1::SizeResult& result) {
+std::string BoundedCountLabel(uint64_t value) {
+  if (value <= kExactCountLabels) return std::to_string(value);
+  constexpr uint64_t kTop = uint64_t{1} << 63;
+  if (value > kTop) return std::to_string(kTop);
+  uint64_t edge = kExactCountLabels;
+  while (edge < value) edge <<= 1;
+  return std::to_string(edge);
+}
+
+MetricLabels ResultFieldLabels(const v1::RunSpec& spec, const v1::SizeResult& result) {
   const std::string operation = result.operation().empty() ? spec.operation() : result.operation();
   absl::StatusOr<const OperationSpec*> op = FindOperationSpec(operation);
   const bool rooted = op.ok() && (*op)->traits.rooted;
   const bool reduces = op.ok() && (*op)->traits.reduces;
   const std::string redop = !result.redop().empty() ? result.redop() : spec.redop();
-  auto [algorithm, env] = EnvironmentLabels(spec);
+  const int32_t root = result.root() != 0 ? result.root() : spec.root();
   return MetricLabels{
       {"operation", operation},
+      {"size_bytes", BoundedCountLabel(result.bytes())},
+      {"dtype", DtypeLabel(operation, spec, result)},
+      {"redop", !reduces        ? "none"
+                : redop.empty() ? "sum"
+                                : Lower(redop)},
+      {"root", rooted ? BoundedCountLabel(static_cast<uint64_t>(std::max(root, 0))) : "none"},
+      {"sync", SyncLabel(spec, result)},
+  };
+}
+
+MetricLabels ConfigurationLabels(const v1::RunSpec& spec, const v1::SizeResult& result) {
+  auto [algorithm, env] = EnvironmentLabels(spec);
+  MetricLabels labels{
       {"backend", spec.backend().empty() ? "mpi" : Lower(spec.backend())},
       {"mpi", std::string(FlavorFor(spec.mpi()).name())},
       {"transport", TransportLabel(spec.transport())},
       {"placement", PlacementLabel(spec.placement())},
-      {"ranks", std::to_string(spec.ranks())},
-      {"size_bytes", std::to_string(result.bytes())},
-      {"dtype", DtypeLabel(operation, spec, result)},
-      {"redop", !reduces ? "none" : redop.empty() ? "sum" : Lower(redop)},
-      {"root", rooted ? std::to_string(result.root() != 0 ? result.root() : spec.root()) : "none"},
+      {"ranks", BoundedCountLabel(static_cast<uint64_t>(std::max(spec.ranks(), 0)))},
       {"memory", spec.memory().empty() ? "default" : Lower(spec.memory())},
-      {"sync", SyncLabel(spec, result)},
       {"in_place", spec.in_place() ? "true" : "false"},
       {"algorithm", std::move(algorithm)},
       {"env", std::move(env)},
   };
+  labels.merge(ResultFieldLabels(spec, result));
+  return labels;
 }
 
 CollectiveLabeler::CollectiveLabeler(CollectiveLabelOptions options)
     : options_(std::move(options)) {}
 
-MetricLabels CollectiveLabeler::Labels(const v1::RunSpec& spec, const std::string& pool,
-                                       const v1::SizeResult& result) {
-  MetricLabels labels = ConfigurationLabels(spec, result);
+MetricLabels CollectiveLabeler::ConfigurationOf(const v1::RunSpec& spec,
+                                                const std::string& pool) const {
+  MetricLabels labels = ConfigurationLabels(spec, v1::SizeResult());
+  labels["env"] = FoldedValue("env", std::move(labels["env"]), kMaxEnvLabelValues);
   if (!options_.pool_label.empty()) labels["pool"] = pool;
   for (const std::string& key : options_.run_labels) {
     auto it = spec.labels().find(key);
-    labels[RunLabelName(key)] =
-        it == spec.labels().end() ? "" : RunLabelValue(key, it->second);
+    const std::string name = RunLabelName(key);
+    labels[name] = it == spec.labels().end()
+                       ? ""
+                       : FoldedValue(name, SanitizeLabelValue(it->second), kMaxRunLabelValues);
   }
   return labels;
 }
 
-std::string CollectiveLabeler::RunLabelValue(const std::string& key, absl::string_view raw) {
-  std::string value = SanitizeLabelValue(raw);
-  std::set<std::string>& seen = run_label_values_[key];
-  if (seen.count(value) > 0) return value;
-  if (static_cast<int>(seen.size()) >= kMaxRunLabelValues) return "other";
-  seen.insert(value);
-  return value;
+std::string CollectiveLabeler::FoldedValue(const std::string& label, std::string value,
+                                           int bound) const {
+  if (value.empty()) return value;
+  auto held = held_.find(label);
+  if (held == held_.end() || held->second.count(value) > 0 ||
+      static_cast<int>(held->second.size()) < bound) {
+    return value;
+  }
+  return "other";
+}
+
+void CollectiveLabeler::Hold(const MetricLabels& configuration) {
+  for (const auto& [name, value] : configuration) {
+    if (name != "env" && !absl::StartsWith(name, "label_")) continue;
+    if (!value.empty() && value != "other") ++held_[name][value];
+  }
+}
+
+void CollectiveLabeler::Release(const MetricLabels& configuration) {
+  for (const auto& [name, value] : configuration) {
+    auto held = held_.find(name);
+    if (held == held_.end()) continue;
+    auto it = held->second.find(value);
+    if (it != held->second.end() && --it->second == 0) held->second.erase(it);
+  }
 }
 
 }  // namespace collbench

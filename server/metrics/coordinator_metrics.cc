@@ -11,7 +11,9 @@
 #include <utility>
 
 #include "absl/strings/ascii.h"
+#include "absl/strings/str_cat.h"
 #include "api/convert.h"
+#include "common/log.h"
 #include "server/metrics/latency_buckets.h"
 
 namespace collbench {
@@ -126,6 +128,20 @@ struct CoordinatorMetrics::Families {
                                        "queue to the worker overflowed.")
                                  .Register(*registry)
                                  .Add({})),
+        collective_series(prometheus::BuildGauge()
+                              .Name("collbench_collective_series")
+                              .Help("Series the collective families (latency, bus bandwidth, "
+                                    "ratios) hold, each label set counted at its most, against "
+                                    "--max-metric-series.")
+                              .Register(*registry)
+                              .Add({})),
+        collective_series_refusals(
+            prometheus::BuildCounter()
+                .Name("collbench_collective_series_refusals_total")
+                .Help("Results stored but not exported: their new label set would pass "
+                      "--max-metric-series.")
+                .Register(*registry)
+                .Add({})),
         watchers_open(prometheus::BuildGauge()
                           .Name("collbench_watchers_open")
                           .Help("Open run watchers: gRPC WatchRun and REST event streams.")
@@ -148,6 +164,8 @@ struct CoordinatorMetrics::Families {
   prometheus::Family<prometheus::Counter>& worker_registrations;
   prometheus::Family<prometheus::Counter>& worker_messages_refused;
   prometheus::Counter& send_queue_overflows;
+  prometheus::Gauge& collective_series;
+  prometheus::Counter& collective_series_refusals;
   prometheus::Gauge& watchers_open;
 };
 
@@ -156,7 +174,8 @@ CoordinatorMetrics::CoordinatorMetrics(absl::string_view version, MetricsSources
     : sources_(std::move(sources)),
       families_(std::make_unique<Families>()),
       pool_label_(labels.pool_label),
-      labeler_(std::move(labels)) {
+      labeler_(labels),
+      max_series_(labels.max_series) {
   prometheus::BuildGauge()
       .Name("collbench_build_info")
       .Help("The coordinator's version; always 1.")
@@ -182,12 +201,19 @@ CoordinatorMetrics::CoordinatorMetrics(absl::string_view version, MetricsSources
     families_->worker_messages_refused.Add({{"reason", reason}});
   }
   for (int s = v1::QUEUED; s <= v1::CANCELLED; ++s) {
-    families_->runs_total.Add({{"state", StateLabel(static_cast<v1::RunState>(s))}});
+    const auto state = static_cast<v1::RunState>(s);
+    families_->runs_total.Add({{"state", StateLabel(state)}});
+    if (IsFinalRunState(state)) {
+      families_->run_duration.Add({{"state", StateLabel(state)}}, RunDurationBounds());
+    }
   }
 }
 
 struct CoordinatorMetrics::Series {
   Labels labels;
+  Configuration* configuration = nullptr;
+  std::vector<std::string> keys;  // its result keys in series_
+  int runs = 0;                   // runs whose results it holds
   prometheus::Gauge* bus_bandwidth = nullptr;
   prometheus::Gauge* limit_ratio = nullptr;
   prometheus::Gauge* expected_ratio = nullptr;
@@ -214,9 +240,10 @@ void CoordinatorMetrics::OnStateChange(const v1::Run& run, absl::Time event_time
   tracked.state = run.state();
   tracked.spec = SpecAsRun(run);
   tracked.pool = RunPool(run, pool_label_);
-  tracked.configuration = -1;  // the spec or pool may have changed
+  ForgetConfigurationLocked(tracked);  // the spec or pool may have changed
   families_->runs_total.Add({{"state", StateLabel(run.state())}}).Increment();
   if (!IsFinalRunState(run.state())) return;
+  FinishLocked(run.name(), tracked);
   runs_.erase(run.name());
   if (!run.has_create_time()) return;
   const absl::Time end = run.has_end_time() ? TimeFromTimestamp(run.end_time()) : event_time;
@@ -265,11 +292,11 @@ void CoordinatorMetrics::OnResult(const std::string& run_name, const v1::SizeRes
 
 namespace {
 
-// The fields of a result that CollectiveLabeler::Labels reads (besides the
+// The fields of a result that ResultFieldLabels reads (besides the
 // run's spec and pool): results equal in these share every series.
 std::string SeriesKey(const v1::SizeResult& result) {
-  return absl::StrCat(result.operation(), "\x1f", result.bytes(), "\x1f", result.redop(), "\x1f",
-                      result.root(), "\x1f", result.dtype(), "\x1f",
+  return absl::StrCat(result.operation(), "\x1f", BoundedCountLabel(result.bytes()), "\x1f",
+                      result.redop(), "\x1f", result.root(), "\x1f", result.dtype(), "\x1f",
                       static_cast<int>(result.sync()));
 }
 
@@ -281,26 +308,120 @@ prometheus::Gauge& GaugeOf(prometheus::Gauge*& cached, prometheus::Family<promet
 
 }  // namespace
 
-CoordinatorMetrics::Series& CoordinatorMetrics::SeriesLocked(Tracked& tracked,
-                                                             const v1::SizeResult& result) {
-  if (tracked.configuration < 0) {
-    const Labels run_labels = labeler_.Labels(tracked.spec, tracked.pool, v1::SizeResult());
-    tracked.configuration =
-        configurations_.try_emplace(run_labels, static_cast<int>(configurations_.size()))
-            .first->second;
+CoordinatorMetrics::Configuration* CoordinatorMetrics::ConfigurationLocked(Tracked& tracked) {
+  if (tracked.configuration == nullptr) {
+    Labels labels = labeler_.ConfigurationOf(tracked.spec, tracked.pool);
+    std::unique_ptr<Configuration>& configuration = configurations_[labels];
+    if (configuration == nullptr) {
+      labeler_.Hold(labels);
+      configuration = std::make_unique<Configuration>();
+      configuration->labels = std::move(labels);
+    }
+    ++configuration->users;
+    tracked.configuration = configuration.get();
   }
-  std::unique_ptr<Series>& series = series_[{tracked.configuration, SeriesKey(result)}];
-  if (series == nullptr) {
+  return tracked.configuration;
+}
+
+CoordinatorMetrics::Series* CoordinatorMetrics::SeriesLocked(Tracked& tracked,
+                                                             const v1::SizeResult& result) {
+  Configuration* configuration = ConfigurationLocked(tracked);
+  std::string key = SeriesKey(result);
+  auto cached = series_.find({configuration, key});
+  if (cached != series_.end()) return cached->second;
+  Labels labels = configuration->labels;
+  for (auto& [name, value] : ResultFieldLabels(tracked.spec, result)) {
+    labels[name] = std::move(value);
+  }
+  auto [found, added] = series_by_labels_.try_emplace(std::move(labels));
+  std::unique_ptr<Series>& series = found->second;
+  if (added) {
+    if (!SeriesRoomLocked()) {
+      series_by_labels_.erase(found);
+      families_->collective_series_refusals.Increment();
+      return nullptr;
+    }
+    series_count_ += kSeriesPerLabelSet;
+    families_->collective_series.Set(static_cast<double>(series_count_));
     series = std::make_unique<Series>();
-    series->labels = labeler_.Labels(tracked.spec, tracked.pool, result);
+    series->labels = found->first;
+    series->configuration = configuration;
+    ++configuration->users;
     series->bus_bandwidth = &families_->bus_bandwidth.Add(series->labels);
   }
-  return *series;
+  series_.emplace(std::make_pair(series->configuration, key), series.get());
+  series->keys.push_back(std::move(key));
+  return series.get();
+}
+
+bool CoordinatorMetrics::SeriesRoomLocked() {
+  if (max_series_ == 0 || series_count_ + kSeriesPerLabelSet <= max_series_) return true;
+  if (!cap_logged_) {
+    cap_logged_ = true;
+    LogWarn("metrics.series_cap",
+            absl::StrCat("the collective series reached --max-metric-series ", max_series_,
+                         ": results of new configurations are stored but not exported "
+                         "(counted in collbench_collective_series_refusals_total; logged once)"))
+        .Int("max_series", max_series_);
+  }
+  return false;
+}
+
+void CoordinatorMetrics::ForgetConfigurationLocked(Tracked& tracked) {
+  if (tracked.configuration == nullptr) return;
+  ReleaseConfigurationLocked(tracked.configuration);
+  tracked.configuration = nullptr;
+}
+
+void CoordinatorMetrics::ReleaseConfigurationLocked(Configuration* configuration) {
+  if (--configuration->users > 0) return;
+  labeler_.Release(configuration->labels);
+  configurations_.erase(configurations_.find(configuration->labels));
+}
+
+void CoordinatorMetrics::FinishLocked(const std::string& run_name, Tracked& tracked) {
+  ForgetConfigurationLocked(tracked);
+  if (tracked.series.empty()) return;
+  std::vector<Series*>& held = finished_[run_name];
+  held.insert(held.end(), tracked.series.begin(), tracked.series.end());
+  tracked.series.clear();
+}
+
+void CoordinatorMetrics::ReleaseSeriesLocked(Series* series) {
+  if (--series->runs > 0) return;
+  families_->bus_bandwidth.Remove(series->bus_bandwidth);
+  if (series->limit_ratio != nullptr) families_->limit_ratio.Remove(series->limit_ratio);
+  if (series->expected_ratio != nullptr) families_->expected_ratio.Remove(series->expected_ratio);
+  if (series->floor_ratio != nullptr) families_->floor_ratio.Remove(series->floor_ratio);
+  if (series->latency != nullptr) families_->latency.Remove(series->latency);
+  for (const std::string& key : series->keys) series_.erase({series->configuration, key});
+  series_count_ -= kSeriesPerLabelSet;
+  families_->collective_series.Set(static_cast<double>(series_count_));
+  ReleaseConfigurationLocked(series->configuration);
+  series_by_labels_.erase(series_by_labels_.find(series->labels));
+}
+
+void CoordinatorMetrics::OnRunsDeleted(const std::vector<std::string>& runs) {
+  absl::MutexLock lock(&mu_);
+  for (const std::string& name : runs) {
+    // A run whose final state was not seen ends here.
+    if (auto live = runs_.find(name); live != runs_.end()) {
+      FinishLocked(name, live->second);
+      runs_.erase(live);
+    }
+    auto it = finished_.find(name);
+    if (it == finished_.end()) continue;
+    for (Series* series : it->second) ReleaseSeriesLocked(series);
+    finished_.erase(it);
+  }
 }
 
 bool CoordinatorMetrics::AddResultLocked(Tracked& tracked, const v1::SizeResult& result) {
   if (!SizeAllowed(tracked, result.bytes())) return false;
-  Series& series = SeriesLocked(tracked, result);
+  Series* found = SeriesLocked(tracked, result);
+  if (found == nullptr) return true;
+  if (tracked.series.insert(found).second) ++found->runs;
+  Series& series = *found;
   series.bus_bandwidth->Set(result.busbw_bytes_per_s());
   const v1::ResultReferences& references = result.references();
   if (references.limit_ratio() > 0) {

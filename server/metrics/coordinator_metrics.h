@@ -34,10 +34,20 @@
 //                                                        (size_not_in_spec)
 //   collbench_worker_send_queue_overflows_total          counter of worker streams ended for
 //                                                        an overflowing send queue
+//   collbench_collective_series                          gauge, series the collective
+//                                                        families hold, as counted against
+//                                                        --max-metric-series
+//   collbench_collective_series_refusals_total           counter of results stored but not
+//                                                        exported: their new label set would
+//                                                        pass --max-metric-series
 //
 // Series bound (docs/design/security.md#bounds): a result makes or updates a latency/bandwidth
 // series only when its size is one the run's spec names
-// (api/result_bounds.h); otherwise it is counted as size_not_in_spec.
+// (api/result_bounds.h); otherwise it is counted as size_not_in_spec. Each
+// label takes a bounded set of values (collective_labels.h); a series that
+// no remaining run's results hold is removed when runs are deleted
+// (OnRunsDeleted); and all collective series together stay under
+// CollectiveLabelOptions::max_series (docs/reference/metrics.md#the-series-cap).
 //
 // Rebuilt from the store (RebuildFromStore) when the coordinator starts:
 // the collective series from every stored result, so the gauges hold the
@@ -56,11 +66,11 @@
 #ifndef COLLBENCH_SERVER_METRICS_COORDINATOR_METRICS_H_
 #define COLLBENCH_SERVER_METRICS_COORDINATOR_METRICS_H_
 
-#include <functional>
 #include <cstdint>
+#include <functional>
 #include <map>
-#include <set>
 #include <memory>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -69,17 +79,25 @@
 #include "absl/strings/string_view.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
+#include "api/result_bounds.h"
 #include "collbench/v1/run.pb.h"
 #include "collbench/v1/worker.pb.h"
-#include "api/result_bounds.h"
 #include "server/core/admission.h"
 #include "server/core/run_manager.h"
 #include "server/core/watch_hub.h"
 #include "server/core/watcher_limits.h"
 #include "server/metrics/collective_labels.h"
+#include "server/metrics/latency_buckets.h"
 #include "server/store/store.h"
 
 namespace collbench {
+
+// The Prometheus series one collective label set holds at its most, as
+// counted against CollectiveLabelOptions::max_series: the latency
+// histogram's buckets (each finite edge and +Inf), _sum and _count, the bus
+// bandwidth gauge and the three ratio gauges: 38.
+inline constexpr int kSeriesPerLabelSet =
+    (kLatencyMaxExponent - kLatencyMinExponent + 2) + 2 + 1 + 3;
 
 struct MetricsSources {
   // Run by name, for results of runs whose state event was not seen (e.g.
@@ -112,6 +130,9 @@ class CoordinatorMetrics final : public RunEventSink {
   // feed the latency histograms and bandwidth gauges.
   void OnEvent(const v1::RunEvent& event) override;
   void OnEnd() override {}
+  // The collective series that no remaining run's results hold are
+  // removed from the registry (docs/reference/metrics.md#removal).
+  void OnRunsDeleted(const std::vector<std::string>& runs) override;
 
   // One finished API call. protocol: "grpc" or "http"; code: the gRPC code
   // name or the HTTP status.
@@ -131,6 +152,7 @@ class CoordinatorMetrics final : public RunEventSink {
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // The runs in `store`, oldest first.
   static absl::StatusOr<std::vector<v1::Run>> StoredRunsOldestFirst(Store& store);
+  using Labels = std::map<std::string, std::string>;
   // A run's tracking entry, from the cache or the store; nullptr if
   // unknown.
   Tracked* TrackedLocked(const std::string& run_name) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
@@ -147,16 +169,34 @@ class CoordinatorMetrics final : public RunEventSink {
   absl::Mutex mu_;
   const std::string pool_label_;  // CollectiveLabelOptions::pool_label
   CollectiveLabeler labeler_ ABSL_GUARDED_BY(mu_);
-  // One configuration's series (CollectiveLabeler::Labels), found once:
-  // the registry keeps every series it made, so the pointers stay valid.
+  // A run's configuration labels (CollectiveLabeler::ConfigurationOf),
+  // interned once per run and kept while a series or a tracked run uses it.
+  struct Configuration {
+    Labels labels;
+    int users = 0;  // series under it and tracked runs interned to it
+  };
+  // One series (the configuration's labels with a result's
+  // ResultFieldLabels over them) with pointers to its gauges and histogram.
   // The ratio gauges are made when a result first carries that ratio.
   struct Series;
   // The series of a result of `tracked`: found by the run's configuration
-  // (its labels without a result's fields, interned once per run) and the
-  // result's SeriesKey, so a result costs no label building and no family
-  // lookup. As many entries as series, however many runs share them.
-  Series& SeriesLocked(Tracked& tracked, const v1::SizeResult& result)
+  // and the result's SeriesKey, so a result costs no label building and no
+  // family lookup; made when new (nullptr when new and refused). As many
+  // cache entries as result keys, however many runs share them.
+  Series* SeriesLocked(Tracked& tracked, const v1::SizeResult& result)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  Configuration* ConfigurationLocked(Tracked& tracked) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Drops `tracked`'s hold on its configuration (a new state, or its end).
+  void ForgetConfigurationLocked(Tracked& tracked) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void ReleaseConfigurationLocked(Configuration* configuration) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // A finished run's series are kept, in finished_, until it is deleted.
+  void FinishLocked(const std::string& run_name, Tracked& tracked)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Whether one more label set stays within max_series_; the first
+  // refusal is logged.
+  bool SeriesRoomLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Drops one run's hold on `series`; the last removes it from the registry.
+  void ReleaseSeriesLocked(Series* series) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Unfinished runs: their spec and the last state counted.
   struct Tracked {
     v1::RunSpec spec;
@@ -165,11 +205,21 @@ class CoordinatorMetrics final : public RunEventSink {
     bool bounded = false;          // bounds computed from spec
     ResultBounds bounds;
     std::set<uint64_t> sizes_seen;  // distinct sizes with a series
-    int configuration = -1;         // in configurations_; -1: not yet (a new state resets it)
+    // Interned on the first result; nullptr: not yet (a new state resets it).
+    Configuration* configuration = nullptr;
+    std::set<Series*> series;  // the series its results hold
   };
   std::map<std::string, Tracked> runs_ ABSL_GUARDED_BY(mu_);
-  std::map<std::map<std::string, std::string>, int> configurations_ ABSL_GUARDED_BY(mu_);
-  std::map<std::pair<int, std::string>, std::unique_ptr<Series>> series_ ABSL_GUARDED_BY(mu_);
+  const int max_series_;                           // CollectiveLabelOptions::max_series
+  int64_t series_count_ ABSL_GUARDED_BY(mu_) = 0;  // kSeriesPerLabelSet per Series
+  bool cap_logged_ ABSL_GUARDED_BY(mu_) = false;   // the cap's refusal logged once
+  // Finished runs' series, one hold each, by run name, until deleted.
+  std::map<std::string, std::vector<Series*>> finished_ ABSL_GUARDED_BY(mu_);
+  std::map<Labels, std::unique_ptr<Configuration>> configurations_ ABSL_GUARDED_BY(mu_);
+  // The series by their labels (owners), and by configuration and result
+  // key (the cache; several keys may name one series).
+  std::map<Labels, std::unique_ptr<Series>> series_by_labels_ ABSL_GUARDED_BY(mu_);
+  std::map<std::pair<const Configuration*, std::string>, Series*> series_ ABSL_GUARDED_BY(mu_);
 };
 
 }  // namespace collbench

@@ -36,7 +36,11 @@ absl::Status CoordinatorMetrics::RebuildFromStore(Store& store) {
     tracked.pool = RunPool(run, pool_label_);
     // A size the spec does not name was counted when it arrived.
     for (const v1::SizeResult& result : results) (void)AddResultLocked(tracked, result);
-    if (!IsFinalRunState(run.state())) runs_[run.name()] = std::move(tracked);
+    if (IsFinalRunState(run.state())) {
+      FinishLocked(run.name(), tracked);
+    } else {
+      runs_[run.name()] = std::move(tracked);
+    }
   }
   return absl::OkStatus();
 }

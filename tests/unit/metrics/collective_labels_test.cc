@@ -214,6 +214,45 @@ TEST(CollectiveLabels, RunLabelValuesBeyondTheBoundReadOther) {
             static_cast<size_t>(kMaxRunLabelValueChars));
 }
 
+// The security review's case: a spec may name any size, rank count, root
+// and tuning value, yet each label takes values from a bounded set only.
+TEST(CollectiveLabels, WildSizesRanksRootsAndEnvironmentsTakeBoundedValues) {
+  EXPECT_EQ(BoundedCountLabel(0), "0");
+  EXPECT_EQ(BoundedCountLabel(48), "48");
+  EXPECT_EQ(BoundedCountLabel(64), "64");
+  EXPECT_EQ(BoundedCountLabel(65), "128");
+  EXPECT_EQ(BoundedCountLabel(1000), "1024");
+  EXPECT_EQ(BoundedCountLabel(1024), "1024");
+  EXPECT_EQ(BoundedCountLabel(1048577), "2097152");
+  EXPECT_EQ(BoundedCountLabel(~uint64_t{0}), "9223372036854775808");
+  CoordinatorMetrics metrics("1", MetricsSources{});
+  const int runs = kMaxEnvLabelValues + 6;
+  for (int i = 0; i < runs; ++i) {
+    v1::Run run = MakeRun(absl::StrCat(i), 1000 + i);
+    v1::RunSpec& spec = *run.mutable_spec();
+    spec.set_operation("bcast");
+    spec.set_ranks(1000 + i);
+    spec.set_root(500 + 10 * i);
+    spec.clear_sizes_bytes();
+    spec.add_sizes_bytes(1000 + i);
+    (*spec.mutable_env())["NCCL_BUFFSIZE"] = absl::StrCat(4096 + i);
+    v1::SizeResult result = MakeResult(1e9, 10);
+    result.set_operation("bcast");
+    result.set_bytes(1000 + i);
+    metrics.OnEvent(StateEvent(run));
+    metrics.OnEvent(ResultEvent(run, result));
+  }
+  std::map<std::string, std::set<std::string>> values;  // label -> values seen
+  for (const auto& [labels, value] : SamplesOf(metrics.Scrape(), kBusbw)) {
+    for (const auto& [name, v] : labels) values[name].insert(v);
+  }
+  EXPECT_EQ(values["size_bytes"], (std::set<std::string>{"1024", "2048"}));
+  EXPECT_EQ(values["ranks"], (std::set<std::string>{"1024", "2048"}));
+  EXPECT_EQ(values["root"], (std::set<std::string>{"1024", "2048", "512"}));
+  EXPECT_EQ(values["env"].size(), static_cast<size_t>(kMaxEnvLabelValues) + 1);
+  EXPECT_EQ(values["env"].count("other"), 1u);
+}
+
 TEST(CollectiveLabels, OptionsAreValidatedNamingTheFlag) {
   EXPECT_TRUE(ValidateCollectiveLabelOptions({}).ok());
   CollectiveLabelOptions good;
@@ -299,6 +338,112 @@ TEST(CollectiveLabels, SeriesAreRebuiltFromTheStore) {
   for (const auto& [labels, value] : SamplesOf(metrics.Scrape(), "collbench_runs_total")) {
     EXPECT_EQ(value, 0) << labels.at("state");
   }
+}
+
+// Every sample line of an exposition: the series a scrape stores.
+size_t ExposedSeriesCount(const std::string& text) {
+  size_t lines = 0;
+  for (absl::string_view line : absl::StrSplit(text, '\n', absl::SkipEmpty())) {
+    if (!absl::StartsWith(line, "#")) ++lines;
+  }
+  return lines;
+}
+
+// A finished run of `sizes` with one result per size, announced and
+// delivered; the results carry every ratio, so every family gets a series.
+v1::Run DeliverFinishedRun(CoordinatorMetrics& metrics, const std::string& id,
+                           const std::vector<uint64_t>& sizes, v1::RunState end) {
+  v1::Run run = MakeRun(id, 1000);
+  run.mutable_spec()->clear_sizes_bytes();
+  for (uint64_t size : sizes) run.mutable_spec()->add_sizes_bytes(size);
+  metrics.OnEvent(StateEvent(run));
+  for (uint64_t size : sizes) {
+    v1::SizeResult result = MakeResult(1e9, 10);
+    result.set_bytes(size);
+    result.mutable_references()->set_limit_ratio(0.5);
+    result.mutable_references()->set_expected_ratio(0.8);
+    result.mutable_references()->set_expected_floor_bytes_per_s(5e8);
+    metrics.OnEvent(ResultEvent(run, result));
+  }
+  run.set_state(end);
+  metrics.OnEvent(StateEvent(run));
+  return run;
+}
+
+// The acceptance case of the security review: deleting runs leaves no
+// series behind; a series another run still needs stays until that run
+// goes too.
+TEST(CollectiveLabels, DeletedRunsLeaveNoSeriesBehind) {
+  CoordinatorMetrics metrics("1", MetricsSources{});
+  const size_t before = ExposedSeriesCount(metrics.Scrape());
+  const v1::Run a = DeliverFinishedRun(metrics, "a", {1024, 4096}, v1::SUCCEEDED);
+  const v1::Run b = DeliverFinishedRun(metrics, "b", {4096, 65536}, v1::FAILED);
+  v1::Run wild = MakeRun("wild", 1000);
+  (*wild.mutable_spec()->mutable_env())["NCCL_BUFFSIZE"] = "12345";
+  Deliver(metrics, wild, 3e9);  // still running
+  EXPECT_EQ(SamplesOf(metrics.Scrape(), kBusbw).size(), 4u);
+
+  metrics.OnRunsDeleted({a.name()});  // 4096 is b's too
+  auto sizes = [&metrics] {
+    std::multiset<std::string> values;
+    for (const auto& [labels, value] : SamplesOf(metrics.Scrape(), kBusbw)) {
+      values.insert(labels.at("size_bytes"));
+    }
+    return values;
+  };
+  EXPECT_EQ(sizes(), (std::multiset<std::string>{"1024", "4096", "65536"}));
+  metrics.OnRunsDeleted({b.name(), "runs/unknown"});
+  EXPECT_EQ(sizes(), (std::multiset<std::string>{"1024"}));  // the running run's
+  wild.set_state(v1::CANCELLED);
+  metrics.OnEvent(StateEvent(wild));
+  metrics.OnRunsDeleted({wild.name()});
+  EXPECT_EQ(ExposedSeriesCount(metrics.Scrape()), before);
+  // Nothing stale is left in the cache: the same configuration again makes
+  // its series again.
+  DeliverFinishedRun(metrics, "again", {1024}, v1::SUCCEEDED);
+  EXPECT_EQ(sizes(), (std::multiset<std::string>{"1024"}));
+}
+
+TEST(CollectiveLabels, RunsRebuiltFromTheStoreAreRemovedWhenDeleted) {
+  std::unique_ptr<Store> store = NewMemoryStore();
+  v1::Run run = MakeRun("stored", 1000);
+  run.set_state(v1::SUCCEEDED);
+  ASSERT_TRUE(store->CreateRun(run).ok());
+  ASSERT_TRUE(store->AddResults({{run.name(), MakeResult(1e9, 10)}}).ok());
+  CoordinatorMetrics empty("1", MetricsSources{});
+  const size_t before = ExposedSeriesCount(empty.Scrape());
+  CoordinatorMetrics metrics("1", MetricsSources{});
+  ASSERT_TRUE(metrics.RebuildFromStore(*store).ok());
+  EXPECT_EQ(SamplesOf(metrics.Scrape(), kBusbw).size(), 1u);
+  metrics.OnRunsDeleted({run.name()});
+  EXPECT_EQ(ExposedSeriesCount(metrics.Scrape()), before);
+}
+
+// A cap of two label sets: the third configuration's result is refused and
+// counted (stored elsewhere, not exported), the series stay two; deleting a
+// run makes room again.
+TEST(CollectiveLabels, ResultsPastTheSeriesCapAreCountedNotExported) {
+  CollectiveLabelOptions options;
+  options.max_series = 2 * kSeriesPerLabelSet;
+  CoordinatorMetrics metrics("1", MetricsSources{}, options);
+  const v1::Run first = DeliverFinishedRun(metrics, "1", {1024, 2048}, v1::SUCCEEDED);
+  const std::string text = metrics.Scrape();
+  const size_t at_cap = ExposedSeriesCount(text);
+  EXPECT_LE(SamplesOf(text, kBusbw).size() * kSeriesPerLabelSet,
+            static_cast<size_t>(options.max_series));
+  DeliverFinishedRun(metrics, "2", {4096}, v1::SUCCEEDED);
+  DeliverFinishedRun(metrics, "3", {4096, 1024}, v1::SUCCEEDED);  // 1024 is a series already
+  const std::string refused = metrics.Scrape();
+  EXPECT_EQ(SamplesOf(refused, kBusbw).size(), 2u);
+  EXPECT_EQ(SamplesOf(refused, "collbench_collective_series_refusals_total").size(), 0u);
+  EXPECT_NE(refused.find("collbench_collective_series_refusals_total 2\n"), std::string::npos);
+  EXPECT_NE(
+      refused.find(absl::StrCat("collbench_collective_series ", 2 * kSeriesPerLabelSet, "\n")),
+      std::string::npos);
+  EXPECT_EQ(ExposedSeriesCount(refused), at_cap);
+  metrics.OnRunsDeleted({first.name()});
+  DeliverFinishedRun(metrics, "4", {4096}, v1::SUCCEEDED);
+  EXPECT_EQ(SamplesOf(metrics.Scrape(), kBusbw).size(), 2u);  // 1024 (run 3's) and 4096
 }
 
 }  // namespace

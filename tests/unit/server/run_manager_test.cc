@@ -10,12 +10,13 @@
 #include <set>
 #include <string>
 #include <thread>
+#include <utility>
 #include <variant>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
-#include "absl/time/clock.h"
 #include "absl/synchronization/mutex.h"
+#include "absl/time/clock.h"
 #include "api/convert.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
@@ -102,6 +103,25 @@ class CountingStore final : public ForwardingStore {
   absl::Mutex gate_mu_;
   bool closed_ ABSL_GUARDED_BY(gate_mu_) = false;
   int held_ ABSL_GUARDED_BY(gate_mu_) = 0;
+};
+
+// An observer of the hub that keeps the names of deleted runs.
+class DeletedRunsRecorder final : public RunEventSink {
+ public:
+  void OnEvent(const v1::RunEvent&) override {}
+  void OnEnd() override {}
+  void OnRunsDeleted(const std::vector<std::string>& runs) override {
+    absl::MutexLock lock(&mu_);
+    deleted_.insert(deleted_.end(), runs.begin(), runs.end());
+  }
+  std::vector<std::string> TakeDeleted() {
+    absl::MutexLock lock(&mu_);
+    return std::exchange(deleted_, {});
+  }
+
+ private:
+  absl::Mutex mu_;
+  std::vector<std::string> deleted_ ABSL_GUARDED_BY(mu_);
 };
 
 class RunManagerTest : public ::testing::Test {
@@ -999,6 +1019,8 @@ TEST_F(RunManagerTest, DrainHoldsAcrossACoordinatorRestart) {
 // A finished run and its results go; a queued or running run is refused
 // and stays, results and all.
 TEST_F(RunManagerTest, DeleteRunRemovesOnlyFinishedRuns) {
+  auto observer = std::make_shared<DeletedRunsRecorder>();
+  hub_.AddObserver(observer);
   Register("a", "host-a");
   const v1::Run done = Create(Spec(2));
   Status("workers/a", done.name(), v1::RUNNING);
@@ -1011,6 +1033,7 @@ TEST_F(RunManagerTest, DeleteRunRemovesOnlyFinishedRuns) {
   ASSERT_EQ(Get(queued.name()).state(), v1::QUEUED);
 
   ASSERT_TRUE(manager_->DeleteRun(done.name()).ok());
+  EXPECT_EQ(observer->TakeDeleted(), (std::vector<std::string>{done.name()}));
   EXPECT_EQ(manager_->GetRun(done.name()).status().code(), absl::StatusCode::kNotFound);
   EXPECT_EQ(manager_->GetResults(done.name()).status().code(), absl::StatusCode::kNotFound);
   for (const v1::Run& active : {running, queued}) {
@@ -1028,6 +1051,8 @@ TEST_F(RunManagerTest, DeleteRunRemovesOnlyFinishedRuns) {
   Status("workers/a", running.name(), v1::CANCELLED);
   EXPECT_TRUE(manager_->DeleteRun(running.name()).ok());
   EXPECT_EQ(manager_->DeleteRun("runs/nope").code(), absl::StatusCode::kNotFound);
+  // The observers (metrics) hear of each run deleted, and of nothing refused.
+  EXPECT_EQ(observer->TakeDeleted(), (std::vector<std::string>{running.name()}));
 }
 
 // Results submitted while a run was live may still wait for the writer
@@ -1159,7 +1184,10 @@ TEST_F(RunManagerTest, RetentionDeletesExactlyTheFinishedRunsPastThePolicy) {
   options.retention.keep_runs = 4;
   options.retention.keep_for = absl::Hours(1);
   Restart(options);
+  auto observer = std::make_shared<DeletedRunsRecorder>();
+  hub_.AddObserver(observer);
   EXPECT_EQ(core_->retention().Sweep(now_), (std::vector<std::string>{"runs/f1", "runs/f3"}));
+  EXPECT_EQ(observer->TakeDeleted(), (std::vector<std::string>{"runs/f1", "runs/f3"}));
   const Store::RunPage page = manager_->ListRuns(100, "", v1::RUN_STATE_UNSPECIFIED).value();
   std::vector<std::string> left;
   for (const v1::Run& run : page.runs) left.push_back(run.name());
