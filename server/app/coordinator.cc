@@ -58,6 +58,11 @@ namespace {
 
 // How often an open coordinator (--insecure-no-auth) says so again.
 constexpr absl::Duration kInsecureWarningInterval = absl::Minutes(10);
+// The largest gRPC message the coordinator reads (gRPC's own default is
+// 4 MiB): a worker's message carries one result or one log line, cut at
+// 1 MiB by the worker; API requests are smaller still. Beyond it the call
+// ends RESOURCE_EXHAUSTED before the message is parsed.
+constexpr int kMaxGrpcReceiveBytes = 2 << 20;
 // How long gRPC calls in flight may take to finish at shutdown.
 constexpr absl::Duration kGrpcShutdownGrace = absl::Seconds(2);
 
@@ -222,6 +227,7 @@ absl::Status Coordinator::StartGrpc(const CoordinatorOptions& options,
   grpc::EnableDefaultHealthCheckService(true);
   grpc::reflection::InitProtoReflectionServerBuilderPlugin();
   grpc::ServerBuilder builder;
+  builder.SetMaxReceiveMessageSize(kMaxGrpcReceiveBytes);
   builder.AddListeningPort(options.grpc_listen, credentials, &grpc_port_);
   builder.RegisterService(p.service.get());
   builder.RegisterService(p.gateway.get());

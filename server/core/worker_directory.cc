@@ -13,6 +13,7 @@
 #include "api/capabilities.h"
 #include "api/convert.h"
 #include "api/ipc_sharing.h"
+#include "api/message_bounds.h"
 #include "common/host_port.h"
 #include "common/log.h"
 #include "common/status_macros.h"
@@ -74,6 +75,11 @@ std::optional<Refusal> CheckHello(const v1::Register& hello, const Authorizer& t
   if (absl::Status valid = ValidateDialAddress(hello.agent_address()); !valid.ok()) {
     return Refusal{"refused_invalid", absl::InvalidArgumentError(absl::StrCat(
                                           "register.agent_address: ", valid.message()))};
+  }
+  if (absl::Status bounded =
+          CheckMessageBounds(hello.inventory(), InventoryBounds(), "register.inventory");
+      !bounded.ok()) {
+    return Refusal{"refused_invalid", bounded};
   }
   for (const auto& [key, value] : hello.inventory().labels()) {
     if (absl::Status valid = ValidateWorkerLabel(key, value); !valid.ok()) {

@@ -50,6 +50,9 @@
 namespace collbench {
 namespace {
 
+// The largest Exec request the Agent port reads.
+constexpr int kMaxExecRequestBytes = 1 << 20;
+
 constexpr char kUsage[] =
     "usage: collbench-worker --coordinator HOST:PORT [--listen HOST:PORT] [--name NAME]\n"
     "                        [--slots N] [--join-token-file F] [--advertise HOST:PORT]\n"
@@ -286,6 +289,9 @@ int Serve(const Flags& flags) {
   grpc::reflection::InitProtoReflectionServerBuilderPlugin();
   int port = 0;
   grpc::ServerBuilder builder;
+  // An Exec request is a daemon's argv, its environment and a token: far
+  // under this; gRPC's own default would be 4 MiB.
+  builder.SetMaxReceiveMessageSize(kMaxExecRequestBytes);
   builder.AddListeningPort(flags.listen, *agent_credentials, &port);
   builder.RegisterService(&exec_service);
   std::unique_ptr<grpc::Server> server = builder.BuildAndStart();

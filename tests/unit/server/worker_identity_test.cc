@@ -15,9 +15,9 @@
 #include "absl/strings/str_cat.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/synchronization/notification.h"
+#include "api/result_bounds.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
-#include "api/result_bounds.h"
 #include "server/core/core.h"
 #include "server/core/worker_credentials.h"
 #include "server/store/forwarding_store.h"
@@ -82,8 +82,7 @@ class WorkerIdentityTest : public ::testing::Test {
   // Registers a new name (or a known one with its secret); returns the
   // session, remembering the secret issued.
   uint64_t Join(const std::string& id, const std::string& peer = "ipv4:10.0.0.1:4000") {
-    auto registration =
-        fleet_->OnRegister(Hello(id, id + ":7000", secrets_[id]), now_, peer);
+    auto registration = fleet_->OnRegister(Hello(id, id + ":7000", secrets_[id]), now_, peer);
     EXPECT_TRUE(registration.ok()) << registration.status();
     if (!registration.ok()) return 0;
     if (!registration->reply.worker_secret().empty()) {
@@ -387,8 +386,8 @@ TEST_F(WorkerIdentityTest, AgentAddressAndWorkerIdFollowTheirGrammar) {
     EXPECT_EQ(refused.status().code(), absl::StatusCode::kInvalidArgument) << bad;
     EXPECT_THAT(std::string(refused.status().message()), HasSubstr("register.agent_address"));
   }
-  for (const std::string& good : {"node-1.example.org:50052", "10.0.0.5:1", "[::1]:7000",
-                                  "[fe80::1]:7000", "host_1:65535"}) {
+  for (const std::string& good :
+       {"node-1.example.org:50052", "10.0.0.5:1", "[::1]:7000", "[fe80::1]:7000", "host_1:65535"}) {
     v1::Register hello = Hello("w", good, secrets_["w"]);
     auto admitted = fleet_->OnRegister(hello, now_);
     EXPECT_TRUE(admitted.ok()) << good << ": " << admitted.status();
@@ -404,6 +403,28 @@ TEST_F(WorkerIdentityTest, AgentAddressAndWorkerIdFollowTheirGrammar) {
   }
   // A refused registration leaves no credential behind.
   EXPECT_EQ(store_->ListWorkerSecretHashes()->size(), 1u);
+}
+
+// An inventory a worker cannot honestly have (the review's 12,000 labels,
+// an endless kernel string) is refused whole: no name, no credential, and
+// nothing of it listed or kept.
+TEST_F(WorkerIdentityTest, InventoriesBeyondTheirBoundsAreRefusedAndNothingIsKept) {
+  v1::Register labels = Hello("fat", "fat:7000");
+  for (int i = 0; i < 12000; ++i) {
+    (*labels.mutable_inventory()->mutable_labels())["k" + std::to_string(i)] = "v";
+  }
+  auto refused = fleet_->OnRegister(labels, now_);
+  EXPECT_EQ(refused.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(std::string(refused.status().message()),
+              HasSubstr("register.inventory.labels: 12000 entries, at most 64"));
+  v1::Register kernel = Hello("long", "long:7000");
+  kernel.mutable_inventory()->set_kernel(std::string(100000, 'k'));
+  refused = fleet_->OnRegister(kernel, now_);
+  EXPECT_EQ(refused.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(std::string(refused.status().message()), HasSubstr("register.inventory"));
+  EXPECT_TRUE(fleet_->ListWorkers().empty());
+  EXPECT_TRUE(store_->ListWorkerSecretHashes()->empty());
+  EXPECT_TRUE(store_->ListWorkers()->empty());
 }
 
 // A registered worker that is not a run's launcher cannot report for it.
