@@ -210,6 +210,7 @@ absl::StatusOr<std::unique_ptr<Coordinator>> Coordinator::Start(const Coordinato
       if (now - retained >= retention_interval) {
         retained = now;
         core->retention().Sweep(now);  // nothing when no policy is set
+        core->fleet().ForgetGoneWorkers(now);  // nothing with --forget-workers-after 0
       }
       if (insecure && now - warned >= kInsecureWarningInterval) {
         warned = now;

@@ -33,7 +33,8 @@ constexpr char kUsage[] =
     "[--insecure-no-auth] [--log-format auto|json|text] [--log-level debug|info|warn|error] "
     "[--max-queued-runs N] [--create-rate R] [--create-burst N] [--max-watchers N] "
     "[--max-running-workflows N] [--max-queued-workflows N] [--min-schedule-period D] "
-    "[--max-watchers-per-client N] [--watcher-buffer N] [--max-workers N] [--register-rate R]\n"
+    "[--max-watchers-per-client N] [--watcher-buffer N] [--max-workers N] "
+    "[--forget-workers-after D] [--register-rate R]\n"
     "       [--max-unregistered-streams N] [--forget-worker NAME]... [--metric-run-labels KEYS] "
     "[--metric-pool-label KEY] [--max-metric-series N] [--retain-runs N] [--retain-for DURATION]\n"
     "       [--max-body-bytes N] [--max-connections N] [--max-unauthenticated-connections N] "
@@ -266,6 +267,11 @@ int main(int argc, char** argv) {
   WholeNumberFlag(flags, "max-workers", 0, &identity.max_workers,
                   "worker names this coordinator knows (each holds its own secret) beyond which "
                   "a new name is refused (RESOURCE_EXHAUSTED); 0: no limit");
+  DurationFlag(flags, "forget-workers-after", &identity.forget_after,
+               "forget a worker name (its secret and row) once it has been gone (LOST) this "
+               "long, checked every minute, so that --max-workers counts only names heard from "
+               "within it; a worker that comes back later joins anew with the join token; 0: "
+               "never");
   WholeNumberFlag(flags, "max-running-workflows", 1, &options.workflows.max_running,
                   "workflows (matrices, suite runs, sweeps, advice, reports) executed at once, "
                   "each one run at a time");

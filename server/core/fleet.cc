@@ -7,6 +7,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/synchronization/notification.h"
+#include "common/log.h"
 #include "common/status_macros.h"
 #include "server/core/no_io_lock.h"
 
@@ -16,8 +17,8 @@ void Fleet::OnRegisterAsync(const v1::Register& hello, absl::Time now, absl::str
                             WorkerDirectory::RegisterDone done) {
   workers_->RegisterAsync(
       hello, now, peer,
-      [this, now, active = std::vector<std::string>(hello.active_runs().begin(),
-                                                    hello.active_runs().end()),
+      [this, now,
+       active = std::vector<std::string>(hello.active_runs().begin(), hello.active_runs().end()),
        done = std::move(done)](absl::StatusOr<WorkerDirectory::Registration> result) mutable {
         if (result.ok()) runs_->OnWorkerJoined(result->name, active, now);
         std::move(done)(std::move(result));
@@ -59,6 +60,23 @@ absl::Status Fleet::ForgetWorker(absl::string_view name) {
   const std::string full =
       absl::StartsWith(name, "workers/") ? std::string(name) : absl::StrCat("workers/", name);
   return workers_->Forget(full, runs_->HolderOf(full));
+}
+
+std::vector<std::string> Fleet::ForgetGoneWorkers(absl::Time now) {
+  std::vector<std::string> forgotten;
+  const absl::Duration window = workers_->forget_after();
+  if (window <= absl::ZeroDuration()) return forgotten;
+  for (const std::string& name : workers_->GoneSince(now - window)) {
+    // Refused while a run holds it, or when it came back meanwhile.
+    if (ForgetWorker(name).ok()) forgotten.push_back(name);
+  }
+  if (!forgotten.empty()) {
+    LogInfo("worker.forgotten_gone",
+            absl::StrCat("forgot ", forgotten.size(), " worker names gone for more than ",
+                         absl::FormatDuration(window), " (--forget-workers-after)"))
+        .Int("forgotten", static_cast<int64_t>(forgotten.size()));
+  }
+  return forgotten;
 }
 
 WorkerCounts Fleet::worker_counts() {

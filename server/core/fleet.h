@@ -77,13 +77,10 @@ class Fleet {
     return workers_->List(start, count);
   }
   absl::StatusOr<v1::Worker> GetWorker(absl::string_view name) { return workers_->Get(name); }
-  absl::StatusOr<v1::Worker> DrainWorker(absl::string_view name) {
-    return workers_->Drain(name);
-  }
+  absl::StatusOr<v1::Worker> DrainWorker(absl::string_view name) { return workers_->Drain(name); }
   // Undrained: queued runs may fit on it now.
   absl::StatusOr<v1::Worker> UndrainWorker(absl::string_view name, absl::Time now);
-  absl::StatusOr<v1::Worker> SuspectWorker(absl::string_view name,
-                                           const v1::WorkerSuspicion& why) {
+  absl::StatusOr<v1::Worker> SuspectWorker(absl::string_view name, const v1::WorkerSuspicion& why) {
     return workers_->Suspect(name, why);
   }
   // Cleared: runs waiting for it may start.
@@ -92,6 +89,11 @@ class Fleet {
   // WorkerDirectory::Forget, refused (FailedPrecondition) also while a run
   // waits for it after a restart.
   absl::Status ForgetWorker(absl::string_view name);
+  // Forgets every name gone for longer than the directory's forget_after
+  // (none held by a run), so that --max-workers counts only names heard
+  // from within it; the names forgotten. Called by the coordinator's
+  // ticker, with the runs' retention.
+  std::vector<std::string> ForgetGoneWorkers(absl::Time now);
   WorkerCounts worker_counts();
 
   // Expires silent workers (their runs fail), enforces the runs' timeouts

@@ -28,11 +28,16 @@ constexpr char kLockName[] = "WorkerDirectory::mu_";
 
 v1::WorkerState ToProtoState(scheduling::WorkerState state) {
   switch (state) {
-    case scheduling::WorkerState::kReady: return v1::READY;
-    case scheduling::WorkerState::kBusy: return v1::BUSY;
-    case scheduling::WorkerState::kDraining: return v1::DRAINING;
-    case scheduling::WorkerState::kLost: return v1::LOST;
-    case scheduling::WorkerState::kSuspect: return v1::SUSPECT;
+    case scheduling::WorkerState::kReady:
+      return v1::READY;
+    case scheduling::WorkerState::kBusy:
+      return v1::BUSY;
+    case scheduling::WorkerState::kDraining:
+      return v1::DRAINING;
+    case scheduling::WorkerState::kLost:
+      return v1::LOST;
+    case scheduling::WorkerState::kSuspect:
+      return v1::SUSPECT;
   }
   return v1::WORKER_STATE_UNSPECIFIED;
 }
@@ -50,9 +55,9 @@ absl::Status ValidateWorkerId(absl::string_view id) {
     valid &= absl::ascii_isalnum(c) || c == '.' || c == '_' || c == '-';
   }
   if (valid) return absl::OkStatus();
-  return absl::InvalidArgumentError(absl::StrCat(
-      "register.worker_id: must be 1 to ", kMaxLength,
-      " letters, digits, '.', '_' or '-', not starting with '.' or '-'"));
+  return absl::InvalidArgumentError(
+      absl::StrCat("register.worker_id: must be 1 to ", kMaxLength,
+                   " letters, digits, '.', '_' or '-', not starting with '.' or '-'"));
 }
 
 // What Register checks of `hello` before it looks at who is registered:
@@ -127,10 +132,10 @@ absl::Status WorkerDirectory::RefuseLocked(const char* result, absl::string_view
                                            absl::string_view peer, absl::Status status) {
   const int64_t count = ++registrations_[result];
   if ((count & (count - 1)) == 0) {
-    LogWarn("worker.register_refused",
-            absl::StrFormat("registration of %s from %s refused (%s, %d so far): %s", who,
-                            peer.empty() ? "an unknown peer" : peer, result, count,
-                            status.message()))
+    LogWarn(
+        "worker.register_refused",
+        absl::StrFormat("registration of %s from %s refused (%s, %d so far): %s", who,
+                        peer.empty() ? "an unknown peer" : peer, result, count, status.message()))
         .Str("worker", who)
         .Str("peer", peer)
         .Str("reason", result)
@@ -186,16 +191,14 @@ absl::StatusOr<WorkerDirectory::Registration> WorkerDirectory::CompleteLocked(
   if (!stored.ok()) {
     secret_hashes_.erase(name);
     return RefuseLocked("refused_store", name, peer,
-                        absl::UnavailableError(absl::StrCat(
-                            "register: cannot record ", name, "'s credential: ",
-                            stored.message())));
+                        absl::UnavailableError(absl::StrCat("register: cannot record ", name,
+                                                            "'s credential: ", stored.message())));
   }
   const scheduling::WorkerRegistration& registration = pending.registration;
-  ASSIGN_OR_RETURN(pending.result.session,
-                   JoinLocked(pending.hello, registration, pending.now));
+  ASSIGN_OR_RETURN(pending.result.session, JoinLocked(pending.hello, registration, pending.now));
   ++registrations_[new_name ? "new" : "reconnected"];
-  LogInfo("worker.registered", absl::StrCat(name, " registered from ", peer, " with ",
-                                            registration.slots, " slots"))
+  LogInfo("worker.registered",
+          absl::StrCat(name, " registered from ", peer, " with ", registration.slots, " slots"))
       .Str("worker", name)
       .Str("peer", peer)
       .Str("host_id", registration.host_id)
@@ -212,10 +215,11 @@ absl::Status WorkerDirectory::AdmitLocked(const std::string& name, const v1::Reg
                                           absl::string_view peer, absl::Time now,
                                           v1::Registered* reply, bool* new_name) {
   if (registering_.count(name) > 0 || forgetting_.count(name) > 0) {
-    return RefuseLocked("refused_busy", name, peer,
-                        absl::UnavailableError(absl::StrCat(
-                            "register: ", name, " is being registered or forgotten by another "
-                            "call; retry")));
+    return RefuseLocked(
+        "refused_busy", name, peer,
+        absl::UnavailableError(absl::StrCat("register: ", name,
+                                            " is being registered or forgotten by another "
+                                            "call; retry")));
   }
   if (auto known = secret_hashes_.find(name); known != secret_hashes_.end()) {
     if (!WorkerSecretMatches(hello.worker_secret(), known->second)) {
@@ -246,10 +250,10 @@ absl::Status WorkerDirectory::AdmitLocked(const std::string& name, const v1::Reg
   ASSIGN_OR_RETURN(std::string secret, NewWorkerSecret());
   std::string hash = HashWorkerSecret(secret);
   if (journal_->Append(this, Store::SetWorkerSecretHashWrite{name, hash}, {.prompt = true}) == 0) {
-    return RefuseLocked("refused_store", name, peer,
-                        absl::UnavailableError(absl::StrCat(
-                            "register: cannot record ", name,
-                            "'s credential: the coordinator is stopping")));
+    return RefuseLocked(
+        "refused_store", name, peer,
+        absl::UnavailableError(absl::StrCat("register: cannot record ", name,
+                                            "'s credential: the coordinator is stopping")));
   }
   secret_hashes_[name] = std::move(hash);
   reply->set_worker_secret(std::move(secret));
@@ -258,8 +262,7 @@ absl::Status WorkerDirectory::AdmitLocked(const std::string& name, const v1::Reg
 }
 
 absl::StatusOr<uint64_t> WorkerDirectory::JoinLocked(
-    const v1::Register& hello, const scheduling::WorkerRegistration& registration,
-    absl::Time now) {
+    const v1::Register& hello, const scheduling::WorkerRegistration& registration, absl::Time now) {
   const std::string& name = registration.name;
   absl::StatusOr<uint64_t> session = registry_->Register(registration, now);
   if (!session.ok()) {
@@ -319,9 +322,9 @@ std::vector<scheduling::WorkerSnapshot> WorkerDirectory::ExpireStale(absl::Time 
 }
 
 void WorkerDirectory::LostLocked(const scheduling::WorkerSnapshot& worker) {
-  LogWarn("worker.lost", absl::StrCat(worker.name, " lost: ",
-                                      worker.lost_reason.empty() ? "no reason given"
-                                                                 : worker.lost_reason))
+  LogWarn("worker.lost",
+          absl::StrCat(worker.name, " lost: ",
+                       worker.lost_reason.empty() ? "no reason given" : worker.lost_reason))
       .Str("worker", worker.name)
       .StrIfSet("reason", worker.lost_reason)
       .StrIfSet("run", worker.current_run);
@@ -354,9 +357,9 @@ absl::StatusOr<v1::Worker> WorkerDirectory::SetDrainingLocked(absl::string_view 
     return absl::NotFoundError(absl::StrCat(full, " is not a known worker"));
   }
   SaveRowLocked(worker);
-  LogInfo(draining ? "worker.draining" : "worker.undrained",
-          absl::StrCat(full, draining ? " drained: it takes no new run until undrained"
-                                      : " undrained"))
+  LogInfo(
+      draining ? "worker.draining" : "worker.undrained",
+      absl::StrCat(full, draining ? " drained: it takes no new run until undrained" : " undrained"))
       .Str("worker", full);
   return worker;
 }
@@ -446,6 +449,25 @@ absl::Status WorkerDirectory::CheckForgettableLocked(const std::string& full,
   return absl::OkStatus();
 }
 
+std::vector<std::string> WorkerDirectory::GoneSince(absl::Time cutoff) {
+  NoIoLock lock(&mu_, kLockName);
+  std::vector<std::string> gone;
+  for (const auto& [name, hash] : secret_hashes_) {
+    if (registering_.count(name) > 0 || forgetting_.count(name) > 0) continue;
+    absl::Time last_contact = absl::InfiniteFuture();
+    if (absl::StatusOr<scheduling::WorkerSnapshot> live = registry_->Get(name); live.ok()) {
+      if (live->state == scheduling::WorkerState::kLost) {
+        last_contact = std::max(live->last_heartbeat_time, live->register_time);
+      }
+    } else if (auto before = known_before_start_.find(name); before != known_before_start_.end()) {
+      last_contact = std::max(TimeFromTimestamp(before->second.last_heartbeat_time()),
+                              TimeFromTimestamp(before->second.register_time()));
+    }
+    if (last_contact < cutoff) gone.push_back(name);
+  }
+  return gone;
+}
+
 absl::Status WorkerDirectory::Forget(absl::string_view name, absl::string_view held_by) {
   const std::string full = FullName(name);
   uint64_t deleted = 0;
@@ -456,7 +478,8 @@ absl::Status WorkerDirectory::Forget(absl::string_view name, absl::string_view h
     // while it is forgotten.
     unsaved_rows_.erase(full);
     forgetting_.insert(full);
-    deleted = journal_->Append(this, Store::DeleteWorkerWrite{full}, {.awaited = true, .time = absl::InfinitePast(), .origin = {}});
+    deleted = journal_->Append(this, Store::DeleteWorkerWrite{full},
+                               {.awaited = true, .time = absl::InfinitePast(), .origin = {}});
   }
   const absl::Status stored = journal_->Await(deleted);
   NoIoLock lock(&mu_, kLockName);
@@ -547,8 +570,7 @@ absl::StatusOr<v1::Worker> WorkerDirectory::Get(absl::string_view name) {
   return absl::NotFoundError(absl::StrCat(full, " is not a known worker"));
 }
 
-std::shared_ptr<const v1::Inventory> WorkerDirectory::InventoryOf(
-    const std::string& worker) const {
+std::shared_ptr<const v1::Inventory> WorkerDirectory::InventoryOf(const std::string& worker) const {
   NoIoLock lock(&mu_, kLockName);
   return InventoryOfLocked(worker);
 }

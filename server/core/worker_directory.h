@@ -63,6 +63,10 @@ struct WorkerDirectoryOptions {
   // refused (0: no limit), and the new names each source address (the
   // peer's IP) may register (per_second 0: no limit).
   int max_workers = 10000;
+  // A name gone (LOST, or known only from before a restart) for longer
+  // than this is forgotten by the fleet's sweep (Fleet::ForgetGoneWorkers),
+  // so --max-workers counts only names heard from within it; zero: never.
+  absl::Duration forget_after = absl::Hours(24 * 30);
   RateLimit register_rate = {/*per_second=*/20, /*burst=*/200};
   // Limits for validation; the registered workers' are filled in
   // (FleetNow).
@@ -157,6 +161,11 @@ class WorkerDirectory final : public JournalClient {
   absl::Status Forget(absl::string_view name, absl::string_view held_by = "")
       ABSL_LOCKS_EXCLUDED(mu_);
 
+  // Names gone (LOST, or known only from before a restart, and not being
+  // registered) whose last contact was before `cutoff`, by name.
+  std::vector<std::string> GoneSince(absl::Time cutoff) ABSL_LOCKS_EXCLUDED(mu_);
+  absl::Duration forget_after() const { return options_.forget_after; }
+
   // Every worker by name: the registered ones, then those known only from
   // before a restart (LOST). [start, start + count) of that order, and how
   // many there are in all; only the page is converted.
@@ -209,9 +218,8 @@ class WorkerDirectory final : public JournalClient {
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Counts a refused registration and logs it (at powers of two per result,
   // so a stranger hammering the port cannot flood the log).
-  absl::Status RefuseLocked(const char* result, absl::string_view who,
-                            absl::string_view peer, absl::Status status)
-      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  absl::Status RefuseLocked(const char* result, absl::string_view who, absl::string_view peer,
+                            absl::Status status) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // After the secret: into the registry, the inventory kept, a decision
   // from before a restart applied again, the row saved.
   absl::StatusOr<uint64_t> JoinLocked(const v1::Register& hello,

@@ -405,6 +405,28 @@ TEST_F(WorkerIdentityTest, AgentAddressAndWorkerIdFollowTheirGrammar) {
   EXPECT_EQ(store_->ListWorkerSecretHashes()->size(), 1u);
 }
 
+// A name gone for longer than forget_after is forgotten: it no longer
+// counts against max_workers, and its secret is gone; a name connected, or
+// gone for less, stays.
+TEST_F(WorkerIdentityTest, NamesGoneLongerThanTheWindowAreForgottenAndFreeTheirPlace) {
+  CoreOptions options;
+  options.workers.max_workers = 2;
+  options.workers.forget_after = absl::Hours(24);
+  Restart(std::move(options));
+  const uint64_t old_session = Join("old");
+  Join("live");
+  fleet_->OnDisconnect("workers/old", old_session, now_);
+  auto refused = fleet_->OnRegister(Hello("new", "new:7000"), now_);
+  EXPECT_EQ(refused.status().code(), absl::StatusCode::kResourceExhausted);
+  now_ += absl::Hours(23);
+  EXPECT_TRUE(fleet_->ForgetGoneWorkers(now_).empty());
+  now_ += absl::Hours(2);
+  EXPECT_EQ(fleet_->ForgetGoneWorkers(now_), std::vector<std::string>{"workers/old"});
+  EXPECT_FALSE(store_->ListWorkerSecretHashes()->count("workers/old"));
+  EXPECT_TRUE(store_->ListWorkerSecretHashes()->count("workers/live"));
+  EXPECT_TRUE(fleet_->OnRegister(Hello("new", "new:7000"), now_).ok());
+}
+
 // An inventory a worker cannot honestly have (the review's 12,000 labels,
 // an endless kernel string) is refused whole: no name, no credential, and
 // nothing of it listed or kept.
