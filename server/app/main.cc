@@ -35,7 +35,8 @@ constexpr char kUsage[] =
     "[--max-running-workflows N] [--max-queued-workflows N] [--min-schedule-period D] "
     "[--max-watchers-per-client N] [--watcher-buffer N] [--max-workers N] [--register-rate R]\n"
     "       [--max-unregistered-streams N] [--forget-worker NAME]... [--metric-run-labels KEYS] "
-    "[--metric-pool-label KEY] [--retain-runs N] [--retain-for DURATION]\n";
+    "[--metric-pool-label KEY] [--retain-runs N] [--retain-for DURATION]\n"
+    "       [--max-workflow-cells N] [--max-runs-per-request N] [--max-report-bytes SIZE]\n";
 
 // A flag taking a whole number of at least `min` into `target`.
 void WholeNumberFlag(collbench::FlagParser& flags, const std::string& name, int min, int* target,
@@ -206,6 +207,29 @@ int main(int argc, char** argv) {
   WholeNumberFlag(flags, "max-queued-workflows", 1, &options.workflows.max_queued,
                   "workflows waiting beyond which CreateWorkflow is refused (RESOURCE_EXHAUSTED, "
                   "HTTP 429 with Retry-After)");
+  collbench::RequestBoundOptions& bounds = options.bounds;
+  WholeNumberFlag(flags, "max-workflow-cells", 1, &bounds.max_workflow_cells,
+                  "cells (runs) one matrix, suite or sweep workflow may plan, each list's "
+                  "repeats counted once; more is refused before planning (INVALID_ARGUMENT, "
+                  "HTTP 400)");
+  WholeNumberFlag(flags, "max-runs-per-request", 1, &bounds.max_runs_per_request,
+                  "distinct runs one advice, report or check workflow, baseline or /ui/compare "
+                  "page may name (repeats counted once); more is refused (INVALID_ARGUMENT, "
+                  "HTTP 400)");
+  flags.Custom(
+      "max-report-bytes", "SIZE",
+      [&bounds](absl::string_view v) {
+        absl::StatusOr<uint64_t> size = collbench::ParseBytes(v);
+        if (!size.ok() || *size < 1 || *size > (uint64_t{1} << 40)) {
+          return absl::InvalidArgumentError(
+              absl::StrCat("invalid --max-report-bytes '", v, "': a size from 1 to 1T (64M)"));
+        }
+        bounds.max_report_bytes = static_cast<int64_t>(*size);
+        return absl::OkStatus();
+      },
+      absl::StrCat("the page a report workflow may store; a larger one fails the workflow, "
+                   "naming the limit (default ",
+                   collbench::FormatBytes(bounds.max_report_bytes), ")"));
   flags.Custom(
       "references", "FILE",
       [&options](absl::string_view v) {

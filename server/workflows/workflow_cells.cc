@@ -200,7 +200,8 @@ void WorkflowManager::ExecuteSelection(const std::string& name, const v1::Workfl
   } else {
     html = workflows::RenderReport(snapshot, workflows::FetchRuns(*runs_, *selected));
   }
-  absl::Status stored = html.ok() ? store_->PutWorkflowReport(name, *html) : html.status();
+  absl::Status stored = html.ok() ? bounds_->CheckReportSize(html->size()) : html.status();
+  if (stored.ok()) stored = store_->PutWorkflowReport(name, *html);
   if (!stored.ok()) {
     Finish(name, v1::WORKFLOW_FAILED, std::string(stored.message()), {});
     return;

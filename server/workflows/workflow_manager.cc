@@ -23,12 +23,14 @@ namespace collbench {
 
 WorkflowManager::WorkflowManager(Store* store, WorkflowRuns* runs, const Clock* clock,
                                  WorkflowManagerOptions options,
-                                 std::unique_ptr<Executor> executor)
+                                 std::unique_ptr<Executor> executor, RequestBounds* bounds)
     : store_(store),
       runs_(runs),
       clock_(clock),
       options_(options),
-      baselines_(store, runs, [this](absl::string_view name) { return Get(name); }),
+      own_bounds_(bounds == nullptr ? std::make_unique<RequestBounds>() : nullptr),
+      bounds_(bounds == nullptr ? own_bounds_.get() : bounds),
+      baselines_(store, runs, [this](absl::string_view name) { return Get(name); }, bounds_),
       waker_(std::make_shared<Waker>(this)),
       executor_(executor != nullptr ? std::move(executor)
                                     : NewThreadPool(std::max(options.threads, 1))) {}
@@ -270,7 +272,7 @@ absl::StatusOr<std::vector<std::string>> WorkflowManager::SelectedRuns(
   const absl::string_view field =
       spec.has_advice() ? "spec.advice" : spec.has_check() ? "spec.check.runs" : "spec.report";
   return workflows::SelectRuns(selection, field, *runs_,
-                               [this](absl::string_view name) { return Get(name); });
+                               [this](absl::string_view name) { return Get(name); }, *bounds_);
 }
 
 }  // namespace collbench

@@ -50,6 +50,7 @@
 #include "collbench/v1/workflow.pb.h"
 #include "common/clock.h"
 #include "common/executor.h"
+#include "server/core/request_bounds.h"
 #include "server/store/store.h"
 #include "server/workflows/baselines.h"
 #include "server/workflows/hunts.h"
@@ -81,9 +82,12 @@ class WorkflowManager {
  public:
   // None of the pointers is owned; all outlive the manager. `executor`
   // advances the workflows (null: a pool of `options.threads` threads); the
-  // manager owns it and shuts it down in Stop().
+  // manager owns it and shuts it down in Stop(). `bounds` bounds the cells
+  // of a workflow and the runs one names (null: the manager's own, of the
+  // default RequestBoundOptions).
   WorkflowManager(Store* store, WorkflowRuns* runs, const Clock* clock,
-                  WorkflowManagerOptions options, std::unique_ptr<Executor> executor = nullptr);
+                  WorkflowManagerOptions options, std::unique_ptr<Executor> executor = nullptr,
+                  RequestBounds* bounds = nullptr);
   ~WorkflowManager();  // Stop()
 
   // Loads the stored workflows, queues those that had not ended, and
@@ -125,6 +129,9 @@ class WorkflowManager {
   // checked against by check workflows and by matrices and suites with
   // spec.baseline.
   Baselines* baselines() { return &baselines_; }
+
+  // What a request may ask (request_bounds.h) and its refusals' counts.
+  RequestBounds& bounds() { return *bounds_; }
 
   // The workflow now; `sink` then gets every later version until it ends.
   // A workflow that has ended is returned and `sink` is not kept.
@@ -227,6 +234,8 @@ class WorkflowManager {
   WorkflowRuns* const runs_;
   const Clock* const clock_;
   const WorkflowManagerOptions options_;
+  std::unique_ptr<RequestBounds> own_bounds_;  // when none was given
+  RequestBounds* const bounds_;
   Baselines baselines_;
 
   absl::Mutex mu_;
