@@ -251,9 +251,20 @@ v1::Workflow* WorkflowManager::FindLocked(absl::string_view name) {
   return it == workflows_.end() ? nullptr : &it->second;
 }
 
-void WorkflowManager::SaveLocked(v1::Workflow& workflow) {
+void WorkflowManager::SaveLocked(v1::Workflow& workflow, int changed_cell) {
   workflow.set_version(workflow.version() + 1);
-  if (absl::Status s = store_->PutWorkflow(workflow); !s.ok()) {
+  absl::Status s;
+  if (changed_cell >= 0 && changed_cell < workflow.cells_size()) {
+    // Its own fields without a copy of its cells (moved out and back).
+    google::protobuf::RepeatedPtrField<v1::WorkflowCell> cells;
+    cells.Swap(workflow.mutable_cells());
+    const v1::Workflow head = workflow;
+    workflow.mutable_cells()->Swap(&cells);
+    s = store_->PutWorkflowCell(head, changed_cell, workflow.cells(changed_cell));
+  } else {
+    s = store_->PutWorkflow(workflow);
+  }
+  if (!s.ok()) {
     LogError("store.error").Str("workflow", workflow.name()).Str("error", std::string(s.message()));
   }
   auto it = sinks_.find(workflow.name());

@@ -176,9 +176,10 @@ class WorkflowManager {
   void Unwatch(const std::string& name, const std::string& run) ABSL_LOCKS_EXCLUDED(mu_);
   bool StoppingOrGone(const std::string& name) ABSL_LOCKS_EXCLUDED(mu_);
   bool Cancelling(const std::string& name) ABSL_LOCKS_EXCLUDED(mu_);
-  // Applies `change` to the workflow and saves it (no-op when it is gone).
-  void Update(const std::string& name, const std::function<void(v1::Workflow&)>& change)
-      ABSL_LOCKS_EXCLUDED(mu_);
+  // Applies `change` to the workflow and saves it (no-op when it is gone);
+  // `changed_cell` as SaveLocked's.
+  void Update(const std::string& name, const std::function<void(v1::Workflow&)>& change,
+              int changed_cell = -1) ABSL_LOCKS_EXCLUDED(mu_);
   // Final state, output (below the plan's header) and end time; frees the
   // slot, ends the workflow's run subscriptions and starts the next queued.
   void Finish(const std::string& name, v1::WorkflowState state, const std::string& error,
@@ -226,8 +227,11 @@ class WorkflowManager {
   absl::StatusOr<std::vector<std::string>> SelectedRuns(const v1::WorkflowSpec& spec)
       ABSL_LOCKS_EXCLUDED(mu_);
 
-  // Stores and publishes the workflow after a change (version + 1).
-  void SaveLocked(v1::Workflow& workflow) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Stores and publishes the workflow after a change (version + 1). When
+  // only its cell `changed_cell` (>= 0) and its own fields changed, only
+  // they are written (Store::PutWorkflowCell): a workflow's run costs its
+  // cells once each, not every cell at every change.
+  void SaveLocked(v1::Workflow& workflow, int changed_cell = -1) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   v1::Workflow* FindLocked(absl::string_view name) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
   Store* const store_;

@@ -19,6 +19,7 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "server/core/request_bounds.h"
+#include "server/store/forwarding_store.h"
 #include "server/workflows/workflow_manager.h"
 #include "server/workflows/workflow_plan.h"
 #include "tests/unit/fakes/fake_workflow_runs.h"
@@ -255,6 +256,61 @@ TEST_F(WorkflowBoundsTest, AReportOverItsSizeFailsAndStoresNoPage) {
   EXPECT_THAT(report.error(), HasSubstr("--max-report-bytes"));
   EXPECT_TRUE(absl::IsNotFound(store_->GetWorkflowReport(report.name()).status()));
   EXPECT_EQ(bounds_->rejections().report_size, 1);
+}
+
+// What the workflow manager writes: whole workflows, and cells alone.
+class WorkflowWritesCountingStore final : public ForwardingStore {
+ public:
+  using ForwardingStore::ForwardingStore;
+  absl::Status PutWorkflow(const v1::Workflow& workflow) override {
+    ++whole_writes;
+    return ForwardingStore::PutWorkflow(workflow);
+  }
+  absl::Status PutWorkflowCell(const v1::Workflow& head, int index,
+                               const v1::WorkflowCell& cell) override {
+    ++cell_writes;
+    cells_in_heads += head.cells_size();
+    return ForwardingStore::PutWorkflowCell(head, index, cell);
+  }
+  int whole_writes = 0;
+  int cell_writes = 0;
+  int cells_in_heads = 0;
+};
+
+// Running a workflow writes each cell's changes alone: the whole workflow is
+// written when it is made, started and ended, however many cells it has,
+// and what is stored is the workflow as it ran (a restart reads it).
+TEST(WorkflowCellWrites, ACellsChangeWritesThatCellNotTheWorkflow) {
+  std::unique_ptr<Store> memory = NewMemoryStore();
+  WorkflowWritesCountingStore store(memory.get());
+  FakeWorkflowRuns runs;
+  FakeClock clock;
+  auto executor = std::make_unique<ManualExecutor>();
+  ManualExecutor* steps = executor.get();
+  WorkflowManager manager(&store, &runs, &clock, {}, std::move(executor));
+  ASSERT_TRUE(manager.Start().ok());
+  v1::CreateWorkflowRequest request;
+  v1::MatrixSpec* m = request.mutable_spec()->mutable_matrix();
+  m->mutable_base()->set_ranks(2);
+  for (int i = 0; i < 16; ++i) m->add_operations(absl::StrCat("op", i));
+  m->add_placements("pack");
+  m->add_transports("tcp");
+  absl::StatusOr<v1::Workflow> created = manager.Create(request, clock.Now());
+  ASSERT_TRUE(created.ok()) << created.status();
+  steps->RunUntilIdle();
+  for (int i = 0; i < 16; ++i) {
+    const std::string run = runs.Runs().back().name();
+    runs.SetState(run, v1::RUNNING);
+    steps->RunUntilIdle();
+    runs.SetState(run, v1::SUCCEEDED);
+    steps->RunUntilIdle();
+  }
+  const v1::Workflow ended = *manager.Get(created->name());
+  ASSERT_EQ(ended.state(), v1::WORKFLOW_SUCCEEDED) << ended.error();
+  EXPECT_EQ(store.whole_writes, 3);      // created, started, ended
+  EXPECT_EQ(store.cell_writes, 16 * 3);  // made, running, succeeded
+  EXPECT_EQ(store.cells_in_heads, 0);
+  EXPECT_EQ(memory->ListWorkflows()->at(0).DebugString(), ended.DebugString());
 }
 
 }  // namespace
