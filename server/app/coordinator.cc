@@ -160,6 +160,7 @@ absl::StatusOr<std::unique_ptr<Coordinator>> Coordinator::Start(const Coordinato
   p.workflows = std::make_unique<WorkflowManager>(p.store.get(), p.runs.get(), p.clock,
                                                   options.workflows, nullptr, p.bounds.get());
   RETURN_IF_ERROR(p.workflows->Start());
+  p.workflows->SweepRetention(p.clock->Now());
   p.schedules = std::make_unique<ScheduleManager>(p.store.get(), p.runs.get(),
                                                   p.workflows.get(), options.schedules);
   RETURN_IF_ERROR(p.schedules->Start());
@@ -194,6 +195,7 @@ absl::StatusOr<std::unique_ptr<Coordinator>> Coordinator::Start(const Coordinato
       if (now - retained >= retention_interval) {
         retained = now;
         core->retention().Sweep(now);  // nothing when no policy is set
+        workflows->SweepRetention(now);
       }
       if (insecure && now - warned >= kInsecureWarningInterval) {
         warned = now;

@@ -36,7 +36,8 @@ constexpr char kUsage[] =
     "[--max-watchers-per-client N] [--watcher-buffer N] [--max-workers N] [--register-rate R]\n"
     "       [--max-unregistered-streams N] [--forget-worker NAME]... [--metric-run-labels KEYS] "
     "[--metric-pool-label KEY] [--retain-runs N] [--retain-for DURATION]\n"
-    "       [--max-workflow-cells N] [--max-runs-per-request N] [--max-report-bytes SIZE]\n";
+    "       [--max-workflow-cells N] [--max-runs-per-request N] [--max-report-bytes SIZE] "
+    "[--retain-workflows N] [--retain-workflows-for DURATION]\n";
 
 // A flag taking a whole number of at least `min` into `target`.
 void WholeNumberFlag(collbench::FlagParser& flags, const std::string& name, int min, int* target,
@@ -51,6 +52,23 @@ void WholeNumberFlag(collbench::FlagParser& flags, const std::string& name, int 
         return absl::OkStatus();
       },
       absl::StrCat(help, " (default ", *target, ")"));
+}
+
+// A flag taking a duration ("720h") into `target`.
+void DurationFlag(collbench::FlagParser& flags, const std::string& name, absl::Duration* target,
+                  const std::string& help) {
+  flags.Custom(
+      name, "DURATION",
+      [name, target](absl::string_view v) {
+        absl::StatusOr<double> seconds = collbench::ParseDurationSeconds(v);
+        if (!seconds.ok()) {
+          return absl::InvalidArgumentError(
+              absl::StrCat("invalid --", name, ": ", seconds.status().message()));
+        }
+        *target = absl::Seconds(*seconds);
+        return absl::OkStatus();
+      },
+      help);
 }
 
 // The worker join token: from --join-token-file, else from the
@@ -307,19 +325,19 @@ int main(int argc, char** argv) {
                   "keep the newest N finished runs (succeeded, failed, cancelled) and delete "
                   "older ones with their results, at start and every minute; queued and "
                   "running runs are never deleted; 0: keep them all");
-  flags.Custom(
-      "retain-for", "DURATION",
-      [&retention](absl::string_view v) {
-        absl::StatusOr<double> seconds = collbench::ParseDurationSeconds(v);
-        if (!seconds.ok()) {
-          return absl::InvalidArgumentError(
-              absl::StrCat("invalid --retain-for: ", seconds.status().message()));
-        }
-        retention.keep_for = absl::Seconds(*seconds);
-        return absl::OkStatus();
-      },
+  DurationFlag(
+      flags, "retain-for", &retention.keep_for,
       "delete finished runs that ended longer ago than this (e.g. 720h for 30 days), with their "
       "results, at start and every minute; default: keep them");
+  collbench::RetentionPolicy& workflow_retention = options.workflows.retention;
+  WholeNumberFlag(flags, "retain-workflows", 0, &workflow_retention.keep_runs,
+                  "keep the newest N ended workflows (succeeded, failed, cancelled) and delete "
+                  "older ones with their pages (their runs stay), at start and every minute; "
+                  "0: keep them all");
+  DurationFlag(
+      flags, "retain-workflows-for", &workflow_retention.keep_for,
+      "delete ended workflows that ended longer ago than this (e.g. 720h), with their pages, "
+      "at start and every minute; default: keep them");
   const absl::Status parsed = flags.Parse(std::vector<std::string>(argv + 1, argv + argc));
   if (flags.help()) {
     std::fputs(kUsage, stdout);

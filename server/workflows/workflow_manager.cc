@@ -11,6 +11,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
 #include "absl/strings/strip.h"
 #include "analysis/report.h"
 #include "api/convert.h"
@@ -235,6 +236,41 @@ void WorkflowManager::Unsubscribe(const std::string& name, const WorkflowSink* s
                             [&](const std::shared_ptr<WorkflowSink>& s) { return s.get() == sink; }),
              list.end());
   if (list.empty()) sinks_.erase(it);
+}
+
+std::vector<std::string> WorkflowManager::SweepRetention(absl::Time now) {
+  if (!options_.retention.active()) return {};
+  // Long enough for a schedule's tick to read the outcome of its firing.
+  constexpr absl::Duration kJustEnded = absl::Minutes(10);
+  std::vector<Store::FinishedRun> ended;  // retention.h's rows, of workflows
+  {
+    absl::MutexLock lock(&mu_);
+    for (const auto& [name, workflow] : workflows_) {
+      if (!IsFinalWorkflowState(workflow.state())) continue;
+      ended.push_back({name, absl::ToUnixNanos(TimeFromTimestamp(workflow.create_time())),
+                       workflow.has_end_time()
+                           ? absl::ToUnixNanos(TimeFromTimestamp(workflow.end_time()))
+                           : 0});
+    }
+  }
+  std::sort(ended.begin(), ended.end(), [](const auto& a, const auto& b) {
+    return a.create_time_ns != b.create_time_ns ? a.create_time_ns > b.create_time_ns
+                                                : a.name > b.name;
+  });
+  std::vector<std::string> deleted;
+  const int64_t just_ended_ns = absl::ToUnixNanos(now - kJustEnded);
+  for (const std::string& name : RunsPastRetention(ended, options_.retention, now)) {
+    const auto row =
+        std::find_if(ended.begin(), ended.end(), [&](const auto& w) { return w.name == name; });
+    if (row->end_time_ns > just_ended_ns) continue;
+    if (Delete(name).ok()) deleted.push_back(name);
+  }
+  if (!deleted.empty()) {
+    LogInfo("workflow.retention", absl::StrCat("workflow retention deleted ", deleted.size(),
+                                               " ended workflows: ", absl::StrJoin(deleted, ", ")))
+        .Int("deleted", static_cast<int64_t>(deleted.size()));
+  }
+  return deleted;
 }
 
 int WorkflowManager::active_count() {

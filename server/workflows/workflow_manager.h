@@ -51,6 +51,7 @@
 #include "common/clock.h"
 #include "common/executor.h"
 #include "server/core/request_bounds.h"
+#include "server/core/retention.h"
 #include "server/store/store.h"
 #include "server/workflows/baselines.h"
 #include "server/workflows/hunts.h"
@@ -62,6 +63,9 @@ struct WorkflowManagerOptions {
   int max_running = 2;   // workflows executed at once (each runs one cell at a time)
   int max_queued = 100;  // beyond this many waiting, Create is ResourceExhausted
   int threads = 2;       // the executor's, which advance workflows when woken
+  // Ended workflows kept (--retain-workflows, --retain-workflows-for):
+  // retention.h's rule, `keep_runs` counting workflows; inactive: all.
+  RetentionPolicy retention;
 };
 
 class WorkflowSink {
@@ -138,6 +142,12 @@ class WorkflowManager {
   absl::StatusOr<v1::Workflow> Subscribe(absl::string_view name,
                                          std::shared_ptr<WorkflowSink> sink);
   void Unsubscribe(const std::string& name, const WorkflowSink* sink);
+
+  // Deletes the ended workflows (their pages with them; their runs stay)
+  // that options.retention does not keep at `now`, except one that ended
+  // within the last ten minutes (a schedule reads its firing's outcome
+  // first); returns their names. Nothing when the policy is not active.
+  std::vector<std::string> SweepRetention(absl::Time now) ABSL_LOCKS_EXCLUDED(mu_);
 
   // Workflows not ended, for metrics.
   int active_count();

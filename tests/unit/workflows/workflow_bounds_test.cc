@@ -28,7 +28,9 @@
 namespace collbench {
 namespace {
 
+using ::testing::ElementsAre;
 using ::testing::HasSubstr;
+using ::testing::UnorderedElementsAre;
 
 class WorkflowBoundsTest : public ::testing::Test {
  protected:
@@ -42,14 +44,13 @@ class WorkflowBoundsTest : public ::testing::Test {
   }
   void TearDown() override { manager_.reset(); }
 
-  void StartBoundedManager(RequestBoundOptions options) {
+  void StartBoundedManager(RequestBoundOptions options, WorkflowManagerOptions manager = {}) {
     manager_.reset();
     bounds_ = std::make_unique<RequestBounds>(options);
     auto executor = std::make_unique<ManualExecutor>();
     executor_ = executor.get();
-    manager_ =
-        std::make_unique<WorkflowManager>(store_.get(), &runs_, &clock_, WorkflowManagerOptions{},
-                                          std::move(executor), bounds_.get());
+    manager_ = std::make_unique<WorkflowManager>(store_.get(), &runs_, &clock_, manager,
+                                                 std::move(executor), bounds_.get());
     ASSERT_TRUE(manager_->Start().ok());
   }
 
@@ -256,6 +257,35 @@ TEST_F(WorkflowBoundsTest, AReportOverItsSizeFailsAndStoresNoPage) {
   EXPECT_THAT(report.error(), HasSubstr("--max-report-bytes"));
   EXPECT_TRUE(absl::IsNotFound(store_->GetWorkflowReport(report.name()).status()));
   EXPECT_EQ(bounds_->rejections().report_size, 1);
+}
+
+// Ended workflows beyond --retain-workflows go with their pages, oldest
+// first; a running one stays, and so does one that has just ended (its
+// schedule reads its outcome first).
+TEST_F(WorkflowBoundsTest, EndedWorkflowsBeyondTheRetainedOnesAreDeleted) {
+  WorkflowManagerOptions options;
+  options.retention.keep_runs = 1;
+  StartBoundedManager({}, options);
+  const std::string run = FinishedRun();
+  std::vector<std::string> reports;
+  for (int i = 0; i < 3; ++i) {
+    clock_.Advance(absl::Seconds(1));
+    reports.push_back(CreateAndSettle(ReportOf({run})).name());
+  }
+  v1::CreateWorkflowRequest matrix;
+  matrix.mutable_spec()->mutable_matrix()->mutable_base()->set_ranks(2);
+  matrix.mutable_spec()->mutable_matrix()->add_operations("allreduce");
+  const std::string running = CreateAndSettle(matrix).name();
+  EXPECT_TRUE(manager_->SweepRetention(clock_.Now()).empty());  // all just ended
+  clock_.Advance(absl::Hours(1));
+  EXPECT_THAT(manager_->SweepRetention(clock_.Now()), ElementsAre(reports[1], reports[0]));
+  std::vector<std::string> stored;
+  const std::vector<v1::Workflow> listed = *store_->ListWorkflows();
+  for (const v1::Workflow& w : listed) stored.push_back(w.name());
+  EXPECT_THAT(stored, UnorderedElementsAre(running, reports[2]));
+  EXPECT_TRUE(absl::IsNotFound(store_->GetWorkflowReport(reports[0]).status()));
+  EXPECT_TRUE(store_->GetWorkflowReport(reports[2]).ok());
+  EXPECT_TRUE(manager_->SweepRetention(clock_.Now()).empty());
 }
 
 // What the workflow manager writes: whole workflows, and cells alone.
