@@ -19,6 +19,8 @@
 #define COLLBENCH_SERVER_API_HANDLERS_H_
 
 #include <memory>
+#include <string>
+#include <vector>
 
 #include "absl/status/statusor.h"
 #include "collbench/v1/baseline.pb.h"
@@ -30,6 +32,7 @@
 #include "server/api/call_context.h"
 #include "server/api/watch.h"
 #include "server/core/fleet.h"
+#include "server/core/request_bounds.h"
 #include "server/core/run_manager.h"
 #include "server/core/watch_hub.h"
 #include "server/core/watcher_limits.h"
@@ -49,12 +52,24 @@ struct ApiParts {
   WorkflowManager* workflows = nullptr;  // may be null: its methods answer UNAVAILABLE
   ScheduleManager* schedules = nullptr;  // may be null: its methods answer UNAVAILABLE
   const Clock* clock = nullptr;
+  // The runs one request may name (the /ui/ comparison; the workflow
+  // manager's bound its own); may be null: the API's own, of the defaults.
+  RequestBounds* bounds = nullptr;
 };
 
 class CoordinatorApi {
  public:
   // REQUIRES: parts.runs, parts.fleet, parts.hub and parts.clock are set.
-  explicit CoordinatorApi(ApiParts parts) : parts_(parts) {}
+  explicit CoordinatorApi(ApiParts parts)
+      : parts_(parts), bounds_(parts.bounds != nullptr ? parts.bounds : &own_bounds_) {}
+
+  // `names` (run names) each once, where first named; InvalidArgument naming
+  // `field` beyond the runs one request may name (request_bounds.h). For
+  // the front ends that take lists of runs (the /ui/ comparison).
+  absl::StatusOr<std::vector<std::string>> DistinctRuns(const std::vector<std::string>& names,
+                                                        absl::string_view field) {
+    return bounds_->DistinctRuns(names, field);
+  }
 
   // Runs (run_handlers.cc). CreateRun needs a spec ("spec: is required").
   absl::StatusOr<v1::Run> CreateRun(const CallContext& call, const v1::CreateRunRequest& request);
@@ -134,6 +149,8 @@ class CoordinatorApi {
   absl::StatusOr<ScheduleManager*> Schedules() const;
 
   const ApiParts parts_;
+  RequestBounds own_bounds_;  // when parts_ has none
+  RequestBounds* const bounds_;
 };
 
 }  // namespace collbench

@@ -36,7 +36,8 @@ struct Coordinator::Parts {
   Authorizer authorizer;
   bool insecure_no_auth = false;                         // open on purpose: exported in /metrics
   std::atomic<HttpFrontend*> http_for_metrics{nullptr};  // set once `http` serves
-  std::unique_ptr<WatcherLimits> watchers;               // outlives both listeners
+  std::unique_ptr<WatcherLimits> watchers;  // outlives both listeners
+  std::unique_ptr<RequestBounds> bounds;    // of the workflows and the API
   std::shared_ptr<CoordinatorMetrics> metrics;
   std::unique_ptr<Store> store;
   WatchHub hub;
@@ -118,6 +119,7 @@ std::string SecurityMetrics(bool insecure_no_auth, const HttpFrontend* http) {
 
 std::shared_ptr<CoordinatorMetrics> NewMetrics(Store* store, Core* core,
                                                const WatcherLimits* watchers,
+                                               const RequestBounds* bounds,
                                                const WorkerStreams* streams,
                                                const CollectiveLabelOptions& labels) {
   MetricsSources sources;
@@ -127,6 +129,7 @@ std::shared_ptr<CoordinatorMetrics> NewMetrics(Store* store, Core* core,
   sources.admission_rejections = [core] { return core->runs().admission_rejections(); };
   sources.open_watchers = [watchers] { return watchers->open(); };
   sources.watcher_rejections = [watchers] { return watchers->rejections(); };
+  sources.request_bound_rejections = [bounds] { return bounds->rejections(); };
   sources.worker_counts = [core] { return core->fleet().worker_counts(); };
   sources.send_queue_overflows = [streams] { return streams->send_queue_overflows(); };
   return std::make_shared<CoordinatorMetrics>(COLLBENCH_VERSION, std::move(sources), labels);
@@ -160,8 +163,9 @@ absl::StatusOr<std::unique_ptr<Coordinator>> Coordinator::Start(const Coordinato
   p.core = std::make_unique<Core>(p.store.get(), &p.hub, p.streams.get(), core_options);
   p.gateway = std::make_unique<GatewayService>(&p.core->fleet(), p.streams.get(), p.clock);
   p.watchers = std::make_unique<WatcherLimits>(options.watchers);
-  p.metrics = NewMetrics(p.store.get(), p.core.get(), p.watchers.get(), p.streams.get(),
-                         options.metric_labels);
+  p.bounds = std::make_unique<RequestBounds>(options.bounds);
+  p.metrics = NewMetrics(p.store.get(), p.core.get(), p.watchers.get(), p.bounds.get(),
+                         p.streams.get(), options.metric_labels);
   if (absl::Status rebuilt = p.metrics->RebuildFromStore(*p.store); !rebuilt.ok()) {
     return absl::Status(rebuilt.code(), absl::StrCat("rebuilding the metrics from store ",
                                                      options.store, ": ", rebuilt.message()));
@@ -173,15 +177,16 @@ absl::StatusOr<std::unique_ptr<Coordinator>> Coordinator::Start(const Coordinato
   }
   p.core->retention().Sweep(p.clock->Now());
   p.runs = std::make_unique<RunManagerRuns>(&p.core->runs(), &p.core->fleet(), &p.hub);
-  p.workflows =
-      std::make_unique<WorkflowManager>(p.store.get(), p.runs.get(), p.clock, options.workflows);
+  p.workflows = std::make_unique<WorkflowManager>(p.store.get(), p.runs.get(), p.clock,
+                                                  options.workflows, nullptr, p.bounds.get());
   RETURN_IF_ERROR(p.workflows->Start());
-  p.schedules = std::make_unique<ScheduleManager>(p.store.get(), p.runs.get(), p.workflows.get(),
-                                                  options.schedules);
+  p.workflows->SweepRetention(p.clock->Now());
+  p.schedules = std::make_unique<ScheduleManager>(p.store.get(), p.runs.get(),
+                                                  p.workflows.get(), options.schedules);
   RETURN_IF_ERROR(p.schedules->Start());
   p.api = std::make_unique<CoordinatorApi>(ApiParts{&p.core->runs(), &p.core->fleet(), &p.hub,
                                                     p.watchers.get(), p.workflows.get(),
-                                                    p.schedules.get(), p.clock});
+                                                    p.schedules.get(), p.clock, p.bounds.get()});
   ASSIGN_OR_RETURN(p.service, NewGrpcApiService(GrpcEnv{p.api.get(), &p.authorizer}));
   RETURN_IF_ERROR(c->StartGrpc(options, std::move(credentials)));
   if (!options.http_listen.empty()) RETURN_IF_ERROR(c->StartHttp(options));
@@ -211,6 +216,7 @@ absl::StatusOr<std::unique_ptr<Coordinator>> Coordinator::Start(const Coordinato
         retained = now;
         core->retention().Sweep(now);  // nothing when no policy is set
         core->fleet().ForgetGoneWorkers(now);  // nothing with --forget-workers-after 0
+        workflows->SweepRetention(now);
       }
       if (insecure && now - warned >= kInsecureWarningInterval) {
         warned = now;

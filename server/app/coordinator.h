@@ -21,6 +21,7 @@
 #include "grpcpp/security/server_credentials.h"
 #include "server/api/worker_streams.h"
 #include "server/core/core.h"
+#include "server/core/request_bounds.h"
 #include "server/core/run_manager.h"
 #include "server/core/watcher_limits.h"
 #include "server/http/http_server.h"
@@ -53,6 +54,9 @@ struct CoordinatorOptions {
   // The worker streams' bounds (server/api/worker_streams.h).
   WorkerStreamsOptions worker_streams;
   WorkflowManagerOptions workflows;
+  // What one request may ask: a workflow's cells, the runs it names, a
+  // report's page (server/core/request_bounds.h).
+  RequestBoundOptions bounds;
   ScheduleManagerOptions schedules;
   // Worker names forgotten (row and secret) before serving, so that a worker
   // that lost its secret can join anew (--forget-worker).

@@ -39,7 +39,9 @@ constexpr char kUsage[] =
     "[--metric-pool-label KEY] [--max-metric-series N] [--retain-runs N] [--retain-for DURATION]\n"
     "       [--max-body-bytes N] [--max-connections N] [--max-unauthenticated-connections N] "
     "[--max-unauthenticated-bytes N] [--request-deadline D] "
-    "[--unauthenticated-request-deadline D]\n";
+    "[--unauthenticated-request-deadline D]\n"
+    "       [--max-workflow-cells N] [--max-runs-per-request N] [--max-report-bytes SIZE] "
+    "[--retain-workflows N] [--retain-workflows-for DURATION]\n";
 
 // A flag taking a whole number of at least `min` into `target`.
 void WholeNumberFlag(collbench::FlagParser& flags, const std::string& name, int min, int* target,
@@ -70,7 +72,9 @@ void DurationFlag(collbench::FlagParser& flags, const std::string& name, absl::D
         *target = absl::Seconds(*seconds);
         return absl::OkStatus();
       },
-      absl::StrCat(help, " (default ", absl::FormatDuration(*target), ")"));
+      *target > absl::ZeroDuration()
+          ? absl::StrCat(help, " (default ", absl::FormatDuration(*target), ")")
+          : help);
 }
 
 // The HTTP listener's limits (docs/operations/limits.md#http).
@@ -278,6 +282,29 @@ int main(int argc, char** argv) {
   WholeNumberFlag(flags, "max-queued-workflows", 1, &options.workflows.max_queued,
                   "workflows waiting beyond which CreateWorkflow is refused (RESOURCE_EXHAUSTED, "
                   "HTTP 429 with Retry-After)");
+  collbench::RequestBoundOptions& bounds = options.bounds;
+  WholeNumberFlag(flags, "max-workflow-cells", 1, &bounds.max_workflow_cells,
+                  "cells (runs) one matrix, suite or sweep workflow may plan, each list's "
+                  "repeats counted once; more is refused before planning (INVALID_ARGUMENT, "
+                  "HTTP 400)");
+  WholeNumberFlag(flags, "max-runs-per-request", 1, &bounds.max_runs_per_request,
+                  "distinct runs one advice, report or check workflow, baseline or /ui/compare "
+                  "page may name (repeats counted once); more is refused (INVALID_ARGUMENT, "
+                  "HTTP 400)");
+  flags.Custom(
+      "max-report-bytes", "SIZE",
+      [&bounds](absl::string_view v) {
+        absl::StatusOr<uint64_t> size = collbench::ParseBytes(v);
+        if (!size.ok() || *size < 1 || *size > (uint64_t{1} << 40)) {
+          return absl::InvalidArgumentError(
+              absl::StrCat("invalid --max-report-bytes '", v, "': a size from 1 to 1T (64M)"));
+        }
+        bounds.max_report_bytes = static_cast<int64_t>(*size);
+        return absl::OkStatus();
+      },
+      absl::StrCat("the page a report workflow may store; a larger one fails the workflow, "
+                   "naming the limit (default ",
+                   collbench::FormatBytes(bounds.max_report_bytes), ")"));
   flags.Custom(
       "references", "FILE",
       [&options](absl::string_view v) {
@@ -361,19 +388,19 @@ int main(int argc, char** argv) {
                   "keep the newest N finished runs (succeeded, failed, cancelled) and delete "
                   "older ones with their results, at start and every minute; queued and "
                   "running runs are never deleted; 0: keep them all");
-  flags.Custom(
-      "retain-for", "DURATION",
-      [&retention](absl::string_view v) {
-        absl::StatusOr<double> seconds = collbench::ParseDurationSeconds(v);
-        if (!seconds.ok()) {
-          return absl::InvalidArgumentError(
-              absl::StrCat("invalid --retain-for: ", seconds.status().message()));
-        }
-        retention.keep_for = absl::Seconds(*seconds);
-        return absl::OkStatus();
-      },
+  DurationFlag(
+      flags, "retain-for", &retention.keep_for,
       "delete finished runs that ended longer ago than this (e.g. 720h for 30 days), with their "
       "results, at start and every minute; default: keep them");
+  collbench::RetentionPolicy& workflow_retention = options.workflows.retention;
+  WholeNumberFlag(flags, "retain-workflows", 0, &workflow_retention.keep_runs,
+                  "keep the newest N ended workflows (succeeded, failed, cancelled) and delete "
+                  "older ones with their pages (their runs stay), at start and every minute; "
+                  "0: keep them all");
+  DurationFlag(
+      flags, "retain-workflows-for", &workflow_retention.keep_for,
+      "delete ended workflows that ended longer ago than this (e.g. 720h), with their pages, "
+      "at start and every minute; default: keep them");
   const absl::Status parsed = flags.Parse(std::vector<std::string>(argv + 1, argv + argc));
   if (flags.help()) {
     std::fputs(kUsage, stdout);

@@ -101,7 +101,10 @@ struct CoordinatorMetrics::Families {
                                        "watchers ended for falling behind; watchers_threads "
                                        "SSE watches refused over TLS, where each holds a "
                                        "request thread, when only the threads kept for other "
-                                       "requests are left.")
+                                       "requests are left; requests over a work bound: "
+                                       "workflow_cells (--max-workflow-cells), "
+                                       "runs_per_request (--max-runs-per-request), report_size "
+                                       "(--max-report-bytes, a report workflow failed).")
                                  .Register(*registry)),
         worker_registrations(prometheus::BuildCounter()
                                  .Name("collbench_worker_registrations_total")
@@ -187,8 +190,9 @@ CoordinatorMetrics::CoordinatorMetrics(absl::string_view version, MetricsSources
   for (v1::WorkerState s : {v1::READY, v1::BUSY, v1::DRAINING, v1::LOST, v1::SUSPECT}) {
     families_->workers.Add({{"state", Lower(v1::WorkerState_Name(s))}});
   }
-  for (const char* reason : {"queue_full", "rate_limited", "watchers_total", "watchers_per_client",
-                             "watcher_too_slow", "watchers_threads"}) {
+  for (const char* reason :
+       {"queue_full", "rate_limited", "watchers_total", "watchers_per_client", "watcher_too_slow",
+        "watchers_threads", "workflow_cells", "runs_per_request", "report_size"}) {
     families_->admission_rejections.Add({{"reason", reason}});
   }
   for (const char* result : {"new", "reconnected", "refused_join_token", "refused_secret",
@@ -479,13 +483,19 @@ std::string CoordinatorMetrics::Scrape() {
     const AdmissionRejections now = sources_.admission_rejections();
     const WatcherRejections watchers =
         sources_.watcher_rejections ? sources_.watcher_rejections() : WatcherRejections{};
+    const RequestBoundRejections bounds = sources_.request_bound_rejections
+                                              ? sources_.request_bound_rejections()
+                                              : RequestBoundRejections{};
     const std::pair<const char*, int64_t> by_reason[] = {
         {"queue_full", now.queue_full},
         {"rate_limited", now.rate_limited},
         {"watchers_total", watchers.total},
         {"watchers_per_client", watchers.per_client},
         {"watcher_too_slow", watchers.too_slow},
-        {"watchers_threads", watchers.threads}};
+        {"watchers_threads", watchers.threads},
+        {"workflow_cells", bounds.workflow_cells},
+        {"runs_per_request", bounds.runs_per_request},
+        {"report_size", bounds.report_size}};
     absl::MutexLock lock(&mu_);
     for (const auto& [reason, total] : by_reason) {
       prometheus::Counter& counter = families_->admission_rejections.Add({{"reason", reason}});

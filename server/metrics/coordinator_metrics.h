@@ -24,7 +24,10 @@
 //                                                        (queue_full, rate_limited) and
 //                                                        watchers (watchers_total,
 //                                                        watchers_per_client refused;
-//                                                        watcher_too_slow ended)
+//                                                        watcher_too_slow ended) and
+//                                                        requests over a work bound
+//                                                        (workflow_cells, runs_per_request,
+//                                                        report_size)
 //   collbench_watchers_open                              gauge, WatchRun + REST event streams
 //   collbench_worker_registrations_total{result}         counter: new, reconnected, refused_*
 //   collbench_worker_messages_refused_total{reason}      counter of worker messages not applied
@@ -83,6 +86,7 @@
 #include "collbench/v1/run.pb.h"
 #include "collbench/v1/worker.pb.h"
 #include "server/core/admission.h"
+#include "server/core/request_bounds.h"
 #include "server/core/run_manager.h"
 #include "server/core/watch_hub.h"
 #include "server/core/watcher_limits.h"
@@ -109,6 +113,7 @@ struct MetricsSources {
   std::function<AdmissionRejections()> admission_rejections;
   std::function<int64_t()> open_watchers;
   std::function<WatcherRejections()> watcher_rejections;
+  std::function<RequestBoundRejections()> request_bound_rejections;
   std::function<WorkerCounts()> worker_counts;
   std::function<int64_t()> send_queue_overflows;
 };

@@ -73,6 +73,11 @@ class ForwardingStore : public Store {
     OnCall("PutWorkflow");
     return inner_->PutWorkflow(workflow);
   }
+  absl::Status PutWorkflowCell(const v1::Workflow& head, int index,
+                               const v1::WorkflowCell& cell) override {
+    OnCall("PutWorkflowCell");
+    return inner_->PutWorkflowCell(head, index, cell);
+  }
   absl::StatusOr<std::vector<v1::Workflow>> ListWorkflows() override {
     OnCall("ListWorkflows");
     return inner_->ListWorkflows();

@@ -173,6 +173,19 @@ class MemoryStore final : public Store {
     return absl::OkStatus();
   }
 
+  absl::Status PutWorkflowCell(const v1::Workflow& head, int index,
+                               const v1::WorkflowCell& cell) override {
+    absl::MutexLock lock(&mu_);
+    auto it = workflows_.find(head.name());
+    if (it == workflows_.end()) return store_internal::WorkflowNotFound(head.name());
+    google::protobuf::RepeatedPtrField<v1::WorkflowCell> cells;
+    cells.Swap(it->second.mutable_cells());  // kept, not copied
+    it->second = head;
+    it->second.mutable_cells()->Swap(&cells);
+    if (index >= 0 && index < it->second.cells_size()) *it->second.mutable_cells(index) = cell;
+    return absl::OkStatus();
+  }
+
   absl::StatusOr<std::vector<v1::Workflow>> ListWorkflows() override {
     absl::MutexLock lock(&mu_);
     std::vector<v1::Workflow> out;

@@ -79,6 +79,10 @@ int64_t Query::ColumnInt(int column) const {
   return sqlite3_column_int64(statement_, column);
 }
 
+bool Query::ColumnIsNull(int column) const {
+  return sqlite3_column_type(statement_, column) == SQLITE_NULL;
+}
+
 std::string Query::ColumnText(int column) const {
   const unsigned char* text = sqlite3_column_text(statement_, column);
   const int size = sqlite3_column_bytes(statement_, column);

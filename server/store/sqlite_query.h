@@ -70,6 +70,9 @@ class Query {
 
   // Column `column` of the current row. REQUIRES: Step returned true.
   int64_t ColumnInt(int column) const;
+  // Whether column `column` of the current row is NULL. REQUIRES: Step
+  // returned true.
+  bool ColumnIsNull(int column) const;
   // Column `column` of the current row as text. REQUIRES: Step returned true.
   std::string ColumnText(int column) const;
   // Parses column `column` of the current row into `message`; DataLoss

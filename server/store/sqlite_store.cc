@@ -13,6 +13,7 @@
 
 #include <cstdint>
 #include <filesystem>
+#include <functional>
 #include <initializer_list>
 #include <iterator>
 #include <map>
@@ -108,6 +109,18 @@ CREATE TABLE schedules (
   data BLOB NOT NULL                -- serialized collbench.v1.Schedule
 );
 )sql",
+    // A cell's change writes the workflow's own fields (`head`) and that
+    // cell, not the whole workflow again (PutWorkflowCell); `data` stays
+    // as last put whole, and a whole put clears both.
+    R"sql(
+ALTER TABLE workflows ADD COLUMN head BLOB;  -- the workflow, cells cleared; NULL: data's
+CREATE TABLE workflow_cells (
+  workflow TEXT NOT NULL,           -- workflows/{id}
+  cell INTEGER NOT NULL,            -- index in the workflow's cells
+  data BLOB NOT NULL,               -- serialized collbench.v1.WorkflowCell
+  PRIMARY KEY (workflow, cell)
+) WITHOUT ROWID;
+)sql",
 };
 constexpr int kSchemaVersion = std::size(kMigrations);
 
@@ -135,7 +148,8 @@ struct Statements {
       upsert_worker, list_workers, set_secret_hash, list_secret_hashes,
       delete_worker_row, delete_secret_hash, list_finished_runs, delete_results,
       delete_run, put_workflow, list_workflows, put_workflow_report, get_workflow_report,
-      delete_workflow, put_baseline, get_baseline, list_baselines, delete_baseline,
+      delete_workflow, put_workflow_head, put_workflow_cell, list_workflow_cells,
+      delete_workflow_cells, put_baseline, get_baseline, list_baselines, delete_baseline,
       put_schedule, list_schedules, delete_schedule;
 };
 
@@ -198,8 +212,16 @@ absl::StatusOr<Statements> PrepareStatements(sqlite3* db) {
       {&s.delete_run, "DELETE FROM runs WHERE name = ?1"},
       {&s.put_workflow,
        "INSERT INTO workflows (name, create_time_ns, state, data) VALUES (?1, ?2, ?3, ?4) "
-       "ON CONFLICT (name) DO UPDATE SET create_time_ns = ?2, state = ?3, data = ?4"},
-      {&s.list_workflows, "SELECT data FROM workflows ORDER BY create_time_ns DESC, name DESC"},
+       "ON CONFLICT (name) DO UPDATE SET create_time_ns = ?2, state = ?3, data = ?4, "
+       "head = NULL"},
+      {&s.list_workflows,
+       "SELECT data, head FROM workflows ORDER BY create_time_ns DESC, name DESC"},
+      {&s.put_workflow_head, "UPDATE workflows SET state = ?2, head = ?3 WHERE name = ?1"},
+      {&s.put_workflow_cell,
+       "INSERT INTO workflow_cells (workflow, cell, data) VALUES (?1, ?2, ?3) "
+       "ON CONFLICT (workflow, cell) DO UPDATE SET data = ?3"},
+      {&s.list_workflow_cells, "SELECT workflow, cell, data FROM workflow_cells"},
+      {&s.delete_workflow_cells, "DELETE FROM workflow_cells WHERE workflow = ?1"},
       {&s.put_workflow_report, "UPDATE workflows SET report = ?2 WHERE name = ?1"},
       {&s.get_workflow_report, "SELECT report FROM workflows WHERE name = ?1 AND report IS NOT NULL"},
       {&s.delete_workflow, "DELETE FROM workflows WHERE name = ?1"},
@@ -529,18 +551,64 @@ class SqliteStore final : public Store {
   absl::Status PutWorkflow(const v1::Workflow& workflow) override {
     RETURN_IF_ERROR(store_internal::ValidateWorkflowName(workflow.name()));
     absl::MutexLock lock(&mu_);
-    Query query(db_.get(), statements_.put_workflow.get(), "put workflow");
-    query.Text(workflow.name())
-        .Int(store_internal::TimestampNs(workflow.create_time()))
-        .Int(workflow.state())
-        .Blob(workflow.SerializeAsString());
-    return Written(query.Execute().status());
+    return InTransactionLocked("put workflow", [&]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+      Query put(db_.get(), statements_.put_workflow.get(), "put workflow");
+      put.Text(workflow.name())
+          .Int(store_internal::TimestampNs(workflow.create_time()))
+          .Int(workflow.state())
+          .Blob(workflow.SerializeAsString());
+      RETURN_IF_ERROR(put.Execute().status());
+      Query cells(db_.get(), statements_.delete_workflow_cells.get(), "put workflow");
+      cells.Text(workflow.name());
+      return cells.Execute().status();
+    });
+  }
+
+  absl::Status PutWorkflowCell(const v1::Workflow& head, int index,
+                               const v1::WorkflowCell& cell) override {
+    absl::MutexLock lock(&mu_);
+    return InTransactionLocked("put workflow cell", [&]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+      v1::Workflow own = head;  // a copy only when the caller left cells in
+      if (own.cells_size() > 0) own.clear_cells();
+      Query put(db_.get(), statements_.put_workflow_head.get(), "put workflow cell");
+      put.Text(head.name()).Int(head.state()).Blob(own.SerializeAsString());
+      ASSIGN_OR_RETURN(const int changed, put.Execute());
+      if (changed == 0) return store_internal::WorkflowNotFound(head.name());
+      Query write(db_.get(), statements_.put_workflow_cell.get(), "put workflow cell");
+      write.Text(head.name()).Int(index).Blob(cell.SerializeAsString());
+      return write.Execute().status();
+    });
   }
 
   absl::StatusOr<std::vector<v1::Workflow>> ListWorkflows() override {
-    return Read([](sqlite3* db, const Statements& s) {
+    return Read([](sqlite3* db, const Statements& s) -> absl::StatusOr<std::vector<v1::Workflow>> {
+      std::vector<v1::Workflow> workflows;
+      std::map<std::string, v1::Workflow*> by_name;
       Query query(db, s.list_workflows.get(), "list workflows");
-      return ReadAll<v1::Workflow>(query, "workflow");
+      while (true) {
+        ASSIGN_OR_RETURN(const bool row, query.Step());
+        if (!row) break;
+        v1::Workflow& workflow = workflows.emplace_back();
+        RETURN_IF_ERROR(query.ColumnProto(0, &workflow, "workflow"));
+        if (!query.ColumnIsNull(1)) {  // its own fields changed since: head's
+          google::protobuf::RepeatedPtrField<v1::WorkflowCell> cells;
+          cells.Swap(workflow.mutable_cells());
+          RETURN_IF_ERROR(query.ColumnProto(1, &workflow, "workflow head"));
+          workflow.mutable_cells()->Swap(&cells);
+        }
+      }
+      for (v1::Workflow& workflow : workflows) by_name[workflow.name()] = &workflow;
+      Query cells(db, s.list_workflow_cells.get(), "list workflow cells");
+      while (true) {
+        ASSIGN_OR_RETURN(const bool row, cells.Step());
+        if (!row) break;
+        auto it = by_name.find(cells.ColumnText(0));
+        const int64_t index = cells.ColumnInt(1);
+        if (it == by_name.end() || index < 0 || index >= it->second->cells_size()) continue;
+        RETURN_IF_ERROR(cells.ColumnProto(2, it->second->mutable_cells(static_cast<int>(index)),
+                                          "workflow cell"));
+      }
+      return workflows;
     });
   }
 
@@ -568,8 +636,10 @@ class SqliteStore final : public Store {
 
   absl::Status DeleteWorkflow(absl::string_view name) override {
     absl::MutexLock lock(&mu_);
-    ASSIGN_OR_RETURN(const std::vector<int> changed,
-                     DeleteLocked({statements_.delete_workflow.get()}, name, "delete workflow"));
+    ASSIGN_OR_RETURN(
+        const std::vector<int> changed,
+        DeleteLocked({statements_.delete_workflow.get(), statements_.delete_workflow_cells.get()},
+                     name, "delete workflow"));
     if (changed[0] == 0) return store_internal::WorkflowNotFound(name);
     return absl::OkStatus();
   }
@@ -770,6 +840,19 @@ class SqliteStore final : public Store {
 
   // Runs each of `statements` (a DELETE binding ?1 to `name`) in one
   // transaction, rolled back on error; returns the rows each changed.
+  // `write` in one transaction: all of it durable, or none of it kept.
+  absl::Status InTransactionLocked(const char* what, const std::function<absl::Status()>& write)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    RETURN_IF_ERROR(Written(Exec(db_.get(), "BEGIN IMMEDIATE", what)));
+    absl::Status status = write();
+    if (status.ok()) status = Exec(db_.get(), "COMMIT", what);
+    if (!status.ok()) {
+      sqlite3_exec(db_.get(), "ROLLBACK", nullptr, nullptr, nullptr);
+      return Written(status);
+    }
+    return absl::OkStatus();
+  }
+
   absl::StatusOr<std::vector<int>> DeleteLocked(std::initializer_list<sqlite3_stmt*> statements,
                                                 absl::string_view name, const char* what)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {

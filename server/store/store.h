@@ -246,6 +246,15 @@ class Store {
   // is "workflows/{id}" with a non-empty id.
   virtual absl::Status PutWorkflow(const v1::Workflow& workflow) = 0;
 
+  // Stores a change of one cell: the workflow's own fields from `head`
+  // (its cells are not read) and cell `index` from `cell`, the other cells
+  // as last stored; so that a cell's change writes that cell and not every
+  // cell again (docs/design/store.md#the-sqlite-store). Durable when it returns.
+  // NotFound when the workflow is not stored.
+  // REQUIRES: the stored workflow has a cell `index`.
+  virtual absl::Status PutWorkflowCell(const v1::Workflow& head, int index,
+                                       const v1::WorkflowCell& cell) = 0;
+
   // Every stored workflow, newest first (create_time descending, then name).
   virtual absl::StatusOr<std::vector<v1::Workflow>> ListWorkflows() = 0;
 

@@ -24,6 +24,7 @@
 #include "server/ui/ui_handlers.h"
 #include "server/ui/ui_pages.h"
 #include "server/ui/ui_session.h"
+#include "server/workflows/run_selection.h"
 
 namespace collbench::ui_handlers {
 namespace {
@@ -200,10 +201,13 @@ HttpReply Compare(const UiContext& context, const RestRequest& request) {
     return UiErrorReply(absl::InvalidArgumentError("runs: name the runs to compare, "
                                                    "?runs=ID,ID,… (the first is the baseline)"));
   }
+  // Each run once, and no more than a request may name, before any is read.
+  for (std::string& id : ids) id = workflows::RunNameOf(id);
+  absl::StatusOr<std::vector<std::string>> distinct = context.api->DistinctRuns(ids, "runs");
+  if (!distinct.ok()) return UiErrorReply(distinct.status());
   std::vector<RunWithResults> runs;
-  for (absl::string_view id : ids) {
-    absl::ConsumePrefix(&id, "runs/");
-    absl::StatusOr<RunWithResults> run = LoadRun(context, request, absl::StrCat("runs/", id));
+  for (const std::string& name : *distinct) {
+    absl::StatusOr<RunWithResults> run = LoadRun(context, request, name);
     if (!run.ok()) return UiErrorReply(run.status());
     runs.push_back(*std::move(run));
   }

@@ -19,7 +19,7 @@ absl::StatusOr<v1::Baseline> Baselines::Create(const v1::CreateBaselineRequest& 
   *selection.mutable_runs() = request.runs();
   selection.set_workflow(request.workflow());
   absl::StatusOr<std::vector<std::string>> selected =
-      workflows::SelectRuns(selection, "spec.check.runs", *runs_, workflows_);
+      workflows::SelectRuns(selection, "spec.check.runs", *runs_, workflows_, *bounds_);
   if (!selected.ok()) {  // the request's own field names
     std::string message(selected.status().message());
     absl::StrReplaceAll({{"spec.check.runs.", ""}, {"spec.check.runs", "runs"}}, &message);

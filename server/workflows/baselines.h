@@ -26,6 +26,7 @@
 #include "analysis/run_set.h"
 #include "collbench/v1/baseline.pb.h"
 #include "collbench/v1/workflow.pb.h"
+#include "server/core/request_bounds.h"
 #include "server/store/store.h"
 #include "server/workflows/run_selection.h"
 #include "server/workflows/workflow_runs.h"
@@ -34,10 +35,11 @@ namespace collbench {
 
 class Baselines {
  public:
-  // Neither pointer is owned; both outlive this object. `workflows` reads
-  // the workflow a baseline is made of.
-  Baselines(Store* store, WorkflowRuns* runs, workflows::WorkflowLookup workflows)
-      : store_(store), runs_(runs), workflows_(std::move(workflows)) {}
+  // No pointer is owned; all outlive this object. `workflows` reads the
+  // workflow a baseline is made of; `bounds` bounds the runs one names.
+  Baselines(Store* store, WorkflowRuns* runs, workflows::WorkflowLookup workflows,
+            RequestBounds* bounds)
+      : store_(store), runs_(runs), workflows_(std::move(workflows)), bounds_(bounds) {}
 
   absl::StatusOr<v1::Baseline> Create(const v1::CreateBaselineRequest& request, absl::Time now,
                                       absl::string_view caller) ABSL_LOCKS_EXCLUDED(mu_);
@@ -58,6 +60,7 @@ class Baselines {
   Store* const store_;
   WorkflowRuns* const runs_;
   const workflows::WorkflowLookup workflows_;
+  RequestBounds* const bounds_;
   absl::Mutex mu_;  // a create or delete of one baseline at a time
 };
 

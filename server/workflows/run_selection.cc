@@ -1,9 +1,12 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "server/workflows/run_selection.h"
 
+#include <algorithm>
+
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "api/convert.h"
+#include "common/status_macros.h"
 
 namespace collbench::workflows {
 
@@ -13,18 +16,24 @@ std::string RunNameOf(absl::string_view text) {
 
 absl::StatusOr<std::vector<std::string>> SelectRuns(const v1::RunSelection& selection,
                                                     absl::string_view field, WorkflowRuns& runs,
-                                                    const WorkflowLookup& workflows) {
+                                                    const WorkflowLookup& workflows,
+                                                    RequestBounds& bounds) {
   if (selection.runs_size() > 0 && !selection.workflow().empty()) {
     return absl::InvalidArgumentError(
         absl::StrCat(field, ": name runs or a workflow, not both"));
   }
   std::vector<std::string> names;
   if (selection.runs_size() > 0) {
-    for (int i = 0; i < selection.runs_size(); ++i) {
-      absl::StatusOr<v1::Run> run = runs.GetRun(RunNameOf(selection.runs(i)));
+    std::vector<std::string> given;
+    for (const std::string& run : selection.runs()) given.push_back(RunNameOf(run));
+    ASSIGN_OR_RETURN(const std::vector<std::string> distinct,
+                     bounds.DistinctRuns(given, absl::StrCat(field, ".runs")));
+    for (const std::string& name : distinct) {
+      absl::StatusOr<v1::Run> run = runs.GetRun(name);
       if (!run.ok()) {
+        const auto at = std::find(given.begin(), given.end(), name) - given.begin();
         return absl::InvalidArgumentError(
-            absl::StrCat(field, ".runs[", i, "]: ", run.status().message()));
+            absl::StrCat(field, ".runs[", at, "]: ", run.status().message()));
       }
       names.push_back(run->name());
     }

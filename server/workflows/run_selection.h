@@ -15,6 +15,7 @@
 #include "absl/strings/string_view.h"
 #include "analysis/run_set.h"
 #include "collbench/v1/workflow.pb.h"
+#include "server/core/request_bounds.h"
 #include "server/workflows/workflow_runs.h"
 
 namespace collbench::workflows {
@@ -25,13 +26,16 @@ using WorkflowLookup = std::function<absl::StatusOr<v1::Workflow>(absl::string_v
 // "runs/ID" from "ID" or "runs/ID".
 std::string RunNameOf(absl::string_view text);
 
-// The names of the runs `selection` names: its runs, each of which must
-// exist, or the runs of its workflow, which must have ended and made some.
+// The names of the runs `selection` names: its runs, each once (where first
+// named) and each of which must exist, or the runs of its workflow, which
+// must have ended and made some (as many as its cells at most). Named runs
+// beyond `bounds`' runs per request are refused before any is looked up.
 // InvalidArgument (FailedPrecondition for a workflow still going) naming
 // `field` and the part of it that is wrong ("FIELD.runs[2]: ...").
 absl::StatusOr<std::vector<std::string>> SelectRuns(const v1::RunSelection& selection,
                                                     absl::string_view field, WorkflowRuns& runs,
-                                                    const WorkflowLookup& workflows);
+                                                    const WorkflowLookup& workflows,
+                                                    RequestBounds& bounds);
 
 // The runs of a workflow's cells that were created, in cell order.
 std::vector<std::string> CellRuns(const v1::Workflow& workflow);

@@ -80,7 +80,7 @@ bool WorkflowManager::CreateCellRun(const std::string& name, int index, const v1
     WakeAt(name, now + kRefusedCreateRetry);
     return false;
   }
-  Update(name, [&](v1::Workflow& workflow) {
+  const auto record = [&](v1::Workflow& workflow) {
     v1::WorkflowCell& cell = *workflow.mutable_cells(index);
     if (!created.ok()) {
       cell.set_state(v1::FAILED);
@@ -90,7 +90,8 @@ bool WorkflowManager::CreateCellRun(const std::string& name, int index, const v1
     }
     cell.set_run(created->name());
     cell.set_state(created->state());
-  });
+  };
+  Update(name, record, index);
   return true;  // made (followed next) or failed (the next cell next)
 }
 
@@ -112,7 +113,7 @@ bool WorkflowManager::FollowCellRun(const std::string& name, int index, const st
       cell.set_state(state);
       cell.set_error(error);
       if (ended) workflow->set_cells_done(workflow->cells_done() + 1);
-      SaveLocked(*workflow);
+      SaveLocked(*workflow, index);
     }
   }
   if (ended) Unwatch(name, run);
@@ -200,7 +201,8 @@ void WorkflowManager::ExecuteSelection(const std::string& name, const v1::Workfl
   } else {
     html = workflows::RenderReport(snapshot, workflows::FetchRuns(*runs_, *selected));
   }
-  absl::Status stored = html.ok() ? store_->PutWorkflowReport(name, *html) : html.status();
+  absl::Status stored = html.ok() ? bounds_->CheckReportSize(html->size()) : html.status();
+  if (stored.ok()) stored = store_->PutWorkflowReport(name, *html);
   if (!stored.ok()) {
     Finish(name, v1::WORKFLOW_FAILED, std::string(stored.message()), {});
     return;

@@ -111,6 +111,9 @@ absl::Status WorkflowManager::CheckBaselineOptions(const v1::WorkflowSpec& spec)
 
 absl::Status WorkflowManager::Plan(const v1::WorkflowSpec& spec, const std::string& id,
                                    v1::Workflow* workflow) {
+  // Counted from the lists' sizes, so that a refused workflow costs no
+  // planning (docs/operations/limits.md#workflows-and-run-lists).
+  RETURN_IF_ERROR(bounds_->CheckWorkflowCells(workflows::CountCells(spec)));
   RETURN_IF_ERROR(CheckBaselineOptions(spec));
   const workflows::RunChecker check = [this](const v1::RunSpec& run) {
     return runs_->CheckRun(run);

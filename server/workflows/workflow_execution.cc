@@ -186,12 +186,12 @@ bool WorkflowManager::Cancelling(const std::string& name) {
 }
 
 void WorkflowManager::Update(const std::string& name,
-                             const std::function<void(v1::Workflow&)>& change) {
+                             const std::function<void(v1::Workflow&)>& change, int changed_cell) {
   absl::MutexLock lock(&mu_);
   v1::Workflow* workflow = FindLocked(name);
   if (workflow == nullptr) return;
   change(*workflow);
-  SaveLocked(*workflow);
+  SaveLocked(*workflow, changed_cell);
 }
 
 void WorkflowManager::Finish(const std::string& name, v1::WorkflowState state,

@@ -11,6 +11,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
 #include "absl/strings/strip.h"
 #include "analysis/report.h"
 #include "api/convert.h"
@@ -23,12 +24,14 @@ namespace collbench {
 
 WorkflowManager::WorkflowManager(Store* store, WorkflowRuns* runs, const Clock* clock,
                                  WorkflowManagerOptions options,
-                                 std::unique_ptr<Executor> executor)
+                                 std::unique_ptr<Executor> executor, RequestBounds* bounds)
     : store_(store),
       runs_(runs),
       clock_(clock),
       options_(options),
-      baselines_(store, runs, [this](absl::string_view name) { return Get(name); }),
+      own_bounds_(bounds == nullptr ? std::make_unique<RequestBounds>() : nullptr),
+      bounds_(bounds == nullptr ? own_bounds_.get() : bounds),
+      baselines_(store, runs, [this](absl::string_view name) { return Get(name); }, bounds_),
       waker_(std::make_shared<Waker>(this)),
       executor_(executor != nullptr ? std::move(executor)
                                     : NewThreadPool(std::max(options.threads, 1))) {}
@@ -235,6 +238,41 @@ void WorkflowManager::Unsubscribe(const std::string& name, const WorkflowSink* s
   if (list.empty()) sinks_.erase(it);
 }
 
+std::vector<std::string> WorkflowManager::SweepRetention(absl::Time now) {
+  if (!options_.retention.active()) return {};
+  // Long enough for a schedule's tick to read the outcome of its firing.
+  constexpr absl::Duration kJustEnded = absl::Minutes(10);
+  std::vector<Store::FinishedRun> ended;  // retention.h's rows, of workflows
+  {
+    absl::MutexLock lock(&mu_);
+    for (const auto& [name, workflow] : workflows_) {
+      if (!IsFinalWorkflowState(workflow.state())) continue;
+      ended.push_back({name, absl::ToUnixNanos(TimeFromTimestamp(workflow.create_time())),
+                       workflow.has_end_time()
+                           ? absl::ToUnixNanos(TimeFromTimestamp(workflow.end_time()))
+                           : 0});
+    }
+  }
+  std::sort(ended.begin(), ended.end(), [](const auto& a, const auto& b) {
+    return a.create_time_ns != b.create_time_ns ? a.create_time_ns > b.create_time_ns
+                                                : a.name > b.name;
+  });
+  std::vector<std::string> deleted;
+  const int64_t just_ended_ns = absl::ToUnixNanos(now - kJustEnded);
+  for (const std::string& name : RunsPastRetention(ended, options_.retention, now)) {
+    const auto row =
+        std::find_if(ended.begin(), ended.end(), [&](const auto& w) { return w.name == name; });
+    if (row->end_time_ns > just_ended_ns) continue;
+    if (Delete(name).ok()) deleted.push_back(name);
+  }
+  if (!deleted.empty()) {
+    LogInfo("workflow.retention", absl::StrCat("workflow retention deleted ", deleted.size(),
+                                               " ended workflows: ", absl::StrJoin(deleted, ", ")))
+        .Int("deleted", static_cast<int64_t>(deleted.size()));
+  }
+  return deleted;
+}
+
 int WorkflowManager::active_count() {
   absl::MutexLock lock(&mu_);
   int active = 0;
@@ -249,9 +287,20 @@ v1::Workflow* WorkflowManager::FindLocked(absl::string_view name) {
   return it == workflows_.end() ? nullptr : &it->second;
 }
 
-void WorkflowManager::SaveLocked(v1::Workflow& workflow) {
+void WorkflowManager::SaveLocked(v1::Workflow& workflow, int changed_cell) {
   workflow.set_version(workflow.version() + 1);
-  if (absl::Status s = store_->PutWorkflow(workflow); !s.ok()) {
+  absl::Status s;
+  if (changed_cell >= 0 && changed_cell < workflow.cells_size()) {
+    // Its own fields without a copy of its cells (moved out and back).
+    google::protobuf::RepeatedPtrField<v1::WorkflowCell> cells;
+    cells.Swap(workflow.mutable_cells());
+    const v1::Workflow head = workflow;
+    workflow.mutable_cells()->Swap(&cells);
+    s = store_->PutWorkflowCell(head, changed_cell, workflow.cells(changed_cell));
+  } else {
+    s = store_->PutWorkflow(workflow);
+  }
+  if (!s.ok()) {
     LogError("store.error").Str("workflow", workflow.name()).Str("error", std::string(s.message()));
   }
   auto it = sinks_.find(workflow.name());
@@ -270,7 +319,7 @@ absl::StatusOr<std::vector<std::string>> WorkflowManager::SelectedRuns(
   const absl::string_view field =
       spec.has_advice() ? "spec.advice" : spec.has_check() ? "spec.check.runs" : "spec.report";
   return workflows::SelectRuns(selection, field, *runs_,
-                               [this](absl::string_view name) { return Get(name); });
+                               [this](absl::string_view name) { return Get(name); }, *bounds_);
 }
 
 }  // namespace collbench

@@ -50,6 +50,8 @@
 #include "collbench/v1/workflow.pb.h"
 #include "common/clock.h"
 #include "common/executor.h"
+#include "server/core/request_bounds.h"
+#include "server/core/retention.h"
 #include "server/store/store.h"
 #include "server/workflows/baselines.h"
 #include "server/workflows/hunts.h"
@@ -61,6 +63,9 @@ struct WorkflowManagerOptions {
   int max_running = 2;   // workflows executed at once (each runs one cell at a time)
   int max_queued = 100;  // beyond this many waiting, Create is ResourceExhausted
   int threads = 2;       // the executor's, which advance workflows when woken
+  // Ended workflows kept (--retain-workflows, --retain-workflows-for):
+  // retention.h's rule, `keep_runs` counting workflows; inactive: all.
+  RetentionPolicy retention;
 };
 
 class WorkflowSink {
@@ -81,9 +86,12 @@ class WorkflowManager {
  public:
   // None of the pointers is owned; all outlive the manager. `executor`
   // advances the workflows (null: a pool of `options.threads` threads); the
-  // manager owns it and shuts it down in Stop().
+  // manager owns it and shuts it down in Stop(). `bounds` bounds the cells
+  // of a workflow and the runs one names (null: the manager's own, of the
+  // default RequestBoundOptions).
   WorkflowManager(Store* store, WorkflowRuns* runs, const Clock* clock,
-                  WorkflowManagerOptions options, std::unique_ptr<Executor> executor = nullptr);
+                  WorkflowManagerOptions options, std::unique_ptr<Executor> executor = nullptr,
+                  RequestBounds* bounds = nullptr);
   ~WorkflowManager();  // Stop()
 
   // Loads the stored workflows, queues those that had not ended, and
@@ -126,11 +134,20 @@ class WorkflowManager {
   // spec.baseline.
   Baselines* baselines() { return &baselines_; }
 
+  // What a request may ask (request_bounds.h) and its refusals' counts.
+  RequestBounds& bounds() { return *bounds_; }
+
   // The workflow now; `sink` then gets every later version until it ends.
   // A workflow that has ended is returned and `sink` is not kept.
   absl::StatusOr<v1::Workflow> Subscribe(absl::string_view name,
                                          std::shared_ptr<WorkflowSink> sink);
   void Unsubscribe(const std::string& name, const WorkflowSink* sink);
+
+  // Deletes the ended workflows (their pages with them; their runs stay)
+  // that options.retention does not keep at `now`, except one that ended
+  // within the last ten minutes (a schedule reads its firing's outcome
+  // first); returns their names. Nothing when the policy is not active.
+  std::vector<std::string> SweepRetention(absl::Time now) ABSL_LOCKS_EXCLUDED(mu_);
 
   // Workflows not ended, for metrics.
   int active_count();
@@ -169,9 +186,10 @@ class WorkflowManager {
   void Unwatch(const std::string& name, const std::string& run) ABSL_LOCKS_EXCLUDED(mu_);
   bool StoppingOrGone(const std::string& name) ABSL_LOCKS_EXCLUDED(mu_);
   bool Cancelling(const std::string& name) ABSL_LOCKS_EXCLUDED(mu_);
-  // Applies `change` to the workflow and saves it (no-op when it is gone).
-  void Update(const std::string& name, const std::function<void(v1::Workflow&)>& change)
-      ABSL_LOCKS_EXCLUDED(mu_);
+  // Applies `change` to the workflow and saves it (no-op when it is gone);
+  // `changed_cell` as SaveLocked's.
+  void Update(const std::string& name, const std::function<void(v1::Workflow&)>& change,
+              int changed_cell = -1) ABSL_LOCKS_EXCLUDED(mu_);
   // Final state, output (below the plan's header) and end time; frees the
   // slot, ends the workflow's run subscriptions and starts the next queued.
   void Finish(const std::string& name, v1::WorkflowState state, const std::string& error,
@@ -219,14 +237,19 @@ class WorkflowManager {
   absl::StatusOr<std::vector<std::string>> SelectedRuns(const v1::WorkflowSpec& spec)
       ABSL_LOCKS_EXCLUDED(mu_);
 
-  // Stores and publishes the workflow after a change (version + 1).
-  void SaveLocked(v1::Workflow& workflow) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Stores and publishes the workflow after a change (version + 1). When
+  // only its cell `changed_cell` (>= 0) and its own fields changed, only
+  // they are written (Store::PutWorkflowCell): a workflow's run costs its
+  // cells once each, not every cell at every change.
+  void SaveLocked(v1::Workflow& workflow, int changed_cell = -1) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   v1::Workflow* FindLocked(absl::string_view name) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
   Store* const store_;
   WorkflowRuns* const runs_;
   const Clock* const clock_;
   const WorkflowManagerOptions options_;
+  std::unique_ptr<RequestBounds> own_bounds_;  // when none was given
+  RequestBounds* const bounds_;
   Baselines baselines_;
 
   absl::Mutex mu_;

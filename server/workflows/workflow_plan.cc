@@ -18,6 +18,7 @@
 #include "api/run_flags.h"
 #include "common/status_macros.h"
 #include "flavors/registry.h"
+#include "server/core/request_bounds.h"
 
 namespace collbench::workflows {
 namespace {
@@ -40,15 +41,32 @@ v1::WorkflowCell Cell(std::string label, v1::RunSpec spec, std::string skipped =
 
 using CellKey = std::array<std::string, 4>;  // operation, placement, transport, MPI
 
+// The list's values (an item may hold several, comma-separated), each once
+// where first given; `fallback` when it names none.
 std::vector<std::string> OrDefault(const google::protobuf::RepeatedPtrField<std::string>& list,
                                    std::vector<std::string> fallback) {
   std::vector<std::string> out;
+  std::set<std::string, std::less<>> seen;
   for (const std::string& item : list) {
     for (absl::string_view part : absl::StrSplit(item, ',', absl::SkipEmpty())) {
-      out.emplace_back(part);
+      if (seen.insert(std::string(part)).second) out.emplace_back(part);
     }
   }
   return out.empty() ? fallback : out;
+}
+
+using MatrixAxes = std::array<std::pair<const char*, std::vector<std::string>>, 4>;
+
+// The matrix's four lists, defaults filled in, in CellKey's order.
+MatrixAxes AxesOf(const v1::MatrixSpec& m) {
+  std::vector<std::string> default_ops = {"allreduce", "bcast", "gather"};
+  if (!m.base().operation().empty()) default_ops = {m.base().operation()};
+  return {{
+      {"operations", OrDefault(m.operations(), default_ops)},
+      {"placements", OrDefault(m.placements(), {"pack", "spread"})},
+      {"transports", OrDefault(m.transports(), {"shm", "tcp"})},
+      {"mpis", OrDefault(m.mpis(), {std::string(Flavors().Default().name())})},
+  }};
 }
 
 // `base` with one combination's operation, placement policy, transport and
@@ -82,14 +100,7 @@ absl::Status CheckAxisValue(size_t axis, const std::string& value) {
 absl::StatusOr<Plan> PlanMatrix(const v1::WorkflowSpec& workflow, const std::string& id,
                                 const RunChecker& check) {
   const v1::MatrixSpec& m = workflow.matrix();
-  std::vector<std::string> default_ops = {"allreduce", "bcast", "gather"};
-  if (!m.base().operation().empty()) default_ops = {m.base().operation()};
-  const std::array<std::pair<const char*, std::vector<std::string>>, 4> axes = {{
-      {"operations", OrDefault(m.operations(), default_ops)},
-      {"placements", OrDefault(m.placements(), {"pack", "spread"})},
-      {"transports", OrDefault(m.transports(), {"shm", "tcp"})},
-      {"mpis", OrDefault(m.mpis(), {std::string(Flavors().Default().name())})},
-  }};
+  const MatrixAxes axes = AxesOf(m);
   // A value that does not parse (a misspelled placement, transport or
   // library) is named on its own, before any combination is judged.
   for (size_t axis = 1; axis < axes.size(); ++axis) {
@@ -395,6 +406,30 @@ absl::StatusOr<std::string> KindOf(const v1::WorkflowSpec& spec) {
   }
   return absl::InvalidArgumentError(
       "spec: set one of matrix, suite, sweep, advice, report, check or hunt (the workflow's kind)");
+}
+
+uint64_t CountCells(const v1::WorkflowSpec& spec) {
+  switch (spec.kind_case()) {
+    case v1::WorkflowSpec::kMatrix: {
+      std::vector<uint64_t> sizes;
+      for (const auto& [field, values] : AxesOf(spec.matrix())) sizes.push_back(values.size());
+      return SaturatingProduct(sizes);
+    }
+    case v1::WorkflowSpec::kSweep: {
+      const v1::RunSpec& base = spec.sweep().base();
+      const size_t only = OrDefault(spec.sweep().algorithms(), {}).size();
+      return 1 + (only > 0 ? only : FlavorFor(base.mpi()).Algorithms(base.operation()).size());
+    }
+    case v1::WorkflowSpec::kSuite: {
+      absl::StatusOr<Suite> suite = FindSuite(spec.suite().suite());
+      if (!suite.ok()) return 0;
+      absl::StatusOr<std::vector<SuiteCell>> cells =
+          ExpandSuite(*suite, SuiteProfile(spec.suite()));
+      return cells.ok() ? cells->size() : 0;
+    }
+    default:
+      return 0;
+  }
 }
 
 namespace {

@@ -12,6 +12,7 @@
 #ifndef COLLBENCH_SERVER_WORKFLOWS_WORKFLOW_PLAN_H_
 #define COLLBENCH_SERVER_WORKFLOWS_WORKFLOW_PLAN_H_
 
+#include <cstdint>
 #include <functional>
 #include <string>
 #include <vector>
@@ -31,6 +32,13 @@ std::string SuiteProfile(const v1::SuiteSpec& spec);
 // "matrix", "suite", "sweep", "advice" or "report"; InvalidArgument when
 // the spec sets none.
 absl::StatusOr<std::string> KindOf(const v1::WorkflowSpec& spec);
+
+// How many cells PlanWorkflow would plan for a matrix, suite or sweep (each
+// list's repeats counted once), from the lists' sizes, without planning
+// them: what a bound on a workflow's cells is checked against before the
+// work. 0 for the other kinds, and for a spec the planner will refuse (an
+// unknown suite); saturates at UINT64_MAX.
+uint64_t CountCells(const v1::WorkflowSpec& spec);
 
 // What CreateRun would say of a spec (validation and the fleet), nothing
 // queued: RunManager::CheckRun.

@@ -268,10 +268,12 @@ TEST(CoordinatorMetrics, GaugesComeFromTheSourcesAndNoLabelHoldsARunId) {
 TEST(CoordinatorMetrics, AdmissionRejectionsFollowTheManagersTotals) {
   AdmissionRejections totals;
   WatcherRejections watchers;
+  RequestBoundRejections bounds;
   int64_t open_watchers = 0;
   MetricsSources sources;
   sources.admission_rejections = [&totals] { return totals; };
   sources.watcher_rejections = [&watchers] { return watchers; };
+  sources.request_bound_rejections = [&bounds] { return bounds; };
   sources.open_watchers = [&open_watchers] { return open_watchers; };
   CoordinatorMetrics metrics("1.2.3", sources);
   auto counts = [&metrics] {
@@ -289,19 +291,28 @@ TEST(CoordinatorMetrics, AdmissionRejectionsFollowTheManagersTotals) {
                               {"watchers_total", 0},
                               {"watchers_per_client", 0},
                               {"watcher_too_slow", 0},
-                              {"watchers_threads", 0}}));
+                              {"watchers_threads", 0},
+                              {"workflow_cells", 0},
+                              {"runs_per_request", 0},
+                              {"report_size", 0}}));
   totals.queue_full = 2;
   totals.rate_limited = 5;
   watchers.total = 1;
   watchers.per_client = 3;
   watchers.too_slow = 4;
   watchers.threads = 6;
+  bounds.workflow_cells = 8;
+  bounds.runs_per_request = 9;
+  bounds.report_size = 10;
   const Counts expected{{"queue_full", 2},
                         {"rate_limited", 5},
                         {"watchers_total", 1},
                         {"watchers_per_client", 3},
                         {"watcher_too_slow", 4},
-                        {"watchers_threads", 6}};
+                        {"watchers_threads", 6},
+                        {"workflow_cells", 8},
+                        {"runs_per_request", 9},
+                        {"report_size", 10}};
   EXPECT_EQ(counts(), expected);
   // A scrape with nothing new counts nothing twice.
   EXPECT_EQ(counts(), expected);

@@ -15,6 +15,7 @@
 #include <thread>
 #include <vector>
 
+#include "absl/strings/str_cat.h"
 #include "server/store/store.h"
 #include "tests/unit/store/store_test_util.h"
 
@@ -146,7 +147,7 @@ TEST_F(SqliteStoreTest, SchemaVersionIsRecordedOnce) {
   ASSERT_NE(Open(), nullptr);
   EXPECT_EQ(QueryDirectly("SELECT COUNT(*) || ':' || MAX(version) "
                           "FROM schema_version"),
-            "5:5");
+            "6:6");
 }
 
 // A store file of schema 2 (progress only inside each run's serialized
@@ -164,13 +165,14 @@ TEST_F(SqliteStoreTest, Schema2FileKeepsItsRunsProgress) {
   QueryDirectly("ALTER TABLE runs DROP COLUMN sizes_done");
   QueryDirectly("ALTER TABLE runs DROP COLUMN wrong");
   QueryDirectly("DROP TABLE workflows");
+  QueryDirectly("DROP TABLE workflow_cells");
   QueryDirectly("DROP TABLE baselines");
   QueryDirectly("DROP TABLE schedules");
   QueryDirectly("DELETE FROM schema_version WHERE version >= 3");
   ASSERT_EQ(QueryDirectly("SELECT MAX(version) FROM schema_version"), "2");
   std::unique_ptr<Store> store = Open();
   ASSERT_NE(store, nullptr);
-  EXPECT_EQ(QueryDirectly("SELECT MAX(version) FROM schema_version"), "5");
+  EXPECT_EQ(QueryDirectly("SELECT MAX(version) FROM schema_version"), "6");
   EXPECT_EQ(store->GetRun(run.name())->DebugString(), run.DebugString());
   // And counting goes on from there.
   ASSERT_TRUE(store->AddResults({{run.name(), MakeResult(5, 8)}}).ok());
@@ -200,13 +202,64 @@ TEST_F(SqliteStoreTest, WorkflowsSurviveAReopen) {
 
   store.reset();
   QueryDirectly("DROP TABLE workflows");
+  QueryDirectly("DROP TABLE workflow_cells");
   QueryDirectly("DROP TABLE baselines");
   QueryDirectly("DROP TABLE schedules");
   QueryDirectly("DELETE FROM schema_version WHERE version >= 4");
   store = Open();
   ASSERT_NE(store, nullptr);
-  EXPECT_EQ(QueryDirectly("SELECT MAX(version) FROM schema_version"), "5");
+  EXPECT_EQ(QueryDirectly("SELECT MAX(version) FROM schema_version"), "6");
   EXPECT_TRUE(store->ListWorkflows()->empty());
+}
+
+// A cell's change writes that cell and the workflow's own fields: the
+// row's whole copy is not written again, and a reopen reads the workflow as
+// it was last changed. A schema-5 file (no cell rows) opens with its
+// workflows whole, and their cells' changes then go to the new rows.
+TEST_F(SqliteStoreTest, AWorkflowsCellChangeWritesThatCellAlone) {
+  v1::Workflow workflow;
+  workflow.set_name("workflows/matrix-1");
+  workflow.set_state(v1::WORKFLOW_RUNNING);
+  for (int i = 0; i < 3; ++i) workflow.add_cells()->set_label(absl::StrCat("cell ", i));
+  {
+    std::unique_ptr<Store> store = Open();
+    ASSERT_NE(store, nullptr);
+    ASSERT_TRUE(store->PutWorkflow(workflow).ok());
+  }
+  // Back to schema 5, the workflow's row as that schema wrote it.
+  QueryDirectly("DROP TABLE workflow_cells");
+  QueryDirectly("ALTER TABLE workflows DROP COLUMN head");
+  QueryDirectly("DELETE FROM schema_version WHERE version >= 6");
+  const std::string whole = QueryDirectly("SELECT hex(data) FROM workflows");
+  std::unique_ptr<Store> store = Open();
+  ASSERT_NE(store, nullptr);
+  EXPECT_EQ((*store->ListWorkflows())[0].DebugString(), workflow.DebugString());
+
+  v1::Workflow head = workflow;
+  head.clear_cells();
+  head.set_cells_done(1);
+  head.set_version(2);
+  v1::WorkflowCell cell = workflow.cells(1);
+  cell.set_run("runs/x");
+  cell.set_state(v1::SUCCEEDED);
+  ASSERT_TRUE(store->PutWorkflowCell(head, 1, cell).ok());
+  EXPECT_EQ(QueryDirectly("SELECT hex(data) FROM workflows"), whole);  // not written again
+  EXPECT_EQ(QueryDirectly("SELECT COUNT(*) FROM workflow_cells"), "1");
+  v1::Workflow expected = workflow;
+  expected.set_cells_done(1);
+  expected.set_version(2);
+  *expected.mutable_cells(1) = cell;
+  store.reset();
+  store = Open();
+  ASSERT_NE(store, nullptr);
+  EXPECT_EQ((*store->ListWorkflows())[0].DebugString(), expected.DebugString());
+  // Put whole again, it is the truth: the cell rows go; deleted, all goes.
+  ASSERT_TRUE(store->PutWorkflow(workflow).ok());
+  EXPECT_EQ(QueryDirectly("SELECT COUNT(*) FROM workflow_cells"), "0");
+  EXPECT_EQ((*store->ListWorkflows())[0].DebugString(), workflow.DebugString());
+  ASSERT_TRUE(store->PutWorkflowCell(head, 1, cell).ok());
+  ASSERT_TRUE(store->DeleteWorkflow(workflow.name()).ok());
+  EXPECT_EQ(QueryDirectly("SELECT COUNT(*) FROM workflow_cells"), "0");
 }
 
 // Baselines and schedules are kept across a reopen, and a schema-4 file
@@ -238,10 +291,12 @@ TEST_F(SqliteStoreTest, BaselinesAndSchedulesSurviveAReopen) {
   store.reset();
   QueryDirectly("DROP TABLE baselines");
   QueryDirectly("DROP TABLE schedules");
-  QueryDirectly("DELETE FROM schema_version WHERE version = 5");
+  QueryDirectly("DROP TABLE workflow_cells");
+  QueryDirectly("ALTER TABLE workflows DROP COLUMN head");
+  QueryDirectly("DELETE FROM schema_version WHERE version >= 5");
   store = Open();
   ASSERT_NE(store, nullptr);
-  EXPECT_EQ(QueryDirectly("SELECT MAX(version) FROM schema_version"), "5");
+  EXPECT_EQ(QueryDirectly("SELECT MAX(version) FROM schema_version"), "6");
   EXPECT_TRUE(store->ListBaselines()->empty());
 }
 

@@ -16,6 +16,7 @@
 #include <tuple>
 #include <vector>
 
+#include "absl/strings/str_cat.h"
 #include "tests/unit/store/store_test_util.h"
 
 namespace collbench {
@@ -501,6 +502,29 @@ TEST_P(StoreContractTest, FinishedRunsAreListedNewestFirstWithTheirTimes) {
   EXPECT_EQ(finished[2].create_time_ns, 1000);
   EXPECT_EQ(finished[2].end_time_ns, 7'000'000'000);
   EXPECT_EQ(finished[0].end_time_ns, 0);
+}
+
+// A cell's change: the workflow's own fields and that cell, the other
+// cells as stored; a whole put after it is the truth again.
+TEST_P(StoreContractTest, AWorkflowsCellIsWrittenAlone) {
+  v1::Workflow workflow;
+  workflow.set_name("workflows/a");
+  workflow.set_kind("matrix");
+  for (int i = 0; i < 3; ++i) workflow.add_cells()->set_label(absl::StrCat("cell ", i));
+  v1::Workflow head = workflow;
+  head.clear_cells();
+  head.set_cells_done(1);
+  v1::WorkflowCell cell = workflow.cells(2);
+  cell.set_state(v1::RUNNING);
+  EXPECT_EQ(store_->PutWorkflowCell(head, 2, cell).code(), absl::StatusCode::kNotFound);
+  ASSERT_TRUE(store_->PutWorkflow(workflow).ok());
+  ASSERT_TRUE(store_->PutWorkflowCell(head, 2, cell).ok());
+  v1::Workflow expected = workflow;
+  expected.set_cells_done(1);
+  *expected.mutable_cells(2) = cell;
+  EXPECT_TRUE(Same(store_->ListWorkflows().value()[0], expected));
+  ASSERT_TRUE(store_->PutWorkflow(workflow).ok());
+  EXPECT_TRUE(Same(store_->ListWorkflows().value()[0], workflow));
 }
 
 // Workflows: written through whole on every change, listed newest first,

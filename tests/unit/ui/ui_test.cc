@@ -251,6 +251,28 @@ TEST_F(UiTest, TheRunPageShowsTheResultsReferences) {
   EXPECT_THAT(Get("/ui/runs/" + Id(run) + "/fragment")->body, HasSubstr(">62%</td>"));
 }
 
+// A comparison names each run once however often it is given, and no more
+// distinct runs than a request may name (--max-runs-per-request), refused
+// before any is read.
+TEST_F(UiTest, AComparisonShowsEachRunOnceAndBoundsTheirNumber) {
+  c_.Register("a");
+  Start();
+  const std::string id = MakeRun(/*finish=*/true);
+  test_http::Result once = Get("/ui/compare?runs=" + id);
+  ASSERT_EQ(once->status, 200);
+  std::string copies = id;
+  for (int i = 0; i < 100; ++i) absl::StrAppend(&copies, ",runs/", id);
+  test_http::Result repeated = Get("/ui/compare?runs=" + copies);
+  ASSERT_EQ(repeated->status, 200);
+  EXPECT_EQ(repeated->body, once->body);
+  std::string distinct = id;
+  for (int i = 0; i < 256; ++i) absl::StrAppend(&distinct, ",nope", i);
+  test_http::Result refused = Get("/ui/compare?runs=" + distinct);
+  EXPECT_EQ(refused->status, 400);
+  EXPECT_THAT(refused->body, HasSubstr("more than 256 distinct runs"));
+  EXPECT_THAT(refused->body, HasSubstr("--max-runs-per-request"));
+}
+
 TEST_F(UiTest, UnknownRunsAndBadComparisonsArePages) {
   Start();
   test_http::Result missing = Get("/ui/runs/nope");
