@@ -532,7 +532,8 @@ def admission_rejections(c):
 
 
 NO_REJECTIONS = {"queue_full": 0, "rate_limited": 0, "watchers_total": 0,
-                 "watchers_per_client": 0, "watcher_too_slow": 0, "watchers_threads": 0}
+                 "watchers_per_client": 0, "watcher_too_slow": 0, "watchers_threads": 0,
+                 "workflow_cells": 0, "runs_per_request": 0, "report_size": 0}
 
 
 def metric_value(c, name):
