@@ -94,12 +94,14 @@ void HttpLimitFlags(collbench::FlagParser& flags, collbench::HttpLimits* limits)
                    "Content-Length, before it is read (default ",
                    limits->max_body_bytes, ")"));
   WholeNumberFlag(flags, "max-connections", 0, &limits->max_connections,
-                  "HTTP connections open at once beyond which a new one is refused (429 and "
-                  "closed); event streams count; 0: no limit");
+                  "HTTP connections open at once, event streams included; beyond, the oldest "
+                  "unauthenticated one still waiting for its request is closed (429), or else "
+                  "the new one; 0: no limit");
   WholeNumberFlag(flags, "max-unauthenticated-connections", 0,
                   &limits->max_unauthenticated_connections,
-                  "HTTP connections that have not yet made a request with a valid token, beyond "
-                  "which a new one is refused the same way; 0: no limit");
+                  "HTTP connections that have not yet made a request with a valid token; beyond, "
+                  "the oldest of them still waiting for its request is closed (429); 0: no "
+                  "limit");
   flags.Custom(
       "max-unauthenticated-bytes", "N",
       [limits](absl::string_view v) {
