@@ -55,13 +55,11 @@ bool StartsWithStatus(evbuffer* output, const char* status) {
          std::memcmp(head + 9, status, 3) == 0;
 }
 
-// Reads the request line and headers at the front of `input`: a
-// Content-Length over `limit`, or a chunked body, is disarmed there (the
-// length made 0, Transfer-Encoding dropped) so that evhttp reads no body,
-// and returned; nothing for a request that may go on as it is.
-std::optional<BodyRefusal> DisarmBody(evbuffer* input, size_t limit) {
-  const evbuffer_ptr end = evbuffer_search(input, "\r\n\r\n", 4, nullptr);
-  if (end.pos < 0) return std::nullopt;
+// Reads the request line and headers at the front of `input`, which end
+// at `end`: a Content-Length over `limit`, or a chunked body, is disarmed
+// there (the length made 0, Transfer-Encoding dropped) so that evhttp reads
+// no body, and returned; nothing for a request that may go on as it is.
+std::optional<BodyRefusal> DisarmBody(evbuffer* input, const evbuffer_ptr& end, size_t limit) {
   const size_t size = static_cast<size_t>(end.pos) + 4;
   std::string head(size, '\0');
   evbuffer_copyout(input, head.data(), size);
@@ -143,16 +141,25 @@ void ConnectionGuard::Opened(bufferevent* bev) {
       bufferevent_get_input(bev),
       [](evbuffer* input, const evbuffer_cb_info* info, void* arg) {
         auto* c = static_cast<Conn*>(arg);
-        if (info->n_added == 0 || c->rewriting || !c->request_due) return;
+        if (c->rewriting || !c->request_due) return;
+        // Once evhttp has taken bytes of this request (its request line,
+        // header lines), the front of the buffer is no longer its start:
+        // too late to look, and what follows may be the body.
+        if (info->n_deleted > 0) c->headers_checked = true;
+        if (info->n_added == 0) return;
         if (!c->authenticated) c->guard->CountReceived(c, info->n_added);
         if (c->headers_checked) return;
+        // Only where the new bytes can complete the blank line.
+        evbuffer_ptr from;
+        evbuffer_ptr_set(input, &from, info->orig_size > 3 ? info->orig_size - 3 : 0,
+                         EVBUFFER_PTR_SET);
+        const evbuffer_ptr end = evbuffer_search(input, "\r\n\r\n", 4, &from);
+        if (end.pos < 0) return;
+        c->headers_checked = true;
         c->rewriting = true;
-        if (evbuffer_search(input, "\r\n\r\n", 4, nullptr).pos >= 0) {
-          c->headers_checked = true;
-          c->refused_body = DisarmBody(input, c->guard->limits_.max_body_bytes);
-          if (c->refused_body) c->guard->too_large_.fetch_add(1);
-        }
+        c->refused_body = DisarmBody(input, end, c->guard->limits_.max_body_bytes);
         c->rewriting = false;
+        if (c->refused_body) c->guard->too_large_.fetch_add(1);
       },
       conn.get());
   ++open_;

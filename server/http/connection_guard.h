@@ -28,9 +28,13 @@
 // nothing announces), it makes the length 0 in the input buffer, so that
 // evhttp hands the server the request without reading any of the body,
 // and the server answers 413 (or 411) with the handler's error body and
-// closes the connection (RefusedBody()). What the guard cannot see in time
-// (request line and headers over their limit, a pipelined request already
-// buffered) evhttp refuses with a 413 of its own, body limit included; the
+// closes the connection (RefusedBody()). It looks only while the request
+// is whole at the front of the buffer, before evhttp has taken any of it.
+// What it cannot see in time (headers that arrive over several reads,
+// which evhttp takes line by line; request line and headers over their
+// limit; a pipelined request already buffered) evhttp refuses with a 413
+// of its own, body limit included, or, a chunked body, takes up to the
+// limit; the
 // guard counts those when their status line leaves on a connection where
 // no answer of the server's is being written.
 //

@@ -272,6 +272,27 @@ TEST_F(HttpTransportTest, AnAnnouncedBodyOverTheLimitIsRefusedBeforeItIsSent) {
   EXPECT_EQ(handler_.answered_.load(), 0);
 }
 
+// The guard reads a request's headers only while they are whole at the
+// front of the buffer: headers that come in pieces are left to evhttp, and
+// a body that looks like headers is never taken for them.
+TEST_F(HttpTransportTest, ABodyAfterHeadersInPiecesIsNeverTakenForHeaders) {
+  Start();
+  RawHttpPeer peer(server_->port());
+  ASSERT_TRUE(peer.connected());
+  const std::string body = "x\r\nTransfer-Encoding: chunked\r\nContent-Length: 9999999\r\n\r\ny";
+  ASSERT_TRUE(
+      peer.Send(absl::StrCat("POST /echo HTTP/1.1\r\nHost: 127.0.0.1\r\n"
+                             "Content-Type: application/json\r\nContent-Length: ",
+                             body.size(), "\r\n")));
+  absl::SleepFor(absl::Milliseconds(50));  // each piece its own read
+  ASSERT_TRUE(peer.Send("\r\n"));
+  absl::SleepFor(absl::Milliseconds(50));
+  ASSERT_TRUE(peer.Send(body));
+  EXPECT_TRUE(absl::StrContains(peer.ReadUntil(body), "200 OK"));
+  EXPECT_EQ(server_->refusals().too_large, 0);
+  EXPECT_EQ(handler_.answered_.load(), 1);
+}
+
 // A chunked body, whose size nothing announces, is refused (411) before
 // any of it is read.
 TEST_F(HttpTransportTest, AChunkedBodyIsRefusedBeforeItIsRead) {
