@@ -37,8 +37,8 @@ constexpr char kUsage[] =
     "[--forget-workers-after D] [--register-rate R]\n"
     "       [--max-unregistered-streams N] [--forget-worker NAME]... [--metric-run-labels KEYS] "
     "[--metric-pool-label KEY] [--max-metric-series N] [--retain-runs N] [--retain-for DURATION]\n"
-    "       [--max-body-bytes N] [--max-connections N] [--max-unauthenticated-connections N] "
-    "[--max-unauthenticated-bytes N] [--request-deadline D] "
+    "       [--max-body-bytes SIZE] [--max-connections N] [--max-unauthenticated-connections N] "
+    "[--max-unauthenticated-bytes SIZE] [--request-deadline D] "
     "[--unauthenticated-request-deadline D]\n"
     "       [--max-workflow-cells N] [--max-runs-per-request N] [--max-report-bytes SIZE] "
     "[--retain-workflows N] [--retain-workflows-for DURATION]\n";
@@ -77,22 +77,32 @@ void DurationFlag(collbench::FlagParser& flags, const std::string& name, absl::D
           : help);
 }
 
-// The HTTP listener's limits (docs/operations/limits.md#http).
-void HttpLimitFlags(collbench::FlagParser& flags, collbench::HttpLimits* limits) {
+// A flag taking a size (64MiB, 1048576) from `min` to `max` bytes into
+// `target`.
+template <typename Bytes>
+void SizeFlag(collbench::FlagParser& flags, const std::string& name, uint64_t min, uint64_t max,
+              Bytes* target, const std::string& help) {
   flags.Custom(
-      "max-body-bytes", "N",
-      [limits](absl::string_view v) {
+      name, "SIZE",
+      [name, min, max, target](absl::string_view v) {
         absl::StatusOr<uint64_t> bytes = collbench::ParseBytes(v);
-        if (!bytes.ok() || *bytes < 1024) {
-          return absl::InvalidArgumentError(absl::StrCat("invalid --max-body-bytes '", v,
-                                                         "': a size of at least 1KiB, e.g. 1MiB"));
+        if (!bytes.ok() || *bytes < min || *bytes > max) {
+          return absl::InvalidArgumentError(absl::StrCat(
+              "invalid --", name, " '", v, "': a size from ", collbench::FormatBytes(min), " to ",
+              collbench::FormatBytes(max), ", e.g. 64MiB"));
         }
-        limits->max_body_bytes = *bytes;
+        *target = static_cast<Bytes>(*bytes);
         return absl::OkStatus();
       },
-      absl::StrCat("the largest REST request body; a larger one is refused (413) from its "
-                   "Content-Length, before it is read (default ",
-                   limits->max_body_bytes, ")"));
+      absl::StrCat(help, " (default ", collbench::FormatBytes(static_cast<uint64_t>(*target)),
+                   ")"));
+}
+
+// The HTTP listener's limits (docs/operations/limits.md#http).
+void HttpLimitFlags(collbench::FlagParser& flags, collbench::HttpLimits* limits) {
+  SizeFlag(flags, "max-body-bytes", 1024, uint64_t{1} << 40, &limits->max_body_bytes,
+           "the largest REST request body; a larger one is refused (413) from its "
+           "Content-Length, before it is read");
   WholeNumberFlag(flags, "max-connections", 0, &limits->max_connections,
                   "HTTP connections open at once, event streams included; beyond, the oldest "
                   "unauthenticated one still waiting for its request is closed (429), or else "
@@ -102,21 +112,10 @@ void HttpLimitFlags(collbench::FlagParser& flags, collbench::HttpLimits* limits)
                   "HTTP connections that have not yet made a request with a valid token; beyond, "
                   "the oldest of them still waiting for its request is closed (429); 0: no "
                   "limit");
-  flags.Custom(
-      "max-unauthenticated-bytes", "N",
-      [limits](absl::string_view v) {
-        absl::StatusOr<uint64_t> bytes = collbench::ParseBytes(v);
-        if (!bytes.ok()) {
-          return absl::InvalidArgumentError(absl::StrCat("invalid --max-unauthenticated-bytes '", v,
-                                                         "': a size such as 64MiB, or 0"));
-        }
-        limits->max_unauthenticated_bytes = *bytes;
-        return absl::OkStatus();
-      },
-      absl::StrCat("bytes that connections not yet authenticated may together have sent toward "
-                   "requests not read whole; beyond, the oldest is closed (429); 0: no limit "
-                   "(default ",
-                   limits->max_unauthenticated_bytes, ")"));
+  SizeFlag(flags, "max-unauthenticated-bytes", 0, uint64_t{1} << 40,
+           &limits->max_unauthenticated_bytes,
+           "bytes that connections not yet authenticated may together have sent toward "
+           "requests not read whole; beyond, the oldest is closed (429); 0: no limit");
   DurationFlag(flags, "request-deadline", &limits->request_deadline,
                "time an authenticated HTTP connection has to send one whole request (line, "
                "headers, body); a connection past it is closed; 0: none");
@@ -293,20 +292,9 @@ int main(int argc, char** argv) {
                   "distinct runs one advice, report or check workflow, baseline or /ui/compare "
                   "page may name (repeats counted once); more is refused (INVALID_ARGUMENT, "
                   "HTTP 400)");
-  flags.Custom(
-      "max-report-bytes", "SIZE",
-      [&bounds](absl::string_view v) {
-        absl::StatusOr<uint64_t> size = collbench::ParseBytes(v);
-        if (!size.ok() || *size < 1 || *size > (uint64_t{1} << 40)) {
-          return absl::InvalidArgumentError(
-              absl::StrCat("invalid --max-report-bytes '", v, "': a size from 1 to 1T (64M)"));
-        }
-        bounds.max_report_bytes = static_cast<int64_t>(*size);
-        return absl::OkStatus();
-      },
-      absl::StrCat("the page a report workflow may store; a larger one fails the workflow, "
-                   "naming the limit (default ",
-                   collbench::FormatBytes(bounds.max_report_bytes), ")"));
+  SizeFlag(flags, "max-report-bytes", 1, uint64_t{1} << 40, &bounds.max_report_bytes,
+           "the page a report workflow may store; a larger one fails the workflow, naming the "
+           "limit");
   flags.Custom(
       "references", "FILE",
       [&options](absl::string_view v) {

@@ -55,6 +55,14 @@ bool StartsWithStatus(evbuffer* output, const char* status) {
          std::memcmp(head + 9, status, 3) == 0;
 }
 
+// The peer's address, for logs.
+std::string PeerOf(evhttp_connection* evcon) {
+  char* address = nullptr;
+  uint16_t port = 0;
+  evhttp_connection_get_peer(evcon, &address, &port);
+  return address != nullptr ? address : "";
+}
+
 // Reads the request line and headers at the front of `input`, which end
 // at `end`: a Content-Length over `limit`, or a chunked body, is disarmed
 // there (the length made 0, Transfer-Encoding dropped) so that evhttp reads
@@ -229,11 +237,8 @@ void ConnectionGuard::Adopt(Conn* conn, evhttp_connection* evcon) {
 
 void ConnectionGuard::Refuse(Conn* conn, std::atomic<int64_t>* counter, const std::string& why) {
   counter->fetch_add(1);
-  char* address = nullptr;
-  uint16_t port = 0;
-  evhttp_connection_get_peer(conn->evcon, &address, &port);
   LogWarn("http.connection_refused", absl::StrCat("connection refused: ", why))
-      .Str("peer", address != nullptr ? address : "");
+      .Str("peer", PeerOf(conn->evcon));
   if (!limits_.tls) {
     // Best effort, never blocking: a client that has not sent its whole
     // request yet reads this answer; one that has may see a reset.
@@ -259,9 +264,12 @@ void ConnectionGuard::Close(Conn* conn) {
   evhttp_connection_free(evcon);
 }
 
+absl::Duration ConnectionGuard::DeadlineOf(const Conn& conn) const {
+  return conn.authenticated ? limits_.request_deadline : limits_.unauthenticated_deadline;
+}
+
 void ConnectionGuard::ArmDeadline(Conn* conn) {
-  const absl::Duration budget =
-      conn->authenticated ? limits_.request_deadline : limits_.unauthenticated_deadline;
+  const absl::Duration budget = DeadlineOf(*conn);
   if (budget <= absl::ZeroDuration()) return;
   const timeval tv = absl::ToTimeval(budget);
   evtimer_add(conn->timer, &tv);
@@ -270,16 +278,12 @@ void ConnectionGuard::ArmDeadline(Conn* conn) {
 void ConnectionGuard::DeadlinePassed(Conn* conn) {
   if (!conn->request_due) return;
   deadline_.fetch_add(1);
-  char* address = nullptr;
-  uint16_t port = 0;
-  evhttp_connection_get_peer(conn->evcon, &address, &port);
   LogWarn("http.request_deadline",
           absl::StrCat("closed a connection that did not send a whole request within ",
-                       absl::FormatDuration(conn->authenticated ? limits_.request_deadline
-                                                                : limits_.unauthenticated_deadline),
+                       absl::FormatDuration(DeadlineOf(*conn)),
                        conn->authenticated ? " (--request-deadline)"
                                            : " (--unauthenticated-request-deadline)"))
-      .Str("peer", address != nullptr ? address : "");
+      .Str("peer", PeerOf(conn->evcon));
   Close(conn);
 }
 

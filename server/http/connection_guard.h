@@ -139,6 +139,8 @@ class ConnectionGuard {
   void ReleaseReceived(Conn* conn);
   static void OnOverBudget(int fd, short what, void* arg);
   void Refuse(Conn* conn, std::atomic<int64_t>* counter, const std::string& why);
+  // The time `conn` has to send a whole request.
+  absl::Duration DeadlineOf(const Conn& conn) const;
   void ArmDeadline(Conn* conn);
   void DeadlinePassed(Conn* conn);
   // Forgets the connection, then has evhttp close it.
