@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "common/secrets.h"
 
+#include <openssl/crypto.h>
+#include <openssl/sha.h>
 #include <sys/stat.h>
 
 #include <cstdio>
@@ -9,6 +11,7 @@
 #include <fstream>
 
 #include "absl/strings/ascii.h"
+#include "absl/strings/escaping.h"
 #include "absl/strings/str_cat.h"
 
 extern char** environ;
@@ -55,6 +58,22 @@ absl::StatusOr<std::string> ReadTokenFile(absl::string_view flag, const std::str
         absl::StrCat("--", flag, " ", path, ": the first line holds no token"));
   }
   return token;
+}
+
+std::string TokenDigest(absl::string_view token) {
+  unsigned char digest[SHA256_DIGEST_LENGTH];
+  SHA256(reinterpret_cast<const unsigned char*>(token.data()), token.size(), digest);
+  return absl::BytesToHexString(
+      absl::string_view(reinterpret_cast<const char*>(digest), sizeof digest));
+}
+
+bool TokenMatchesDigest(absl::string_view token, absl::string_view digest) {
+  if (token.empty()) return false;
+  const std::string presented = TokenDigest(token);
+  // Both are 64 hex digits when `digest` is well formed; its length says
+  // nothing about the token.
+  return presented.size() == digest.size() &&
+         CRYPTO_memcmp(presented.data(), digest.data(), digest.size()) == 0;
 }
 
 }  // namespace collbench

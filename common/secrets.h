@@ -40,6 +40,15 @@ absl::Status CheckPrivateFile(const std::string& path);
 // the path when it cannot be read or is empty.
 absl::StatusOr<std::string> ReadTokenFile(absl::string_view flag, const std::string& path);
 
+// Lower-case hex SHA-256 of `token`: what a run's workers are given of the
+// token only its launcher holds (gateway.proto RunToken.token_sha256).
+std::string TokenDigest(absl::string_view token);
+
+// Whether `token` is non-empty and its digest is `digest` (TokenDigest),
+// compared without an early exit: the time says nothing about how much of
+// a guess was right.
+bool TokenMatchesDigest(absl::string_view token, absl::string_view digest);
+
 }  // namespace collbench
 
 #endif  // COLLBENCH_COMMON_SECRETS_H_

@@ -85,15 +85,19 @@ class LocalCluster {
     options.store = store.empty() ? ":memory:" : store;
     // One user on one machine: no per-caller create rate to share out.
     options.core.runs.create_rate = RateLimit{/*per_second=*/0, /*burst=*/1};
+    // Runs across workers are started by this session's launcher only.
+    options.core.runs.worker_launch_fallback = false;
     absl::StatusOr<std::unique_ptr<Coordinator>> coordinator = Coordinator::Start(options);
     if (!coordinator.ok()) return coordinator.status();
     coordinator_ = *std::move(coordinator);
     address_ = absl::StrCat("127.0.0.1:", coordinator_->grpc_port());
-    absl::FPrintF(stderr, "local: coordinator on %s; starting %d workers\n", address_, workers);
+    absl::FPrintF(stderr, "local: coordinator on %s; starting %d workers and a launcher\n",
+                  address_, workers);
     for (int i = 0; i < workers; ++i) {
       absl::Status s = Spawn(absl::StrCat("local-", i + 1), slots);
       if (!s.ok()) return s;
     }
+    if (absl::Status s = SpawnLauncher(); !s.ok()) return s;
     return WaitForWorkers(workers);
   }
 
@@ -155,21 +159,36 @@ class LocalCluster {
   absl::Status WriteSessionTokens(CoordinatorOptions* options) {
     absl::StatusOr<std::string> operator_token = RandomToken();
     absl::StatusOr<std::string> join_token = RandomToken();
-    if (!operator_token.ok()) return operator_token.status();
-    if (!join_token.ok()) return join_token.status();
+    absl::StatusOr<std::string> launcher_token = RandomToken();
+    for (const absl::StatusOr<std::string>* token :
+         {&operator_token, &join_token, &launcher_token}) {
+      if (!token->ok()) return token->status();
+    }
     operator_token_ = *operator_token;
     join_token_file_ = dir_ + "/join-token";
+    launcher_token_file_ = dir_ + "/launcher-token";
     options->tokens_file = dir_ + "/tokens";
     absl::Status written = WritePrivateFile(
-        options->tokens_file,
-        absl::StrCat("operator ", *operator_token, "\nworker ", *join_token, "\n"));
+        options->tokens_file, absl::StrCat("operator ", *operator_token, "\nworker ", *join_token,
+                                           "\nlauncher ", *launcher_token, "\n"));
     if (!written.ok()) return written;
-    return WritePrivateFile(join_token_file_, *join_token + "\n");
+    written = WritePrivateFile(join_token_file_, *join_token + "\n");
+    if (!written.ok()) return written;
+    return WritePrivateFile(launcher_token_file_, *launcher_token + "\n");
+  }
+
+  // The session's launcher (collbench-launcher), which starts every run
+  // that spans its workers.
+  absl::Status SpawnLauncher() {
+    return SpawnProcess(
+        "launcher",
+        {SelfDir() + "/collbench-launcher", "--coordinator", address_, "--listen", "127.0.0.1:0",
+         "--name", "local", "--work-dir", dir_ + "/launcher", "--mpi-interface", "127.0.0.0/8",
+         "--join-token-file", launcher_token_file_, "--progress-dir", dir_ + "/progress"});
   }
 
   absl::Status Spawn(const std::string& name, int slots) {
     const std::string binary = SelfDir() + "/collbench-worker";
-    const std::string log = absl::StrCat(dir_, "/", name, ".log");
     const std::string work = absl::StrCat(dir_, "/", name);
     // Everything stays on loopback, MPI's own TCP traffic included.
     std::vector<std::string> args = {binary,
@@ -191,6 +210,13 @@ class LocalCluster {
     if (slots > 0) args.insert(args.end(), {"--slots", absl::StrCat(slots)});
     if (!state_root_.empty()) args.insert(args.end(), {"--state-dir", state_root_ + "/" + name});
     if (!tuning_dir_.empty()) args.insert(args.end(), {"--tuning-dir", tuning_dir_});
+    return SpawnProcess(name, std::move(args));
+  }
+
+  // Starts args[0] in a process group of its own, its output in
+  // DIR/NAME.log.
+  absl::Status SpawnProcess(const std::string& name, std::vector<std::string> args) {
+    const std::string log = absl::StrCat(dir_, "/", name, ".log");
     const pid_t pid = fork();
     if (pid < 0) return absl::InternalError("fork failed");
     if (pid == 0) {
@@ -207,7 +233,7 @@ class LocalCluster {
       std::vector<char*> argv;
       for (std::string& a : args) argv.push_back(a.data());
       argv.push_back(nullptr);
-      execv(binary.c_str(), argv.data());
+      execv(args[0].c_str(), argv.data());
       _exit(127);
     }
     setpgid(pid, pid);
@@ -222,21 +248,24 @@ class LocalCluster {
       for (const v1::Worker& w : coordinator_->fleet()->ListWorkers()) {
         ready += w.state() == v1::READY;
       }
-      if (ready >= wanted) {
-        absl::FPrintF(stderr, "local: %d workers ready\n", ready);
+      if (ready >= wanted && coordinator_->fleet()->connected_launchers() > 0) {
+        absl::FPrintF(stderr, "local: %d workers and the launcher ready\n", ready);
         return absl::OkStatus();
       }
       for (pid_t pid : pids_) {
         if (waitpid(pid, nullptr, WNOHANG) == pid) {
-          return absl::InternalError(absl::StrCat("a worker exited at start; see ", dir_));
+          return absl::InternalError(
+              absl::StrCat("a worker or the launcher exited at start; see ", dir_));
         }
       }
       absl::SleepFor(absl::Milliseconds(50));
     }
-    return absl::DeadlineExceededError("workers did not register within 30s");
+    return absl::DeadlineExceededError(
+        absl::StrCat("the workers and the launcher did not all register within 30s; see ", dir_));
   }
 
   std::string dir_;
+  std::string launcher_token_file_;
   std::string state_root_;  // workers' --state-dir parent; empty: their work dirs
   std::string tuning_dir_;  // workers' --tuning-dir; empty: none
   std::string address_;

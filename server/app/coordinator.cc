@@ -73,6 +73,7 @@ absl::StatusOr<Authorizer> LoadTokens(const CoordinatorOptions& options) {
     ASSIGN_OR_RETURN(authorizer, Authorizer::FromFile(options.tokens_file));
   }
   if (!options.join_token.empty()) authorizer.Add(Role::kWorker, options.join_token);
+  if (!options.launcher_token.empty()) authorizer.Add(Role::kLauncher, options.launcher_token);
   return authorizer;
 }
 

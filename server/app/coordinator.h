@@ -43,6 +43,7 @@ struct CoordinatorOptions {
   std::string tls_client_ca;
   std::string tokens_file;  // bearer tokens (server/auth/authorizer.h); empty: none
   std::string join_token;   // one more worker token (--join-token-file's); empty: none
+  std::string launcher_token;  // one more launcher token (--launcher-token-file's); empty: none
   // Serve beyond loopback without API tokens (server/auth/listen_policy.h);
   // logged at start and exported as collbench_insecure_no_auth 1.
   bool insecure_no_auth = false;

@@ -127,15 +127,18 @@ void HttpLimitFlags(collbench::FlagParser& flags, collbench::HttpLimits* limits)
 // The worker join token: from --join-token-file, else from the
 // COLLBENCH_JOIN_TOKEN environment variable, which is removed either way so
 // that nothing this process starts inherits it.
-absl::StatusOr<std::string> JoinToken(const std::string& file) {
-  std::string from_env = collbench::TakeSecretFromEnv("COLLBENCH_JOIN_TOKEN");
+// A gateway token (--join-token-file, --launcher-token-file): the file's, or
+// else the environment variable's (read once and removed either way).
+absl::StatusOr<std::string> GatewayToken(const char* flag, const std::string& file,
+                                         const char* env) {
+  std::string from_env = collbench::TakeSecretFromEnv(env);
   if (!file.empty()) {
     if (absl::Status shared = collbench::CheckPrivateFile(file); !shared.ok()) {
       collbench::LogWarn("coordinator.secret_file_shared",
-                         absl::StrCat("--join-token-file ", shared.message()))
-          .Str("flag", "join-token-file");
+                         absl::StrCat("--", flag, " ", shared.message()))
+          .Str("flag", flag);
     }
-    return collbench::ReadTokenFile("join-token-file", file);
+    return collbench::ReadTokenFile(flag, file);
   }
   return from_env;
 }
@@ -197,7 +200,27 @@ int main(int argc, char** argv) {
                "PEM CA certificate(s): both listeners then require a client certificate from "
                "it (mutual TLS), bearer tokens still apply; needs --tls-cert and --tls-key");
   flags.String("tokens", &options.tokens_file,
-               "bearer tokens, one 'ROLE TOKEN' per line (roles: read, operator, worker)");
+               "bearer tokens, one 'ROLE TOKEN' per line (roles: read, operator, worker, "
+               "launcher)");
+  std::string launcher_token_file;
+  flags.String("launcher-token-file", &launcher_token_file,
+               "a file whose first line is one more token a launcher (collbench-launcher) must "
+               "present (also COLLBENCH_LAUNCHER_TOKEN, read once and removed)");
+  std::string worker_launch = "fallback";
+  flags.Custom(
+      "worker-launch", "off|fallback",
+      [&worker_launch](absl::string_view value) {
+        if (value != "off" && value != "fallback") {
+          return absl::InvalidArgumentError(
+              absl::StrCat("--worker-launch: '", value, "' is neither off nor fallback"));
+        }
+        worker_launch = std::string(value);
+        return absl::OkStatus();
+      },
+      "who starts a run across workers when no launcher (collbench-launcher) is connected: "
+      "off, it waits for one; fallback (default, for labs that run no launcher) its rank-0 "
+      "worker does, and can then run code on the run's other workers. With a launcher "
+      "connected, no worker ever launches such a run");
   std::string join_token_file;
   flags.String("join-token-file", &join_token_file,
                "a file whose first line is one more token workers must present (also "
@@ -409,12 +432,19 @@ int main(int argc, char** argv) {
   }
   collbench::RouteGrpcLogsToLog();
   options.core.fleet.heartbeat_timeout = absl::Seconds(heartbeat_timeout_s);
-  absl::StatusOr<std::string> join_token = JoinToken(join_token_file);
-  if (!join_token.ok()) {
-    collbench::LogError("coordinator.start_failed").Error(join_token.status());
-    return 2;
+  absl::StatusOr<std::string> join_token =
+      GatewayToken("join-token-file", join_token_file, "COLLBENCH_JOIN_TOKEN");
+  absl::StatusOr<std::string> launcher_token =
+      GatewayToken("launcher-token-file", launcher_token_file, "COLLBENCH_LAUNCHER_TOKEN");
+  for (const absl::StatusOr<std::string>* token : {&join_token, &launcher_token}) {
+    if (!token->ok()) {
+      collbench::LogError("coordinator.start_failed").Error(token->status());
+      return 2;
+    }
   }
   options.join_token = *std::move(join_token);
+  options.launcher_token = *std::move(launcher_token);
+  options.core.runs.worker_launch_fallback = worker_launch == "fallback";
   if (!options.tokens_file.empty()) {
     if (absl::Status shared = collbench::CheckPrivateFile(options.tokens_file); !shared.ok()) {
       collbench::LogWarn("coordinator.secret_file_shared",

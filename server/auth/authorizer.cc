@@ -23,6 +23,10 @@ std::array<uint8_t, 32> Sha256(absl::string_view text) {
   return digest;
 }
 
+// The roles that join through WorkerGateway.Connect, protected apart from
+// the API's.
+bool JoinsGateway(Role role) { return role == Role::kWorker || role == Role::kLauncher; }
+
 bool Allows(Role have, Role needed) {
   if (have == needed) return true;
   return have == Role::kOperator && needed == Role::kRead;
@@ -40,6 +44,8 @@ absl::string_view RoleName(Role role) {
       return "operator";
     case Role::kWorker:
       return "worker";
+    case Role::kLauncher:
+      return "launcher";
   }
   return "unknown";
 }
@@ -65,9 +71,12 @@ absl::StatusOr<Authorizer> Authorizer::FromText(absl::string_view text) {
       role = Role::kOperator;
     } else if (fields[0] == "worker") {
       role = Role::kWorker;
+    } else if (fields[0] == "launcher") {
+      role = Role::kLauncher;
     } else {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "line ", line_number, ": unknown role '", fields[0], "' (read, operator or worker)"));
+      return absl::InvalidArgumentError(absl::StrCat("line ", line_number, ": unknown role '",
+                                                     fields[0],
+                                                     "' (read, operator, worker or launcher)"));
     }
     if (authorizer.Find(fields[1]) >= 0) {
       return absl::InvalidArgumentError(
@@ -120,7 +129,7 @@ absl::StatusOr<Role> Authorizer::RoleOf(absl::string_view token) const {
 bool Authorizer::Protects(Role role) const {
   if (role == Role::kPublic) return false;
   for (const Entry& entry : entries_) {
-    if ((entry.role == Role::kWorker) == (role == Role::kWorker)) return true;
+    if (JoinsGateway(entry.role) == JoinsGateway(role)) return true;
   }
   return false;
 }
@@ -158,7 +167,7 @@ std::string Authorizer::CallerOf(absl::string_view authorization, absl::string_v
     const absl::string_view token =
         absl::StripAsciiWhitespace(authorization.substr(kScheme.size()));
     const int index = Find(token);
-    if (index >= 0 && entries_[index].role != Role::kWorker) {
+    if (index >= 0 && !JoinsGateway(entries_[index].role)) {
       return absl::StrCat("token ", index);
     }
   }

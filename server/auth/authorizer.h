@@ -1,9 +1,12 @@
 // SPDX-License-Identifier: Apache-2.0
 // Bearer-token authorization (docs/design/security.md#credentials), shared by the gRPC services and
-// the REST API. Three roles a token may hold: `read` (list, get, watch),
-// `operator` (also create, cancel, drain) and `worker` (join through
-// WorkerGateway.Connect); a fourth, `public`, is what a call needs that
-// needs no token at all (health, readiness, metrics, the /ui/ login).
+// the REST API. Four roles a token may hold: `read` (list, get, watch),
+// `operator` (also create, cancel, drain), `worker` (join through
+// WorkerGateway.Connect) and `launcher` (join the same way as the trusted
+// launcher, which starts the runs that span workers:
+// docs/design/security.md#the-launcher); a fifth, `public`, is what a call
+// needs that needs no token at all (health, readiness, metrics, the /ui/
+// login).
 //
 // Tokens come from a file, one per line: a role, white space, the token.
 // Blank lines and lines starting with '#' are ignored; a role may have
@@ -15,9 +18,9 @@
 //   worker     w-77d2…
 //
 // The API and joining are protected separately: API calls need a token only
-// when the file holds read or operator tokens, joining only when it holds
-// worker tokens. An Authorizer without tokens (collbench local, tests)
-// allows everything.
+// when the file holds read or operator tokens, joining (as a worker or a
+// launcher) only when it holds worker or launcher tokens. An Authorizer
+// without tokens (collbench local, tests) allows everything.
 //
 // Token checks take the same time whichever token (or none) matches: the
 // presented token's SHA-256 digest is compared with every known token's
@@ -44,9 +47,9 @@ namespace collbench {
 // What a call needs, and what a token holds (never kPublic). The one role
 // enum of the API: the method table (server/api/method_table.h) and every
 // route name one of these.
-enum class Role { kPublic, kRead, kOperator, kWorker };
+enum class Role { kPublic, kRead, kOperator, kWorker, kLauncher };
 
-// "public", "read", "operator", "worker".
+// "public", "read", "operator", "worker", "launcher".
 absl::string_view RoleName(Role role);
 
 class Authorizer {

@@ -7,12 +7,30 @@
 
 namespace collbench {
 
+namespace {
+
+LauncherPoolOptions LaunchersOf(const WorkerDirectoryOptions& workers) {
+  LauncherPoolOptions options;
+  options.tokens = workers.tokens;
+  options.heartbeat_interval = workers.heartbeat_interval;
+  return options;
+}
+
+RunManagerOptions WithLaunchers(RunManagerOptions options, const LauncherPool* launchers) {
+  options.launchers = launchers;
+  return options;
+}
+
+}  // namespace
+
 Core::Core(Store* store, WatchHub* hub, WorkerLink* link, CoreOptions options)
     : store_(store),
       journal_(&store_, options.journal),
-      workers_(&store_, &registry_, &journal_, std::move(options.workers)),
-      runs_(&store_, &registry_, &workers_, &journal_, hub, link, std::move(options.runs)),
-      fleet_(&workers_, &runs_, options.fleet),
+      workers_(&store_, &registry_, &journal_, options.workers),
+      launchers_(LaunchersOf(options.workers)),
+      runs_(&store_, &registry_, &workers_, &journal_, hub, link,
+            WithLaunchers(std::move(options.runs), &launchers_)),
+      fleet_(&workers_, &runs_, options.fleet, &launchers_),
       retention_(&store_, &runs_, options.retention) {}
 
 Core::~Core() {

@@ -20,6 +20,7 @@
 #include "absl/time/time.h"
 #include "server/core/fleet.h"
 #include "server/core/journal.h"
+#include "server/core/launcher_pool.h"
 #include "server/core/no_io_lock.h"
 #include "server/core/retention_sweeper.h"
 #include "server/core/run_manager.h"
@@ -32,6 +33,8 @@ namespace collbench {
 
 struct CoreOptions {
   WorkerDirectoryOptions workers;
+  // The launchers' tokens are the workers' (workers.tokens): the launcher
+  // role's entries among them.
   RunManagerOptions runs;
   FleetOptions fleet;
   JournalOptions journal;
@@ -55,6 +58,7 @@ class Core {
   WorkerDirectory& workers() { return workers_; }
   RunManager& runs() { return runs_; }
   Fleet& fleet() { return fleet_; }
+  LauncherPool& launchers() { return launchers_; }
   RetentionSweeper& retention() { return retention_; }
   // The store as the core uses it (checked).
   Store& store() { return store_; }
@@ -64,6 +68,7 @@ class Core {
   scheduling::WorkerRegistry registry_;
   Journal journal_;
   WorkerDirectory workers_;
+  LauncherPool launchers_;
   RunManager runs_;
   Fleet fleet_;
   RetentionSweeper retention_;

@@ -15,6 +15,17 @@ namespace collbench {
 
 void Fleet::OnRegisterAsync(const v1::Register& hello, absl::Time now, absl::string_view peer,
                             WorkerDirectory::RegisterDone done) {
+  if (hello.launcher()) {
+    absl::StatusOr<WorkerDirectory::Registration> registered =
+        launchers_ != nullptr ? launchers_->Register(hello, now)
+                              : absl::PermissionDeniedError("this coordinator takes no launchers");
+    if (registered.ok()) {
+      runs_->OnWorkerJoined(registered->name,
+                            {hello.active_runs().begin(), hello.active_runs().end()}, now);
+    }
+    std::move(done)(std::move(registered));
+    return;
+  }
   workers_->RegisterAsync(
       hello, now, peer,
       [this, now,
@@ -39,7 +50,21 @@ absl::StatusOr<WorkerDirectory::Registration> Fleet::OnRegister(const v1::Regist
   return outcome;
 }
 
+void Fleet::OnHeartbeat(const std::string& worker, uint64_t session, absl::Time now) {
+  if (LauncherPool::IsLauncherName(worker)) {
+    if (launchers_ != nullptr) launchers_->Heartbeat(worker, session, now);
+    return;
+  }
+  workers_->Heartbeat(worker, session, now);
+}
+
 void Fleet::OnDisconnect(const std::string& worker, uint64_t session, absl::Time now) {
+  if (LauncherPool::IsLauncherName(worker)) {
+    if (launchers_ != nullptr && launchers_->Disconnect(worker, session)) {
+      runs_->OnLauncherLost(worker, now);
+    }
+    return;
+  }
   if (workers_->Disconnect(worker, session)) runs_->OnWorkerLost(worker, session, now);
 }
 
@@ -90,6 +115,11 @@ void Fleet::Tick(absl::Time now) {
   for (const scheduling::WorkerSnapshot& lost :
        workers_->ExpireStale(now, options_.heartbeat_timeout)) {
     runs_->OnWorkerLost(lost.name, lost.session, now);
+  }
+  if (launchers_ != nullptr) {
+    for (const std::string& lost : launchers_->ExpireStale(now, options_.heartbeat_timeout)) {
+      runs_->OnLauncherLost(lost, now);
+    }
   }
   runs_->Tick(now);
   workers_->FlushRows();

@@ -23,6 +23,7 @@
 #include "absl/time/time.h"
 #include "collbench/v1/gateway.pb.h"
 #include "collbench/v1/worker.pb.h"
+#include "server/core/launcher_pool.h"
 #include "server/core/run_manager.h"
 #include "server/core/worker_directory.h"
 
@@ -35,14 +36,17 @@ struct FleetOptions {
 
 class Fleet {
  public:
-  // Neither pointer is owned; both outlive the fleet.
-  Fleet(WorkerDirectory* workers, RunManager* runs, FleetOptions options = {})
-      : workers_(workers), runs_(runs), options_(options) {}
+  // None of the pointers is owned; all outlive the fleet. Without
+  // `launchers`, a launcher's registration is refused.
+  Fleet(WorkerDirectory* workers, RunManager* runs, FleetOptions options = {},
+        LauncherPool* launchers = nullptr)
+      : workers_(workers), runs_(runs), launchers_(launchers), options_(options) {}
 
   // --- A worker's stream (the gateway) -------------------------------------
-  // WorkerDirectory::RegisterAsync, then the runs it lists are re-adopted
-  // and the queue placed, before `done` is told (on the thread and with the
-  // rules RegisterAsync states). Its errors.
+  // WorkerDirectory::RegisterAsync (LauncherPool::Register for a launcher's
+  // stream, hello.launcher), then the runs it lists are re-adopted and the
+  // queue placed, before `done` is told (on the thread and with the rules
+  // RegisterAsync states). Its errors.
   void OnRegisterAsync(const v1::Register& hello, absl::Time now, absl::string_view peer,
                        WorkerDirectory::RegisterDone done);
   // OnRegisterAsync, waiting for its outcome (tests and tools).
@@ -51,9 +55,7 @@ class Fleet {
                                                            absl::string_view peer = "");
   // A registration refused before OnRegister ("refused_concurrent").
   void CountRegistration(absl::string_view result) { workers_->CountRegistration(result); }
-  void OnHeartbeat(const std::string& worker, uint64_t session, absl::Time now) {
-    workers_->Heartbeat(worker, session, now);
-  }
+  void OnHeartbeat(const std::string& worker, uint64_t session, absl::Time now);
   // LOST at once (without the lifecycle's lock: a fleet whose streams all
   // end does not queue behind it); the run it carries ranks of fails.
   void OnDisconnect(const std::string& worker, uint64_t session, absl::Time now);
@@ -68,11 +70,14 @@ class Fleet {
   }
   void OnRankProgress(const std::string& worker, const v1::RankProgressReport& report,
                       absl::Time now) {
-    runs_->OnRankProgress(worker, report, now);
+    // Only a run's workers know where its ranks are; a launcher hosts none.
+    if (!LauncherPool::IsLauncherName(worker)) runs_->OnRankProgress(worker, report, now);
   }
 
   // --- Operators and hunts -------------------------------------------------
   std::vector<v1::Worker> ListWorkers() { return workers_->List(); }
+  // Launchers connected and heard from (LauncherPool::connected).
+  int connected_launchers() const { return launchers_ != nullptr ? launchers_->connected() : 0; }
   WorkerDirectory::Page ListWorkers(size_t start, size_t count) {
     return workers_->List(start, count);
   }
@@ -103,6 +108,7 @@ class Fleet {
  private:
   WorkerDirectory* const workers_;
   RunManager* const runs_;
+  LauncherPool* const launchers_;
   const FleetOptions options_;
 };
 

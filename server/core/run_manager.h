@@ -69,6 +69,7 @@
 #include "common/rate_limiter.h"
 #include "server/core/admission.h"
 #include "server/core/journal.h"
+#include "server/core/launcher_pool.h"
 #include "server/core/progress_tracker.h"
 #include "server/core/watch_hub.h"
 #include "server/core/worker_directory.h"
@@ -102,6 +103,15 @@ struct RunManagerOptions {
   int max_queued_runs = 1000;
   absl::Duration queue_full_retry_after = absl::Seconds(5);
   RateLimit create_rate = {/*per_second=*/10, /*burst=*/20};
+  // The trusted launchers (docs/design/security.md#the-launcher): a run
+  // spanning workers is started by one of them, never by a worker. Not
+  // owned; null: none ever connects.
+  const LauncherPool* launchers = nullptr;
+  // With no launcher connected, a run spanning workers is launched by its
+  // rank-0 worker (--worker-launch=fallback: the namespace and container
+  // labs, which start no launcher yet) instead of waiting for one. Any
+  // worker of such a run can then run code on the others.
+  bool worker_launch_fallback = true;
 };
 
 class RunManager final : public JournalClient {
@@ -202,6 +212,10 @@ class RunManager final : public JournalClient {
   // Nothing when a newer session replaced it meanwhile.
   void OnWorkerLost(const std::string& worker, uint64_t session, absl::Time now)
       ABSL_LOCKS_EXCLUDED(mu_);
+  // A launcher's stream ended or it went silent: the runs it started get
+  // readopt_grace for it (or another session of it) to come back and claim
+  // them.
+  void OnLauncherLost(const std::string& launcher, absl::Time now) ABSL_LOCKS_EXCLUDED(mu_);
   void OnRunStatus(const std::string& worker, const v1::RunStatus& status, absl::Time now)
       ABSL_LOCKS_EXCLUDED(mu_);
   // Checks the result and appends it to the journal; it is acknowledged to
@@ -271,6 +285,8 @@ class RunManager final : public JournalClient {
   // launcher must still confirm a kill), no longer live.
   uint64_t FinishLocked(LiveRun& live, v1::RunState state, const std::string& error,
                         absl::Time now) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Frees the run's workers and tells them, and its launcher, to drop it.
+  // REQUIRES: the run is still in live_.
   void ReleaseWorkersLocked(const std::string& run) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Fails or cancels a run that holds workers: tells the launcher to kill
   // it and every peer to drop its token. Returns the journal write of its
@@ -299,6 +315,13 @@ class RunManager final : public JournalClient {
   void ResultsStoredLocked(Committed& committed, Stored& stored, Outbox& out)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   LiveRun* FindLiveLocked(absl::string_view name) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Who starts a run placed as `a`: a connected launcher when it spans
+  // workers (the least busy), its rank-0 worker when it does not (or, with
+  // worker_launch_fallback, when no launcher is connected); empty when it
+  // must wait for a launcher.
+  std::string LauncherForLocked(const scheduling::Assignment& a) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // The first run a worker launched for want of a launcher was logged.
+  bool warned_worker_launch_ ABSL_GUARDED_BY(mu_) = false;
   // A QUEUED run's waiting reason, kept in memory by ScheduleLocked.
   void WithWaitingReasonLocked(v1::Run* run) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Fails the run the lost worker carries ranks of (or starts its

@@ -10,6 +10,7 @@
 #include "api/convert.h"
 #include "api/ipc_sharing.h"
 #include "common/log.h"
+#include "common/secrets.h"
 #include "flavors/registry.h"
 #include "server/core/live_run.h"
 #include "server/core/no_io_lock.h"
@@ -141,6 +142,31 @@ void RunManager::ScheduleLocked(absl::Time now) {
   for (const scheduling::Assignment& assignment : result.started) StartLocked(assignment, now);
 }
 
+std::string RunManager::LauncherForLocked(const scheduling::Assignment& a) {
+  if (a.placement.size() <= 1) return a.launcher();
+  if (options_.launchers != nullptr) {
+    absl::flat_hash_map<std::string, int> load;
+    for (const auto& [name, live] : live_) {
+      if (live->phase != Phase::kCreating && live->phase != Phase::kQueued) {
+        ++load[live->run.launcher()];
+      }
+    }
+    if (std::optional<std::string> picked = options_.launchers->Pick(load)) return *picked;
+  }
+  if (!options_.worker_launch_fallback) return "";
+  if (!warned_worker_launch_) {
+    warned_worker_launch_ = true;
+    LogWarn("run.worker_launch",
+            absl::StrCat(a.run, " is launched by its worker ", a.launcher(),
+                         " because no launcher is connected (--worker-launch=fallback); that "
+                         "worker can run code on the run's other workers. Deploy "
+                         "collbench-launcher and give --worker-launch=off"))
+        .Str("run", a.run)
+        .Str("launcher", a.launcher());
+  }
+  return a.launcher();
+}
+
 void RunManager::StartLocked(const scheduling::Assignment& a, absl::Time now) {
   LiveRun* live = FindLiveLocked(a.run);
   if (live == nullptr || live->phase != Phase::kQueued) return;
@@ -153,6 +179,15 @@ void RunManager::StartLocked(const scheduling::Assignment& a, absl::Time now) {
     FinishLocked(*live, v1::FAILED, refusal, now);
     return;
   }
+  const std::string launcher = LauncherForLocked(a);
+  if (launcher.empty()) {
+    live->run.set_waiting_reason(
+        "waiting for a launcher: a run across workers is started only by collbench-launcher "
+        "(docs/operations/security.md#the-launcher), and none is connected");
+    return;
+  }
+  // Started by one of its workers: that worker's own ranks start locally.
+  const bool launched_by_rank0 = launcher == a.launcher();
   if (!registry_->Hold(a.run, a.held_workers, a.share_host).ok()) return;
   v1::Assignment message;
   message.set_run(a.run);
@@ -165,23 +200,25 @@ void RunManager::StartLocked(const scheduling::Assignment& a, absl::Time now) {
     absl::StatusOr<scheduling::WorkerSnapshot> w = registry_->Get(a.placement[i].worker);
     v1::Peer* peer = message.add_peers();
     peer->set_worker(a.placement[i].worker);
-    peer->set_host_alias(i == 0 ? "localhost" : absl::StrCat("w", i));
+    peer->set_host_alias(i == 0 && launched_by_rank0 ? "localhost" : absl::StrCat("w", i));
     peer->set_agent_address(w.ok() ? w->agent_address : "");
     peer->set_slots(a.placement[i].ranks);
     peer->set_host_id(a.placement[i].host_id);
   }
-  // Peers learn the token before the launcher can ask them to run anything.
+  // Peers learn the token's digest before the launcher can ask them to run
+  // anything; only the launcher holds the token itself.
   bool sent = true;
-  for (size_t i = 1; i < a.placement.size() && sent; ++i) {
+  const std::string digest = TokenDigest(live->token);
+  for (size_t i = launched_by_rank0 ? 1 : 0; i < a.placement.size() && sent; ++i) {
     v1::CoordinatorMessage token;
     token.mutable_run_token()->set_run(a.run);
-    token.mutable_run_token()->set_token(live->token);
+    token.mutable_run_token()->set_token_sha256(digest);
     token.mutable_run_token()->set_mpi(live->run.spec().mpi());  // Exec runs its daemon only
     sent = link_->Send(a.placement[i].worker, token);
   }
   v1::CoordinatorMessage assignment;
   *assignment.mutable_assignment() = message;
-  if (!sent || !link_->Send(a.launcher(), assignment)) {
+  if (!sent || !link_->Send(launcher, assignment)) {
     registry_->Release(a.run);  // try again at the next tick
     return;
   }
@@ -189,7 +226,7 @@ void RunManager::StartLocked(const scheduling::Assignment& a, absl::Time now) {
   live->phase = Phase::kScheduled;
   v1::Run& run = live->run;
   run.set_state(v1::SCHEDULED);
-  run.set_launcher(a.launcher());
+  run.set_launcher(launcher);
   run.clear_hosts();
   for (size_t i = 0; i < a.placement.size(); ++i) {
     const scheduling::PlacedWorker& p = a.placement[i];
@@ -269,6 +306,11 @@ void RunManager::ReleaseWorkersLocked(const std::string& run) {
   v1::CoordinatorMessage release;
   release.mutable_release()->set_run(run);
   for (const std::string& worker : registry_->Release(run)) link_->Send(worker, release);
+  // A launcher holds no worker; it drops what it kept of the run too.
+  if (const LiveRun* live = FindLiveLocked(run);
+      live != nullptr && LauncherPool::IsLauncherName(live->run.launcher())) {
+    link_->Send(live->run.launcher(), release);
+  }
 }
 
 void RunManager::FinishIfCompleteLocked(LiveRun& live, absl::Time now) {

@@ -117,6 +117,16 @@ void RunManager::OnWorkerLost(const std::string& worker, uint64_t session, absl:
   if (WorkerLostLocked(*snapshot, now)) ScheduleLocked(now);
 }
 
+void RunManager::OnLauncherLost(const std::string& launcher, absl::Time now) {
+  NoIoLock lock(&mu_, kRunLockName);
+  for (auto& [name, live] : live_) {
+    if (live->phase == Phase::kCreating || live->phase == Phase::kQueued) continue;
+    if (live->run.launcher() == launcher && !live->launcher_away_since.has_value()) {
+      live->launcher_away_since = now;
+    }
+  }
+}
+
 bool RunManager::WorkerLostLocked(const scheduling::WorkerSnapshot& worker, absl::Time now) {
   LiveRun* live = worker.current_run.empty() ? nullptr : FindLiveLocked(worker.current_run);
   if (live == nullptr || live->phase == Phase::kCancelling) return false;

@@ -46,20 +46,6 @@ std::string FullName(absl::string_view name) {
   return absl::StartsWith(name, "workers/") ? std::string(name) : absl::StrCat("workers/", name);
 }
 
-// A worker id becomes "workers/{id}", a folder name on workers and a word
-// in logs: letters, digits, '.', '_', '-', not starting with '.' or '-'.
-absl::Status ValidateWorkerId(absl::string_view id) {
-  constexpr size_t kMaxLength = 128;
-  bool valid = !id.empty() && id.size() <= kMaxLength && id.front() != '.' && id.front() != '-';
-  for (const char c : id) {
-    valid &= absl::ascii_isalnum(c) || c == '.' || c == '_' || c == '-';
-  }
-  if (valid) return absl::OkStatus();
-  return absl::InvalidArgumentError(
-      absl::StrCat("register.worker_id: must be 1 to ", kMaxLength,
-                   " letters, digits, '.', '_' or '-', not starting with '.' or '-'"));
-}
-
 // What Register checks of `hello` before it looks at who is registered:
 // the result name to count on refusal, and the error.
 struct Refusal {
@@ -105,6 +91,18 @@ std::optional<Refusal> CheckHello(const v1::Register& hello, const Authorizer& t
 }
 
 }  // namespace
+
+absl::Status ValidateWorkerId(absl::string_view id) {
+  constexpr size_t kMaxLength = 128;
+  bool valid = !id.empty() && id.size() <= kMaxLength && id.front() != '.' && id.front() != '-';
+  for (const char c : id) {
+    valid &= absl::ascii_isalnum(c) || c == '.' || c == '_' || c == '-';
+  }
+  if (valid) return absl::OkStatus();
+  return absl::InvalidArgumentError(
+      absl::StrCat("register.worker_id: must be 1 to ", kMaxLength,
+                   " letters, digits, '.', '_' or '-', not starting with '.' or '-'"));
+}
 
 WorkerDirectory::WorkerDirectory(Store* store, scheduling::WorkerRegistry* registry,
                                  Journal* journal, WorkerDirectoryOptions options)

@@ -54,6 +54,11 @@
 
 namespace collbench {
 
+// A worker's (or a launcher's) id becomes "workers/{id}", a folder name on
+// workers and a word in logs: 1 to 128 letters, digits, '.', '_', '-', not
+// starting with '.' or '-'. InvalidArgument naming register.worker_id.
+absl::Status ValidateWorkerId(absl::string_view id);
+
 struct WorkerDirectoryOptions {
   // Worker join tokens (Role::kWorker); with none, workers need no token.
   Authorizer tokens;

@@ -1,11 +1,19 @@
 # SPDX-License-Identifier: Apache-2.0
 """What each rendering of deploy/kubernetes must say (issue 21, item 11).
 
-Every rendering: a PodDisruptionBudget for the coordinator (maxUnavailable 0)
-and the workers (an integer minAvailable, all a DaemonSet's pods take), and
-memory requests and limits on both containers, the worker's limit above its
-memory-backed /dev/shm. Each feature only where its overlay is, and nowhere
-else:
+Every rendering: a PodDisruptionBudget for the coordinator and the launcher
+(maxUnavailable 0) and the workers (an integer minAvailable, all a
+DaemonSet's pods take); memory requests and limits on every container, the
+worker's limit above its memory-backed /dev/shm; no container that may
+escalate privileges, is privileged or writes its root filesystem, and each
+token file read-only from its key of the tokens Secret. The launcher: one
+replica of the worker's program called as collbench-launcher, with the
+workers' coordinator address and TLS flags, on the workers' network (the
+node's where theirs is) and in no other host namespace, every capability
+dropped, ready while registered (gRPC health of its --listen port),
+advertising its pod IP, and let through the NetworkPolicies to and from the
+workers and to the coordinator's gRPC port. Each feature only where its
+overlay is, and nowhere else:
 
   gpu             one GPU per worker
   gpu-multi       several GPUs per worker, and as many slots
@@ -26,6 +34,14 @@ NODE_LABEL = "collbench.io/worker"
 NCCL_CONF = "/etc/nccl.conf"
 NCCL_REQUIRED = {"NCCL_NET": "IB", "NCCL_IB_DISABLE": "0"}
 INGRESS_PATHS = {"/v1", "/ui"}
+# Each workload, its token file flag and the key of the tokens Secret it reads.
+WORKLOADS = {
+    ("StatefulSet", "collbench-coordinator"): ("--tokens", "tokens"),
+    ("DaemonSet", "collbench-worker"): ("--join-token-file", "join-token"),
+    ("Deployment", "collbench-launcher"): ("--join-token-file", "launcher-token"),
+}
+TOKENS_SECRET = "collbench-tokens"
+COORDINATOR_GRPC_PORT = 50051
 UNITS = {"Ki": 1 << 10, "Mi": 1 << 20, "Gi": 1 << 30, "Ti": 1 << 40,
          "k": 10 ** 3, "M": 10 ** 6, "G": 10 ** 9, "T": 10 ** 12, "": 1}
 
@@ -56,12 +72,19 @@ def container(doc):
     return pod_spec(doc)["containers"][0]
 
 
+def flag_values(doc):
+    """--flag=value args of the first container: {"--flag": "value"}."""
+    return dict(arg.split("=", 1) for arg in container(doc).get("args", []) if "=" in arg)
+
+
 def check_budgets(docs, what):
     budgets = {d["metadata"]["name"]: d["spec"] for d in docs if d["kind"] == "PodDisruptionBudget"}
-    coordinator = budgets.get("collbench-coordinator")
-    if coordinator is None or coordinator.get("maxUnavailable") != 0:
-        raise Failure(f"{what}: PodDisruptionBudget collbench-coordinator with maxUnavailable 0 "
-                      f"expected, found {coordinator}")
+    # One pod each, whose eviction fails the runs in flight.
+    for name in ("collbench-coordinator", "collbench-launcher"):
+        budget = budgets.get(name)
+        if budget is None or budget.get("maxUnavailable") != 0:
+            raise Failure(f"{what}: PodDisruptionBudget {name} with maxUnavailable 0 "
+                          f"expected, found {budget}")
     worker = budgets.get("collbench-worker")
     # A DaemonSet has no scale: its pods' budget takes only an integer minAvailable.
     if worker is None or "maxUnavailable" in worker or \
@@ -75,7 +98,7 @@ def check_budgets(docs, what):
 
 
 def check_memory(docs, what):
-    for kind, name in (("StatefulSet", "collbench-coordinator"), ("DaemonSet", "collbench-worker")):
+    for kind, name in WORKLOADS:
         doc = find(docs, kind, name, what)
         resources = container(doc).get("resources", {})
         field = f"{what}: {kind}/{name} resources"
@@ -93,6 +116,137 @@ def check_memory(docs, what):
                 raise Failure(f"{field}: memory-backed volume {volume['name']} "
                               f"({shm['sizeLimit']}) does not fit in limits.memory "
                               f"({resources['limits']['memory']})")
+
+
+def check_hardening(docs, what):
+    """Every workload: non-root, no privilege escalation, not privileged, a
+    read-only root filesystem, and its token file read-only from its key of
+    the tokens Secret."""
+    for (kind, name), (flag, key) in WORKLOADS.items():
+        doc = find(docs, kind, name, what)
+        field = f"{what}: {kind}/{name}"
+        if pod_spec(doc).get("automountServiceAccountToken") is not False:
+            raise Failure(f"{field}: automountServiceAccountToken: false expected")
+        if pod_spec(doc).get("securityContext", {}).get("runAsNonRoot") is not True:
+            raise Failure(f"{field}: securityContext.runAsNonRoot: true expected")
+        security = container(doc).get("securityContext", {})
+        expected = {"allowPrivilegeEscalation": False, "readOnlyRootFilesystem": True}
+        found = {k: security.get(k) for k in expected}
+        if found != expected or security.get("privileged"):
+            raise Failure(f"{field}: container securityContext {expected} and not privileged "
+                          f"expected, found {security}")
+        check_secret_file(doc, flag, key, field)
+
+
+def check_secret_file(doc, flag, key, field):
+    """The file `flag` names is key `key` of the tokens Secret, mounted read-only."""
+    path = flag_values(doc).get(flag)
+    if path is None:
+        raise Failure(f"{field}: no {flag}=FILE argument")
+    volumes = {v["name"]: v for v in pod_spec(doc).get("volumes", [])}
+    for mount in container(doc).get("volumeMounts", []):
+        folder = mount["mountPath"].rstrip("/") + "/"
+        if not path.startswith(folder):
+            continue
+        secret = volumes.get(mount["name"], {}).get("secret")
+        items = {i["path"]: i["key"] for i in (secret or {}).get("items", [])}
+        if secret is None or secret.get("secretName") != TOKENS_SECRET or \
+                items.get(path[len(folder):]) != key:
+            raise Failure(f"{field}: {flag}={path} is not the key {key} of Secret "
+                          f"{TOKENS_SECRET} (volume {mount['name']}: {secret})")
+        if mount.get("readOnly") is not True:
+            raise Failure(f"{field}: the volume of {flag}={path} is not mounted read-only")
+        return
+    raise Failure(f"{field}: {flag}={path} is in no mounted volume")
+
+
+def check_launcher(docs, worker, what):
+    """The launcher: see the module's docstring."""
+    launcher = find(docs, "Deployment", "collbench-launcher", what)
+    field = f"{what}: Deployment/collbench-launcher"
+    spec = pod_spec(launcher)
+    if launcher["spec"].get("replicas") != 1:
+        raise Failure(f"{field}: one replica expected, found {launcher['spec'].get('replicas')}")
+    if container(launcher).get("command", [])[-1:] != ["collbench-launcher"]:
+        raise Failure(f"{field}: command {container(launcher).get('command')} does not run "
+                      "collbench-launcher")
+    # Its mpirun takes the workers' MPI interface, and their daemons dial it back.
+    host_network = bool(pod_spec(worker).get("hostNetwork"))
+    if bool(spec.get("hostNetwork")) != host_network:
+        raise Failure(f"{field}: hostNetwork {spec.get('hostNetwork')}, the workers' is "
+                      f"{pod_spec(worker).get('hostNetwork')}: it must be on their network")
+    shared = [k for k in ("hostIPC", "hostPID") if spec.get(k)]
+    if shared:
+        raise Failure(f"{field}: {', '.join(shared)}: the launcher hosts no ranks")
+    capabilities = container(launcher).get("securityContext", {}).get("capabilities", {})
+    if capabilities != {"drop": ["ALL"]}:
+        raise Failure(f"{field}: capabilities {{drop: [ALL]}} expected, found {capabilities}")
+    limits = container(launcher).get("resources", {}).get("limits", {})
+    devices = sorted(set(limits) - {"cpu", "memory"})
+    if devices:
+        raise Failure(f"{field}: asks for {devices}; the launcher runs no ranks")
+    args, worker_args = flag_values(launcher), flag_values(worker)
+    for flag in ("--coordinator", "--tls-ca", "--tls-server-name"):
+        if args.get(flag) != worker_args.get(flag):
+            raise Failure(f"{field}: {flag} {args.get(flag)!r}, the workers' is "
+                          f"{worker_args.get(flag)!r}")
+    listen_port = int(args.get("--listen", ":0").rsplit(":", 1)[1])
+    readiness = container(launcher).get("readinessProbe", {}).get("grpc", {})
+    if not listen_port or readiness.get("port") != listen_port:
+        raise Failure(f"{field}: readiness must be the gRPC health of --listen "
+                      f"({args.get('--listen')}), found {readiness}")
+    if "livenessProbe" not in container(launcher):
+        raise Failure(f"{field}: no livenessProbe")
+    env = {e["name"]: e.get("valueFrom", {}).get("fieldRef", {}).get("fieldPath")
+           for e in container(launcher).get("env", [])}
+    if not args.get("--advertise", "").startswith("$(POD_IP):") or \
+            env.get("POD_IP") != "status.podIP":
+        raise Failure(f"{field}: --advertise must be $(POD_IP):PORT with POD_IP from "
+                      f"status.podIP, found {args.get('--advertise')}, POD_IP from "
+                      f"{env.get('POD_IP')}")
+    check_launcher_policies(docs, what)
+
+
+def selects(peer, component):
+    labels = peer.get("podSelector", {}).get("matchLabels", {})
+    return labels.get("app.kubernetes.io/component") == component and len(peer) == 1
+
+
+def allows(rules, direction, component, port=None):
+    """Whether one rule lets TCP to `port` (None: every port) through to or
+    from pods of `component`."""
+    for rule in rules:
+        if not any(selects(peer, component) for peer in rule.get(direction, [])):
+            continue
+        for entry in rule.get("ports", []):
+            if entry.get("protocol", "TCP") == "TCP" and entry.get("port") in (None, port):
+                return True
+    return False
+
+
+def check_launcher_policies(docs, what):
+    policies = {d["metadata"]["name"]: d["spec"] for d in docs if d["kind"] == "NetworkPolicy"}
+    if not policies:
+        return
+    worker = policies.get("collbench-worker", {})
+    launcher = policies.get("collbench-launcher")
+    if launcher is None:
+        raise Failure(f"{what}: NetworkPolicies but none for the launcher")
+    needed = [
+        ("collbench-worker ingress from the launcher, any TCP port",
+         allows(worker.get("ingress", []), "from", "launcher")),
+        ("collbench-worker egress to the launcher, any TCP port",
+         allows(worker.get("egress", []), "to", "launcher")),
+        ("collbench-launcher ingress from workers, any TCP port",
+         allows(launcher.get("ingress", []), "from", "worker")),
+        ("collbench-launcher egress to workers, any TCP port",
+         allows(launcher.get("egress", []), "to", "worker")),
+        (f"collbench-launcher egress to the coordinator's port {COORDINATOR_GRPC_PORT}",
+         allows(launcher.get("egress", []), "to", "coordinator", COORDINATOR_GRPC_PORT)),
+    ]
+    missing = [name for name, allowed in needed if not allowed]
+    if missing:
+        raise Failure(f"{what}: NetworkPolicy: no rule for {'; '.join(missing)}")
 
 
 def check_gpus(worker, slots, features, what):
@@ -210,7 +364,9 @@ def check(docs, features, dashboards_dir, what):
     """All of the above for one rendering with the given features."""
     check_budgets(docs, what)
     check_memory(docs, what)
+    check_hardening(docs, what)
     worker = find(docs, "DaemonSet", "collbench-worker", what)
+    check_launcher(docs, worker, what)
     config = next((d["data"] for d in docs if d["kind"] == "ConfigMap"
                    and d["metadata"]["name"].startswith("collbench-config")), {})
     check_gpus(worker, config.get("COLLBENCH_WORKER_SLOTS"), features, what)

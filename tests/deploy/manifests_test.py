@@ -10,9 +10,9 @@ overlays of OVERLAYS are there), the pods of the container test
   - renders with plain `kubectl kustomize` (what `kubectl apply -k` builds:
     no flag, so every file a kustomization loads is inside its own tree);
   - checks what each rendering must say (manifest_properties.py): the
-    disruption budgets and memory limits everywhere, and each overlay's
-    feature (gpu, gpu-multi, rdma, ingress, node-selection, monitoring)
-    there and nowhere else;
+    disruption budgets, memory limits, hardening, token files and the
+    launcher everywhere, and each overlay's feature (gpu, gpu-multi, rdma,
+    ingress, node-selection, monitoring) there and nowhere else;
   - validates every rendered document offline against the schema of its
     apiVersion and kind (deploy/kubernetes/validate: kubernetes-models and
     @kubernetes-models/prometheus-operator, pinned by package-lock.json and
@@ -20,10 +20,13 @@ overlays of OVERLAYS are there), the pods of the container test
     unknown fields fail;
   - lints the rendered YAML with the repository's .yamllint (line length
     off: the dashboards' JSON is embedded as it is);
-  - checks every container's args: each --flag is one the program's --help
-    lists (collbench-coordinator, collbench-worker), and each $(VAR) is
-    defined by the container's env or the ConfigMaps it loads, since
-    Kubernetes leaves an undefined one as literal text.
+  - checks every container's command and args: it runs a program of
+    PROGRAMS under the image's init, in that program's image; each --flag
+    is one the program's --help lists (collbench-coordinator;
+    collbench-worker, whose --help collbench-launcher shares, being the
+    same binary called by another name); each $(VAR) is defined by the
+    container's env or the ConfigMaps it loads, since Kubernetes leaves an
+    undefined one as literal text.
 
 Once: yamllint --strict on the sources (deploy/kubernetes); the
 PrometheusRule's expressions through `promtool check rules` (when Debian's
@@ -59,7 +62,15 @@ ROOT = os.path.normpath(os.path.join(HERE, "..", ".."))
 KUBERNETES = os.path.join(ROOT, "deploy", "kubernetes")
 VALIDATE = os.path.join(KUBERNETES, "validate")
 SKIP = 77
-PROGRAMS = {"collbench-coordinator": "coordinator", "collbench-worker": "worker"}
+# Each program a container may run: the binary whose --help lists its flags
+# (--coordinator or --worker) and the image it comes in (by name prefix:
+# collbench-worker-gpu is a collbench-worker too).
+PROGRAMS = {
+    "collbench-coordinator": ("coordinator", "collbench-coordinator"),
+    "collbench-worker": ("worker", "collbench-worker"),
+    # The worker's binary called as collbench-launcher (a link in its image).
+    "collbench-launcher": ("worker", "collbench-worker"),
+}
 DASHBOARDS = os.path.join(ROOT, "dashboards")
 PROMETHEUS_RULE = os.path.join(KUBERNETES, "components", "monitoring", "prometheus-rule.yaml")
 ALERT_TESTS = os.path.join(HERE, "verdict_alerts_test.yaml")
@@ -132,7 +143,9 @@ def program_flags(binary):
 
 
 def check_containers(docs, flags, what):
-    """Every --flag is the program's; every $(VAR) in args is defined."""
+    """Each container runs a known program under the image's init, in that
+    program's image; every --flag is the program's; every $(VAR) in args is
+    defined."""
     config_maps = {d["metadata"]["name"]: d.get("data", {}) for d in docs
                    if d.get("kind") == "ConfigMap"}
     checked = 0
@@ -141,15 +154,17 @@ def check_containers(docs, flags, what):
         if not spec:
             continue
         for container in spec.get("containers", []):
-            image = container["image"].rsplit("/", 1)[-1].split(":")[0].split("@")[0]
-            program = "collbench-worker" if image.startswith("collbench-worker") else image
-            if program not in flags:
-                raise Failure(f"{what}: {doc['kind']}/{doc['metadata']['name']}: image "
-                              f"{container['image']} runs no known program")
+            workload = f"{what}: {doc['kind']}/{doc['metadata']['name']}"
             command = container.get("command", [])
-            if command[:2] != ["/usr/bin/tini", "--"] or command[2:] != [program]:
-                raise Failure(f"{what}: {doc['kind']}/{doc['metadata']['name']}: command "
-                              f"{command} is not the image's init running {program}")
+            if command[:2] != ["/usr/bin/tini", "--"] or len(command) != 3 or \
+                    command[2] not in PROGRAMS:
+                raise Failure(f"{workload}: command {command} is not the image's init running "
+                              f"one of {sorted(PROGRAMS)}")
+            program = command[2]
+            image = container["image"].rsplit("/", 1)[-1].split(":")[0].split("@")[0]
+            if not image.startswith(PROGRAMS[program][1]):
+                raise Failure(f"{workload}: image {container['image']} does not have {program} "
+                              f"(it is in {PROGRAMS[program][1]})")
             defined = {e["name"] for e in container.get("env", [])}
             for source in container.get("envFrom", []):
                 name = source.get("configMapRef", {}).get("name")
@@ -353,8 +368,9 @@ def main():
               "(scripts/setup installs node, npm and yamllint; kubectl is not in Debian)")
         return SKIP
     try:
-        flags = {"collbench-coordinator": program_flags(args.coordinator),
-                 "collbench-worker": program_flags(args.worker)}
+        binaries = {"coordinator": args.coordinator, "worker": args.worker}
+        helps = {name: program_flags(binary) for name, binary in binaries.items()}
+        flags = {program: helps[binary] for program, (binary, _) in PROGRAMS.items()}
         validate = Validator(install_validator(os.path.abspath(args.build_dir)))
         check_validator_refuses(validate)
         must(["yamllint", "--strict", "-f", "parsable", KUBERNETES], "yamllint of the sources",

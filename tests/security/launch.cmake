@@ -24,7 +24,8 @@ set(launch_security_cases
   tokens_in_processes 180
   setsid_rank 180
   tuning_takes_effect 300
-  tuning_file 300)
+  tuning_file 300
+  fake_launcher 180)
 list(LENGTH launch_security_cases n)
 math(EXPR last "${n} - 1")
 foreach(i RANGE 0 ${last} 2)

@@ -23,6 +23,13 @@ that an error came back:
                        Open MPI coll_tuned algorithm with a tiny segment
                        size slows bcast down by a large factor; an MPICH
                        algorithm cvar changes the run's outcome
+  fake_launcher        a worker registered under a name that sorts first
+                       (SPREAD would once have made it its runs' launcher)
+                       launches nothing: a run across it and a peer waits for
+                       the trusted launcher, which holds the token alone; the
+                       worker holds its digest, and presenting that to the
+                       peer's Exec with an orted / hydra_pmi_proxy payload
+                       starts nothing (no proof file, no process of it)
   tuning_file          a dynamic rules file from the workers' --tuning-dir,
                        named by its bare name, takes effect across two
                        workers (the same slow bcast); a link in the folder
@@ -33,6 +40,7 @@ that an error came back:
 """
 
 import glob
+import hashlib
 import os
 import shutil
 import stat
@@ -392,6 +400,50 @@ def case_tuning_file(c):
                                 "not reach the ranks")
 
 
+def case_fake_launcher(c):
+    c.start_coordinator(args=["--worker-launch", "off"])
+    c.start_worker("0000-evil", 1)
+    c.start_worker("w1", 1)
+    c.wait_workers_ready(["0000-evil", "w1"])
+    run = start_long_run(c)
+    # No launcher yet: the run waits, and no worker was given it.
+    time.sleep(2)
+    header = c.cli("show", run).stdout.splitlines()[0]
+    expect("queued (waiting for a launcher" in header,
+           "%s before any launcher connected: %s" % (run, header))
+    expect(not glob.glob(os.path.join(c.dir, "*", "run-*")),
+           "a worker launched the run: %s" % glob.glob(os.path.join(c.dir, "*", "run-*")))
+    c.start_launcher()
+    token_file = live_token_file(c)
+    expect(token_file.split(os.sep)[-3] == "launcher",
+           "the run's token is in %s, not with the launcher" % token_file)
+    # What a worker of the run holds of the token: its SHA-256.
+    with open(token_file) as f:
+        digest = hashlib.sha256(f.read().strip().encode()).hexdigest()
+    digest_file = os.path.join(c.dir, "digest")
+    with open(digest_file, "w") as f:
+        f.write(digest + "\n")
+    address = agent_addresses(c)["w1"]
+    probe = os.path.join(c.bin_dir, "exec_probe")
+    proof = os.path.join(c.dir, "proof-fake-launcher")
+    for argv in (["orted", "-mca", "orte_fork_agent", "/usr/bin/touch " + proof],
+                 ["hydra_pmi_proxy", "--launcher-exec", "/usr/bin/touch", "--proxy-id", "1"],
+                 ["/bin/sh", "-c", "touch " + proof]):
+        done = svc.subprocess.run([probe, address, run, digest_file] + argv, capture_output=True,
+                                  text=True, timeout=60)
+        # Status 7 (PERMISSION_DENIED): refused at the token, before the argv.
+        expect("status: 7 " in done.stderr,
+               "Exec %s with the token's digest: exit %d, %s" % (argv, done.returncode,
+                                                                done.stderr.strip()[-500:]))
+    time.sleep(1)
+    expect_no_proof(c, "Exec with the digest")
+    running = [i.describe() for i in svc.all_procs().values() if proof in i.describe()]
+    expect(not running, "a process of the payload runs: %s" % running)
+    c.cli("cancel", run)
+    c.wait_state(run, ("cancelled", "failed", "succeeded"), 60)
+    svc.expect_no_run_processes(c, 15)
+
+
 CASES = {
     "hostile_env": case_hostile_env,
     "exec_non_daemon": case_exec_non_daemon,
@@ -399,6 +451,7 @@ CASES = {
     "setsid_rank": case_setsid_rank,
     "tuning_takes_effect": case_tuning_takes_effect,
     "tuning_file": case_tuning_file,
+    "fake_launcher": case_fake_launcher,
 }
 
 
@@ -411,7 +464,7 @@ def make_cluster(bin_dir, case):
 def main():
     return svc.case_main(__doc__, CASES, make_cluster=make_cluster, prog="launch_test",
                          binaries=("collbench", "collbench-coordinator", "collbench-worker",
-                                   "collbench-rank", "exec_probe"))
+                                   "collbench-launcher", "collbench-rank", "exec_probe"))
 
 
 if __name__ == "__main__":

@@ -9,18 +9,10 @@
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "common/host_port.h"
+#include "common/secrets.h"
 
 namespace collbench {
 namespace {
-
-// Compares without an early exit, so the time taken says nothing about how
-// much of a guessed token was right.
-bool TokensEqual(absl::string_view a, absl::string_view b) {
-  unsigned char diff = a.size() == b.size() ? 0 : 1;
-  const size_t n = std::min(a.size(), b.size());
-  for (size_t i = 0; i < n; ++i) diff |= static_cast<unsigned char>(a[i] ^ b[i]);
-  return diff == 0 && !a.empty();
-}
 
 // absl and gRPC share the canonical status codes.
 grpc::Status ToGrpcStatus(const absl::Status& status) {
@@ -49,10 +41,10 @@ ExecManager::ExecManager(ProcessRunner* runner, ExecManagerOptions options)
 
 ExecManager::~ExecManager() { KillAll(absl::InfiniteDuration()); }
 
-void ExecManager::Allow(std::string run, std::string token, v1::MpiImplementation mpi) {
+void ExecManager::Allow(std::string run, std::string token_digest, v1::MpiImplementation mpi) {
   absl::MutexLock lock(&mu_);
   revoked_.erase(std::remove(revoked_.begin(), revoked_.end(), run), revoked_.end());
-  tokens_[std::move(run)] = Allowed{std::move(token), mpi};
+  tokens_[std::move(run)] = Allowed{std::move(token_digest), mpi};
 }
 
 void ExecManager::Revoke(absl::string_view run) {
@@ -91,7 +83,7 @@ absl::StatusOr<std::unique_ptr<ExecHandle>> ExecManager::Start(absl::string_view
         absl::StrCat("Exec for run \"", run,
                      "\": this worker holds no token for it yet; retry shortly"));
   }
-  if (it == tokens_.end() || !TokensEqual(it->second.token, token)) {
+  if (it == tokens_.end() || !TokenMatchesDigest(token, it->second.token_digest)) {
     return absl::PermissionDeniedError(
         absl::StrCat("Exec refused for run \"", run,
                      "\": this worker holds no matching token for it (not assigned, finished, or "

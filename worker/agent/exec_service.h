@@ -3,9 +3,10 @@
 // docs/design/security.md#no-shell-on-the-launch-path): runs the MPI daemon a
 // peer's launch shim asks for (only the installed orted / hydra_pmi_proxy,
 // arguments verbatim, no shell: daemon_command.h), with this worker's allowed
-// environment (clean_env.h), only for runs whose token the coordinator gave
-// this worker, and for each run only the daemon of the run's library (the token
-// comes with it).
+// environment (clean_env.h), only for runs whose token digest the coordinator
+// gave this worker, from the caller that presents the token itself (the run's
+// launcher; no worker of a run holds its token), and for each run only the
+// daemon of the run's library (the digest comes with it).
 //
 // ExecManager is the plain class (token table, running commands) that tests
 // drive without gRPC; ExecService is the thin gRPC layer over it.
@@ -107,9 +108,11 @@ class ExecManager {
   ExecManager(const ExecManager&) = delete;
   ExecManager& operator=(const ExecManager&) = delete;
 
-  // Accept Exec for `run` (runs/{id}) with `token`, for the daemons of
-  // `mpi`'s flavour only (MpiFlavor::daemons); replaces an older token.
-  void Allow(std::string run, std::string token, v1::MpiImplementation mpi);
+  // Accept Exec for `run` (runs/{id}) with the token whose SHA-256 is
+  // `token_digest` (TokenDigest; only the run's launcher holds the token),
+  // for the daemons of `mpi`'s flavour only (MpiFlavor::daemons); replaces
+  // an older digest.
+  void Allow(std::string run, std::string token_digest, v1::MpiImplementation mpi);
   // Stop accepting `run` and kill every command still running for it.
   void Revoke(absl::string_view run);
   // For shutdown: refuse every later Start() (UNAVAILABLE), kill every
@@ -146,7 +149,7 @@ class ExecManager {
   const ExecManagerOptions options_;
   mutable absl::Mutex mu_;
   struct Allowed {
-    std::string token;
+    std::string token_digest;
     v1::MpiImplementation mpi;
   };
   std::map<std::string, Allowed, std::less<>> tokens_ ABSL_GUARDED_BY(mu_);

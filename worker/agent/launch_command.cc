@@ -7,12 +7,13 @@
 #include <cerrno>
 #include <cstring>
 
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "api/convert.h"
 #include "api/tuning_env.h"
-#include "common/progress_slot.h"
 #include "common/host_port.h"
+#include "common/progress_slot.h"
 #include "flavors/registry.h"
 #include "worker/agent/launch_shim.h"
 #include "worker/agent/tuning_files.h"
@@ -20,11 +21,14 @@
 namespace collbench {
 namespace {
 
-// The name the MPI launcher uses for peer i. The launcher's own entry is
-// "localhost" so its ranks start without the shim.
-std::string AliasFor(const v1::Peer& peer, int index) {
-  if (index == 0) return "localhost";
-  return peer.host_alias().empty() ? absl::StrCat("w", index) : peer.host_alias();
+// The name the MPI launcher uses for peer i. A worker launching its own
+// run is "localhost" to it, so its ranks start without the shim; a
+// launcher (collbench-launcher) hosts no ranks and reaches every peer
+// through the shim.
+std::string AliasFor(const v1::Peer& peer, int index, bool self_is_rank0) {
+  if (index == 0 && self_is_rank0) return "localhost";
+  return peer.host_alias().empty() || peer.host_alias() == "localhost" ? absl::StrCat("w", index)
+                                                                       : peer.host_alias();
 }
 
 LaunchTransport ToLaunchTransport(v1::Transport transport) {
@@ -38,7 +42,7 @@ LaunchTransport ToLaunchTransport(v1::Transport transport) {
 
 // One "ALIAS:SLOTS" host per peer in rank order, and the shim's map of
 // the peers' aliases to their Agent addresses.
-absl::Status AddHosts(const v1::Assignment& assignment, LaunchRequest* request,
+absl::Status AddHosts(const v1::Assignment& assignment, bool self_is_rank0, LaunchRequest* request,
                       std::vector<std::string>* hostmap) {
   for (int i = 0; i < assignment.peers_size(); ++i) {
     const v1::Peer& peer = assignment.peers(i);
@@ -46,9 +50,9 @@ absl::Status AddHosts(const v1::Assignment& assignment, LaunchRequest* request,
       return absl::InvalidArgumentError(
           absl::StrCat("assignment gives ", peer.worker(), " no slots"));
     }
-    const std::string alias = AliasFor(peer, i);
+    const std::string alias = AliasFor(peer, i, self_is_rank0);
     request->hosts.push_back(absl::StrCat(alias, ":", peer.slots()));
-    if (i > 0) hostmap->push_back(absl::StrCat(alias, "=", peer.agent_address()));
+    if (i > 0 || !self_is_rank0) hostmap->push_back(absl::StrCat(alias, "=", peer.agent_address()));
     request->ranks += peer.slots();
   }
   return absl::OkStatus();
@@ -93,7 +97,10 @@ absl::StatusOr<LaunchCommand> BuildLaunchCommand(const v1::Assignment& assignmen
     return absl::InvalidArgumentError(
         absl::StrCat("assignment for ", assignment.run(), " names no workers"));
   }
-  if (assignment.peers(0).worker() != self_worker) {
+  // A worker launches only a run whose rank 0 it hosts; a launcher
+  // (launchers/{id}) hosts none.
+  const bool self_is_rank0 = assignment.peers(0).worker() == self_worker;
+  if (!self_is_rank0 && !absl::StartsWith(self_worker, kLauncherNamePrefix)) {
     return absl::InvalidArgumentError(absl::StrCat(
         "assignment for ", assignment.run(), " puts rank 0 on ", assignment.peers(0).worker(),
         ", not on this worker (", self_worker, ")"));
@@ -115,7 +122,9 @@ absl::StatusOr<LaunchCommand> BuildLaunchCommand(const v1::Assignment& assignmen
   }
   LaunchRequest request;
   std::vector<std::string> hostmap;
-  if (absl::Status s = AddHosts(assignment, &request, &hostmap); !s.ok()) return s;
+  if (absl::Status s = AddHosts(assignment, self_is_rank0, &request, &hostmap); !s.ok()) {
+    return s;
+  }
   EnvMap run_env;  // the run's settings, then the flavour's own
   if (absl::Status s = AddRunEnv(spec, paths.tuning_dir, &request, &run_env); !s.ok()) return s;
   // Every rank, on every host, learns where its progress slot goes.
@@ -128,7 +137,8 @@ absl::StatusOr<LaunchCommand> BuildLaunchCommand(const v1::Assignment& assignmen
   request.rank_binary = installed->second.rank_binary;
   request.shim_command = absl::StrCat(paths.self, " ", kShimWord);
   request.shim_link = paths.shim_link;
-  request.self_host = HostOf(assignment.peers(0).agent_address());
+  request.self_host =
+      self_is_rank0 ? HostOf(assignment.peers(0).agent_address()) : paths.launcher_host;
   request.mpi_interface = paths.mpi_interface;
   request.transport = ToLaunchTransport(spec.transport());
   request.shared_ipc = assignment.shared_ipc();

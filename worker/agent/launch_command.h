@@ -31,6 +31,9 @@ struct FlavorPaths {
   std::string rank_binary;  // e.g. /opt/cb/collbench-rank (MpiFlavor::rank_binary)
 };
 
+// The name prefix of a launcher (collbench-launcher) on the coordinator.
+inline constexpr char kLauncherNamePrefix[] = "launchers/";
+
 struct LaunchPaths {
   std::string self;  // this worker binary (the shim is `self launch-shim`)
   // Per flavour name (flavors/registry.h): its launcher and rank binary.
@@ -57,6 +60,10 @@ struct LaunchPaths {
   // in ROOT/ID, handed to every rank as COLLBENCH_PROGRESS_DIR. Empty: no
   // slots (no hang diagnosis).
   std::string progress_root;
+  // A launcher's own (collbench-launcher) host as the run's daemons reach
+  // it: MPICH's -localhost. Workers launching their own run use their
+  // Agent address's host instead.
+  std::string launcher_host;
 };
 
 // Makes `link` a symbolic link to `self` (replacing what was there).
@@ -76,7 +83,8 @@ struct LaunchEnvironment {
 };
 
 // `self_worker` is this worker's name ("workers/{id}"), which must be the
-// first peer (rank 0's host). InvalidArgument if the assignment is
+// first peer (rank 0's host), or a launcher's ("launchers/{id}"), which
+// hosts no ranks and reaches every peer through the shim. InvalidArgument if the assignment is
 // malformed, a spec.env entry is not an allowed tuning parameter
 // ("spec.env.KEY: ..."), or an engine field is not one word;
 // FailedPrecondition ("spec.env.KEY: tuning file 'NAME' ...") when a

@@ -2,6 +2,12 @@
 // collbench-worker: serves the Agent (Exec) service, registers with the
 // coordinator and launches runs. `collbench-worker launch-shim ...` is the
 // remote-shell agent mpirun / mpiexec call (launch_shim.h).
+//
+// Called as collbench-launcher (a link to this binary), it is the trusted
+// launcher instead (docs/design/security.md#the-launcher): it registers as
+// launchers/NAME with a launcher token, serves no Exec, hosts no ranks, and
+// starts the runs that span workers, reaching every one of their workers
+// through the shim.
 #include <grpcpp/ext/proto_server_reflection_plugin.h>
 #include <grpcpp/grpcpp.h>
 #include <grpcpp/health_check_service_interface.h>
@@ -62,7 +68,10 @@ constexpr char kUsage[] =
     "                        [--tls-cert F --tls-key F [--tls-client-ca F]]\n"
     "                        [--label KEY=VALUE]... [--log-format auto|json|text]\n"
     "                        [--log-level debug|info|warn|error]\n"
-    "       collbench-worker launch-shim HOST COMMAND...   (used by mpirun / mpiexec)\n";
+    "       collbench-worker launch-shim HOST COMMAND...   (used by mpirun / mpiexec)\n"
+    "       collbench-launcher --coordinator HOST:PORT --advertise HOST:0 [--name NAME]\n"
+    "                          [--join-token-file F]   (F: a launcher token; the\n"
+    "                          trusted launcher of runs that span workers)\n";
 
 struct Flags {
   std::string coordinator;
@@ -83,7 +92,17 @@ struct Flags {
   bool no_memory_probe = false;
   ClientTlsOptions tls;
   AgentTlsOptions agent_tls;
+  bool launcher = false;  // called as collbench-launcher
 };
+
+// The name this program was called by (argv[0]'s last component).
+absl::string_view CalledAs(const char* argv0) {
+  absl::string_view called = argv0 == nullptr ? "" : argv0;
+  if (const size_t slash = called.rfind('/'); slash != absl::string_view::npos) {
+    called.remove_prefix(slash + 1);
+  }
+  return called;
+}
 
 std::string SelfPath() {
   char path[PATH_MAX] = {0};
@@ -293,13 +312,14 @@ int Serve(const Flags& flags) {
   // under this; gRPC's own default would be 4 MiB.
   builder.SetMaxReceiveMessageSize(kMaxExecRequestBytes);
   builder.AddListeningPort(flags.listen, *agent_credentials, &port);
-  builder.RegisterService(&exec_service);
+  // A launcher hosts no ranks: it starts no daemon for anyone.
+  if (!flags.launcher) builder.RegisterService(&exec_service);
   std::unique_ptr<grpc::Server> server = builder.BuildAndStart();
   if (server == nullptr || port == 0) {
     return StartFailed(absl::UnavailableError(absl::StrCat("cannot listen on ", flags.listen)), 1);
   }
   // The ranks' progress slots: a folder of this worker's own, or none.
-  if (!flags.progress_dir.empty()) {
+  if (!flags.progress_dir.empty() && !flags.launcher) {
     if (absl::Status root = PrepareProgressRoot(flags.progress_dir); !root.ok()) {
       return StartFailed(root, 2);
     }
@@ -314,7 +334,7 @@ int Serve(const Flags& flags) {
   }
   for (const auto& [key, value] : flags.labels) (*inventory->mutable_labels())[key] = value;
   AddDeclaredLinkRate(flags.labels, &*inventory);
-  if (!flags.no_memory_probe) ProbeMemory(&*inventory);
+  if (!flags.no_memory_probe && !flags.launcher) ProbeMemory(&*inventory);
   WorkerAgentOptions options;
   options.coordinator = flags.coordinator;
   options.credentials = channel->credentials;
@@ -322,11 +342,16 @@ int Serve(const Flags& flags) {
   options.worker_id = flags.name.empty() ? HostName() : flags.name;
   options.display_name = options.worker_id;
   options.agent_address = AdvertiseAddress(flags, port);
-  options.slots = flags.slots > 0 ? flags.slots : std::max(1, inventory->cpus());
+  options.slots = flags.launcher    ? 0
+                  : flags.slots > 0 ? flags.slots
+                                    : std::max(1, inventory->cpus());
   options.join_token = *join_token;
+  options.launcher = flags.launcher;
   options.inventory = *inventory;
   options.on_registration = std::move(report_registration);
-  options.progress_root = flags.progress_dir;
+  // Its ranks' progress: a launcher's runs have their ranks on workers,
+  // which relay it.
+  options.progress_root = flags.launcher ? "" : flags.progress_dir;
   const std::string work_dir = flags.work_dir.empty()
                                    ? absl::StrCat("/tmp/collbench-worker-", options.worker_id)
                                    : flags.work_dir;
@@ -340,7 +365,9 @@ int Serve(const Flags& flags) {
   launcher_options.paths.flavors = flavor_paths;
   launcher_options.paths.mpi_interface = flags.mpi_interface;
   launcher_options.base_env = base_env;
-  launcher_options.self_worker = absl::StrCat("workers/", options.worker_id);
+  launcher_options.self_worker =
+      absl::StrCat(flags.launcher ? kLauncherNamePrefix : "workers/", options.worker_id);
+  if (flags.launcher) launcher_options.paths.launcher_host = HostOf(options.agent_address);
   launcher_options.work_dir = work_dir;
   mkdir(launcher_options.work_dir.c_str(), 0700);
   launcher_options.paths.shim_env = ShimTlsEnv(flags.agent_tls);
@@ -359,10 +386,13 @@ int Serve(const Flags& flags) {
     sigwait(&signals, &signal);
     agent.Stop();
   });
-  LogInfo("worker.serving",
-          absl::StrFormat("collbench-worker %s: agent on %s, coordinator %s, %d slots",
-                          options.worker_id, options.agent_address, options.coordinator,
-                          options.slots))
+  LogInfo(flags.launcher ? "launcher.serving" : "worker.serving",
+          flags.launcher
+              ? absl::StrFormat("collbench-launcher %s: at %s, coordinator %s", options.worker_id,
+                                options.agent_address, options.coordinator)
+              : absl::StrFormat("collbench-worker %s: agent on %s, coordinator %s, %d slots",
+                                options.worker_id, options.agent_address, options.coordinator,
+                                options.slots))
       .Str("worker", options.worker_id)
       .Str("agent_address", options.agent_address)
       .Str("coordinator", options.coordinator)
@@ -391,6 +421,7 @@ int main(int argc, char** argv) {
   sigaddset(&signals, SIGTERM);
   pthread_sigmask(SIG_BLOCK, &signals, nullptr);
   collbench::Flags flags;
+  flags.launcher = collbench::CalledAs(argc > 0 ? argv[0] : nullptr) == "collbench-launcher";
   collbench::FlagParser parser;
   parser.String("coordinator", &flags.coordinator, "coordinator gRPC address HOST:PORT");
   parser.String("listen", &flags.listen, "Agent service address (default 0.0.0.0:0)");
@@ -408,8 +439,9 @@ int main(int argc, char** argv) {
       },
       "refused: a token in argv is visible to every local user; use --join-token-file");
   parser.String("join-token-file", &flags.join_token_file,
-                "file whose first line is the worker join token the coordinator requires"
-                " (default: the COLLBENCH_JOIN_TOKEN variable, read once and removed)");
+                "file whose first line is the worker join token the coordinator requires,"
+                " or as collbench-launcher its launcher token (default: the"
+                " COLLBENCH_JOIN_TOKEN variable, read once and removed)");
   parser.String("state-dir", &flags.state_dir,
                 "folder for what the worker keeps across restarts: the secret the coordinator"
                 " issues its name (default: WORK_DIR/state)");

@@ -83,6 +83,7 @@ bool WorkerAgent::Session(v1::WorkerGateway::Stub& stub) {
   reg->set_agent_address(options_.agent_address);
   reg->set_slots(options_.slots);
   reg->set_join_token(options_.join_token);
+  reg->set_launcher(options_.launcher);
   reg->set_worker_secret(Secret());
   for (const std::string& run : spool_->ActiveRuns()) reg->add_active_runs(run);
   v1::CoordinatorMessage reply;
@@ -256,7 +257,7 @@ void WorkerAgent::Handle(const v1::CoordinatorMessage& message) {
       break;
     }
     case v1::CoordinatorMessage::kRunToken: {
-      exec_->Allow(message.run_token().run(), message.run_token().token(),
+      exec_->Allow(message.run_token().run(), message.run_token().token_sha256(),
                    message.run_token().mpi());
       absl::MutexLock lock(&runs_mu_);
       runs_.insert(message.run_token().run());

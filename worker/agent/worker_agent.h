@@ -36,6 +36,10 @@ struct WorkerAgentOptions {
   std::string agent_address;  // where peers reach this worker's Agent service
   int slots = 1;
   std::string join_token;
+  // Registers as a launcher (collbench-launcher: Register.launcher, a
+  // launcher token in join_token, no slots): it starts the runs that span
+  // workers and hosts no ranks.
+  bool launcher = false;
   // Where the secret the coordinator issues is kept (0600); empty: in
   // memory only (tests), lost when the process ends.
   std::string secret_file;

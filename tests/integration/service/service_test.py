@@ -162,6 +162,7 @@ class Cluster:
         self.coordinator = None
         self.coordinator_starts = 0
         self.workers = {}  # name -> Popen
+        self.launchers = {}  # name -> Popen (collbench-launcher)
         self.popens = []   # everything started, for the teardown
 
     def binary(self, name):
@@ -180,7 +181,7 @@ class Cluster:
 
     # coordinator
 
-    def start_coordinator(self, heartbeat_timeout=6):
+    def start_coordinator(self, heartbeat_timeout=6, args=()):
         """Starts the coordinator; the first start picks a free port (and
         tries again if another process took it meanwhile), later starts reuse
         it, like a restarted service."""
@@ -193,7 +194,7 @@ class Cluster:
             self.coordinator_starts += 1
             proc = self._spawn([self.binary("collbench-coordinator"), "--grpc-listen",
                                 "127.0.0.1:%d" % port, "--store", self.store,
-                                "--heartbeat-timeout", str(heartbeat_timeout)],
+                                "--heartbeat-timeout", str(heartbeat_timeout)] + list(args),
                                "coordinator-%d.log" % self.coordinator_starts)
             deadline = time.monotonic() + 20
             while time.monotonic() < deadline and proc.poll() is None:
@@ -244,6 +245,17 @@ class Cluster:
              # address and a daemon sometimes cannot call mpirun back.
              "--mpi-interface", "127.0.0.0/8"] + list(args), "%s.log" % name, env)
         return self.workers[name]
+
+    def start_launcher(self, name="launcher"):
+        """collbench-launcher (docs/design/security.md#the-launcher), which
+        starts the runs that span workers; it hosts no ranks."""
+        work_dir = os.path.join(self.dir, name)
+        os.makedirs(work_dir, exist_ok=True)
+        self.launchers[name] = self._spawn(
+            [self.binary("collbench-launcher"), "--coordinator", "127.0.0.1:%d" % self.port,
+             "--listen", "127.0.0.1:0", "--name", name, "--work-dir", work_dir,
+             "--mpi-interface", "127.0.0.0/8"], "%s.log" % name)
+        return self.launchers[name]
 
     def start_workers(self, count, slots, prefix="w"):
         names = ["%s%d" % (prefix, i + 1) for i in range(count)]

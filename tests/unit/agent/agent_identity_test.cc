@@ -19,6 +19,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/clock.h"
+#include "common/secrets.h"
 #include "common/tls_channel.h"
 #include "grpcpp/grpcpp.h"
 #include "gtest/gtest.h"
@@ -111,7 +112,7 @@ TEST(ExecRobustnessTest, RefusedCallsWithShortDeadlinesNeverCrashTheAgent) {
   options.exec_rate = {/*per_second=*/0, /*burst=*/1};  // no limit: every call reaches Start
   AgentServer agent(options);
   ASSERT_TRUE(agent.serving());
-  agent.manager()->Allow("runs/known", "right-token", v1::OPENMPI);
+  agent.manager()->Allow("runs/known", TokenDigest("right-token"), v1::OPENMPI);
   auto channel = grpc::CreateChannel(agent.address(), grpc::InsecureChannelCredentials());
   auto stub = v1::Agent::NewStub(channel);
   const v1::ExecRequest refused[] = {Request("runs/unknown", "x"),
@@ -147,7 +148,7 @@ TEST(ExecRobustnessTest, ExecForARunWithoutTokenYetIsUnavailableAtOnce) {
   EXPECT_LT(absl::Now() - start, absl::Seconds(2));  // no wait for the token
   // Once the token is there the same call runs; once revoked it is refused
   // for good (not retryable).
-  agent.manager()->Allow("runs/later", "t", v1::OPENMPI);
+  agent.manager()->Allow("runs/later", TokenDigest("t"), v1::OPENMPI);
   EXPECT_TRUE(Call(stub.get(), Request("runs/later", "t"), absl::Seconds(30)).ok());
   agent.manager()->Revoke("runs/later");
   EXPECT_EQ(Call(stub.get(), Request("runs/later", "t"), absl::Seconds(30)).error_code(),
@@ -197,7 +198,7 @@ TEST(AgentTlsTest, AgentServesMutualTlsAndTheShimDialsWithTheWorkersCertificate)
   ASSERT_TRUE(credentials.ok()) << credentials.status();
   AgentServer agent(ExecManagerOptions{}, *credentials);
   ASSERT_TRUE(agent.serving());
-  agent.manager()->Allow("runs/r", "t", v1::OPENMPI);
+  agent.manager()->Allow("runs/r", TokenDigest("t"), v1::OPENMPI);
 
   // Plaintext is refused.
   auto plain =

@@ -6,14 +6,14 @@
 #include <unistd.h>
 
 #include <fstream>
-#include <vector>
-
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
+#include "common/secrets.h"
 #include "grpcpp/create_channel.h"
 #include "grpcpp/server.h"
 #include "grpcpp/server_builder.h"
@@ -63,7 +63,7 @@ class ExecServiceTest : public ::testing::Test {
     ASSERT_GT(port, 0);
     stub_ = v1::Agent::NewStub(
         grpc::CreateChannel(absl::StrCat("127.0.0.1:", port), grpc::InsecureChannelCredentials()));
-    manager_->Allow(kRun, kToken, v1::OPENMPI);
+    manager_->Allow(kRun, TokenDigest(kToken), v1::OPENMPI);
   }
 
   void TearDown() override {
@@ -204,6 +204,15 @@ TEST_F(ExecServiceTest, WrongTokenIsPermissionDeniedNamingTheRun) {
   EXPECT_EQ(result.status.error_code(), grpc::StatusCode::PERMISSION_DENIED);
 }
 
+// What a worker of the run holds is the token's digest: presenting it, as a
+// worker that wants to start something on a peer would, starts nothing.
+TEST_F(ExecServiceTest, TheDigestAWorkerHoldsIsNotAToken) {
+  ExecResult result = Exec(Request("echo never", TokenDigest(kToken)));
+  EXPECT_EQ(result.status.error_code(), grpc::StatusCode::PERMISSION_DENIED);
+  EXPECT_TRUE(result.stdout_data.empty());
+  EXPECT_EQ(manager_->running(), 0);
+}
+
 TEST_F(ExecServiceTest, ClientCancelKillsTheGroup) {
   grpc::ClientContext context;
   std::unique_ptr<grpc::ClientReader<v1::ExecOutput>> reader;
@@ -256,8 +265,8 @@ TEST(ExecManagerTest, RevokeKillsOnlyThatRunsCommands) {
   options.daemons["orted"] = "/opt/mpi/orted";
   options.base_env = {{"K", "V"}};
   ExecManager manager(&runner, options);
-  manager.Allow("runs/a", "ta", v1::OPENMPI);
-  manager.Allow("runs/b", "tb", v1::OPENMPI);
+  manager.Allow("runs/a", TokenDigest("ta"), v1::OPENMPI);
+  manager.Allow("runs/b", TokenDigest("tb"), v1::OPENMPI);
   auto a = manager.Start("runs/a", "ta", {"orted"});
   auto b = manager.Start("runs/b", "tb", {"orted"});
   ASSERT_TRUE(a.ok() && b.ok());
@@ -279,8 +288,8 @@ TEST(ExecManagerTest, AllowReplacesTheToken) {
   ExecManagerOptions options;
   options.daemons["hydra_pmi_proxy"] = "/opt/mpi/hydra_pmi_proxy";
   ExecManager manager(&runner, options);
-  manager.Allow("runs/a", "old", v1::MPICH);
-  manager.Allow("runs/a", "new", v1::MPICH);
+  manager.Allow("runs/a", TokenDigest("old"), v1::MPICH);
+  manager.Allow("runs/a", TokenDigest("new"), v1::MPICH);
   EXPECT_EQ(manager.Start("runs/a", "old", {"hydra_pmi_proxy"}).status().code(),
             absl::StatusCode::kPermissionDenied);
   EXPECT_TRUE(manager.Start("runs/a", "new", {"hydra_pmi_proxy"}).ok());
@@ -298,8 +307,8 @@ TEST(ExecManagerTest, ATokenStartsOnlyTheDaemonOfItsRunsLibrary) {
   options.daemons["prted"] = "/opt/mpi/prted";
   options.daemons["hydra_pmi_proxy"] = "/opt/mpi/hydra_pmi_proxy";
   ExecManager manager(&runner, options);
-  manager.Allow("runs/mpich", "tm", v1::MPICH);
-  manager.Allow("runs/openmpi", "to", v1::OPENMPI);
+  manager.Allow("runs/mpich", TokenDigest("tm"), v1::MPICH);
+  manager.Allow("runs/openmpi", TokenDigest("to"), v1::OPENMPI);
   for (const char* daemon : {"orted", "prted"}) {
     auto refused = manager.Start("runs/mpich", "tm", {daemon});
     EXPECT_EQ(refused.status().code(), absl::StatusCode::kInvalidArgument) << daemon;

@@ -18,14 +18,15 @@
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "absl/synchronization/mutex.h"
+#include "absl/time/clock.h"
+#include "common/secrets.h"
 #include "gmock/gmock.h"
 #include "grpcpp/server.h"
 #include "grpcpp/server_builder.h"
 #include "gtest/gtest.h"
 #include "tests/unit/agent/test_util.h"
-#include "absl/strings/str_join.h"
-#include "absl/time/clock.h"
 #include "worker/agent/clean_env.h"
 #include "worker/agent/daemon_command.h"
 #include "worker/agent/exec_service.h"
@@ -112,7 +113,8 @@ class LaunchE2eTest : public ::testing::Test {
     builder.RegisterService(service_.get());
     server_ = builder.BuildAndStart();
     ASSERT_NE(server_, nullptr);
-    manager_->Allow(kE2eRun, kE2eToken, v1::OPENMPI);  // HydraCommand() makes it MPICH's
+    // HydraCommand() makes it MPICH's.
+    manager_->Allow(kE2eRun, TokenDigest(kE2eToken), v1::OPENMPI);
     const std::string address = absl::StrCat("127.0.0.1:", port);
     dir_ = absl::StrCat(::testing::TempDir(), "/collbench-e2e-run-", getpid());
     std::filesystem::create_directories(dir_);
@@ -176,7 +178,8 @@ class LaunchE2eTest : public ::testing::Test {
   // -launcher-exec as one word, so it gets a link to this binary named
   // collbench-launch-shim; -localhost is the address the proxies call back.
   std::vector<std::string> HydraCommand(std::vector<std::string> program) {
-    manager_->Allow(kE2eRun, kE2eToken, v1::MPICH);  // the run's token starts hydra_pmi_proxy only
+    // The run's token starts hydra_pmi_proxy only.
+    manager_->Allow(kE2eRun, TokenDigest(kE2eToken), v1::MPICH);
     const std::string link = dir_ + "/" + kShimLinkName;
     if (access(link.c_str(), F_OK) != 0) symlink(self_.c_str(), link.c_str());
     std::vector<std::string> argv = {COLLBENCH_TEST_MPIEXEC_MPICH, "-launcher", "ssh",

@@ -5,19 +5,19 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include <fstream>
-
 #include <algorithm>
+#include <fstream>
 #include <memory>
 #include <string>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "absl/time/clock.h"
+#include "common/secrets.h"
 #include "gmock/gmock.h"
 #include "grpcpp/server.h"
 #include "grpcpp/server_builder.h"
 #include "gtest/gtest.h"
-#include "absl/time/clock.h"
 #include "tests/unit/agent/test_util.h"
 #include "worker/agent/exec_service.h"
 
@@ -187,7 +187,7 @@ class LaunchShimTest : public ::testing::Test {
     builder.RegisterService(service_.get());
     server_ = builder.BuildAndStart();
     ASSERT_NE(server_, nullptr);
-    manager_->Allow("runs/s", "tok", v1::OPENMPI);
+    manager_->Allow("runs/s", TokenDigest("tok"), v1::OPENMPI);
     env_.run = "runs/s";
     env_.token = "tok";
     env_.host_map = {{"alias1", absl::StrCat("127.0.0.1:", port)}};

@@ -123,6 +123,26 @@ TEST_F(LaunchCommandTest, OpenMpiUsesTheShimAndHostsInRankOrder) {
   EXPECT_EQ(command->env.at("COLLBENCH_HOSTMAP"), "w1=127.0.0.1:7002");
 }
 
+// A launcher (collbench-launcher) hosts no ranks: every worker of the run,
+// rank 0's included, is reached through the shim, and MPICH's daemons call
+// back to the launcher's own host.
+TEST_F(LaunchCommandTest, ALauncherReachesEveryWorkerThroughTheShim) {
+  assignment_.mutable_peers(0)->set_host_alias("w0");
+  assignment_.mutable_peers(1)->set_host_alias("w1");
+  paths_.launcher_host = "198.18.0.9";
+  auto command = BuildLaunchCommand(assignment_, "launchers/l1", paths_, environment_);
+  ASSERT_TRUE(command.ok()) << command.status();
+  EXPECT_THAT(Joined(command->argv), HasSubstr("-np 3 --host w0:2,w1:1 "));
+  EXPECT_THAT(Joined(command->argv), Not(HasSubstr("localhost")));
+  EXPECT_EQ(command->env.at("COLLBENCH_HOSTMAP"), "w0=127.0.0.1:7001,w1=127.0.0.1:7002");
+  assignment_.mutable_spec()->set_mpi(v1::MPICH);
+  auto mpich = BuildLaunchCommand(assignment_, "launchers/l1", paths_, environment_);
+  ASSERT_TRUE(mpich.ok()) << mpich.status();
+  EXPECT_THAT(Joined(mpich->argv), HasSubstr("-localhost 198.18.0.9"));
+  // A worker that is not rank 0's still launches nothing.
+  EXPECT_FALSE(BuildLaunchCommand(assignment_, "workers/b", paths_, environment_).ok());
+}
+
 TEST_F(LaunchCommandTest, TransportsMapToMcaOrUcx) {
   assignment_.mutable_spec()->set_transport(v1::TCP);
   auto openmpi = BuildLaunchCommand(assignment_, "workers/a", paths_, environment_);

@@ -18,6 +18,7 @@
 #include "absl/synchronization/mutex.h"
 #include "absl/time/clock.h"
 #include "api/convert.h"
+#include "common/secrets.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "server/core/core.h"
@@ -477,8 +478,127 @@ TEST_F(RunManagerTest, SpreadTellsPeersTheTokenBeforeTheLauncherStarts) {
   ASSERT_TRUE(peer_messages[0].has_run_token());
   auto assignment = AssignmentFor(run.launcher());
   ASSERT_TRUE(assignment.has_value());
-  EXPECT_EQ(peer_messages[0].run_token().token(), assignment->token());
+  // The peer can check the launcher's token, not present it.
+  EXPECT_EQ(peer_messages[0].run_token().token_sha256(), TokenDigest(assignment->token()));
+  EXPECT_NE(peer_messages[0].run_token().token_sha256(), assignment->token());
   EXPECT_EQ(assignment->peers(1).agent_address(), peer.substr(8) + ":7000");
+}
+
+// --- The trusted launcher (docs/design/security.md#the-launcher) -----------
+
+// A launcher registered with the pool, as collbench-launcher does.
+uint64_t RegisterLauncherOn(Fleet* fleet, const std::string& id, absl::Time now,
+                            const std::string& token = "") {
+  v1::Register hello;
+  hello.set_worker_id(id);
+  hello.set_launcher(true);
+  hello.set_join_token(token);
+  auto registration = fleet->OnRegister(hello, now);
+  EXPECT_TRUE(registration.ok()) << registration.status();
+  return registration.ok() ? registration->session : 0;
+}
+
+// A run across workers is started by the launcher: no worker of it gets
+// the assignment or the token, every one of them gets only its digest, and
+// rank 0's worker is reached through the shim like the others.
+TEST_F(RunManagerTest, LauncherStartsRunsAcrossWorkersAndNoWorkerHoldsTheToken) {
+  // Named to sort first: SPREAD's order would once have made it the launcher.
+  Register("0000-evil", "host-0");
+  Register("a", "host-a");
+  RegisterLauncherOn(fleet_, "l1", now_);
+  link_.sent.clear();
+  const v1::Run run = Create(Spec(2, v1::SPREAD));
+  ASSERT_EQ(run.state(), v1::SCHEDULED) << run.error() << run.waiting_reason();
+  EXPECT_EQ(run.launcher(), "launchers/l1");
+  std::optional<v1::Assignment> assignment = AssignmentFor("launchers/l1");
+  ASSERT_TRUE(assignment.has_value());
+  ASSERT_EQ(assignment->peers_size(), 2);
+  for (const v1::Peer& peer : assignment->peers()) EXPECT_NE(peer.host_alias(), "localhost");
+  for (const char* worker : {"workers/0000-evil", "workers/a"}) {
+    const std::vector<v1::CoordinatorMessage> messages = link_.Take(worker);
+    ASSERT_EQ(messages.size(), 1u) << worker;
+    ASSERT_TRUE(messages[0].has_run_token()) << worker;
+    EXPECT_TRUE(messages[0].run_token().token_sha256() == TokenDigest(assignment->token()));
+  }
+  // The launcher reports as the launcher; the run's workers are released at
+  // the end, and the launcher told to drop it.
+  Status("launchers/l1", run.name(), v1::SUCCEEDED, 0);
+  EXPECT_EQ(Get(run.name()).state(), v1::SUCCEEDED);
+  bool launcher_released = false;
+  for (const auto& m : link_.Take("launchers/l1")) launcher_released |= m.has_release();
+  EXPECT_TRUE(launcher_released);
+}
+
+// A run on one worker starts there, launcher or not: nobody else is in it.
+TEST_F(RunManagerTest, OneWorkerRunLaunchesOnItsWorker) {
+  Register("a", "host-a");
+  RegisterLauncherOn(fleet_, "l1", now_);
+  const v1::Run run = Create(Spec(2, v1::PACK));
+  ASSERT_EQ(run.state(), v1::SCHEDULED);
+  EXPECT_EQ(run.launcher(), "workers/a");
+  EXPECT_FALSE(AssignmentFor("launchers/l1").has_value());
+}
+
+// Without the fallback, a run across workers waits for a launcher, and one
+// that connects starts it; one that goes away leaves the run its grace.
+TEST_F(RunManagerTest, WithoutFallbackARunAcrossWorkersWaitsForALauncher) {
+  CoreOptions options;
+  options.runs.worker_launch_fallback = false;
+  Restart(options);
+  Register("a", "host-a");
+  Register("b", "host-b");
+  const v1::Run queued = Create(Spec(2, v1::SPREAD));
+  EXPECT_EQ(queued.state(), v1::QUEUED);
+  EXPECT_THAT(Get(queued.name()).waiting_reason(), StartsWith("waiting for a launcher"));
+  EXPECT_FALSE(AssignmentFor("workers/a").has_value());
+  EXPECT_FALSE(AssignmentFor("workers/b").has_value());
+  const uint64_t session = RegisterLauncherOn(fleet_, "l1", now_);
+  const v1::Run started = Get(queued.name());
+  EXPECT_EQ(started.state(), v1::SCHEDULED);
+  EXPECT_EQ(started.launcher(), "launchers/l1");
+  // Lost, and not back within the grace: the run fails naming it.
+  fleet_->OnDisconnect("launchers/l1", session, now_);
+  now_ += absl::Seconds(21);
+  manager_->Tick(now_);
+  const v1::Run failed = Get(queued.name());
+  EXPECT_EQ(failed.state(), v1::FAILED);
+  EXPECT_THAT(failed.error(), HasSubstr("launchers/l1"));
+}
+
+// The least busy launcher takes the next run; a worker token is not a
+// launcher's.
+TEST_F(RunManagerTest, LaunchersShareRunsAndNeedALauncherToken) {
+  CoreOptions options;
+  absl::StatusOr<Authorizer> tokens = Authorizer::FromText("worker w-token\nlauncher l-token\n");
+  ASSERT_TRUE(tokens.ok());
+  options.workers.tokens = *tokens;
+  Restart(options);
+  for (const char* id : {"a", "b", "c", "d"}) {
+    v1::Register hello;
+    hello.set_worker_id(id);
+    hello.set_slots(1);
+    hello.set_join_token("w-token");
+    hello.set_agent_address(absl::StrCat(id, ":7000"));
+    hello.mutable_inventory()->set_host_id(absl::StrCat("host-", id));
+    ASSERT_TRUE(fleet_->OnRegister(hello, now_).ok());
+  }
+  v1::Register impostor;
+  impostor.set_worker_id("l0");
+  impostor.set_launcher(true);
+  impostor.set_join_token("w-token");
+  absl::StatusOr<WorkerDirectory::Registration> refused = fleet_->OnRegister(impostor, now_);
+  EXPECT_FALSE(refused.ok());
+  EXPECT_THAT(refused.status().message(), HasSubstr("launcher"));
+  RegisterLauncherOn(fleet_, "l1", now_, "l-token");
+  RegisterLauncherOn(fleet_, "l2", now_, "l-token");
+  v1::RunSpec spec = Spec(2, v1::SPREAD);
+  spec.mutable_placement()->set_share_host(true);
+  const v1::Run first = Create(spec);
+  const v1::Run second = Create(spec);
+  ASSERT_EQ(first.state(), v1::SCHEDULED);
+  ASSERT_EQ(second.state(), v1::SCHEDULED);
+  EXPECT_EQ(first.launcher(), "launchers/l1");
+  EXPECT_EQ(second.launcher(), "launchers/l2");
 }
 
 // Peers' Exec starts only the daemon of the run's library, so the token
