@@ -7,6 +7,7 @@
 #include <signal.h>
 #include <spawn.h>
 #include <sys/prctl.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -178,7 +179,11 @@ class PosixProcess final : public Process {
   PosixProcess(pid_t pid, int out_fd, int err_fd, std::string containment_id)
       : pid_(pid),
         marker_(absl::StrCat(kContainmentEnv, "=", containment_id)),
-        fds_{out_fd, err_fd} {}
+        fds_{out_fd, err_fd},
+        // Readable once the leader exits (Linux 5.3+; close-on-exec): Next()
+        // wakes at its exit instead of at the next poll slice. -1 where the
+        // kernel has none, and the slices find the exit.
+        exit_fd_(static_cast<int>(syscall(SYS_pidfd_open, pid, 0))) {}
   PosixProcess(const PosixProcess&) = delete;
   PosixProcess& operator=(const PosixProcess&) = delete;
   ~PosixProcess() override;
@@ -204,6 +209,7 @@ class PosixProcess final : public Process {
   const pid_t pid_;
   const std::string marker_;  // "COLLBENCH_CONTAINMENT=<id>"
   int fds_[2];  // stdout, stderr; -1 once closed. Owner thread only.
+  const int exit_fd_;  // a pidfd of the leader, or -1
 
   // Owner thread only.
   bool leader_exited_ = false;
@@ -234,6 +240,7 @@ PosixProcess::~PosixProcess() {
   for (int fd : fds_) {
     if (fd >= 0) close(fd);
   }
+  if (exit_fd_ >= 0) close(exit_fd_);
 }
 
 void PosixProcess::SweepLocked() {
@@ -343,10 +350,14 @@ absl::StatusOr<ProcessEvent> PosixProcess::Next(absl::Duration timeout) {
       absl::MutexLock lock(&mu_);
       if (!hard_killed_) wake = std::min(wake, kill_deadline_);
     }
-    pollfd polls[2] = {{fds_[0], POLLIN, 0}, {fds_[1], POLLIN, 0}};
+    // The pipes usually reach EOF a moment before the exit can be seen;
+    // the pidfd wakes the loop at the exit itself.
+    pollfd polls[3] = {{fds_[0], POLLIN, 0},
+                       {fds_[1], POLLIN, 0},
+                       {leader_exited_ ? -1 : exit_fd_, POLLIN, 0}};
     const int wait_ms =
         static_cast<int>(std::max<int64_t>(0, absl::ToInt64Milliseconds(wake - absl::Now())));
-    const int ready = poll(polls, 2, wait_ms);
+    const int ready = poll(polls, 3, wait_ms);
     if (ready < 0 && errno != EINTR) return ErrnoStatus("poll", errno);
     for (int i = 0; i < 2 && ready > 0; ++i) {
       const int index = (next_fd_ + i) % 2;
