@@ -255,12 +255,18 @@ class Pod:
         raise Failure(f"{self.pod_name}: a probe names port {name_or_number!r}, "
                       "which the container does not declare")
 
-    def volume_args(self, podman_volume_for_claim):
+    def node_folder(self, host_path):
+        """A hostPath on this pod's node. The lab's pods stand for nodes of
+        their own: each has its own folder, kept when the pod is replaced."""
+        return os.path.join(self.workdir, "nodes", self.pod_name, host_path.lstrip("/"))
+
+    def volume_args(self, podman_volume_for_claim, container=None):
+        container = self.container if container is None else container
         volumes = {v["name"]: v for v in self.spec.get("volumes", [])}
         claims = {c["metadata"]["name"] for c in self.workload["spec"].get("volumeClaimTemplates", [])}
         fs_group = self.spec.get("securityContext", {}).get("fsGroup")
         args = []
-        for mount in self.container.get("volumeMounts", []):
+        for mount in container.get("volumeMounts", []):
             name, path = mount["name"], mount["mountPath"]
             ro = ",ro" if mount.get("readOnly") else ""
             if name in claims:
@@ -278,6 +284,13 @@ class Pod:
                     opts = f"tmpfs-size={quantity_bytes(size)}" if size else ""
                     opts += ",tmpfs-mode=1777"
                     args += ["--mount", f"type=tmpfs,destination={path},{opts.strip(',')}"]
+            elif "hostPath" in volume:
+                # DirectoryOrCreate: made root-owned, as the kubelet makes it.
+                if volume["hostPath"].get("type") != "DirectoryOrCreate":
+                    raise Failure(f"{self.pod_name}: hostPath {name} is not DirectoryOrCreate")
+                folder = self.node_folder(volume["hostPath"]["path"])
+                os.makedirs(folder, exist_ok=True)
+                args += ["-v", f"{folder}:{path}{ro}"]
             elif "secret" in volume:
                 folder = os.path.join(self.workdir, f"{self.pod_name}-{name}")
                 os.makedirs(folder, exist_ok=True)
@@ -295,14 +308,20 @@ class Pod:
                 raise Failure(f"{self.pod_name}: volume {name} of an unsupported kind {volume}")
         return args
 
-    def podman_run_args(self, container_name, image, extra_hosts, podman_volume_for_claim):
+    def podman_run_args(self, container_name, image, extra_hosts, podman_volume_for_claim,
+                        container=None):
+        """`podman run` of the pod's container, or of one of its init
+        containers (`container`: run to its end, then removed)."""
+        init = container is not None
+        container = self.container if container is None else container
         env = self.resolve_env()
         pod_security = self.spec.get("securityContext", {})
-        security = self.container.get("securityContext", {})
+        security = container.get("securityContext", {})
         # A fixed MAC for the pod's address: a pod started again (the
         # coordinator restart) must not wait for neighbours' stale ARP entries.
         mac = "02:cb:" + ":".join("%02x" % int(octet) for octet in self.ip.split("."))
-        args = ["run", "-d", "--name", container_name, "--hostname", self.pod_name,
+        args = ["run", "--rm" if init else "-d", "--name", container_name, "--hostname",
+                self.pod_name,
                 "--network", NETWORK, "--ip", self.ip, "--mac-address", mac,
                 "--no-healthcheck", "--pull", "never"]
         user = security.get("runAsUser", pod_security.get("runAsUser"))
@@ -317,9 +336,11 @@ class Pod:
             args.append("--read-only")
         for cap in security.get("capabilities", {}).get("drop", []):
             args += ["--cap-drop", cap.lower()]
+        for cap in security.get("capabilities", {}).get("add", []):
+            args += ["--cap-add", cap.lower()]
         if security.get("allowPrivilegeEscalation") is False:
             args += ["--security-opt", "no-new-privileges"]
-        limits = self.container.get("resources", {}).get("limits", {})
+        limits = container.get("resources", {}).get("limits", {})
         if "cpu" in limits:
             args += ["--cpus", str(quantity_cpus(limits["cpu"]))]
         if "memory" in limits:
@@ -333,13 +354,16 @@ class Pod:
             args += ["--add-host", f"{host}:{address}"]
         for key, value in env.items():
             args += ["-e", f"{key}={value}"]
-        args += self.volume_args(podman_volume_for_claim)
-        command = [expand(c, env) for c in self.container.get("command", [])]
+        args += self.volume_args(podman_volume_for_claim, container)
+        command = [expand(c, env) for c in container.get("command", [])]
         if command:
             args += ["--entrypoint", json.dumps(command)]
         args.append(image)
-        args += [expand(a, env) for a in self.container.get("args", [])]
+        args += [expand(a, env) for a in container.get("args", [])]
         return args
+
+    def init_containers(self):
+        return self.spec.get("initContainers", [])
 
     def image_name(self):
         """The manifest's image (collbench-worker:latest) as the test tagged it."""
@@ -459,10 +483,76 @@ class Test:
             pod = Pod(objects, "DaemonSet", "collbench-worker", f"collbench-worker-{letter}",
                       WORKER_IPS[letter], self.secrets, self.workdir)
             self.worker_pods[letter] = pod
-            # The Service collbench-coordinator: its name resolves to the pod.
-            self.podman(*pod.podman_run_args(f"cbct-worker-{letter}", pod.image_name(),
-                                             {"collbench-coordinator": COORDINATOR_IP},
-                                             lambda claim: None))
+            self.start_worker_pod(letter)
+
+    def start_worker_pod(self, letter):
+        """The pod's init containers to their end, then its container."""
+        pod = self.worker_pods[letter]
+        for init in pod.init_containers():
+            self.podman(*pod.podman_run_args(f"cbct-worker-{letter}-{init['name']}",
+                                             pod.image_name(), {}, lambda claim: None, init))
+        # The Service collbench-coordinator: its name resolves to the pod.
+        self.podman(*pod.podman_run_args(f"cbct-worker-{letter}", pod.image_name(),
+                                         {"collbench-coordinator": COORDINATOR_IP},
+                                         lambda claim: None))
+
+    def replace_worker_pod(self):
+        """A pod recreated on its node (a rollout, an eviction: the killed
+        worker b's pod comes back as a new container) registers again under
+        its name, with the secret kept on the node; a pod on another node
+        under that name, which has only that node's folder, is refused."""
+        pod = self.worker_pods["b"]
+        folder = pod.node_folder("/var/lib/collbench/worker")
+        mode = os.stat(folder)
+        if (mode.st_uid, mode.st_mode & 0o777) != (10001, 0o700):
+            raise Failure(f"the state folder {folder} is uid {mode.st_uid} mode "
+                          f"{oct(mode.st_mode & 0o777)} after the init container, not 10001 0700")
+        if not os.listdir(folder):
+            raise Failure(f"worker b kept no secret in its node's folder {folder}")
+        self.podman("rm", "-f", "cbct-worker-b")
+        self.start_worker_pod("b")
+        deadline = time.time() + 60
+        row = ""
+        while time.time() < deadline:
+            row = next((l for l in self.cli("workers").stdout.splitlines()
+                        if "collbench-worker-b " in l + " "), "")
+            if " ready" in row.lower() or "READY" in row:
+                break
+            time.sleep(0.5)
+        else:
+            raise Failure(f"the replaced pod of worker b did not register again: {row}\n"
+                          + self.container_logs("cbct-worker-b"))
+        # Worker b's name on another node: that node (pod d's) has its own
+        # folder, and its own secret in it, not b's.
+        impostor = Pod(pod.objects, "DaemonSet", "collbench-worker", "collbench-worker-d",
+                       WORKER_IPS["b"], self.secrets, self.workdir)
+        impostor.pod_name = "collbench-worker-b"  # the name it registers under
+        args = impostor.podman_run_args("cbct-impostor", pod.image_name(),
+                                        {"collbench-coordinator": COORDINATOR_IP},
+                                        lambda claim: None)
+        other = self.worker_pods["d"].node_folder("/var/lib/collbench/worker")
+        args = [a.replace(impostor.node_folder("/var/lib/collbench/worker"), other) for a in args]
+        ip = args.index("--ip")  # podman picks its address
+        del args[ip:ip + 2]
+        mac = args.index("--mac-address")
+        del args[mac:mac + 2]
+        self.podman(*args)
+        deadline = time.time() + 30
+        logs = ""
+        while time.time() < deadline:
+            logs = self.container_logs("cbct-impostor")
+            if "known worker" in logs:
+                break
+            time.sleep(0.5)
+        self.podman("rm", "-f", "cbct-impostor")
+        if "known worker" not in logs:
+            raise Failure(f"a pod of another node under worker b's name was not refused:\n{logs}")
+        row = next((l for l in self.cli("workers").stdout.splitlines()
+                    if "collbench-worker-b " in l + " "), "")
+        if "ready" not in row.lower():
+            raise Failure(f"worker b is not ready after the impostor: {row}")
+        log("a replaced pod of worker b registered again; a pod of another node under its "
+            "name was refused")
 
     def start_host_worker(self):
         argv = [os.path.join(self.bin, "collbench-worker"), "--coordinator", self.coordinator,
@@ -721,6 +811,7 @@ class Test:
                                 "mpich", "shm")
         self.timed("compare", self.compare, [host, one, two_tcp, two_shm])
         self.timed("kill -9 of a worker container mid-run", self.kill_worker_mid_run)
+        self.timed("a worker pod replaced on its node", self.replace_worker_pod)
         self.timed("coordinator restart on its volume", self.restart_coordinator,
                    [host, one, two_tcp, two_shm])
         self.timed("Prometheus scrape", self.scrape_with_prometheus)

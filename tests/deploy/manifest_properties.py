@@ -360,6 +360,35 @@ def check_dashboards(docs, features, dashboards_dir, what):
                               "deploy/kubernetes/components/monitoring/dashboards/)")
 
 
+def check_worker_state(worker, what):
+    """The worker's --state-dir is on the node (a hostPath that outlives the
+    pod, so a replaced pod keeps its node's name), and the only init
+    container that touches it runs as root with CHOWN and FOWNER alone."""
+    field = f"{what}: DaemonSet/collbench-worker"
+    state_dir = flag_values(worker).get("--state-dir")
+    mounts = {m["mountPath"]: m["name"] for m in container(worker).get("volumeMounts", [])}
+    if state_dir not in mounts:
+        raise Failure(f"{field}: --state-dir {state_dir} is not a mounted volume")
+    state = mounts[state_dir]
+    volumes = {v["name"]: v for v in pod_spec(worker).get("volumes", [])}
+    host_path = volumes.get(state, {}).get("hostPath", {})
+    if host_path.get("type") != "DirectoryOrCreate" or not host_path.get("path"):
+        raise Failure(f"{field}: the state volume is not a DirectoryOrCreate hostPath: "
+                      f"{volumes.get(state)}")
+    inits = pod_spec(worker).get("initContainers", [])
+    for init in inits:
+        security = init.get("securityContext", {})
+        capabilities = security.get("capabilities", {})
+        if (capabilities.get("drop") != ["ALL"]
+                or sorted(capabilities.get("add", [])) != ["CHOWN", "FOWNER"]
+                or security.get("allowPrivilegeEscalation") is not False
+                or security.get("privileged")):
+            raise Failure(f"{field}: init container {init['name']} may do more than chown: "
+                          f"{security}")
+    if not any(m["name"] == state for i in inits for m in i.get("volumeMounts", [])):
+        raise Failure(f"{field}: no init container makes the state folder the worker's")
+
+
 def check(docs, features, dashboards_dir, what):
     """All of the above for one rendering with the given features."""
     check_budgets(docs, what)
@@ -367,6 +396,7 @@ def check(docs, features, dashboards_dir, what):
     check_hardening(docs, what)
     worker = find(docs, "DaemonSet", "collbench-worker", what)
     check_launcher(docs, worker, what)
+    check_worker_state(worker, what)
     config = next((d["data"] for d in docs if d["kind"] == "ConfigMap"
                    and d["metadata"]["name"].startswith("collbench-config")), {})
     check_gpus(worker, config.get("COLLBENCH_WORKER_SLOTS"), features, what)

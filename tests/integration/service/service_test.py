@@ -911,6 +911,71 @@ def case_progress_all(c):
                                                        listed["sizes_total"]))
 
 
+def case_replaced_worker(c):
+    """A worker's identity is its state folder (on Kubernetes, a hostPath on
+    its node): a process that replaces a node's worker (a rollout, an
+    eviction) with the same folder comes back under the node's name, also
+    after the join token was rotated; one under that name with another
+    node's folder is refused, and the real one keeps its entry. Every
+    registration needs the current join token, a known name its own secret
+    too."""
+    def tokens(join):
+        path = os.path.join(c.dir, "tokens")
+        with open(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600), "w") as f:
+            f.write("worker %s\n" % join)
+        return path
+
+    def worker(name, node, join):
+        state = os.path.join(c.dir, "nodes", node)  # the node's folder
+        return c.start_worker(name, 1, env={"COLLBENCH_JOIN_TOKEN": join},
+                              args=["--state-dir", state])
+
+    def state_of(name):
+        return {w["name"]: w["state"] for w in c.list_workers()}.get("workers/" + name)
+
+    c.start_coordinator(args=["--tokens", tokens("join-one")])
+    worker("node1", "node1", "join-one")
+    worker("node2", "node2", "join-one")
+    c.wait_workers_ready(["node1", "node2"])
+    # The join token rotated as docs/operations/kubernetes.md says: the
+    # coordinator restarted with the new one, then every worker replaced.
+    c.stop_coordinator()
+    c.start_coordinator(args=["--tokens", tokens("join-two")])
+    for name in ("node1", "node2"):
+        c.stop(c.workers.pop(name))
+        worker(name, name, "join-two")
+    c.wait_workers_ready(["node1", "node2"])
+    # A replaced process still needs a current join token: its folder alone
+    # does not admit it.
+    c.stop(c.workers.pop("node1"))
+    worker("node1", "node1", "join-one")
+    time.sleep(2)
+    expect(state_of("node1") == "lost", "node1 with the old join token: %s" % state_of("node1"))
+    c.stop(c.workers.pop("node1"))
+    worker("node1", "node1", "join-two")
+    c.wait_workers_ready(["node1"])
+    # node1's name from node2's folder, with the current join token: refused.
+    impostor = c._spawn([c.binary("collbench-worker"), "--coordinator", "127.0.0.1:%d" % c.port,
+                         "--listen", "127.0.0.1:0", "--name", "node1", "--slots", "1",
+                         "--work-dir", os.path.join(c.dir, "impostor"), "--state-dir",
+                         os.path.join(c.dir, "nodes", "node2")],
+                        "impostor.log", {"COLLBENCH_JOIN_TOKEN": "join-two"})
+
+    def refused():
+        with open(impostor.log_path, errors="replace") as f:
+            return "known worker" in f.read()
+    poll("the impostor's refusal", refused, 30, 0.25)
+    c.stop(impostor)
+    expect(state_of("node1") == "ready", "node1 after the impostor: %s" % state_of("node1"))
+    # A new node needs the current token.
+    worker("node3", "node3", "join-one")
+    time.sleep(2)
+    expect(state_of("node3") is None, "node3 registered with the old join token")
+    c.stop(c.workers.pop("node3"))
+    worker("node3", "node3", "join-two")
+    c.wait_workers_ready(["node3"])
+
+
 CASES = {
     "lifecycle": case_lifecycle,
     "progress_all": case_progress_all,
@@ -922,6 +987,7 @@ CASES = {
     "restart_listing": case_restart_listing,
     "local": case_local,
     "pack_across_workers": case_pack_across_workers,
+    "replaced_worker": case_replaced_worker,
 }
 # Cases run only when named.
 KNOWN_FAILING = set()
