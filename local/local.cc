@@ -249,7 +249,7 @@ class LocalCluster {
         ready += w.state() == v1::READY;
       }
       if (ready >= wanted && coordinator_->fleet()->connected_launchers() > 0) {
-        absl::FPrintF(stderr, "local: %d workers and the launcher ready\n", ready);
+        absl::FPrintF(stderr, "local: %d workers ready, and the launcher\n", ready);
         return absl::OkStatus();
       }
       for (pid_t pid : pids_) {

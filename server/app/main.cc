@@ -206,7 +206,7 @@ int main(int argc, char** argv) {
   flags.String("launcher-token-file", &launcher_token_file,
                "a file whose first line is one more token a launcher (collbench-launcher) must "
                "present (also COLLBENCH_LAUNCHER_TOKEN, read once and removed)");
-  std::string worker_launch = "fallback";
+  std::string worker_launch = "off";
   flags.Custom(
       "worker-launch", "off|fallback",
       [&worker_launch](absl::string_view value) {
@@ -218,8 +218,8 @@ int main(int argc, char** argv) {
         return absl::OkStatus();
       },
       "who starts a run across workers when no launcher (collbench-launcher) is connected: "
-      "off, it waits for one; fallback (default, for labs that run no launcher) its rank-0 "
-      "worker does, and can then run code on the run's other workers. With a launcher "
+      "off (default), it waits for one; fallback, its rank-0 worker does, and can then run "
+      "code on the run's other workers (labs that start no launcher). With a launcher "
       "connected, no worker ever launches such a run");
   std::string join_token_file;
   flags.String("join-token-file", &join_token_file,

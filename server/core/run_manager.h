@@ -108,9 +108,10 @@ struct RunManagerOptions {
   // owned; null: none ever connects.
   const LauncherPool* launchers = nullptr;
   // With no launcher connected, a run spanning workers is launched by its
-  // rank-0 worker (--worker-launch=fallback: the namespace and container
-  // labs, which start no launcher yet) instead of waiting for one. Any
-  // worker of such a run can then run code on the others.
+  // rank-0 worker instead of waiting for one; any worker of such a run can
+  // then run code on the others. The coordinator's --worker-launch is off
+  // unless told (labs that start no launcher give fallback); the core's
+  // own tests place runs without launchers.
   bool worker_launch_fallback = true;
 };
 

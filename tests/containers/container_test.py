@@ -71,6 +71,7 @@ SUBNET = "198.18.20.0/24"
 GATEWAY = "198.18.20.1"         # the bridge: the host worker and Prometheus
 COORDINATOR_IP = "198.18.20.10"
 WORKER_IPS = {"a": "198.18.20.11", "b": "198.18.20.12", "c": "198.18.20.13", "d": "198.18.20.14"}
+LAUNCHER_IP = "198.18.20.20"      # collbench-launcher: starts the runs across worker pods
 NODE_NAME = "cbct-node-1"       # the node the four worker pods run on
 NAMESPACE = "collbench"
 DATA_VOLUME = "cbct-coordinator-data"
@@ -384,11 +385,13 @@ class Test:
         self.podman = podman
         self.timings = []
         self.host_processes = []  # Popen objects, each leading its own process group
-        tokens = {role: os.urandom(12).hex() for role in ("read", "operator", "worker")}
+        tokens = {role: os.urandom(12).hex()
+                  for role in ("read", "operator", "worker", "launcher")}
         self.tokens = tokens
         self.secrets = {"collbench-tokens": {
             "tokens": "".join(f"{role} {token}\n" for role, token in tokens.items()),
-            "join-token": tokens["worker"]}}
+            "join-token": tokens["worker"],
+            "launcher-token": tokens["launcher"]}}
         self.coordinator = f"{COORDINATOR_IP}:50051"
         self.http = f"http://{COORDINATOR_IP}:8080"
         self.coordinator_pod = None
@@ -475,6 +478,19 @@ class Test:
         self.podman(*pod.podman_run_args("cbct-coordinator", pod.image_name(), {},
                                          lambda claim: DATA_VOLUME))
         self.check_probes(pod, "cbct-coordinator")
+
+    def start_launcher(self):
+        """The launcher's Deployment as one pod: the coordinator gives it
+        every run across worker pods (they never launch one: the base's
+        coordinator runs with --worker-launch off)."""
+        objects = render(os.path.join(PODS, "private"))
+        pod = Pod(objects, "Deployment", "collbench-launcher", "collbench-launcher-0",
+                  LAUNCHER_IP, self.secrets, self.workdir)
+        self.launcher_pod = pod
+        self.podman(*pod.podman_run_args("cbct-launcher", pod.image_name(),
+                                         {"collbench-coordinator": COORDINATOR_IP},
+                                         lambda claim: None))
+        self.check_probes(pod, "cbct-launcher")
 
     def start_workers(self):
         private = render(os.path.join(PODS, "private"))
@@ -682,6 +698,10 @@ class Test:
                           + "\n".join(self.container_logs(f"cbct-worker-{w[-1]}")
                                       for w in workers if w.startswith("collbench-worker-")))
         checked_results(self.cli, run, SIZES)
+        launcher = self.rest(f"/v1/{run}").get("launcher", "")
+        if len(workers) > 1 and not launcher.startswith("launchers/"):
+            raise Failure(f"{label} ({run}) spans workers but was launched by {launcher!r}, "
+                          "not by the launcher")
         return run, shown
 
     def compare(self, runs):
@@ -796,6 +816,7 @@ class Test:
         self.timed("images (from empty storage)", self.build_images)
         self.timed("network", self.create_network)
         self.timed("coordinator container", self.start_coordinator)
+        self.timed("launcher container", self.start_launcher)
         self.start_host_worker()
         self.timed("worker containers", self.start_workers)
         self.timed("workers registered and ready", self.wait_for_workers)

@@ -152,6 +152,7 @@ HELPS = {
     "collbench-rank-mpich": [["collbench-rank-mpich", "--help"]],
     "collbench-coordinator": [["collbench-coordinator", "--help"]],
     "collbench-worker": [["collbench-worker", "--help"]],
+    "collbench-launcher": [["collbench-launcher", "--help"]],  # the worker under that name
 }
 
 

@@ -452,9 +452,11 @@ class Cluster:
         host = ip_address or self.net.coordinator_ip
         with open(log_path, "a") as f:
             start_offset = f.tell()
+        # The lab starts no launcher: a run across hosts is launched by its
+        # rank-0 worker.
         argv = [os.path.join(self.bin, "collbench-coordinator"), "--grpc-listen",
                 f"{host}:{grpc_port}", "--store", self.store, "--tokens", self.tokens_file,
-                *extra]
+                "--worker-launch", "fallback", *extra]
         if http:
             argv += ["--http-listen", f"{host}:0"]
         self.processes.start("coordinator", argv, log_path)

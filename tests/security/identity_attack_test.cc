@@ -63,8 +63,10 @@ class IdentityAttackTest : public ::testing::Test {
     chmod((dir_ + "/tokens").c_str(), 0600);
     chmod((dir_ + "/join").c_str(), 0600);
     coordinator_ = std::make_unique<Child>(
+        // No launcher here: the run's rank-0 worker launches it.
         std::vector<std::string>{COLLBENCH_COORDINATOR_BIN, "--grpc-listen", "127.0.0.1:0",
-                                 "--store", dir_ + "/store.db", "--tokens", dir_ + "/tokens"},
+                                 "--store", dir_ + "/store.db", "--tokens", dir_ + "/tokens",
+                                 "--worker-launch", "fallback"},
         dir_ + "/coordinator.log");
     ASSERT_TRUE(WaitFor(
         [&] {

@@ -192,9 +192,13 @@ class Cluster:
             else:
                 port = self.port
             self.coordinator_starts += 1
+            # These cases start no launcher (unless one asks): a run across
+            # workers is launched by its rank-0 worker.
+            launch = [] if "--worker-launch" in args else ["--worker-launch", "fallback"]
             proc = self._spawn([self.binary("collbench-coordinator"), "--grpc-listen",
                                 "127.0.0.1:%d" % port, "--store", self.store,
-                                "--heartbeat-timeout", str(heartbeat_timeout)] + list(args),
+                                "--heartbeat-timeout", str(heartbeat_timeout)] + launch
+                               + list(args),
                                "coordinator-%d.log" % self.coordinator_starts)
             deadline = time.monotonic() + 20
             while time.monotonic() < deadline and proc.poll() is None:
