@@ -179,6 +179,62 @@ TEST(HuntLocaliseTest, ASlowNodeIsConfirmedBadAndNothingElseIs) {
   }
 }
 
+// A compromised worker reports what it likes for the runs it takes part in
+// (it may host their rank 0, whose output is the result), and nothing for
+// the others. Whatever it reports, no healthy worker is confirmed bad (and
+// so quarantined): a worker's verdict rests on its runs with many peers,
+// and its re-tests are with healthy peers, never with the liar.
+TEST(HuntLocaliseTest, ALyingWorkerCannotGetAHealthyOneConfirmedBad) {
+  const std::string liar = W(1), target = W(4);
+  auto in = [](const std::string& w, const std::string& a, const std::string& b) {
+    return a == w || b == w;
+  };
+  const std::vector<std::pair<std::string, std::function<double(const std::string&,
+                                                                 const std::string&)>>>
+      lies = {
+          {"frames the target", [&](const std::string& a, const std::string& b) {
+             return in(liar, a, b) && in(target, a, b) ? 0.2 : 1.0;
+           }},
+          {"slow with everyone", [&](const std::string& a, const std::string& b) {
+             return in(liar, a, b) ? 0.3 : 1.0;
+           }},
+          {"fast itself, the target slow", [&](const std::string& a, const std::string& b) {
+             if (!in(liar, a, b)) return 1.0;
+             return in(target, a, b) ? 0.1 : 1.5;
+           }},
+      };
+  for (const auto& [what, lie] : lies) {
+    for (int hosts : {6, 9, 16}) {
+      const Fleet fleet = MakeFleet(hosts);
+      const Model honest = Healthy(0.05, hosts);
+      const Hunt hunt = RunHunt(fleet, [&](const std::string& a, const std::string& b) {
+        return honest(a, b) * lie(a, b);
+      });
+      int confirmed_liar = 0;
+      for (const v1::HuntSuspect& s : hunt.suspects) {
+        if (s.verdict() == "CONFIRMED_BAD") {
+          EXPECT_EQ(s.worker(), liar) << what << ", " << hosts << " hosts";
+          confirmed_liar += s.worker() == liar;
+        }
+      }
+      // Slow with everyone, it is what it says it is: a bad node.
+      if (what == std::string("slow with everyone")) {
+        EXPECT_EQ(confirmed_liar, 1) << hosts << " hosts";
+      }
+      // The liar is in a re-test only as what is re-tested (a slow worker,
+      // or an end of a slow link), never as the healthy peer of another.
+      bool liar_suspected = std::count(hunt.findings.slow_workers.begin(),
+                                       hunt.findings.slow_workers.end(), liar) > 0;
+      for (const auto& [a, b] : hunt.findings.slow_links) liar_suspected |= a == liar || b == liar;
+      for (const v1::HuntMeasurement& m : hunt.retests) {
+        if (std::count(m.workers().begin(), m.workers().end(), liar) == 0) continue;
+        EXPECT_TRUE(liar_suspected)
+            << what << ", " << hosts << " hosts: a re-test with the liar as a healthy peer";
+      }
+    }
+  }
+}
+
 TEST(HuntLocaliseTest, ASlowLinkIsALinkSuspectNamingThePairAndNoNodeIsBad) {
   const Fleet fleet = MakeFleet(6);
   const Hunt hunt = RunHunt(fleet, SlowLink(Healthy(0.05, 7), W(1), W(4), 0.2));
