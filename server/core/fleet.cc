@@ -107,6 +107,7 @@ std::vector<std::string> Fleet::ForgetGoneWorkers(absl::Time now) {
 WorkerCounts Fleet::worker_counts() {
   WorkerCounts counts;
   counts.registrations = workers_->registrations();
+  if (launchers_ != nullptr) counts.registrations.merge(launchers_->registrations());
   counts.refused_messages = runs_->refused_messages();
   return counts;
 }

@@ -21,19 +21,27 @@ bool LauncherPool::IsLauncherName(absl::string_view name) {
 absl::StatusOr<LauncherPool::Registration> LauncherPool::Register(const v1::Register& hello,
                                                                   absl::Time now) {
   absl::Status refused = options_.tokens.CheckToken(hello.join_token(), Role::kLauncher);
-  const char* outcome = "refused_token";
+  const char* outcome = "launcher_refused_token";
   if (refused.ok()) {
     refused = ValidateWorkerId(hello.worker_id());
-    outcome = "refused_invalid";
+    outcome = "launcher_refused_invalid";
   }
   if (!refused.ok()) {
+    int64_t count = 0;
     {
       absl::MutexLock lock(&mu_);
-      ++registrations_[outcome];
+      count = ++registrations_[outcome];
     }
-    LogWarn("launcher.register_refused",
-            absl::StrCat("a launcher's registration was refused: ", refused.message()))
-        .Error(refused);
+    // At the 1st, 2nd, 4th, 8th... refusal of a kind, as the workers' are:
+    // a flood of guesses does not flood the log.
+    if ((count & (count - 1)) == 0) {
+      LogWarn("launcher.register_refused",
+              absl::StrCat("a launcher's registration was refused (", outcome, ", ", count,
+                           " so far): ", refused.message()))
+          .Str("reason", outcome)
+          .Int("count", count)
+          .Error(refused);
+    }
     if (absl::IsInvalidArgument(refused)) return refused;
     return absl::PermissionDeniedError(
         absl::StrCat("the launcher's token is not accepted: ", refused.message()));
@@ -44,7 +52,7 @@ absl::StatusOr<LauncherPool::Registration> LauncherPool::Register(const v1::Regi
     absl::MutexLock lock(&mu_);
     registration.session = next_session_++;
     connected_[registration.name] = {registration.session, now, /*silent=*/false};
-    ++registrations_["registered"];
+    ++registrations_["launcher"];
   }
   registration.reply.set_name(registration.name);
   registration.reply.set_heartbeat_interval_ms(

@@ -70,7 +70,9 @@ class LauncherPool {
   // connected.
   std::optional<std::string> Pick(const absl::flat_hash_map<std::string, int>& load) const;
   int connected() const;
-  // Registrations by outcome ("registered", "refused_token", "refused_invalid").
+  // Registrations by outcome ("launcher", "launcher_refused_token",
+  // "launcher_refused_invalid"), counted beside the workers' in
+  // collbench_worker_registrations_total (Fleet::worker_counts).
   std::map<std::string, int64_t> registrations() const;
 
  private:

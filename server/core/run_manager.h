@@ -321,8 +321,6 @@ class RunManager final : public JournalClient {
   // worker_launch_fallback, when no launcher is connected); empty when it
   // must wait for a launcher.
   std::string LauncherForLocked(const scheduling::Assignment& a) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  // The first run a worker launched for want of a launcher was logged.
-  bool warned_worker_launch_ ABSL_GUARDED_BY(mu_) = false;
   // A QUEUED run's waiting reason, kept in memory by ScheduleLocked.
   void WithWaitingReasonLocked(v1::Run* run) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Fails the run the lost worker carries ranks of (or starts its
@@ -352,6 +350,8 @@ class RunManager final : public JournalClient {
   std::map<std::string, std::unique_ptr<LiveRun>, std::less<>> live_ ABSL_GUARDED_BY(mu_);
   size_t creating_ ABSL_GUARDED_BY(mu_) = 0;  // live runs in Phase::kCreating
   RateLimiter create_limiter_ ABSL_GUARDED_BY(mu_);
+  // The first run a worker launched for want of a launcher was logged.
+  bool warned_worker_launch_ ABSL_GUARDED_BY(mu_) = false;
   AdmissionRejections rejections_ ABSL_GUARDED_BY(mu_);
   std::map<std::string, int64_t> refused_messages_ ABSL_GUARDED_BY(mu_);
 };

@@ -3,10 +3,11 @@
 
 #include <openssl/crypto.h>
 #include <openssl/rand.h>
-#include <openssl/sha.h>
 
 #include "absl/strings/escaping.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/strip.h"
+#include "common/secrets.h"
 
 namespace collbench {
 namespace {
@@ -32,18 +33,12 @@ absl::StatusOr<std::string> NewWorkerSecret() {
 }
 
 std::string HashWorkerSecret(absl::string_view secret) {
-  unsigned char digest[SHA256_DIGEST_LENGTH];
-  SHA256(reinterpret_cast<const unsigned char*>(secret.data()), secret.size(), digest);
-  return absl::StrCat(kHashPrefix, Hex(digest, sizeof digest));
+  return absl::StrCat(kHashPrefix, TokenDigest(secret));
 }
 
 bool WorkerSecretMatches(absl::string_view secret, absl::string_view stored_hash) {
-  if (secret.empty()) return false;
-  const std::string hash = HashWorkerSecret(secret);
-  // Both have the same length when stored_hash is well formed; the length
-  // says nothing about the secret.
-  if (hash.size() != stored_hash.size()) return false;
-  return CRYPTO_memcmp(hash.data(), stored_hash.data(), hash.size()) == 0;
+  // The prefix is no secret; the digest after it is compared in constant time.
+  return absl::ConsumePrefix(&stored_hash, kHashPrefix) && TokenMatchesDigest(secret, stored_hash);
 }
 
 }  // namespace collbench

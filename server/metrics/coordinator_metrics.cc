@@ -115,7 +115,8 @@ struct CoordinatorMetrics::Families {
                                        "refused_max_workers (--max-workers), refused_rate "
                                        "(--register-rate), refused_concurrent (too many "
                                        "unregistered streams from one address), "
-                                       "refused_store.")
+                                       "refused_store; a launcher's: launcher, "
+                                       "launcher_refused_token, launcher_refused_invalid.")
                                  .Register(*registry)),
         worker_messages_refused(prometheus::BuildCounter()
                                     .Name("collbench_worker_messages_refused_total")
@@ -197,7 +198,7 @@ CoordinatorMetrics::CoordinatorMetrics(absl::string_view version, MetricsSources
   }
   for (const char* result : {"new", "reconnected", "refused_join_token", "refused_secret",
                              "refused_invalid", "refused_max_workers", "refused_rate",
-                             "refused_concurrent"}) {
+                             "refused_concurrent", "launcher", "launcher_refused_token"}) {
     families_->worker_registrations.Add({{"result", result}});
   }
   for (const char* reason : {"status_not_launcher", "result_not_launcher", "log_not_launcher",

@@ -591,6 +591,11 @@ TEST_F(RunManagerTest, LaunchersShareRunsAndNeedALauncherToken) {
   EXPECT_THAT(refused.status().message(), HasSubstr("launcher"));
   RegisterLauncherOn(fleet_, "l1", now_, "l-token");
   RegisterLauncherOn(fleet_, "l2", now_, "l-token");
+  // Counted beside the workers' registrations (the metric's result label).
+  const std::map<std::string, int64_t> counted = fleet_->worker_counts().registrations;
+  EXPECT_EQ(counted.at("launcher"), 2);
+  EXPECT_EQ(counted.at("launcher_refused_token"), 1);
+  EXPECT_EQ(counted.at("new"), 4);
   v1::RunSpec spec = Spec(2, v1::SPREAD);
   spec.mutable_placement()->set_share_host(true);
   const v1::Run first = Create(spec);
