@@ -203,7 +203,10 @@ TEST(HuntLocaliseTest, ALyingWorkerCannotGetAHealthyOneConfirmedBad) {
              return in(target, a, b) ? 0.1 : 1.5;
            }},
       };
-  for (const auto& [what, lie] : lies) {
+  for (const auto& lie_case : lies) {
+    // Named, not bound: a lambda cannot capture a structured binding in C++17.
+    const std::string& what = lie_case.first;
+    const auto& lie = lie_case.second;
     for (int hosts : {6, 9, 16}) {
       const Fleet fleet = MakeFleet(hosts);
       const Model honest = Healthy(0.05, hosts);
