@@ -19,8 +19,8 @@ namespace collbench {
 // One run's workers, rank order.
 using WorkerGroup = std::vector<std::string>;
 
-// `deals` deals of the hosts of `workers` (each host stood for by its first
-// worker by name, as in PairwiseRounds) into groups of at most
+// `deals` deals of the hosts of `workers` (stood for and ordered as in
+// HostRepresentatives) into groups of at most
 // `group_size`: ceil(N / group_size) groups whose sizes differ by one at
 // most (6 hosts in groups of 4 make two of 3), so no group is left with one
 // host and groups compare with groups of their size. Deal 0 takes the hosts

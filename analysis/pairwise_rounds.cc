@@ -1,18 +1,31 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "analysis/pairwise_rounds.h"
 
+#include <algorithm>
+#include <cstdint>
+#include <limits>
 #include <map>
+#include <tuple>
 
 namespace collbench {
 
+std::pair<int64_t, std::string> FleetOrder(const HostWorker& worker) {
+  return {
+      worker.admission_order == 0 ? std::numeric_limits<int64_t>::max() : worker.admission_order,
+      worker.name};
+}
+
 std::vector<std::string> HostRepresentatives(const std::vector<HostWorker>& workers) {
-  std::map<std::string, std::string> first_of;  // host -> its first worker by name
+  std::map<std::string, std::pair<int64_t, std::string>> first_of;  // host -> its first
   for (const HostWorker& worker : workers) {
-    auto [it, inserted] = first_of.try_emplace(worker.host, worker.name);
-    if (!inserted && worker.name < it->second) it->second = worker.name;
+    auto [it, inserted] = first_of.try_emplace(worker.host, FleetOrder(worker));
+    if (!inserted) it->second = std::min(it->second, FleetOrder(worker));
   }
+  std::vector<std::tuple<int64_t, std::string, std::string>> order;  // (admitted, host, worker)
+  for (const auto& [host, first] : first_of) order.emplace_back(first.first, host, first.second);
+  std::sort(order.begin(), order.end());
   std::vector<std::string> hosts;
-  for (const auto& [host, worker] : first_of) hosts.push_back(worker);
+  for (const auto& [admitted, host, worker] : order) hosts.push_back(worker);
   return hosts;
 }
 
@@ -35,17 +48,18 @@ PairRound PairwisePlan::Round(size_t r) const {
   // The circle method: the first stays, the others turn one place each
   // round, so after r turns position p >= 1 holds host 1 + (p - 1 - r)
   // mod (n - 1); round r pairs position i with position n - 1 - i.
+  // A pair's first worker (rank 0) is the one earlier in the fleet's
+  // order, the circle's.
   const size_t n = circle_.size();
-  auto at = [&](size_t p) -> const std::string& {
-    if (p == 0) return circle_[0];
-    return circle_[1 + ((p - 1 + (n - 1) - r % (n - 1)) % (n - 1))];
+  auto at = [&](size_t p) -> size_t {
+    if (p == 0) return 0;
+    return 1 + ((p - 1 + (n - 1) - r % (n - 1)) % (n - 1));
   };
   PairRound pairs;
   for (size_t i = 0; i < n / 2; ++i) {
-    const std::string& a = at(i);
-    const std::string& b = at(n - 1 - i);
-    if (a.empty() || b.empty()) continue;
-    pairs.push_back({a < b ? a : b, a < b ? b : a});
+    const size_t a = std::min(at(i), at(n - 1 - i)), b = std::max(at(i), at(n - 1 - i));
+    if (circle_[a].empty() || circle_[b].empty()) continue;
+    pairs.push_back({circle_[a], circle_[b]});
   }
   return pairs;
 }

@@ -9,10 +9,13 @@
 // A pair is of hosts, not of workers: co-resident workers share their
 // host's NIC and memory, so two pairs on one host would measure each
 // other. Each pair is measured between one worker of each host, the first
-// by name (the planner's callers pick which workers stand for a host).
+// in the fleet's order (HostWorker::admission_order, then the name), and
+// hosts are ordered by the worker that stands for them, so no worker puts
+// itself or its host first by what it reports about itself.
 #ifndef COLLBENCH_ANALYSIS_PAIRWISE_ROUNDS_H_
 #define COLLBENCH_ANALYSIS_PAIRWISE_ROUNDS_H_
 
+#include <cstdint>
 #include <string>
 #include <utility>
 #include <vector>
@@ -23,22 +26,31 @@ namespace collbench {
 struct HostWorker {
   std::string name;  // workers/{id}
   std::string host;  // host_id
+  // The fleet's order, lower first (when the coordinator first admitted the
+  // name); 0 is unknown and comes after every known one.
+  int64_t admission_order = 0;
 };
 
 struct WorkerPair {
-  std::string a;  // a worker of the first host
-  std::string b;  // a worker of the second host
+  std::string a;  // rank 0: the pair's worker earlier in the fleet's order
+  std::string b;  // rank 1: the other, on another host
 };
 
 using PairRound = std::vector<WorkerPair>;
 
-// The first worker by name of every host of `workers`, hosts ordered by
-// host id: who stands for each host in a hunt's pairs and groups.
+// A worker's place in the fleet's order, to sort by: admitted first, the
+// unknown (0) after the known, then by name.
+std::pair<int64_t, std::string> FleetOrder(const HostWorker& worker);
+
+// The first worker in the fleet's order of every host of `workers`, hosts
+// ordered by those workers (then by host id): who stands for each host in
+// a hunt's pairs and groups.
 std::vector<std::string> HostRepresentatives(const std::vector<HostWorker>& workers);
 
 // The rounds for `workers` (any order; duplicates of a name count once).
-// Hosts are ordered by host id, and each host is stood for by its first
-// worker by name, so the plan depends on the set of workers only. Fewer
+// Each host is stood for by its first worker in the fleet's order, and
+// hosts are ordered by those (HostRepresentatives), so the plan depends on
+// the set of workers only. Fewer
 // than two hosts: no rounds.
 std::vector<PairRound> PairwiseRounds(const std::vector<HostWorker>& workers);
 

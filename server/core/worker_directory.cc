@@ -114,10 +114,10 @@ WorkerDirectory::WorkerDirectory(Store* store, scheduling::WorkerRegistry* regis
 
 absl::Status WorkerDirectory::Recover() {
   ASSIGN_OR_RETURN(std::vector<v1::Worker> workers, store_->ListWorkers());
-  using SecretHashes = std::map<std::string, std::string>;
-  ASSIGN_OR_RETURN(SecretHashes secret_hashes, store_->ListWorkerSecretHashes());
+  using Credentials = std::map<std::string, Store::WorkerCredential>;
+  ASSIGN_OR_RETURN(Credentials credentials, store_->ListWorkerCredentials());
   NoIoLock lock(&mu_, kLockName);
-  secret_hashes_ = std::move(secret_hashes);
+  credentials_ = std::move(credentials);
   for (v1::Worker& w : workers) {
     w.set_state(v1::LOST);
     w.clear_current_run();
@@ -167,8 +167,7 @@ void WorkerDirectory::RegisterAsync(const v1::Register& hello, absl::Time now,
   {
     NoIoLock lock(&mu_, kLockName);
     bool new_name = false;
-    const absl::Status admitted =
-        AdmitLocked(name, hello, peer, now, &pending.result.reply, &new_name);
+    const absl::Status admitted = AdmitLocked(pending, &new_name);
     if (admitted.ok() && new_name) {
       // A restarted coordinator must know every secret a worker holds: the
       // reply waits in registering_ until the hash is durable (OnCommitted).
@@ -187,7 +186,7 @@ absl::StatusOr<WorkerDirectory::Registration> WorkerDirectory::CompleteLocked(
   const std::string& name = pending.result.name;
   const absl::string_view peer = pending.peer;
   if (!stored.ok()) {
-    secret_hashes_.erase(name);
+    credentials_.erase(name);
     return RefuseLocked("refused_store", name, peer,
                         absl::UnavailableError(absl::StrCat("register: cannot record ", name,
                                                             "'s credential: ", stored.message())));
@@ -209,9 +208,9 @@ absl::StatusOr<WorkerDirectory::Registration> WorkerDirectory::CompleteLocked(
   return std::move(pending.result);
 }
 
-absl::Status WorkerDirectory::AdmitLocked(const std::string& name, const v1::Register& hello,
-                                          absl::string_view peer, absl::Time now,
-                                          v1::Registered* reply, bool* new_name) {
+absl::Status WorkerDirectory::AdmitLocked(PendingRegistration& pending, bool* new_name) {
+  const std::string& name = pending.registration.name;
+  const absl::string_view peer = pending.peer;
   if (registering_.count(name) > 0 || forgetting_.count(name) > 0) {
     return RefuseLocked(
         "refused_busy", name, peer,
@@ -219,8 +218,8 @@ absl::Status WorkerDirectory::AdmitLocked(const std::string& name, const v1::Reg
                                             " is being registered or forgotten by another "
                                             "call; retry")));
   }
-  if (auto known = secret_hashes_.find(name); known != secret_hashes_.end()) {
-    if (!WorkerSecretMatches(hello.worker_secret(), known->second)) {
+  if (auto known = credentials_.find(name); known != credentials_.end()) {
+    if (!WorkerSecretMatches(pending.hello.worker_secret(), known->second.secret_hash)) {
       return RefuseLocked(
           "refused_secret", name, peer,
           absl::PermissionDeniedError(absl::StrCat(
@@ -229,16 +228,17 @@ absl::Status WorkerDirectory::AdmitLocked(const std::string& name, const v1::Reg
               "kept in its state directory) admits it, the join token alone does not. If the "
               "worker lost its secret, an operator must forget the name first")));
     }
+    pending.registration.admit_time = known->second.issue_time;
     return absl::OkStatus();
   }
   if (options_.max_workers > 0 &&
-      secret_hashes_.size() >= static_cast<size_t>(options_.max_workers)) {
+      credentials_.size() >= static_cast<size_t>(options_.max_workers)) {
     return RefuseLocked("refused_max_workers", name, peer,
                         absl::ResourceExhaustedError(absl::StrCat(
-                            "register: this coordinator already knows ", secret_hashes_.size(),
+                            "register: this coordinator already knows ", credentials_.size(),
                             " workers, its limit (--max-workers); ", name, " is not admitted")));
   }
-  if (const absl::Duration wait = register_limiter_.Acquire(PeerAddress(peer), now);
+  if (const absl::Duration wait = register_limiter_.Acquire(PeerAddress(peer), pending.now);
       wait > absl::ZeroDuration()) {
     return RefuseLocked("refused_rate", name, peer,
                         absl::ResourceExhaustedError(absl::StrCat(
@@ -247,14 +247,16 @@ absl::Status WorkerDirectory::AdmitLocked(const std::string& name, const v1::Reg
   }
   ASSIGN_OR_RETURN(std::string secret, NewWorkerSecret());
   std::string hash = HashWorkerSecret(secret);
-  if (journal_->Append(this, Store::SetWorkerSecretHashWrite{name, hash}, {.prompt = true}) == 0) {
+  if (journal_->Append(this, Store::SetWorkerSecretHashWrite{name, hash, pending.now},
+                       {.prompt = true}) == 0) {
     return RefuseLocked(
         "refused_store", name, peer,
         absl::UnavailableError(absl::StrCat("register: cannot record ", name,
                                             "'s credential: the coordinator is stopping")));
   }
-  secret_hashes_[name] = std::move(hash);
-  reply->set_worker_secret(std::move(secret));
+  credentials_[name] = {std::move(hash), pending.now};
+  pending.registration.admit_time = pending.now;
+  pending.result.reply.set_worker_secret(std::move(secret));
   *new_name = true;
   return absl::OkStatus();
 }
@@ -441,7 +443,7 @@ absl::Status WorkerDirectory::CheckForgettableLocked(const std::string& full,
     return absl::FailedPreconditionError(
         absl::StrCat(full, " is being registered or forgotten by another call; retry"));
   }
-  const bool known = secret_hashes_.count(full) > 0 || known_before_start_.count(full) > 0 ||
+  const bool known = credentials_.count(full) > 0 || known_before_start_.count(full) > 0 ||
                      registry_->Get(full).ok();
   if (!known) return absl::NotFoundError(absl::StrCat(full, " is not a known worker"));
   return absl::OkStatus();
@@ -450,7 +452,7 @@ absl::Status WorkerDirectory::CheckForgettableLocked(const std::string& full,
 std::vector<std::string> WorkerDirectory::GoneSince(absl::Time cutoff) {
   NoIoLock lock(&mu_, kLockName);
   std::vector<std::string> gone;
-  for (const auto& [name, hash] : secret_hashes_) {
+  for (const auto& [name, credential] : credentials_) {
     if (registering_.count(name) > 0 || forgetting_.count(name) > 0) continue;
     absl::Time last_contact = absl::InfiniteFuture();
     if (absl::StatusOr<scheduling::WorkerSnapshot> live = registry_->Get(name); live.ok()) {
@@ -486,7 +488,7 @@ absl::Status WorkerDirectory::Forget(absl::string_view name, absl::string_view h
   if (!stored.ok() && !absl::IsNotFound(stored)) return stored;
   (void)registry_->Remove(full);
   inventories_.erase(full);
-  secret_hashes_.erase(full);
+  credentials_.erase(full);
   suspicions_.erase(full);
   known_before_start_.erase(full);
   LogInfo("worker.forgotten", absl::StrCat("forgot ", full, "; it may register anew"))
@@ -502,6 +504,9 @@ v1::Worker WorkerDirectory::WorkerProtoLocked(const scheduling::WorkerSnapshot& 
   worker.set_display_name(worker.inventory().hostname());
   worker.set_agent_address(snapshot.agent_address);
   worker.set_slots(snapshot.slots);
+  if (snapshot.admit_time != absl::InfiniteFuture()) {
+    *worker.mutable_admit_time() = TimestampFromTime(snapshot.admit_time);
+  }
   *worker.mutable_last_heartbeat_time() = TimestampFromTime(snapshot.last_heartbeat_time);
   *worker.mutable_register_time() = TimestampFromTime(snapshot.register_time);
   worker.set_current_run(snapshot.current_run);

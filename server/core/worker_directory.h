@@ -212,10 +212,10 @@ class WorkerDirectory final : public JournalClient {
   // The identity part of Register: the secret check for a known name, or
   // the caps and a new secret for a new one (its hash kept here at once,
   // durable before the reply: *new_name is set, and the journal write is
-  // queued, reported to OnCommitted).
-  absl::Status AdmitLocked(const std::string& name, const v1::Register& hello,
-                           absl::string_view peer, absl::Time now, v1::Registered* reply,
-                           bool* new_name) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // queued, reported to OnCommitted). Sets the registration's admit time,
+  // the name's first admission (the new secret's issue time).
+  absl::Status AdmitLocked(PendingRegistration& pending, bool* new_name)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // The rest of a registration once its name is admitted (and, for a new
   // name, its credential is durable or failed: `stored`).
   absl::StatusOr<Registration> CompleteLocked(PendingRegistration& pending, bool new_name,
@@ -254,8 +254,9 @@ class WorkerDirectory final : public JournalClient {
   const WorkerDirectoryOptions options_;
 
   mutable absl::Mutex mu_;
-  // Worker name -> hash of its secret (the store's worker_credentials).
-  std::map<std::string, std::string> secret_hashes_ ABSL_GUARDED_BY(mu_);
+  // Worker name -> its secret's hash and issue time (the store's
+  // worker_credentials).
+  std::map<std::string, Store::WorkerCredential> credentials_ ABSL_GUARDED_BY(mu_);
   // Names whose first registration waits for its secret to be durable,
   // and names being forgotten: neither may do the other meanwhile.
   std::map<std::string, PendingRegistration> registering_ ABSL_GUARDED_BY(mu_);

@@ -160,6 +160,20 @@ struct Occupancy {
   absl::flat_hash_set<std::string> whole_hosts;  // held by non-share runs
 };
 
+// The fleet's order (WorkerInfo::admit_time): first admitted first, then
+// by name.
+bool AdmittedBefore(const WorkerInfo* a, const WorkerInfo* b) {
+  return std::tie(a->admit_time, a->name) < std::tie(b->admit_time, b->name);
+}
+
+// When the first of a host's registered workers was admitted: hosts are
+// ordered by it, then by host id, whichever of them are free.
+absl::Time HostAdmitTime(const std::vector<const WorkerInfo*>& workers) {
+  absl::Time first = absl::InfiniteFuture();
+  for (const WorkerInfo* worker : workers) first = std::min(first, worker->admit_time);
+  return first;
+}
+
 // The registered workers, indexed by name and by host.
 class Cluster {
  public:
@@ -169,10 +183,7 @@ class Cluster {
       by_host_[worker.host_id].push_back(&worker);
     }
     for (auto& [host, on_host] : by_host_) {
-      std::sort(on_host.begin(), on_host.end(),
-                [](const WorkerInfo* a, const WorkerInfo* b) {
-                  return a->name < b->name;
-                });
+      std::sort(on_host.begin(), on_host.end(), AdmittedBefore);
     }
   }
 
@@ -269,7 +280,7 @@ bool Usable(const Cluster& cluster, const WorkerInfo& worker,
   return true;
 }
 
-// The usable workers, by host; each host's list sorted by name.
+// The usable workers, by host; each host's list in the fleet's order.
 HostWorkers Candidates(const Cluster& cluster, const PendingRun& run,
                        const Occupancies& occupied) {
   HostWorkers candidates;
@@ -314,26 +325,29 @@ int WorkersNeeded(const std::vector<const WorkerInfo*>& by_slots, int ranks) {
   return needed;
 }
 
-std::optional<Placement> PlacePack(HostWorkers candidates, int ranks) {
+std::optional<Placement> PlacePack(const Cluster& cluster, HostWorkers candidates, int ranks) {
   auto most_slots_first = [](const WorkerInfo* a, const WorkerInfo* b) {
-    return std::tie(b->slots, a->name) < std::tie(a->slots, b->name);
+    return b->slots != a->slots ? b->slots < a->slots : AdmittedBefore(a, b);
   };
-  // (workers needed, free slots, host_id) of the best single-host fit.
-  std::optional<std::tuple<int, int, std::string>> best;
-  std::vector<std::pair<int, std::string>> hosts;  // (-free slots, host_id)
+  // (workers needed, free slots, first admitted, host_id) of the best
+  // single-host fit.
+  std::optional<std::tuple<int, int, absl::Time, std::string>> best;
+  // (-free slots, first admitted, host_id)
+  std::vector<std::tuple<int, absl::Time, std::string>> hosts;
   for (auto& [host, workers] : candidates) {
     std::sort(workers.begin(), workers.end(), most_slots_first);
     const int free_slots = TotalSlots(workers);
-    hosts.emplace_back(-free_slots, host);
+    const absl::Time admitted = HostAdmitTime(cluster.by_host().at(host));
+    hosts.emplace_back(-free_slots, admitted, host);
     if (free_slots < ranks) continue;
-    std::tuple<int, int, std::string> fit(WorkersNeeded(workers, ranks),
-                                          free_slots, host);
+    std::tuple<int, int, absl::Time, std::string> fit(WorkersNeeded(workers, ranks), free_slots,
+                                                      admitted, host);
     if (!best.has_value() || fit < *best) best = std::move(fit);
   }
-  if (best.has_value()) return Fill(candidates.at(std::get<2>(*best)), ranks);
+  if (best.has_value()) return Fill(candidates.at(std::get<3>(*best)), ranks);
   std::sort(hosts.begin(), hosts.end());
   std::vector<const WorkerInfo*> order;
-  for (const auto& [unused, host] : hosts) {
+  for (const auto& [unused, admitted, host] : hosts) {
     const auto& workers = candidates.at(host);
     order.insert(order.end(), workers.begin(), workers.end());
   }
@@ -342,16 +356,18 @@ std::optional<Placement> PlacePack(HostWorkers candidates, int ranks) {
 
 std::optional<Placement> PlaceSpread(const Cluster& cluster,
                                      const HostWorkers& candidates, int ranks) {
-  std::vector<std::pair<size_t, std::string>> hosts;  // (registered, host_id)
+  // (registered, first admitted, host_id)
+  std::vector<std::tuple<size_t, absl::Time, std::string>> hosts;
   for (const auto& [host, workers] : candidates) {
-    hosts.emplace_back(cluster.WorkersOnHost(host), host);
+    hosts.emplace_back(cluster.WorkersOnHost(host), HostAdmitTime(cluster.by_host().at(host)),
+                       host);
   }
   std::sort(hosts.begin(), hosts.end());
   Placement placement;
   bool took_any = true;
   for (size_t round = 0; took_any; ++round) {
     took_any = false;
-    for (const auto& [unused, host] : hosts) {
+    for (const auto& [unused, admitted, host] : hosts) {
       const auto& workers = candidates.at(host);
       if (round >= workers.size()) continue;
       if (static_cast<int>(placement.size()) == ranks) return placement;
@@ -384,7 +400,7 @@ std::optional<Placement> Place(const Cluster& cluster, const PendingRun& run,
                                const Occupancies& occupied) {
   switch (run.policy) {
     case PlacementPolicy::kPack:
-      return PlacePack(Candidates(cluster, run, occupied), run.ranks);
+      return PlacePack(cluster, Candidates(cluster, run, occupied), run.ranks);
     case PlacementPolicy::kSpread:
       return PlaceSpread(cluster, Candidates(cluster, run, occupied),
                          run.ranks);

@@ -16,16 +16,20 @@
 //             per container). If one host can take the whole run, the run
 //             stays on one host: the host needing the fewest workers, then
 //             the one with the fewest free slots (best fit: bigger hosts stay
-//             free for bigger runs), then the lowest host_id. Otherwise hosts
-//             are used in order of most free slots first (fewest hosts
-//             touched), then host_id. Within a host, workers with the most
-//             slots come first (fewest workers), then by name.
+//             free for bigger runs), then the host admitted first. Otherwise
+//             hosts are used in order of most free slots first (fewest hosts
+//             touched), then admitted first. Within a host, workers with the
+//             most slots come first (fewest workers), then admitted first.
 //   SPREAD    Exactly one rank on each of `ranks` workers (one rank per
 //             container), distinct hosts first: one worker from each host in
 //             turn, then a second worker from each host, and so on. Hosts with
 //             fewer registered workers come first (a run that holds whole
-//             hosts then holds fewer idle workers), then by host_id; within a
-//             host, workers by name.
+//             hosts then holds fewer idle workers), then admitted first;
+//             within a host, workers admitted first.
+// "Admitted first" is the fleet's order (WorkerInfo::admit_time, then the
+// name; a host by its first-admitted worker, then its id): the
+// coordinator's own record, so no worker moves itself to rank 0 or into
+// every run by the name or host id it reports.
 //   EXPLICIT  Exactly the listed workers, in the listed order, with
 //             `ranks_per_worker` ranks each; `ranks` must equal
 //             workers.size() * ranks_per_worker.
@@ -67,6 +71,7 @@
 
 #include "absl/status/status.h"
 #include "absl/strings/string_view.h"
+#include "absl/time/time.h"
 
 namespace collbench::scheduling {
 
@@ -93,6 +98,12 @@ struct WorkerInfo {
   // EXPLICIT placement or a worker selector's name), so a hunt can re-test
   // it and an operator can try it, while no other run lands on it.
   bool suspect = false;
+  // When the coordinator first admitted its name: placement takes workers,
+  // and hosts by their first-admitted worker, in this order, then by name
+  // (docs/design/run-lifecycle.md#placement-order). Never something the
+  // worker reports about itself, so no worker puts itself first by its
+  // name or host id. Unknown (InfiniteFuture): after the known, by name.
+  absl::Time admit_time = absl::InfiniteFuture();
 };
 
 // A run that holds workers now (scheduled or running).

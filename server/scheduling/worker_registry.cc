@@ -236,8 +236,10 @@ std::vector<WorkerInfo> WorkerRegistry::SchedulerWorkers() const {
   for (const auto& [name, entry] : workers_) {
     infos.push_back({name, entry.registration.host_id, entry.registration.slots,
                      !entry.lost && !entry.draining,
-                     entry.lost ? "lost" : entry.draining ? "draining" : "",
-                     entry.registration.offers, entry.suspect});
+                     entry.lost       ? "lost"
+                     : entry.draining ? "draining"
+                                      : "",
+                     entry.registration.offers, entry.suspect, entry.registration.admit_time});
   }
   return infos;
 }
@@ -281,6 +283,7 @@ WorkerSnapshot WorkerRegistry::ToSnapshot(const Entry& entry) {
   snapshot.name = entry.registration.name;
   snapshot.host_id = entry.registration.host_id;
   snapshot.slots = entry.registration.slots;
+  snapshot.admit_time = entry.registration.admit_time;
   snapshot.agent_address = entry.registration.agent_address;
   snapshot.offers = entry.registration.offers;
   snapshot.state = StateOf(entry.lost, entry.draining, entry.suspect, entry.current_run);

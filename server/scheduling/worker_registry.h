@@ -59,12 +59,15 @@ struct WorkerRegistration {
   std::string agent_address;  // HOST:PORT of its Agent service
   // What its inventory offers to runs' needs (WorkerInfo::offers).
   std::shared_ptr<const std::vector<std::string>> offers;
+  // When the coordinator first admitted its name (WorkerInfo::admit_time).
+  absl::Time admit_time = absl::InfiniteFuture();
 };
 
 struct WorkerSnapshot {
   std::string name;
   std::string host_id;
   int slots = 0;
+  absl::Time admit_time = absl::InfiniteFuture();
   std::string agent_address;
   std::shared_ptr<const std::vector<std::string>> offers;
   WorkerState state = WorkerState::kReady;

@@ -65,9 +65,9 @@ class ForwardingStore : public Store {
     OnCall("ListWorkers");
     return inner_->ListWorkers();
   }
-  absl::StatusOr<std::map<std::string, std::string>> ListWorkerSecretHashes() override {
-    OnCall("ListWorkerSecretHashes");
-    return inner_->ListWorkerSecretHashes();
+  absl::StatusOr<std::map<std::string, WorkerCredential>> ListWorkerCredentials() override {
+    OnCall("ListWorkerCredentials");
+    return inner_->ListWorkerCredentials();
   }
   absl::Status PutWorkflow(const v1::Workflow& workflow) override {
     OnCall("PutWorkflow");

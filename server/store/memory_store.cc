@@ -160,10 +160,9 @@ class MemoryStore final : public Store {
     return workers;
   }
 
-  absl::StatusOr<std::map<std::string, std::string>> ListWorkerSecretHashes()
-      override {
+  absl::StatusOr<std::map<std::string, WorkerCredential>> ListWorkerCredentials() override {
     absl::MutexLock lock(&mu_);
-    return secret_hashes_;
+    return credentials_;
   }
 
   absl::Status PutWorkflow(const v1::Workflow& workflow) override {
@@ -346,20 +345,20 @@ class MemoryStore final : public Store {
   absl::StatusOr<WriteResult> ApplyLocked(const SetWorkerSecretHashWrite& w, Undo* undo)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
     RETURN_IF_ERROR(store_internal::ValidateWorkerSecretHash(w.name, w.secret_hash));
-    undo->push_back(RestoreLocked(&secret_hashes_, w.name));
-    secret_hashes_[w.name] = w.secret_hash;
+    undo->push_back(RestoreLocked(&credentials_, w.name));
+    credentials_[w.name] = {w.secret_hash, w.issue_time};
     return WriteResult();
   }
 
   absl::StatusOr<WriteResult> ApplyLocked(const DeleteWorkerWrite& w, Undo* undo)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
-    if (!workers_.contains(w.name) && !secret_hashes_.contains(w.name)) {
+    if (!workers_.contains(w.name) && !credentials_.contains(w.name)) {
       return absl::NotFoundError(absl::StrCat("worker ", w.name, " is not stored"));
     }
     undo->push_back(RestoreLocked(&workers_, w.name));
-    undo->push_back(RestoreLocked(&secret_hashes_, w.name));
+    undo->push_back(RestoreLocked(&credentials_, w.name));
     workers_.erase(w.name);
-    secret_hashes_.erase(w.name);
+    credentials_.erase(w.name);
     return WriteResult();
   }
 
@@ -419,7 +418,7 @@ class MemoryStore final : public Store {
   std::map<std::string, std::map<int64_t, v1::SizeResult>, std::less<>> results_
       ABSL_GUARDED_BY(mu_);
   std::map<std::string, v1::Worker> workers_ ABSL_GUARDED_BY(mu_);
-  std::map<std::string, std::string> secret_hashes_ ABSL_GUARDED_BY(mu_);
+  std::map<std::string, WorkerCredential> credentials_ ABSL_GUARDED_BY(mu_);
   std::map<std::string, v1::Workflow, std::less<>> workflows_ ABSL_GUARDED_BY(mu_);
   std::map<std::string, v1::Baseline, std::less<>> baselines_ ABSL_GUARDED_BY(mu_);
   std::map<std::string, v1::Schedule, std::less<>> schedules_ ABSL_GUARDED_BY(mu_);

@@ -142,15 +142,13 @@ absl::StatusOr<v1::Run> ReadRun(const Query& query) {
 
 // Every statement the store runs, prepared once at open.
 struct Statements {
-  StatementPtr insert_run, update_run, update_run_except_progress, get_run,
-      find_run_by_request_id, list_runs, list_unfinished_runs, insert_result,
-      add_progress, list_results,
-      upsert_worker, list_workers, set_secret_hash, list_secret_hashes,
-      delete_worker_row, delete_secret_hash, list_finished_runs, delete_results,
-      delete_run, put_workflow, list_workflows, put_workflow_report, get_workflow_report,
-      delete_workflow, put_workflow_head, put_workflow_cell, list_workflow_cells,
-      delete_workflow_cells, put_baseline, get_baseline, list_baselines, delete_baseline,
-      put_schedule, list_schedules, delete_schedule;
+  StatementPtr insert_run, update_run, update_run_except_progress, get_run, find_run_by_request_id,
+      list_runs, list_unfinished_runs, insert_result, add_progress, list_results, upsert_worker,
+      list_workers, set_secret_hash, list_credentials, delete_worker_row, delete_secret_hash,
+      list_finished_runs, delete_results, delete_run, put_workflow, list_workflows,
+      put_workflow_report, get_workflow_report, delete_workflow, put_workflow_head,
+      put_workflow_cell, list_workflow_cells, delete_workflow_cells, put_baseline, get_baseline,
+      list_baselines, delete_baseline, put_schedule, list_schedules, delete_schedule;
 };
 
 // insert_run and update_run bind ?1 … ?11 in this order (BindRun, then
@@ -191,20 +189,21 @@ absl::StatusOr<Statements> PrepareStatements(sqlite3* db) {
       {&s.add_progress,
        "UPDATE runs SET sizes_done = sizes_done + ?2, wrong = wrong + ?3 "
        "WHERE name = ?1"},
-      {&s.list_results,
-       "SELECT data FROM results WHERE run = ?1 ORDER BY sequence"},
+      {&s.list_results, "SELECT data FROM results WHERE run = ?1 ORDER BY sequence"},
       {&s.upsert_worker,
        "INSERT OR REPLACE INTO workers (name, state, host_id, data, "
        "update_time_ns) VALUES (?1, ?2, ?3, ?4, ?5)"},
       {&s.list_workers, "SELECT data FROM workers ORDER BY name"},
+      // update_time_ns is the secret's issue time: a name's secret is set
+      // once, when the coordinator first admits it (again only after an
+      // operator forgets the name).
       {&s.set_secret_hash,
        "INSERT OR REPLACE INTO worker_credentials (name, secret_hash, "
        "update_time_ns) VALUES (?1, ?2, ?3)"},
-      {&s.list_secret_hashes,
-       "SELECT name, secret_hash FROM worker_credentials ORDER BY name"},
+      {&s.list_credentials,
+       "SELECT name, secret_hash, update_time_ns FROM worker_credentials ORDER BY name"},
       {&s.delete_worker_row, "DELETE FROM workers WHERE name = ?1"},
-      {&s.delete_secret_hash,
-       "DELETE FROM worker_credentials WHERE name = ?1"},
+      {&s.delete_secret_hash, "DELETE FROM worker_credentials WHERE name = ?1"},
       {&s.list_finished_runs,
        "SELECT name, create_time_ns, end_time_ns FROM runs WHERE state IN (?1, ?2, ?3) "
        "ORDER BY create_time_ns DESC, name DESC"},
@@ -223,7 +222,8 @@ absl::StatusOr<Statements> PrepareStatements(sqlite3* db) {
       {&s.list_workflow_cells, "SELECT workflow, cell, data FROM workflow_cells"},
       {&s.delete_workflow_cells, "DELETE FROM workflow_cells WHERE workflow = ?1"},
       {&s.put_workflow_report, "UPDATE workflows SET report = ?2 WHERE name = ?1"},
-      {&s.get_workflow_report, "SELECT report FROM workflows WHERE name = ?1 AND report IS NOT NULL"},
+      {&s.get_workflow_report,
+       "SELECT report FROM workflows WHERE name = ?1 AND report IS NOT NULL"},
       {&s.delete_workflow, "DELETE FROM workflows WHERE name = ?1"},
       {&s.put_baseline,
        "INSERT INTO baselines (name, data) VALUES (?1, ?2) "
@@ -533,18 +533,18 @@ class SqliteStore final : public Store {
     });
   }
 
-  absl::StatusOr<std::map<std::string, std::string>> ListWorkerSecretHashes()
-      override {
-    return Read([](sqlite3* db, const Statements& s)
-                    -> absl::StatusOr<std::map<std::string, std::string>> {
-      Query query(db, s.list_secret_hashes.get(), "list worker secret hashes");
-      std::map<std::string, std::string> hashes;
+  absl::StatusOr<std::map<std::string, WorkerCredential>> ListWorkerCredentials() override {
+    return Read([](sqlite3* db,
+                   const Statements& s) -> absl::StatusOr<std::map<std::string, WorkerCredential>> {
+      Query query(db, s.list_credentials.get(), "list worker credentials");
+      std::map<std::string, WorkerCredential> credentials;
       while (true) {
         ASSIGN_OR_RETURN(const bool row, query.Step());
         if (!row) break;
-        hashes[query.ColumnText(0)] = query.ColumnText(1);
+        credentials[query.ColumnText(0)] = {query.ColumnText(1),
+                                            absl::FromUnixNanos(query.ColumnInt(2))};
       }
-      return hashes;
+      return credentials;
     });
   }
 
@@ -817,7 +817,7 @@ class SqliteStore final : public Store {
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
     RETURN_IF_ERROR(store_internal::ValidateWorkerSecretHash(w.name, w.secret_hash));
     Query query(db_.get(), statements_.set_secret_hash.get(), "set worker secret hash");
-    query.Text(w.name).Text(w.secret_hash).Int(absl::GetCurrentTimeNanos());
+    query.Text(w.name).Text(w.secret_hash).Int(absl::ToUnixNanos(w.issue_time));
     RETURN_IF_ERROR(query.Execute().status());
     return WriteResult();
   }

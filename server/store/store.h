@@ -25,10 +25,11 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
-#include "collbench/v1/run.pb.h"
-#include "collbench/v1/worker.pb.h"
+#include "absl/time/time.h"
 #include "collbench/v1/baseline.pb.h"
+#include "collbench/v1/run.pb.h"
 #include "collbench/v1/schedule.pb.h"
+#include "collbench/v1/worker.pb.h"
 #include "collbench/v1/workflow.pb.h"
 
 namespace collbench {
@@ -174,21 +175,29 @@ class Store {
   virtual absl::StatusOr<std::vector<v1::Worker>> ListWorkers() = 0;
 
   // ---- Worker credentials --------------------------------------------------
-  // The hash of each worker's secret (docs/design/security.md#worker-identity),
-  // kept apart from the worker rows: UpsertWorker never touches it. Only hashes
-  // are stored; the secret itself exists on the worker alone.
+  // The hash of each worker's secret (docs/design/security.md#worker-identity)
+  // and when it was issued, kept apart from the worker rows: UpsertWorker
+  // never touches them. Only hashes are stored; the secret itself exists on
+  // the worker alone. The issue time is when the coordinator first admitted
+  // the name, the order placement and hunts take workers in
+  // (docs/design/run-lifecycle.md#placement-order).
+  struct WorkerCredential {
+    std::string secret_hash;
+    absl::Time issue_time;
+  };
 
-  // Records `secret_hash` for the worker `name` ("workers/{id}"), replacing
-  // any earlier one. Durable when it returns (the coordinator hands the
-  // secret out only after this). InvalidArgument if the name is malformed
-  // or the hash empty.
-  absl::Status SetWorkerSecretHash(absl::string_view name, absl::string_view secret_hash) {
-    return CommitOne(SetWorkerSecretHashWrite{std::string(name), std::string(secret_hash)});
+  // Records `secret_hash`, issued at `issue_time`, for the worker `name`
+  // ("workers/{id}"), replacing any earlier one. Durable when it returns
+  // (the coordinator hands the secret out only after this). InvalidArgument
+  // if the name is malformed or the hash empty.
+  absl::Status SetWorkerSecretHash(absl::string_view name, absl::string_view secret_hash,
+                                   absl::Time issue_time) {
+    return CommitOne(
+        SetWorkerSecretHashWrite{std::string(name), std::string(secret_hash), issue_time});
   }
 
-  // Every stored hash, by worker name.
-  virtual absl::StatusOr<std::map<std::string, std::string>>
-  ListWorkerSecretHashes() = 0;
+  // Every stored credential, by worker name.
+  virtual absl::StatusOr<std::map<std::string, WorkerCredential>> ListWorkerCredentials() = 0;
 
   // Forgets the worker: its row and its secret hash (an operator lets the
   // name join anew). NotFound naming it when neither is stored.
@@ -216,6 +225,7 @@ class Store {
   struct SetWorkerSecretHashWrite {
     std::string name;
     std::string secret_hash;
+    absl::Time issue_time;
   };
   struct DeleteWorkerWrite {
     std::string name;

@@ -10,11 +10,13 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/strip.h"
+#include "absl/time/time.h"
 #include "analysis/html.h"
 #include "analysis/hunt_plots.h"
 #include "analysis/pairwise_rounds.h"
 #include "analysis/table.h"
 #include "api/capabilities.h"
+#include "api/convert.h"
 #include "common/units.h"
 
 namespace collbench::workflows {
@@ -71,7 +73,9 @@ std::string Short(absl::string_view worker) {
 
 std::vector<HostWorker> HostWorkers(const std::vector<v1::HuntWorker>& selected) {
   std::vector<HostWorker> out;
-  for (const v1::HuntWorker& w : selected) out.push_back({w.worker(), w.host_id()});
+  for (const v1::HuntWorker& w : selected) {
+    out.push_back({w.worker(), w.host_id(), w.admission_order()});
+  }
   return out;
 }
 
@@ -281,11 +285,20 @@ absl::StatusOr<HuntPlan> PlanHunt(const v1::WorkflowSpec& spec, const std::strin
     v1::HuntWorker selected;
     selected.set_worker(w.name());
     selected.set_host_id(w.inventory().host_id().empty() ? w.name() : w.inventory().host_id());
+    if (w.has_admit_time()) {
+      selected.set_admission_order(absl::ToUnixNanos(TimeFromTimestamp(w.admit_time())));
+    }
     hosts.insert(selected.host_id());
     plan.workers.push_back(std::move(selected));
   }
+  // The fleet's order, as the rounds take it.
+  auto fleet_order = [](const v1::HuntWorker& w) {
+    return FleetOrder({w.worker(), w.host_id(), w.admission_order()});
+  };
   std::sort(plan.workers.begin(), plan.workers.end(),
-            [](const v1::HuntWorker& a, const v1::HuntWorker& b) { return a.worker() < b.worker(); });
+            [&](const v1::HuntWorker& a, const v1::HuntWorker& b) {
+              return fleet_order(a) < fleet_order(b);
+            });
   if (hosts.size() < 2) {
     return absl::InvalidArgumentError(absl::StrCat(
         "spec.workers: a hunt needs workers on at least 2 hosts; ",

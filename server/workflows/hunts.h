@@ -37,7 +37,8 @@ struct HuntRun {
 using HuntRound = std::vector<HuntRun>;
 
 struct HuntPlan {
-  // The workers selected (worker and host_id set), by name.
+  // The workers selected (worker, host_id and admission_order set), in the
+  // fleet's order.
   std::vector<v1::HuntWorker> workers;
   std::vector<std::string> header;  // lines above the output's tables
   int survey_runs = 0;

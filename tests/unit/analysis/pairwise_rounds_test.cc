@@ -78,6 +78,25 @@ TEST(PairwiseRoundsTest, ThePlanDependsOnTheSetOfWorkersOnly) {
   }
 }
 
+// Who stands for a host, and the hosts' order, follow the fleet's order
+// (when the coordinator admitted each worker), not the names and host ids
+// workers report; workers of unknown admission come after.
+TEST(PairwiseRoundsTest, HostsAndTheirWorkersGoInTheFleetsOrder) {
+  const std::vector<HostWorker> workers = {
+      {"workers/0000-evil", "000", 30}, {"workers/b", "host-b", 10}, {"workers/c", "host-c", 20},
+      {"workers/b2", "host-b", 5},      {"workers/00", "00", 0},     {"workers/a", "host-c", 40}};
+  EXPECT_EQ(
+      HostRepresentatives(workers),
+      (std::vector<std::string>{"workers/b2", "workers/c", "workers/0000-evil", "workers/00"}));
+  std::vector<HostWorker> reversed(workers.rbegin(), workers.rend());
+  EXPECT_EQ(HostRepresentatives(reversed), HostRepresentatives(workers));
+  // A pair's rank 0 is its worker earlier in that order.
+  for (const PairRound& round : PairwiseRounds(workers)) {
+    for (const WorkerPair& pair : round) EXPECT_NE(pair.a, "workers/00") << pair.b;
+  }
+  EXPECT_EQ(PairwiseRounds(workers).front().front().a, "workers/b2");
+}
+
 // One round at a time, as a hunt over thousands of hosts takes them: the
 // rounds of 5,000 hosts without holding 12.5 million pairs.
 TEST(PairwiseRoundsTest, APlanGivesOneRoundAtATime) {

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "absl/strings/match.h"
+#include "absl/time/time.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 
@@ -123,6 +124,52 @@ TEST(SpreadTest, PrefersHostsWithFewerWorkersSoItHoldsLess) {
               ElementsAre(On("b", "h2", 1), On("c", "h3", 1)));
   EXPECT_THAT(result.started[0].held_workers,
               ElementsAre("workers/b", "workers/c"));
+}
+
+// Workers and hosts are taken in the fleet's order (when the coordinator
+// first admitted each name), not by the names and host ids they report: a
+// late worker named and hosted to sort first is not put first, nor into
+// runs that do not need it.
+TEST(OrderTest, WorkersAndHostsGoInAdmissionOrderNotByWhatTheyReport) {
+  const absl::Time start = absl::FromUnixSeconds(1'800'000'000);
+  auto admitted = [&](WorkerInfo worker, int second) {
+    worker.admit_time = start + absl::Seconds(second);
+    return worker;
+  };
+  const std::vector<WorkerInfo> workers = {
+      admitted(Worker("0000-evil", "000", 2), 3), admitted(Worker("c", "host-c", 2), 2),
+      admitted(Worker("b", "host-b", 2), 1), admitted(Worker("a2", "host-a", 2), 0),
+      admitted(Worker("a1", "host-a", 2), 4)};
+  // SPREAD: the hosts with fewer workers first, among them admitted first;
+  // on a host, its workers admitted first.
+  ScheduleResult spread = Schedule(workers, {Spread("r", 3)});
+  ASSERT_EQ(spread.started.size(), 1);
+  EXPECT_THAT(spread.started[0].placement,
+              ElementsAre(On("b", "host-b", 1), On("c", "host-c", 1), On("0000-evil", "000", 1)));
+  ScheduleResult whole = Schedule(workers, {Spread("r", 5)});
+  ASSERT_EQ(whole.started.size(), 1);
+  EXPECT_THAT(whole.started[0].placement,
+              ElementsAre(On("b", "host-b", 1), On("c", "host-c", 1), On("0000-evil", "000", 1),
+                          On("a2", "host-a", 1), On("a1", "host-a", 1)));
+  // PACK on one host: of equal fits, the host admitted first.
+  ScheduleResult pack = Schedule(workers, {Pack("r", 2)});
+  ASSERT_EQ(pack.started.size(), 1);
+  EXPECT_THAT(pack.started[0].placement, ElementsAre(On("b", "host-b", 2)));
+  // PACK across hosts: most free slots first, then admitted first; on a
+  // host, its workers admitted first.
+  ScheduleResult across = Schedule(workers, {Pack("r", 8)});
+  ASSERT_EQ(across.started.size(), 1);
+  EXPECT_THAT(across.started[0].placement, ElementsAre(On("a2", "host-a", 2), On("a1", "host-a", 2),
+                                                       On("b", "host-b", 2), On("c", "host-c", 2)));
+  // Unknown admission (a worker the coordinator has no record of) comes
+  // after every known one.
+  std::vector<WorkerInfo> with_unknown = workers;
+  with_unknown.push_back(Worker("00-unknown", "00"));
+  ScheduleResult four = Schedule(with_unknown, {Spread("r", 4)});
+  ASSERT_EQ(four.started.size(), 1);
+  EXPECT_THAT(four.started[0].placement,
+              ElementsAre(On("b", "host-b", 1), On("c", "host-c", 1), On("0000-evil", "000", 1),
+                          On("00-unknown", "00", 1)));
 }
 
 TEST(ExplicitTest, UsesExactlyTheListedWorkersInOrder) {

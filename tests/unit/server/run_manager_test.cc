@@ -529,6 +529,52 @@ TEST_F(RunManagerTest, LauncherStartsRunsAcrossWorkersAndNoWorkerHoldsTheToken) 
   EXPECT_TRUE(launcher_released);
 }
 
+// Placement follows the order in which the coordinator first admitted the
+// names, kept across reconnects and a restart, never the names or host ids
+// workers report: a worker named and hosted to sort first (so that SPREAD
+// would put it in every run, at rank 0) comes last.
+TEST_F(RunManagerTest, PlacementFollowsAdmissionNotTheNamesAndHostsWorkersReport) {
+  Register("b", "host-b");
+  now_ += absl::Seconds(1);
+  Register("c", "host-c");
+  now_ += absl::Seconds(1);
+  Register("0000-evil", "000");
+  RegisterLauncherOn(fleet_, "l1", now_);
+  auto placed = [&](const v1::Run& created) {
+    std::vector<std::string> workers;
+    const v1::Run run = Get(created.name());
+    for (const auto& host : run.hosts()) workers.push_back(host.worker());
+    return workers;
+  };
+  const v1::Run first = Create(Spec(2, v1::SPREAD));
+  EXPECT_THAT(placed(first), ::testing::ElementsAre("workers/b", "workers/c"));
+  Status("launchers/l1", first.name(), v1::SUCCEEDED, 0);
+
+  // A restarted coordinator, the workers back in the opposite order.
+  Restart();
+  now_ += absl::Minutes(1);
+  for (const char* id : {"0000-evil", "c", "b"}) {
+    Register(id, id == std::string("0000-evil") ? "000" : absl::StrCat("host-", id));
+    now_ += absl::Seconds(1);
+  }
+  RegisterLauncherOn(fleet_, "l1", now_);
+  const v1::Run again = Create(Spec(2, v1::SPREAD));
+  EXPECT_THAT(placed(again), ::testing::ElementsAre("workers/b", "workers/c"));
+  Status("launchers/l1", again.name(), v1::SUCCEEDED, 0);
+  const v1::Run one = Create(Spec(1, v1::PACK));
+  EXPECT_THAT(placed(one), ::testing::ElementsAre("workers/b"));
+
+  // The order is listed: each name's first admission.
+  std::map<std::string, absl::Time> admitted;
+  for (const v1::Worker& w : fleet_->ListWorkers()) {
+    admitted[w.name()] = TimeFromTimestamp(w.admit_time());
+  }
+  const absl::Time start = absl::FromUnixSeconds(1'800'000'000);
+  EXPECT_EQ(admitted["workers/b"], start);
+  EXPECT_EQ(admitted["workers/c"], start + absl::Seconds(1));
+  EXPECT_EQ(admitted["workers/0000-evil"], start + absl::Seconds(2));
+}
+
 // A run on one worker starts there, launcher or not: nobody else is in it.
 TEST_F(RunManagerTest, OneWorkerRunLaunchesOnItsWorker) {
   Register("a", "host-a");

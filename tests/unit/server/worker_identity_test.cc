@@ -150,11 +150,11 @@ TEST(ResultBoundsTest, BoundsAreNeverBelowWhatTheEngineCanReport) {
 TEST_F(WorkerIdentityTest, FirstRegistrationIssuesASecretAndStoresOnlyItsHash) {
   Join("a");
   ASSERT_EQ(secrets_["a"].size(), 64u);
-  auto hashes = store_->ListWorkerSecretHashes();
+  auto hashes = store_->ListWorkerCredentials();
   ASSERT_TRUE(hashes.ok());
   ASSERT_EQ(hashes->count("workers/a"), 1u);
-  EXPECT_THAT(hashes->at("workers/a"), Not(HasSubstr(secrets_["a"])));
-  EXPECT_TRUE(WorkerSecretMatches(secrets_["a"], hashes->at("workers/a")));
+  EXPECT_THAT(hashes->at("workers/a").secret_hash, Not(HasSubstr(secrets_["a"])));
+  EXPECT_TRUE(WorkerSecretMatches(secrets_["a"], hashes->at("workers/a").secret_hash));
   // A reconnect with the secret is issued none.
   auto again = fleet_->OnRegister(Hello("a", "a:7000", secrets_["a"]), now_);
   ASSERT_TRUE(again.ok()) << again.status();
@@ -235,10 +235,11 @@ TEST_F(WorkerIdentityGatedTest, ANewNameIsAnsweredOnlyOnceItsCredentialIsDurable
   answered.WaitForNotification();
   ASSERT_TRUE(outcome.ok()) << outcome.status();
   EXPECT_EQ(outcome->reply.worker_secret().size(), 64u);
-  auto hashes = store_->ListWorkerSecretHashes();
+  auto hashes = store_->ListWorkerCredentials();
   ASSERT_TRUE(hashes.ok());
   ASSERT_EQ(hashes->count("workers/a"), 1u);
-  EXPECT_TRUE(WorkerSecretMatches(outcome->reply.worker_secret(), hashes->at("workers/a")));
+  EXPECT_TRUE(
+      WorkerSecretMatches(outcome->reply.worker_secret(), hashes->at("workers/a").secret_hash));
   EXPECT_TRUE(registry_->Get("workers/a").ok());
 }
 
@@ -342,7 +343,7 @@ TEST_F(WorkerIdentityTest, ForgottenNameJoinsAnewButNotWhileConnected) {
   fleet_->OnDisconnect("workers/a", session, now_);
   ASSERT_TRUE(fleet_->ForgetWorker("a").ok());
   EXPECT_FALSE(fleet_->GetWorker("workers/a").ok());
-  EXPECT_EQ(store_->ListWorkerSecretHashes()->count("workers/a"), 0u);
+  EXPECT_EQ(store_->ListWorkerCredentials()->count("workers/a"), 0u);
   secrets_.erase("a");
   Join("a");  // with the join token alone, issued a new secret
   EXPECT_EQ(secrets_["a"].size(), 64u);
@@ -402,7 +403,7 @@ TEST_F(WorkerIdentityTest, AgentAddressAndWorkerIdFollowTheirGrammar) {
     EXPECT_THAT(std::string(refused.status().message()), HasSubstr("register.worker_id"));
   }
   // A refused registration leaves no credential behind.
-  EXPECT_EQ(store_->ListWorkerSecretHashes()->size(), 1u);
+  EXPECT_EQ(store_->ListWorkerCredentials()->size(), 1u);
 }
 
 // A name gone for longer than forget_after is forgotten: it no longer
@@ -422,8 +423,8 @@ TEST_F(WorkerIdentityTest, NamesGoneLongerThanTheWindowAreForgottenAndFreeTheirP
   EXPECT_TRUE(fleet_->ForgetGoneWorkers(now_).empty());
   now_ += absl::Hours(2);
   EXPECT_EQ(fleet_->ForgetGoneWorkers(now_), std::vector<std::string>{"workers/old"});
-  EXPECT_FALSE(store_->ListWorkerSecretHashes()->count("workers/old"));
-  EXPECT_TRUE(store_->ListWorkerSecretHashes()->count("workers/live"));
+  EXPECT_FALSE(store_->ListWorkerCredentials()->count("workers/old"));
+  EXPECT_TRUE(store_->ListWorkerCredentials()->count("workers/live"));
   EXPECT_TRUE(fleet_->OnRegister(Hello("new", "new:7000"), now_).ok());
 }
 
@@ -445,7 +446,7 @@ TEST_F(WorkerIdentityTest, InventoriesBeyondTheirBoundsAreRefusedAndNothingIsKep
   EXPECT_EQ(refused.status().code(), absl::StatusCode::kInvalidArgument);
   EXPECT_THAT(std::string(refused.status().message()), HasSubstr("register.inventory"));
   EXPECT_TRUE(fleet_->ListWorkers().empty());
-  EXPECT_TRUE(store_->ListWorkerSecretHashes()->empty());
+  EXPECT_TRUE(store_->ListWorkerCredentials()->empty());
   EXPECT_TRUE(store_->ListWorkers()->empty());
 }
 

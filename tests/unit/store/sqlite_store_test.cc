@@ -41,7 +41,8 @@ TEST_F(SqliteStoreTest, ReopenedStoreHasEverything) {
     ASSERT_TRUE(store->AddResult(run.name(), MakeResult(0, 8)).ok());
     ASSERT_TRUE(store->AddResult(run.name(), MakeResult(1, 16)).ok());
     ASSERT_TRUE(store->UpsertWorker(MakeWorker("a", v1::BUSY)).ok());
-    ASSERT_TRUE(store->SetWorkerSecretHash("workers/a", "hash-a").ok());
+    ASSERT_TRUE(
+        store->SetWorkerSecretHash("workers/a", "hash-a", absl::FromUnixSeconds(1700000000)).ok());
   }
   std::unique_ptr<Store> store = Open();
   ASSERT_NE(store, nullptr);
@@ -52,7 +53,9 @@ TEST_F(SqliteStoreTest, ReopenedStoreHasEverything) {
   EXPECT_THAT(Sequences(*store->ListResults(run.name())), ElementsAre(0, 1));
   ASSERT_EQ(store->ListWorkers()->size(), 1u);
   EXPECT_EQ(store->ListWorkers()->front().state(), v1::BUSY);
-  EXPECT_EQ(store->ListWorkerSecretHashes()->at("workers/a"), "hash-a");
+  EXPECT_EQ(store->ListWorkerCredentials()->at("workers/a").secret_hash, "hash-a");
+  EXPECT_EQ(store->ListWorkerCredentials()->at("workers/a").issue_time,
+            absl::FromUnixSeconds(1700000000));
   // Duplicates are still recognised after the restart.
   EXPECT_EQ(store->AddResult(run.name(), MakeResult(1, 16)).value(), false);
 }

@@ -370,25 +370,30 @@ TEST_P(StoreContractTest, WorkersUpsertAndListByName) {
   EXPECT_TRUE(Same((*workers)[1], lost));
 }
 
-// A worker's secret hash lives apart from its row: rewriting the row keeps
-// it, and only DeleteWorker forgets both.
-TEST_P(StoreContractTest, WorkerSecretHashesSurviveRowWritesUntilDeleted) {
-  ASSERT_TRUE(store_->SetWorkerSecretHash("workers/a", "hash-a").ok());
+// A worker's credential (secret hash and issue time) lives apart from its
+// row: rewriting the row keeps it, and only DeleteWorker forgets both.
+TEST_P(StoreContractTest, WorkerCredentialsSurviveRowWritesUntilDeleted) {
+  const absl::Time issued_a = absl::FromUnixSeconds(1700000000) + absl::Nanoseconds(123);
+  const absl::Time issued_b = issued_a + absl::Minutes(5);
+  ASSERT_TRUE(store_->SetWorkerSecretHash("workers/a", "hash-a", issued_a).ok());
   ASSERT_TRUE(store_->UpsertWorker(MakeWorker("a", v1::READY)).ok());
   ASSERT_TRUE(store_->UpsertWorker(MakeWorker("a", v1::LOST)).ok());
-  ASSERT_TRUE(store_->SetWorkerSecretHash("workers/b", "hash-b1").ok());
-  ASSERT_TRUE(store_->SetWorkerSecretHash("workers/b", "hash-b2").ok());
-  auto hashes = store_->ListWorkerSecretHashes();
-  ASSERT_TRUE(hashes.ok()) << hashes.status();
-  EXPECT_EQ(*hashes, (std::map<std::string, std::string>{{"workers/a", "hash-a"},
-                                                          {"workers/b", "hash-b2"}}));
+  ASSERT_TRUE(store_->SetWorkerSecretHash("workers/b", "hash-b1", issued_a).ok());
+  ASSERT_TRUE(store_->SetWorkerSecretHash("workers/b", "hash-b2", issued_b).ok());
+  auto credentials = store_->ListWorkerCredentials();
+  ASSERT_TRUE(credentials.ok()) << credentials.status();
+  ASSERT_EQ(credentials->size(), 2u);
+  EXPECT_EQ(credentials->at("workers/a").secret_hash, "hash-a");
+  EXPECT_EQ(credentials->at("workers/a").issue_time, issued_a);  // to the nanosecond
+  EXPECT_EQ(credentials->at("workers/b").secret_hash, "hash-b2");
+  EXPECT_EQ(credentials->at("workers/b").issue_time, issued_b);
   ASSERT_TRUE(store_->DeleteWorker("workers/a").ok());
   EXPECT_TRUE(store_->ListWorkers()->empty());
-  EXPECT_EQ(store_->ListWorkerSecretHashes()->count("workers/a"), 0u);
+  EXPECT_EQ(store_->ListWorkerCredentials()->count("workers/a"), 0u);
   EXPECT_EQ(store_->DeleteWorker("workers/a").code(), absl::StatusCode::kNotFound);
-  EXPECT_EQ(store_->SetWorkerSecretHash("nope", "h").code(),
+  EXPECT_EQ(store_->SetWorkerSecretHash("nope", "h", issued_a).code(),
             absl::StatusCode::kInvalidArgument);
-  EXPECT_EQ(store_->SetWorkerSecretHash("workers/c", "").code(),
+  EXPECT_EQ(store_->SetWorkerSecretHash("workers/c", "", issued_a).code(),
             absl::StatusCode::kInvalidArgument);
 }
 
@@ -575,7 +580,7 @@ TEST_P(StoreContractTest, ACommitAppliesEveryWriteInOrderTogether) {
                                           {"runs/0001", MakeResult(1, 16)},
                                           {"runs/0001", MakeResult(0, 8)}}});
   batch.push_back(Store::UpsertWorkersWrite{{MakeWorker("a", v1::READY)}});
-  batch.push_back(Store::SetWorkerSecretHashWrite{"workers/a", "hash-a"});
+  batch.push_back(Store::SetWorkerSecretHashWrite{"workers/a", "hash-a", absl::UnixEpoch()});
   absl::StatusOr<std::vector<Store::WriteResult>> done = store_->Commit(batch);
   ASSERT_TRUE(done.ok()) << done.status();
   ASSERT_EQ(done->size(), batch.size());
@@ -586,7 +591,7 @@ TEST_P(StoreContractTest, ACommitAppliesEveryWriteInOrderTogether) {
   EXPECT_EQ(stored.sizes_done(), 2);
   EXPECT_THAT(Sequences(store_->ListResults("runs/0001").value()), ElementsAre(0, 1));
   EXPECT_EQ(store_->ListWorkers().value().size(), 1u);
-  EXPECT_EQ(store_->ListWorkerSecretHashes().value().at("workers/a"), "hash-a");
+  EXPECT_EQ(store_->ListWorkerCredentials().value().at("workers/a").secret_hash, "hash-a");
 }
 
 TEST_P(StoreContractTest, ACommitWithARefusedWriteKeepsNothingOfIt) {
@@ -625,7 +630,7 @@ TEST_P(StoreContractTest, ACommitRefusesWhatItsMethodRefuses) {
             absl::StatusCode::kNotFound);
   EXPECT_EQ(refused(Store::UpsertWorkersWrite{{MakeWorker("", v1::READY)}}),
             absl::StatusCode::kInvalidArgument);
-  EXPECT_EQ(refused(Store::SetWorkerSecretHashWrite{"workers/a", ""}),
+  EXPECT_EQ(refused(Store::SetWorkerSecretHashWrite{"workers/a", "", absl::UnixEpoch()}),
             absl::StatusCode::kInvalidArgument);
   EXPECT_EQ(refused(Store::DeleteWorkerWrite{"workers/nobody"}), absl::StatusCode::kNotFound);
   EXPECT_TRUE(store_->Commit({}).ok());
