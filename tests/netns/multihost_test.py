@@ -13,11 +13,14 @@ collbench-worker runs in each host, listening on and advertising its 198.18
 address; the coordinator runs in the root namespace on the bridge address
 198.18.0.1. The test then, for one MPI library (--mpi):
 
-  1. a 3-rank SPREAD allreduce with --check: rank 0's worker runs mpirun /
-     mpiexec, the daemons on the other two hosts start through the launch
-     shim and their workers' Exec service; every size must report wrong = 0
-     and the three ranks must have run on the three host names;
-  2. a 3-rank PACK allreduce with --check (all ranks on one worker);
+  1. a 3-rank SPREAD allreduce with --check: the launcher (on the bridge
+     beside the coordinator, hosting no ranks) runs mpirun / mpiexec, the
+     daemons on all three hosts start through the launch shim and their
+     workers' Exec service; every size must report wrong = 0, the three
+     ranks must have run on the three host names, and the run's launcher
+     must be the launcher, not a worker;
+  2. a 3-rank PACK allreduce with --check (all ranks on one worker, which
+     launches it);
   3. `collbench compare` of the two: both runs and a ratio column.
 
 Needs root and `ip netns`; exits 77 (skipped) without them. Every name it
@@ -83,6 +86,9 @@ class Test(Cluster):
                 raise Failure(f"{run}: SPREAD ranks ran on {hosts}, not one per host")
             if sorted(h for _, h, _ in stored["placement"]) != sorted(self.net.host_names()):
                 raise Failure(f"{run}: SPREAD placement {stored['placement']}")
+            if not stored["launcher"].startswith("launchers/"):
+                raise Failure(f"{run}: across hosts, launched by {stored['launcher']}, "
+                              "not by the launcher")
         else:
             if len(set(hosts)) != 1 or len(stored["placement"]) != 1:
                 raise Failure(f"{run}: PACK ranks ran on {hosts} ({stored['placement']})")

@@ -6,8 +6,10 @@ host is a network namespace with its own UTS namespace (host name), its own
 address on "eth0" (a veth whose outside end is named after the namespace and
 sits on the bridge) and its own host id. Every name starts with the
 network's prefix, so a test removes exactly what it (or a killed earlier
-instance of it) created. A Cluster starts the coordinator on the bridge and
-one collbench-worker in each host, each process the leader of a process
+instance of it) created. A Cluster starts the coordinator on the bridge,
+one collbench-worker in each host and the launcher on the bridge beside the
+coordinator (runs across hosts are started by it, as in a deployment:
+docs/design/security.md#the-launcher), each process the leader of a process
 group of its own, and stops only those. A network may shape hosts' links
 with a tc tbf qdisc (1 Gbit/s, on both ends of the veth, so both directions
 are limited) and start each worker with labels saying how it is linked
@@ -419,15 +421,16 @@ class Cluster:
         # The lab's coordinator serves the 198.18 network, beyond loopback:
         # it runs with tokens, as a deployment must (docs/design/security.md#fail-closed).
         self.tokens = {role: f"{role}-{secrets.token_hex(16)}"
-                       for role in ("read", "operator", "worker")}
+                       for role in ("read", "operator", "worker", "launcher")}
         self.tokens_file = os.path.join(workdir, "tokens")
         self.join_token_file = os.path.join(workdir, "join-token")
-        with open(os.open(self.tokens_file, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600),
-                  "w") as f:
-            f.writelines(f"{role} {token}\n" for role, token in self.tokens.items())
-        with open(os.open(self.join_token_file, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600),
-                  "w") as f:
-            f.write(self.tokens["worker"] + "\n")
+        self.launcher_token_file = os.path.join(workdir, "launcher-token")
+        for path, lines in ((self.tokens_file, [f"{role} {token}\n"
+                                                for role, token in self.tokens.items()]),
+                            (self.join_token_file, [self.tokens["worker"] + "\n"]),
+                            (self.launcher_token_file, [self.tokens["launcher"] + "\n"])):
+            with open(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600), "w") as f:
+                f.writelines(lines)
 
     def cli(self, *argv, timeout=60, check=True):
         return collbench_cli(self.bin, self.address, argv, timeout=timeout, check=check,
@@ -452,11 +455,11 @@ class Cluster:
         host = ip_address or self.net.coordinator_ip
         with open(log_path, "a") as f:
             start_offset = f.tell()
-        # The lab starts no launcher: a run across hosts is launched by its
-        # rank-0 worker.
+        # No worker launches a run across hosts (--worker-launch off, the
+        # default): start_workers starts the launcher that does.
         argv = [os.path.join(self.bin, "collbench-coordinator"), "--grpc-listen",
                 f"{host}:{grpc_port}", "--store", self.store, "--tokens", self.tokens_file,
-                "--worker-launch", "fallback", *extra]
+                *extra]
         if http:
             argv += ["--http-listen", f"{host}:0"]
         self.processes.start("coordinator", argv, log_path)
@@ -501,6 +504,31 @@ class Cluster:
                 argv += ["--label", f"{key}={value}"]
             argv += list(extra)
             self.processes.start(ns, argv, os.path.join(self.workdir, f"{ns}.log"), env=env)
+        # What the launcher must share with the workers: the ranks' progress
+        # folder, which it tells them, and the tuning files it names.
+        extra = list(extra)
+        shared = []
+        for i, flag in enumerate(extra[:-1]):
+            if flag in ("--progress-dir", "--tuning-dir"):
+                shared += [flag, extra[i + 1]]
+        self.start_launcher(path_prefix, shared)
+
+    def start_launcher(self, path_prefix=None, extra=()):
+        """collbench-launcher on the bridge beside the coordinator, with its
+        own token: the launcher of every run across hosts. Its mpirun reaches
+        the hosts' daemons over the lab's CIDR, never another network of this
+        machine (the hosts' own --mpi-interface may name their eth0)."""
+        argv = [os.path.join(self.bin, "collbench-launcher"), "--coordinator", self.address,
+                "--name", "lab", "--listen", f"{self.net.coordinator_ip}:0",
+                "--advertise", f"{self.net.coordinator_ip}:0",
+                "--work-dir", os.path.join(self.workdir, "launcher"),
+                "--join-token-file", self.launcher_token_file,
+                "--mpi-interface", self.net.cidr, *extra]
+        env = dict(os.environ)
+        if path_prefix:  # the launcher runs mpirun / mpiexec
+            env["PATH"] = f"{path_prefix}:{env.get('PATH', '/usr/bin:/bin')}"
+        self.processes.start("launcher", argv, os.path.join(self.workdir, "launcher.log"),
+                             env=env)
 
     def worker_states(self):
         """{worker name: (state, hostname, host id)} from `collbench workers`."""

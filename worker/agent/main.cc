@@ -462,7 +462,8 @@ int main(int argc, char** argv) {
   parser.String("progress-dir", &flags.progress_dir,
                 "where the ranks of a run publish their progress (a folder per run), which"
                 " this worker relays to the coordinator for hang diagnosis; every worker of a"
-                " run must use the same path. The worker creates it 0700 and refuses to start"
+                " run, and the launcher, must use the same path (the launcher tells the ranks"
+                " it). The worker creates it 0700 and refuses to start"
                 " when it exists as another user's, with group or other permissions, or as a"
                 " symbolic link (default /dev/shm/collbench-progress-UID, UID this worker's"
                 " user id; empty: none)");
