@@ -1,19 +1,20 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "client/format.h"
 
+#include <google/protobuf/util/json_util.h>
+
 #include <algorithm>
 #include <map>
 #include <tuple>
 
-#include <google/protobuf/util/json_util.h>
-
 #include "absl/strings/ascii.h"
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "absl/time/time.h"
-#include "api/convert.h"
 #include "analysis/run_set.h"
+#include "api/convert.h"
 #include "client/container_format.h"
 #include "common/rank_spread.h"
 #include "common/records.h"
@@ -249,6 +250,14 @@ std::string FormatRunResults(const v1::Run& run, const std::vector<v1::SizeResul
   if (!run.mpi_version().empty()) absl::StrAppend(&out, "# ", run.mpi_version(), "\n");
   if (const std::string placement = DescribePlacement(run); !placement.empty()) {
     absl::StrAppend(&out, "# placement: ", placement, "\n", FormatRankHosts(run));
+  }
+  if (absl::StartsWith(run.launcher(), "launchers/")) {
+    absl::StrAppend(&out, "# launched by ", run.launcher(), " (the trusted launcher)\n");
+  } else if (!run.launcher().empty()) {
+    absl::StrAppend(&out, "# launched by ", run.launcher(),
+                    run.hosts_size() > 1 ? " (a worker of the run: --worker-launch=fallback)"
+                                         : " (its one worker)",
+                    "\n");
   }
   if (!run.error().empty()) absl::StrAppend(&out, "# error: ", run.error(), "\n");
   absl::StrAppend(&out, ResultHeader());

@@ -39,7 +39,8 @@ std::string FormatRunList(const std::vector<v1::Run>& runs);
 std::string FormatWorkerList(const std::vector<v1::Worker>& workers);
 
 // A run's header and one row per size: the engine's table columns. The
-// header says where the ranks ran ("# placement: ...", container_format.h).
+// header says where the ranks ran ("# placement: ...", container_format.h)
+// and who launched them ("# launched by ...").
 std::string FormatRunResults(const v1::Run& run, const std::vector<v1::SizeResult>& results,
                              OutputKind kind);
 

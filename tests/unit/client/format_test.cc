@@ -42,6 +42,28 @@ RunWithResults Stored(const std::string& name, std::vector<v1::SizeResult> resul
   return run;
 }
 
+// `show` says who launched a run: the trusted launcher, its one worker, or
+// (--worker-launch=fallback) a worker of a run across workers.
+TEST(ShowTest, NamesWhoLaunchedTheRun) {
+  v1::Run run;
+  run.set_name("runs/r1");
+  run.mutable_spec()->set_operation("allreduce");
+  run.add_hosts()->set_worker("workers/a");
+  run.add_hosts()->set_worker("workers/b");
+  run.set_launcher("launchers/lab");
+  EXPECT_THAT(FormatRunResults(run, {}, OutputKind::kTable),
+              HasSubstr("# launched by launchers/lab (the trusted launcher)\n"));
+  run.set_launcher("workers/a");
+  EXPECT_THAT(FormatRunResults(run, {}, OutputKind::kTable),
+              HasSubstr("# launched by workers/a (a worker of the run: --worker-launch=fallback)"));
+  run.mutable_hosts()->RemoveLast();
+  EXPECT_THAT(FormatRunResults(run, {}, OutputKind::kTable),
+              HasSubstr("# launched by workers/a (its one worker)"));
+  run.clear_launcher();
+  EXPECT_THAT(FormatRunResults(run, {}, OutputKind::kTable),
+              ::testing::Not(HasSubstr("launched by")));
+}
+
 TEST(CompareTest, TheFastestIsMarkedOnlyWhereItsWinIsSignificant) {
   // At 8 B the two are 2% apart with a wide spread (not told apart); at
   // 1 MiB 40% apart with a narrow one.
