@@ -60,12 +60,13 @@ def timed(argv, env):
 
 def compare(title, a, b, pairs, env):
     timed(a, env), timed(b, env)  # warm-up, not counted
-    a_s, b_s, hung = [], [], 0
+    a_s, b_s, hung = [], [], {"A": 0, "B": 0}
     for _ in range(pairs):
         x, y = timed(a, env), timed(b, env)
+        hung["A"] += x is None
+        hung["B"] += y is None
         if x is None or y is None:
-            hung += 1  # the pair is left out, and said
-            continue
+            continue  # the pair is left out, and said
         a_s.append(x)
         b_s.append(y)
     if not a_s:
@@ -76,7 +77,8 @@ def compare(title, a, b, pairs, env):
     print("%-46s A %.3f s  B %.3f s  A-B %+.0f ms (median of pairs)  A/B %.2f..%.2f%s" % (
         title, statistics.median(a_s), statistics.median(b_s),
         statistics.median(diffs) * 1e3, ratios[0], ratios[-1],
-        "  (%d pairs left out: a side hung 30 s)" % hung if hung else ""), flush=True)
+        "".join("  (%s hung 30 s in %d pair%s, left out)" % (side, n, "" if n == 1 else "s")
+                for side, n in hung.items() if n)), flush=True)
 
 
 def main():
