@@ -15,6 +15,7 @@
 #include <fstream>
 #include <iterator>
 #include <string>
+#include <system_error>
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
@@ -24,12 +25,25 @@ namespace {
 
 using ::testing::HasSubstr;
 
-std::string TempDir() {
-  char pattern[] = "/tmp/progress_slot_test.XXXXXX";
-  return mkdtemp(pattern);
-}
+// Each test's own folder, removed after it whether it passed or not.
+class ProgressSlotTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    char pattern[] = "/tmp/progress_slot_test.XXXXXX";
+    ASSERT_NE(mkdtemp(pattern), nullptr);
+    dir_ = pattern;
+  }
+  void TearDown() override {
+    std::error_code ignored;  // a test may have left a folder it made unreadable
+    if (!dir_.empty()) std::filesystem::remove_all(dir_, ignored);
+  }
+  const std::string& TempDir() const { return dir_; }
 
-TEST(ProgressSlotTest, WhatARankWritesItsWorkerReads) {
+ private:
+  std::string dir_;
+};
+
+TEST_F(ProgressSlotTest, WhatARankWritesItsWorkerReads) {
   const std::string root = TempDir();
   const std::string dir = ProgressDirOf(root, "runs/20261128-abc");
   ASSERT_EQ(dir, root + "/20261128-abc");
@@ -67,7 +81,6 @@ TEST(ProgressSlotTest, WhatARankWritesItsWorkerReads) {
   RemoveProgressDir(dir);
   EXPECT_FALSE(std::filesystem::exists(dir));
   EXPECT_TRUE(ReadProgressSlots(dir).empty());
-  std::filesystem::remove_all(root);
 }
 
 std::string ReadAll(const std::string& path) {
@@ -77,7 +90,7 @@ std::string ReadAll(const std::string& path) {
 
 // The root is the worker's own: made 0700; an existing one is taken only
 // as this user's real folder with no group or other permission.
-TEST(ProgressSlotTest, TheRootIsPrivateOrRefusedNamingWhy) {
+TEST_F(ProgressSlotTest, TheRootIsPrivateOrRefusedNamingWhy) {
   const std::string base = TempDir();
   const std::string root = base + "/progress";
   ASSERT_TRUE(PrepareProgressRoot(root).ok());
@@ -111,12 +124,11 @@ TEST(ProgressSlotTest, TheRootIsPrivateOrRefusedNamingWhy) {
                 HasSubstr("owned by uid 65534"));
     EXPECT_EQ(ProgressSlot::Open(foreign, 0, "allreduce"), nullptr);
   }
-  std::filesystem::remove_all(base);
 }
 
 // A link planted where a rank's slot goes is removed, never written
 // through: the file it points at keeps every byte.
-TEST(ProgressSlotTest, ALinkPlantedAsASlotIsReplacedNotWrittenThrough) {
+TEST_F(ProgressSlotTest, ALinkPlantedAsASlotIsReplacedNotWrittenThrough) {
   const std::string base = TempDir();
   const std::string root = base + "/progress";
   ASSERT_TRUE(PrepareProgressRoot(root).ok());
@@ -135,13 +147,12 @@ TEST(ProgressSlotTest, ALinkPlantedAsASlotIsReplacedNotWrittenThrough) {
   ASSERT_EQ(lstat((dir + "/rank-0").c_str(), &st), 0);
   EXPECT_TRUE(S_ISREG(st.st_mode));
   ASSERT_EQ(ReadProgressSlots(dir).size(), 1u);
-  std::filesystem::remove_all(base);
 }
 
 // What is not a whole slot of this user's is skipped by the reader: a short
 // file would raise SIGBUS once mapped (this process would die), a FIFO
 // would block its open, a link could point anywhere.
-TEST(ProgressSlotTest, TheReaderSkipsShortFilesFifosAndLinks) {
+TEST_F(ProgressSlotTest, TheReaderSkipsShortFilesFifosAndLinks) {
   const std::string base = TempDir();
   const std::string root = base + "/progress";
   ASSERT_TRUE(PrepareProgressRoot(root).ok());
@@ -160,12 +171,11 @@ TEST(ProgressSlotTest, TheReaderSkipsShortFilesFifosAndLinks) {
   ASSERT_EQ(slots.size(), 1u);
   EXPECT_EQ(slots[0].rank, 0);
   EXPECT_EQ(slots[0].bytes, 64u);
-  std::filesystem::remove_all(base);
 }
 
 // A run's folder open to others (or a link to one) is neither read nor
 // written: another user could have planted anything in it.
-TEST(ProgressSlotTest, ARunFolderThatIsNotPrivateIsNeitherReadNorWritten) {
+TEST_F(ProgressSlotTest, ARunFolderThatIsNotPrivateIsNeitherReadNorWritten) {
   const std::string base = TempDir();
   const std::string root = base + "/progress";
   ASSERT_TRUE(PrepareProgressRoot(root).ok());
@@ -182,10 +192,9 @@ TEST(ProgressSlotTest, ARunFolderThatIsNotPrivateIsNeitherReadNorWritten) {
   EXPECT_EQ(ProgressSlot::Open(link, 1, "allreduce"), nullptr);
   RemoveProgressDir(link);  // not followed: the real folder stays
   EXPECT_TRUE(std::filesystem::exists(dir + "/rank-0"));
-  std::filesystem::remove_all(base);
 }
 
-TEST(ProgressSlotTest, ARunsFolderStaysUnderTheRoot) {
+TEST_F(ProgressSlotTest, ARunsFolderStaysUnderTheRoot) {
   EXPECT_EQ(ProgressDirOf("/r", "runs/a.b-c_1"), "/r/a.b-c_1");
   EXPECT_EQ(ProgressDirOf("/r", "runs/../etc"), "");
   EXPECT_EQ(ProgressDirOf("/r", "runs/.."), "");
@@ -194,7 +203,7 @@ TEST(ProgressSlotTest, ARunsFolderStaysUnderTheRoot) {
   EXPECT_EQ(ProgressDirOf("", "runs/a"), "");
 }
 
-TEST(ProgressSlotTest, ProcTellsRunningStoppedAndGone) {
+TEST_F(ProgressSlotTest, ProcTellsRunningStoppedAndGone) {
   const pid_t child = fork();
   ASSERT_GE(child, 0);
   if (child == 0) {

@@ -13,7 +13,7 @@
 #include "common/log.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
-#include "server/store/forwarding_store.h"
+#include "tests/unit/server/gated_store.h"
 
 namespace collbench {
 namespace {
@@ -22,69 +22,6 @@ using ::testing::Each;
 using ::testing::ElementsAre;
 using ::testing::HasSubstr;
 using ::testing::Le;
-
-// The in-memory store; a transaction can be held (it waits until released,
-// as a slow fsync would) or made to fail (as on a full disk).
-class GatedStore final : public ForwardingStore {
- public:
-  GatedStore() : ForwardingStore(NewMemoryStore()) {
-    for (const char* name : {"runs/a", "runs/b"}) {
-      v1::Run run;
-      run.set_name(name);
-      (void)inner()->CreateRun(run);  // not a transaction the tests count
-    }
-  }
-
-  absl::StatusOr<std::vector<WriteResult>> Commit(const std::vector<Write>& writes) override {
-    absl::MutexLock lock(&mu_);
-    ++entered_;
-    auto open = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return !held_; };
-    mu_.Await(absl::Condition(&open));
-    int rows = 0;
-    for (const Write& w : writes) {
-      if (const auto* results = std::get_if<AddResultsWrite>(&w)) rows += results->rows.size();
-    }
-    batch_rows_.push_back(rows);
-    ++transactions_;
-    if (fail_) return absl::ResourceExhaustedError("store test.db is full");
-    return ForwardingStore::Commit(writes);
-  }
-  void Hold() {
-    absl::MutexLock lock(&mu_);
-    held_ = true;
-  }
-  void Release() {
-    absl::MutexLock lock(&mu_);
-    held_ = false;
-  }
-  void SetFail(bool fail) {
-    absl::MutexLock lock(&mu_);
-    fail_ = fail;
-  }
-  // Waits until `n` transactions have started.
-  void AwaitEntered(int n) {
-    absl::MutexLock lock(&mu_);
-    auto entered = [this, n]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return entered_ >= n; };
-    mu_.Await(absl::Condition(&entered));
-  }
-  // Results per transaction, in order.
-  std::vector<int> batch_rows() {
-    absl::MutexLock lock(&mu_);
-    return batch_rows_;
-  }
-  int transactions() {
-    absl::MutexLock lock(&mu_);
-    return transactions_;
-  }
-
- private:
-  absl::Mutex mu_;
-  bool held_ ABSL_GUARDED_BY(mu_) = false;
-  bool fail_ ABSL_GUARDED_BY(mu_) = false;
-  int entered_ ABSL_GUARDED_BY(mu_) = 0;
-  int transactions_ ABSL_GUARDED_BY(mu_) = 0;
-  std::vector<int> batch_rows_ ABSL_GUARDED_BY(mu_);
-};
 
 // What a client heard, write by write, in the order it heard it.
 class Recorder final : public JournalClient {
@@ -129,7 +66,7 @@ Store::Write Row(const std::string& run, int64_t sequence) {
 // the next one: two transactions for 101 results, each run's progress
 // counted once per transaction.
 TEST(JournalTest, WritesArrivingDuringATransactionShareTheNextOne) {
-  GatedStore store;
+  GatedStore store({"runs/a", "runs/b"});
   Recorder recorder;
   Journal journal(&store, {absl::Milliseconds(1), 4096});
   store.Hold();
@@ -151,7 +88,7 @@ TEST(JournalTest, WritesArrivingDuringATransactionShareTheNextOne) {
 // batching delay, and takes what is queued before it along; an ordinary
 // write alone does wait. With a one-hour delay, "at once" is unmistakable.
 TEST(JournalTest, APromptWriteGoesAtOnceAndAnOrdinaryOneWaits) {
-  GatedStore store;
+  GatedStore store({"runs/a", "runs/b"});
   Recorder recorder;
   Journal journal(&store, {absl::Hours(1), 4096});
   journal.Append(&recorder, Row("runs/a", 0));
@@ -176,7 +113,7 @@ TEST(JournalTest, APromptWriteGoesAtOnceAndAnOrdinaryOneWaits) {
 // Nothing is reported (so nothing acknowledged) before its transaction
 // has returned.
 TEST(JournalTest, ReportsOnlyAfterTheTransactionReturned) {
-  GatedStore store;
+  GatedStore store({"runs/a", "runs/b"});
   Recorder recorder;
   Journal journal(&store);
   store.Hold();
@@ -192,7 +129,7 @@ TEST(JournalTest, ReportsOnlyAfterTheTransactionReturned) {
 }
 
 TEST(JournalTest, KeepsAppendOrderWithinAndAcrossBatches) {
-  GatedStore store;
+  GatedStore store({"runs/a", "runs/b"});
   Recorder recorder;
   Journal journal(&store, {absl::Milliseconds(1), /*max_batch_rows=*/7});
   std::vector<int64_t> appended;
@@ -214,7 +151,7 @@ TEST(JournalTest, KeepsAppendOrderWithinAndAcrossBatches) {
 // A failed transaction is reported as failed and stores nothing of its
 // batch (so nothing of it is acknowledged); the next one works again.
 TEST(JournalTest, AFailedTransactionIsReportedAndStoresNothing) {
-  GatedStore store;
+  GatedStore store({"runs/a", "runs/b"});
   Recorder recorder;
   Journal journal(&store);
   store.SetFail(true);
@@ -235,7 +172,7 @@ TEST(JournalTest, AFailedTransactionIsReportedAndStoresNothing) {
 // A write the store refuses on its own account (a result of a run it does
 // not hold) fails alone: the others of its batch are kept.
 TEST(JournalTest, AWriteRefusedOnItsOwnAccountFailsAlone) {
-  GatedStore store;
+  GatedStore store({"runs/a", "runs/b"});
   Recorder recorder;
   Journal journal(&store, {absl::Milliseconds(50), 4096});
   store.Hold();
@@ -260,7 +197,7 @@ TEST(JournalTest, AWriteRefusedOnItsOwnAccountFailsAlone) {
 // Await returns once the write is durable, with its outcome when it was
 // appended awaited; a write appended after Stop is never committed.
 TEST(JournalTest, AwaitReturnsTheOutcomeOnceDurable) {
-  GatedStore store;
+  GatedStore store({"runs/a", "runs/b"});
   Journal journal(&store);
   store.Hold();
   v1::Run run;
@@ -283,7 +220,7 @@ TEST(JournalTest, AFailedTransactionIsLoggedAsAStoreError) {
   options.format = LogFormat::kText;
   options.sink = [&lines](absl::string_view line) { lines.emplace_back(line); };
   SetLogOptions(std::move(options));
-  GatedStore store;
+  GatedStore store({"runs/a", "runs/b"});
   Recorder recorder;
   Journal journal(&store);
   store.SetFail(true);
@@ -298,7 +235,7 @@ TEST(JournalTest, AFailedTransactionIsLoggedAsAStoreError) {
 // Stop writes and reports everything appended before it, without waiting
 // out the batching delay; what comes after is dropped, never reported.
 TEST(JournalTest, StopWritesEverythingQueuedAndDropsWhatComesAfter) {
-  GatedStore store;
+  GatedStore store({"runs/a", "runs/b"});
   Recorder recorder;
   Journal journal(&store, {absl::Seconds(30), 4096});
   for (int64_t s = 0; s < 1000; ++s) journal.Append(&recorder, Row("runs/b", s));

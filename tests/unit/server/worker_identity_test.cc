@@ -20,7 +20,7 @@
 #include "gtest/gtest.h"
 #include "server/core/core.h"
 #include "server/core/worker_credentials.h"
-#include "server/store/forwarding_store.h"
+#include "tests/unit/server/gated_store.h"
 
 namespace collbench {
 namespace {
@@ -163,59 +163,23 @@ TEST_F(WorkerIdentityTest, FirstRegistrationIssuesASecretAndStoresOnlyItsHash) {
   EXPECT_EQ(fleet_->worker_counts().registrations["reconnected"], 1);
 }
 
-// A store whose transactions can be held (a slow fsync) or failed (a full
-// disk), to see when a new worker is answered.
-class CredentialGatedStore final : public ForwardingStore {
- public:
-  CredentialGatedStore() : ForwardingStore(NewMemoryStore()) {}
-  absl::StatusOr<std::vector<WriteResult>> Commit(const std::vector<Write>& writes) override {
-    absl::MutexLock lock(&mu_);
-    ++entered_;
-    auto open = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return !held_; };
-    mu_.Await(absl::Condition(&open));
-    if (fail_) return absl::ResourceExhaustedError("store test.db is full");
-    return ForwardingStore::Commit(writes);
-  }
-  void Hold(bool held) {
-    absl::MutexLock lock(&mu_);
-    held_ = held;
-  }
-  void Fail(bool fail) {
-    absl::MutexLock lock(&mu_);
-    fail_ = fail;
-  }
-  void AwaitEntered(int n) {
-    absl::MutexLock lock(&mu_);
-    auto entered = [this, n]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return entered_ >= n; };
-    mu_.Await(absl::Condition(&entered));
-  }
-  int entered() {
-    absl::MutexLock lock(&mu_);
-    return entered_;
-  }
-
- private:
-  absl::Mutex mu_;
-  bool held_ ABSL_GUARDED_BY(mu_) = false;
-  bool fail_ ABSL_GUARDED_BY(mu_) = false;
-  int entered_ ABSL_GUARDED_BY(mu_) = 0;
-};
-
+// A gated store (tests/unit/server/gated_store.h), to see when a new
+// worker is answered.
 class WorkerIdentityGatedTest : public WorkerIdentityTest {
  protected:
   void SetUp() override {
-    auto gated = std::make_unique<CredentialGatedStore>();
+    auto gated = std::make_unique<GatedStore>();
     gated_ = gated.get();
     store_ = std::move(gated);
     WorkerIdentityTest::SetUp();
   }
-  CredentialGatedStore* gated_ = nullptr;
+  GatedStore* gated_ = nullptr;
 };
 
 // A new worker's secret is handed out only once its hash is durable, and
 // no thread waits meanwhile: the answer comes when the commit returns.
 TEST_F(WorkerIdentityGatedTest, ANewNameIsAnsweredOnlyOnceItsCredentialIsDurable) {
-  gated_->Hold(true);
+  gated_->Hold();
   const int before = gated_->entered();
   absl::Notification answered;
   absl::StatusOr<WorkerDirectory::Registration> outcome;
@@ -231,7 +195,7 @@ TEST_F(WorkerIdentityGatedTest, ANewNameIsAnsweredOnlyOnceItsCredentialIsDurable
   auto busy = fleet_->OnRegister(Hello("a", "a:7000"), now_, "ipv4:10.0.0.1:4000");
   EXPECT_EQ(busy.status().code(), absl::StatusCode::kUnavailable);
   EXPECT_THAT(busy.status().message(), HasSubstr("being registered"));
-  gated_->Hold(false);
+  gated_->Release();
   answered.WaitForNotification();
   ASSERT_TRUE(outcome.ok()) << outcome.status();
   EXPECT_EQ(outcome->reply.worker_secret().size(), 64u);
@@ -246,14 +210,14 @@ TEST_F(WorkerIdentityGatedTest, ANewNameIsAnsweredOnlyOnceItsCredentialIsDurable
 // A credential the store could not keep is never handed out: the worker is
 // refused, naming why, and the name stays new (nothing was kept of it).
 TEST_F(WorkerIdentityGatedTest, ACredentialTheStoreRefusedIsNotHandedOut) {
-  gated_->Fail(true);
+  gated_->SetFail(true);
   auto refused = fleet_->OnRegister(Hello("a", "a:7000"), now_, "ipv4:10.0.0.1:4000");
   ASSERT_FALSE(refused.ok());
   EXPECT_EQ(refused.status().code(), absl::StatusCode::kUnavailable);
   EXPECT_THAT(refused.status().message(), HasSubstr("cannot record workers/a's credential"));
   EXPECT_FALSE(registry_->Get("workers/a").ok());
   EXPECT_EQ(fleet_->worker_counts().registrations["refused_store"], 1);
-  gated_->Fail(false);
+  gated_->SetFail(false);
   Join("a");  // as a new name again, with no secret
   EXPECT_EQ(secrets_["a"].size(), 64u);
 }
