@@ -16,17 +16,17 @@ namespace {
 constexpr size_t kPartnerWindow = 64;
 
 // The hosts in the fleet's order, by index, and their racks.
-struct Fleet {
+struct RackedHosts {
   std::vector<std::string> workers;        // one per host, in the fleet's order
   std::vector<size_t> rack;                // index into racks
   std::vector<std::vector<size_t>> racks;  // in the order of their first host
 };
 
-Fleet FleetOf(const std::vector<HostWorker>& workers,
-              const std::map<std::string, std::string>& rack_of) {
+RackedHosts HostsOf(const std::vector<HostWorker>& workers,
+                    const std::map<std::string, std::string>& rack_of) {
   std::map<std::string, std::string> host_of;
   for (const HostWorker& w : workers) host_of.emplace(w.name, w.host);
-  Fleet fleet;
+  RackedHosts fleet;
   fleet.workers = HostRepresentatives(workers);
   // A host of unknown rack is a rack of its own: (true, host id).
   std::map<std::pair<bool, std::string>, size_t> rack_index;
@@ -47,7 +47,7 @@ Fleet FleetOf(const std::vector<HostWorker>& workers,
 // A pass being built: pairs by index, each once.
 class PassBuilder {
  public:
-  PassBuilder(const Fleet& fleet, std::string name) : fleet_(fleet) {
+  PassBuilder(const RackedHosts& fleet, std::string name) : fleet_(fleet) {
     pass_.name = std::move(name);
   }
   void Add(size_t x, size_t y) {
@@ -59,12 +59,12 @@ class PassBuilder {
   TopologyPass Take() { return std::move(pass_); }
 
  private:
-  const Fleet& fleet_;
+  const RackedHosts& fleet_;
   TopologyPass pass_;
   std::set<std::pair<size_t, size_t>> seen_;
 };
 
-TopologyPass Within(const Fleet& fleet) {
+TopologyPass Within(const RackedHosts& fleet) {
   PassBuilder pass(fleet, "within");
   for (const std::vector<size_t>& rack : fleet.racks) {
     for (size_t t = 0; t < rack.size(); ++t) pass.Add(rack[t], rack[(t + 1) % rack.size()]);
@@ -72,7 +72,7 @@ TopologyPass Within(const Fleet& fleet) {
   return pass.Take();
 }
 
-TopologyPass Across(const Fleet& fleet) {
+TopologyPass Across(const RackedHosts& fleet) {
   PassBuilder pass(fleet, "across");
   const size_t racks = fleet.racks.size();
   if (racks < 2) return pass.Take();
@@ -90,7 +90,8 @@ TopologyPass Across(const Fleet& fleet) {
 // left within the window that is in another rack and not in `met` (the
 // pairs of the random passes before), else the first host left. An odd
 // host out sits the pass out. Adds its pairs to `met`.
-TopologyPass Random(const Fleet& fleet, uint32_t seed, std::set<std::pair<size_t, size_t>>* met) {
+TopologyPass Random(const RackedHosts& fleet, uint32_t seed,
+                    std::set<std::pair<size_t, size_t>>* met) {
   PassBuilder pass(fleet, "random");
   std::vector<size_t> order(fleet.workers.size());
   for (size_t i = 0; i < order.size(); ++i) order[i] = i;
@@ -125,7 +126,7 @@ TopologyPass Random(const Fleet& fleet, uint32_t seed, std::set<std::pair<size_t
 
 std::vector<TopologyPass> TopologyPasses(const std::vector<HostWorker>& workers,
                                          const std::map<std::string, std::string>& rack_of) {
-  const Fleet fleet = FleetOf(workers, rack_of);
+  const RackedHosts fleet = HostsOf(workers, rack_of);
   if (fleet.workers.size() < 2) return {};
   std::vector<TopologyPass> passes;
   for (TopologyPass pass : {Within(fleet), Across(fleet)}) {
