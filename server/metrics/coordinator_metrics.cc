@@ -15,6 +15,7 @@
 #include "api/convert.h"
 #include "common/log.h"
 #include "server/metrics/latency_buckets.h"
+#include "server/metrics/node_metrics.h"
 
 namespace collbench {
 namespace {
@@ -466,12 +467,14 @@ void CoordinatorMetrics::RecordApiRequest(absl::string_view protocol, absl::stri
 }
 
 std::string CoordinatorMetrics::Scrape() {
+  std::vector<v1::Worker> workers;
   if (sources_.workers) {
+    workers = sources_.workers();
     std::map<std::string, int> by_state;
     for (v1::WorkerState s : {v1::READY, v1::BUSY, v1::DRAINING, v1::LOST, v1::SUSPECT}) {
       by_state[Lower(v1::WorkerState_Name(s))] = 0;
     }
-    for (const v1::Worker& worker : sources_.workers()) {
+    for (const v1::Worker& worker : workers) {
       ++by_state[Lower(v1::WorkerState_Name(worker.state()))];
     }
     for (const auto& [state, n] : by_state) families_->workers.Add({{"state", state}}).Set(n);
@@ -504,7 +507,8 @@ std::string CoordinatorMetrics::Scrape() {
     }
   }
   ScrapeWorkerCounts();
-  return prometheus::TextSerializer().Serialize(families_->registry->Collect());
+  return prometheus::TextSerializer().Serialize(families_->registry->Collect()) +
+         NodeHealthMetricsText(workers);
 }
 
 void CoordinatorMetrics::ScrapeWorkerCounts() {

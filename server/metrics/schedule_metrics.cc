@@ -4,16 +4,11 @@
 #include <map>
 
 #include "absl/strings/str_cat.h"
-#include "absl/strings/str_replace.h"
 #include "absl/strings/strip.h"
+#include "server/metrics/text_format.h"
 
 namespace collbench {
 namespace {
-
-// A label value escaped as the text format wants it.
-std::string Escaped(absl::string_view value) {
-  return absl::StrReplaceAll(value, {{"\\", "\\\\"}, {"\"", "\\\""}, {"\n", "\\n"}});
-}
 
 std::string Number(double value) { return absl::StrCat(value); }
 
@@ -47,7 +42,7 @@ std::string ScheduleMetricsText(
                "The last check's median latency now over the baseline's, per configuration."};
   for (const v1::Schedule& schedule : schedules) {
     const std::string id(absl::StripPrefix(schedule.name(), "schedules/"));
-    const std::string label = absl::StrCat("{schedule=\"", Escaped(id), "\"}");
+    const std::string label = absl::StrCat("{schedule=\"", EscapedLabelValue(id), "\"}");
     absl::StrAppend(&period.samples, period.name, label, " ",
                     Number(schedule.spec().every_seconds()), "\n");
     absl::StrAppend(&paused.samples, paused.name, label, " ", schedule.paused() ? 1 : 0, "\n");
@@ -73,7 +68,7 @@ std::string ScheduleMetricsText(
     absl::StrAppend(&regressions.samples, regressions.name, label, " ",
                     schedule.regressions_found(), "\n");
     for (const auto& [outcome, count] : outcomes) {
-      absl::StrAppend(&firings.samples, firings.name, "{schedule=\"", Escaped(id),
+      absl::StrAppend(&firings.samples, firings.name, "{schedule=\"", EscapedLabelValue(id),
                       "\",outcome=\"", outcome, "\"} ", count, "\n");
     }
     auto check = last_checks.find(schedule.name());
@@ -85,10 +80,11 @@ std::string ScheduleMetricsText(
         if (field.name() == "operation") operation = field.value();
         if (field.name() == "bytes") bytes = field.value();
       }
-      absl::StrAppend(&ratio.samples, ratio.name, "{schedule=\"", Escaped(id), "\",baseline=\"",
-                      Escaped(baseline), "\",operation=\"", Escaped(operation),
-                      "\",size_bytes=\"", Escaped(bytes), "\",configuration=\"",
-                      Escaped(row.key_text()), "\"} ", Number(row.ratio()), "\n");
+      absl::StrAppend(&ratio.samples, ratio.name, "{schedule=\"", EscapedLabelValue(id),
+                      "\",baseline=\"", EscapedLabelValue(baseline), "\",operation=\"",
+                      EscapedLabelValue(operation), "\",size_bytes=\"", EscapedLabelValue(bytes),
+                      "\",configuration=\"", EscapedLabelValue(row.key_text()), "\"} ",
+                      Number(row.ratio()), "\n");
     }
   }
   std::string out;

@@ -9,7 +9,8 @@ cbhn-*), a worker with one slot in each. The test
      the kernel here has no netem, so no added delay): `collbench hunt
      --pattern all --output json` exits 3 and names exactly that worker
      CONFIRMED_BAD, no other; the worker is SUSPECT in `collbench workers`,
-     in REST and in /metrics (collbench_workers{state="SUSPECT"} 1); an
+     in REST and in /metrics (collbench_workers{state="SUSPECT"} 1, and
+     collbench_node_health 0 for its node alone); an
      ordinary 5-rank run is placed on the five others; `workers clear` on a
      worker that is not SUSPECT is refused;
   2. removes the tbf and hunts again (pairwise): no suspect, exit 0, and the
@@ -231,6 +232,12 @@ class Test(Cluster):
         if not m or float(m.group(1)) != 1:
             raise Failure("collbench_workers{state=\"suspect\"} is not 1: "
                           + (m.group(0) if m else "absent"))
+        # Per node: 0 for the bad one (its host id is its namespace), 1 for the others.
+        health = {n: float(v) for n, v in
+                  re.findall(r'collbench_node_health\{node="([^"]+)",worker="[^"]+"\} (\S+)',
+                             metrics)}
+        if health != {ns: (0.0 if ns == bad else 1.0) for ns in self.net.host_names()}:
+            raise Failure(f"collbench_node_health is {health}, not 0 for {bad} alone")
         run = self.create_run("allreduce", "--ranks", "5", "--placement", "spread",
                               "--transport", "tcp", "--sizes", "1K", "--iters", "20")
         stored = self.wait_for_run(run, ("succeeded", "failed", "cancelled"), 120)
@@ -271,6 +278,9 @@ class Test(Cluster):
             raise Failure(f"the healthy hunt did not clear {bad}: {data.get('cleared')}")
         if self.state_of(bad) != "ready":
             raise Failure(f"{bad} is {self.state_of(bad)} after the hunt cleared it")
+        metrics = http_get(f"http://{self.http_address}/metrics", self.tokens["read"])
+        if f'collbench_node_health{{node="{bad}",worker="{bad}"}} 1' not in metrics:
+            raise Failure(f"collbench_node_health of {bad} is not back to 1")
         log(f"a hunt that measured {bad} healthy cleared it")
 
     def bad_link(self):

@@ -265,6 +265,36 @@ TEST(CoordinatorMetrics, GaugesComeFromTheSourcesAndNoLabelHoldsARunId) {
   EXPECT_EQ(calls[0].labels.at("protocol"), "grpc");
 }
 
+// One series per known worker's node: 1 healthy, 0 quarantined by a hunt;
+// a forgotten worker's series goes with it.
+TEST(CoordinatorMetrics, NodeHealthHasASeriesPerWorkerNodeWhileTheWorkerIsKnown) {
+  std::vector<v1::Worker> fleet(3);
+  fleet[0].set_name("workers/node-a");
+  fleet[0].mutable_inventory()->set_host_id("node-a");
+  fleet[1].set_name("workers/node-b");
+  fleet[1].mutable_inventory()->set_host_id("node-b");
+  fleet[1].set_state(v1::SUSPECT);
+  fleet[1].mutable_suspect()->set_reason("CONFIRMED_BAD: 0.31 of the fleet median");
+  fleet[2].set_name("workers/c");  // no host id: its name stands for its node
+  fleet[2].set_state(v1::LOST);
+  MetricsSources sources;
+  sources.workers = [&fleet] { return fleet; };
+  CoordinatorMetrics metrics("1.2.3", sources);
+  auto health = [&metrics] {
+    std::map<std::pair<std::string, std::string>, double> by_node;
+    for (const Sample& s : Find(ParseExposition(metrics.Scrape()), "collbench_node_health")) {
+      by_node[{s.labels.at("node"), s.labels.at("worker")}] = s.value;
+    }
+    return by_node;
+  };
+  using Series = std::map<std::pair<std::string, std::string>, double>;
+  EXPECT_EQ(health(),
+            (Series{{{"node-a", "node-a"}, 1}, {{"node-b", "node-b"}, 0}, {{"c", "c"}, 1}}));
+  fleet.pop_back();          // forgotten
+  fleet[1].clear_suspect();  // cleared, or measured healthy again
+  EXPECT_EQ(health(), (Series{{{"node-a", "node-a"}, 1}, {{"node-b", "node-b"}, 1}}));
+}
+
 TEST(CoordinatorMetrics, AdmissionRejectionsFollowTheManagersTotals) {
   AdmissionRejections totals;
   WatcherRejections watchers;
