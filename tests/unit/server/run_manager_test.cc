@@ -905,6 +905,44 @@ TEST_F(RunManagerTest, RestartReadoptsTheRunAndKeepsEveryResultOnce) {
   EXPECT_EQ((*results)[1].sequence(), 1);
 }
 
+// The same across a restart for a run the launcher started: the launcher
+// comes back with the run in its hello and finishes it; its workers, back
+// too, are held by it until then.
+TEST_F(RunManagerTest, RestartReadoptsARunTheLauncherStarted) {
+  Register("a", "host-a");
+  Register("b", "host-b");
+  RegisterLauncherOn(fleet_, "l1", now_);
+  const v1::Run run = Create(Spec(2, v1::SPREAD));
+  ASSERT_EQ(run.launcher(), "launchers/l1");
+  Status("launchers/l1", run.name(), v1::RUNNING);
+  Result("launchers/l1", run.name(), 0);
+  Restart();
+  EXPECT_EQ(Get(run.name()).state(), v1::RUNNING);
+  const uint64_t session_a = Register("a", "host-a");
+  const uint64_t session_b = Register("b", "host-b");
+  v1::Register hello;
+  hello.set_worker_id("l1");
+  hello.set_launcher(true);
+  hello.add_active_runs(run.name());
+  auto launcher = fleet_->OnRegister(hello, now_);
+  ASSERT_TRUE(launcher.ok()) << launcher.status();
+  now_ += absl::Seconds(25);  // past the grace a launcher that never returns gets
+  fleet_->OnHeartbeat("workers/a", session_a, now_);
+  fleet_->OnHeartbeat("workers/b", session_b, now_);
+  fleet_->OnHeartbeat("launchers/l1", launcher->session, now_);
+  fleet_->Tick(now_);
+  EXPECT_EQ(Get(run.name()).state(), v1::RUNNING) << Get(run.name()).error();
+  // Its workers are held: a run that needs one waits.
+  const v1::Run other = Create(Spec(1, v1::PACK));
+  EXPECT_EQ(Get(other.name()).state(), v1::QUEUED);
+  Result("launchers/l1", run.name(), 0);
+  Result("launchers/l1", run.name(), 1);
+  Status("launchers/l1", run.name(), v1::SUCCEEDED, 2);
+  EXPECT_EQ(Get(run.name()).state(), v1::SUCCEEDED);
+  EXPECT_EQ(manager_->GetResults(run.name())->size(), 2u);
+  EXPECT_NE(Get(other.name()).state(), v1::QUEUED);
+}
+
 TEST_F(RunManagerTest, RestartFailsARunWhoseLauncherNeverReturns) {
   Register("a", "host-a");
   const v1::Run run = Create(Spec(2));
