@@ -166,14 +166,6 @@ bool AdmittedBefore(const WorkerInfo* a, const WorkerInfo* b) {
   return std::tie(a->admit_time, a->name) < std::tie(b->admit_time, b->name);
 }
 
-// When the first of a host's registered workers was admitted: hosts are
-// ordered by it, then by host id, whichever of them are free.
-absl::Time HostAdmitTime(const std::vector<const WorkerInfo*>& workers) {
-  absl::Time first = absl::InfiniteFuture();
-  for (const WorkerInfo* worker : workers) first = std::min(first, worker->admit_time);
-  return first;
-}
-
 // The registered workers, indexed by name and by host.
 class Cluster {
  public:
@@ -201,6 +193,12 @@ class Cluster {
     return nullptr;
   }
   const HostWorkers& by_host() const { return by_host_; }
+  // When the first of the host's registered workers was admitted (its
+  // list is in the fleet's order): hosts are ordered by it, then by host
+  // id, whichever of their workers are free.
+  absl::Time HostAdmitTime(const std::string& host) const {
+    return by_host_.at(host).front()->admit_time;
+  }
   size_t WorkersOnHost(const std::string& host) const {
     auto it = by_host_.find(host);
     return it == by_host_.end() ? 0 : it->second.size();
@@ -337,7 +335,7 @@ std::optional<Placement> PlacePack(const Cluster& cluster, HostWorkers candidate
   for (auto& [host, workers] : candidates) {
     std::sort(workers.begin(), workers.end(), most_slots_first);
     const int free_slots = TotalSlots(workers);
-    const absl::Time admitted = HostAdmitTime(cluster.by_host().at(host));
+    const absl::Time admitted = cluster.HostAdmitTime(host);
     hosts.emplace_back(-free_slots, admitted, host);
     if (free_slots < ranks) continue;
     std::tuple<int, int, absl::Time, std::string> fit(WorkersNeeded(workers, ranks), free_slots,
@@ -359,8 +357,7 @@ std::optional<Placement> PlaceSpread(const Cluster& cluster,
   // (registered, first admitted, host_id)
   std::vector<std::tuple<size_t, absl::Time, std::string>> hosts;
   for (const auto& [host, workers] : candidates) {
-    hosts.emplace_back(cluster.WorkersOnHost(host), HostAdmitTime(cluster.by_host().at(host)),
-                       host);
+    hosts.emplace_back(cluster.WorkersOnHost(host), cluster.HostAdmitTime(host), host);
   }
   std::sort(hosts.begin(), hosts.end());
   Placement placement;
