@@ -290,6 +290,14 @@ TEST(CoordinatorMetrics, NodeHealthHasASeriesPerWorkerNodeWhileTheWorkerIsKnown)
   using Series = std::map<std::pair<std::string, std::string>, double>;
   EXPECT_EQ(health(),
             (Series{{{"node-a", "node-a"}, 1}, {{"node-b", "node-b"}, 0}, {{"c", "c"}, 1}}));
+  // A host id is what a worker reports: one made to end the line and start
+  // a forged series stays inside its label value.
+  fleet[0].mutable_inventory()->set_host_id("x\"} 1\ncollbench_node_health{node=\"forged");
+  const std::string text = metrics.Scrape();
+  EXPECT_EQ(text.find("\ncollbench_node_health{node=\"forged"), std::string::npos) << text;
+  EXPECT_NE(text.find(R"(node="x\"} 1\ncollbench_node_health{node=\"forged")"), std::string::npos)
+      << text;
+  fleet[0].mutable_inventory()->set_host_id("node-a");
   fleet.pop_back();          // forgotten
   fleet[1].clear_suspect();  // cleared, or measured healthy again
   EXPECT_EQ(health(), (Series{{{"node-a", "node-a"}, 1}, {{"node-b", "node-b"}, 1}}));
