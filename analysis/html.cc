@@ -197,8 +197,9 @@ std::string CheckVerdictClass(const std::string& column, const std::string& cell
   if (cell == "ok" || cell == "faster" || cell == "slower" || cell == "regression") {
     return absl::StrCat("verdict-", cell);
   }
-  // A hunt's suspects: a bad node as a regression, a link as a slowdown.
-  if (cell == "CONFIRMED_BAD") return "verdict-regression";
+  // A hunt's suspects: a bad node or rack as a regression, a link as a
+  // slowdown.
+  if (cell == "CONFIRMED_BAD" || cell == "RACK_SUSPECT") return "verdict-regression";
   if (cell == "LINK_SUSPECT") return "verdict-slower";
   return "";
 }

@@ -41,7 +41,8 @@ std::string HtmlTable(const Table& table, const HtmlCellClass& cell_class = null
 // For HtmlTable: a check's verdict (a cell of a column named "verdict":
 // ok, faster, slower, regression) as "verdict-ok", "verdict-faster"
 // (green), "verdict-slower" (amber) or "verdict-regression" (red); a
-// hunt's CONFIRMED_BAD red and LINK_SUSPECT amber; "" for any other cell.
+// hunt's CONFIRMED_BAD and RACK_SUSPECT red and LINK_SUSPECT amber; "" for
+// any other cell.
 std::string CheckVerdictClass(const std::string& column, const std::string& cell);
 
 // A <table class="data"> of plain rows, the first being the header; for

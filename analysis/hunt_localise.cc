@@ -28,9 +28,17 @@ double Median(std::vector<double> values) {
   return (lower + upper) / 2;
 }
 
-// What a measurement is compared with: its phase's runs, and for groups
-// those of its size (an all-reduce over 3 is not one over 4).
+constexpr char kTopologyKey[] = "topology";
+
+bool TopologyPhase(absl::string_view phase) {
+  return phase == "within" || phase == "across" || phase == "random";
+}
+
+// What a measurement is compared with: its phase's runs, for groups those
+// of its size (an all-reduce over 3 is not one over 4), and a topology
+// hunt's passes together.
 std::string PhaseKey(const v1::HuntMeasurement& m) {
+  if (TopologyPhase(m.phase())) return kTopologyKey;
   return m.phase() == "groups" ? absl::StrCat(m.phase(), "/", m.workers_size()) : m.phase();
 }
 
@@ -50,8 +58,9 @@ std::string OtherOf(const v1::HuntMeasurement& m, const std::string& worker) {
 
 int VerdictRank(const std::string& verdict) {
   if (verdict == "CONFIRMED_BAD") return 0;
-  if (verdict == "LINK_SUSPECT") return 1;
-  return 2;
+  if (verdict == "RACK_SUSPECT") return 1;
+  if (verdict == "LINK_SUSPECT") return 2;
+  return 3;
 }
 
 const v1::HuntWorker* FindWorker(const std::vector<v1::HuntWorker>& workers,
@@ -193,6 +202,10 @@ std::vector<v1::HuntSuspect> ClassifyLink(const std::string& a, const std::strin
 
 }  // namespace
 
+bool SurveyPairPhase(absl::string_view phase) {
+  return phase == "pairwise" || TopologyPhase(phase);
+}
+
 bool SlowWorker(const v1::HuntWorker& w, const HuntThresholds& thresholds) {
   return w.measurements() > 0 && w.ratio() < thresholds.ratio && w.z() < -thresholds.z &&
          2 * w.slow() >= w.measurements();
@@ -229,20 +242,30 @@ void ScoreMeasurement(const RobustCentre& reference, const HuntThresholds& thres
 namespace {
 
 // Each phase's centre over its measured runs that touch none of `left_out`
-// (all of them when fewer than 3 would be left).
+// (all of them when fewer than 3 would be left); a topology hunt's over
+// its runs within racks when there are 3 of them (clean ones first).
 std::map<std::string, RobustCentre> Centres(const std::vector<v1::HuntMeasurement>& survey,
                                             const std::set<std::string>& left_out) {
   std::map<std::string, std::vector<double>> all, clean;
+  std::vector<double> within, within_clean;
   for (const v1::HuntMeasurement& m : survey) {
     if (!Measured(m)) continue;
     all[PhaseKey(m)].push_back(m.busbw_bytes_per_s());
     const bool touches = std::any_of(m.workers().begin(), m.workers().end(),
                                      [&](const std::string& w) { return left_out.count(w) > 0; });
     if (!touches) clean[PhaseKey(m)].push_back(m.busbw_bytes_per_s());
+    if (m.phase() == "within") {
+      within.push_back(m.busbw_bytes_per_s());
+      if (!touches) within_clean.push_back(m.busbw_bytes_per_s());
+    }
   }
   std::map<std::string, RobustCentre> centres;
   for (auto& [phase, values] : all) {
     std::vector<double>& kept = clean[phase];
+    if (phase == kTopologyKey && within.size() >= 3) {
+      centres[phase] = RobustCentreOf(within_clean.size() >= 3 ? within_clean : within);
+      continue;
+    }
     centres[phase] = RobustCentreOf(kept.size() >= 3 ? std::move(kept) : std::move(values));
   }
   return centres;
@@ -284,7 +307,9 @@ std::vector<v1::HuntWorker> ScoreWorkers(const std::vector<v1::HuntMeasurement>&
   for (const v1::HuntMeasurement& m : survey) {
     // The one ring run says nothing of one worker against another (its
     // stragglers are judged apart).
-    if (!Measured(m) || m.ratio() <= 0 || m.phase() == "ring") continue;
+    if (!Measured(m) || m.ratio() <= 0 || m.phase() == "ring" || !m.explained_by().empty()) {
+      continue;
+    }
     for (const std::string& worker : m.workers()) {
       ratios[worker].push_back(m.ratio());
       if (m.slow()) ++slow[worker];
@@ -336,13 +361,13 @@ HuntFindings Localise(const std::vector<v1::HuntMeasurement>& survey,
   // every peer's run with it slow; those peers stay healthy).
   std::set<std::string> in_slow_run;
   for (const v1::HuntMeasurement& m : survey) {
-    if (!m.slow()) continue;
+    if (!m.slow() || !m.explained_by().empty()) continue;
     const bool explained = std::any_of(m.workers().begin(), m.workers().end(),
                                        [&](const std::string& w) { return slow.count(w) > 0; });
     if (!explained) {
       for (const std::string& worker : m.workers()) in_slow_run.insert(worker);
     }
-    if (m.phase() == "pairwise" && m.workers_size() == 2 && !slow.count(m.workers(0)) &&
+    if (SurveyPairPhase(m.phase()) && m.workers_size() == 2 && !slow.count(m.workers(0)) &&
         !slow.count(m.workers(1))) {
       findings.slow_links.emplace_back(std::min(m.workers(0), m.workers(1)),
                                        std::max(m.workers(0), m.workers(1)));
@@ -366,16 +391,27 @@ std::vector<WorkerGroup> RetestRuns(const HuntFindings& findings,
     auto it = host_of.find(worker);
     return it == host_of.end() ? worker : it->second;
   };
+  std::set<std::string> slow_racks;
+  for (const v1::HuntSuspect& rack : findings.racks) slow_racks.insert(rack.rack());
+  auto rack = [&](const std::string& worker) {
+    auto it = findings.rack_of.find(worker);
+    return it == findings.rack_of.end() ? std::string() : it->second;
+  };
+  // Whether a run of the two would cross a slow rack's boundary.
+  auto crosses_slow_rack = [&](const std::string& x, const std::string& y) {
+    return rack(x) != rack(y) && (slow_racks.count(rack(x)) > 0 || slow_racks.count(rack(y)) > 0);
+  };
   // Healthy peers on hosts other than `avoid`'s, spread over the healthy
   // list (each call starts where the last left off) so one healthy worker
   // does not carry every re-test.
   size_t next = 0;
-  auto peers_for = [&](const std::set<std::string>& avoid_hosts, int count) {
+  auto peers_for = [&](const std::string& worker, const std::set<std::string>& avoid_hosts,
+                       int count) {
     std::vector<std::string> picked;
     for (size_t seen = 0; seen < findings.healthy.size() && static_cast<int>(picked.size()) < count;
          ++seen) {
       const std::string& h = findings.healthy[(next + seen) % findings.healthy.size()];
-      if (avoid_hosts.count(host(h))) continue;
+      if (avoid_hosts.count(host(h)) || crosses_slow_rack(worker, h)) continue;
       picked.push_back(h);
     }
     if (!findings.healthy.empty()) next = (next + picked.size()) % findings.healthy.size();
@@ -383,18 +419,24 @@ std::vector<WorkerGroup> RetestRuns(const HuntFindings& findings,
   };
   std::vector<WorkerGroup> runs;
   for (const std::string& worker : findings.slow_workers) {
-    for (const std::string& peer : peers_for({host(worker)}, peers)) runs.push_back({worker, peer});
+    for (const std::string& peer : peers_for(worker, {host(worker)}, peers)) {
+      runs.push_back({worker, peer});
+    }
   }
   for (const auto& [a, b] : findings.slow_links) {
     runs.push_back({a, b});
     for (const std::string& end : {a, b}) {
-      for (const std::string& peer : peers_for({host(a), host(b)}, 1)) runs.push_back({end, peer});
+      for (const std::string& peer : peers_for(end, {host(a), host(b)}, 1)) {
+        runs.push_back({end, peer});
+      }
     }
   }
   if (!runs.empty() && findings.healthy.size() >= 2) {
+    const std::string& first = findings.healthy[0];
     for (size_t i = 1; i < findings.healthy.size(); ++i) {
-      if (host(findings.healthy[i]) != host(findings.healthy[0])) {
-        runs.push_back({findings.healthy[0], findings.healthy[i]});
+      if (host(findings.healthy[i]) != host(first) &&
+          !crosses_slow_rack(first, findings.healthy[i])) {
+        runs.push_back({first, findings.healthy[i]});
         break;
       }
     }
@@ -406,7 +448,7 @@ std::vector<v1::HuntSuspect> Classify(const HuntFindings& findings,
                                       const std::vector<v1::HuntMeasurement>& survey,
                                       const std::vector<v1::HuntMeasurement>& retests,
                                       const std::vector<v1::HuntWorker>& workers) {
-  std::vector<v1::HuntSuspect> suspects;
+  std::vector<v1::HuntSuspect> suspects = findings.racks;
   for (const std::string& worker : findings.slow_workers) {
     suspects.push_back(ClassifyWorker(worker, survey, retests, workers));
   }

@@ -17,6 +17,8 @@
 //
 // Verdicts, per suspect, from its re-tests against the survey's reference:
 //   CONFIRMED_BAD  slow with every healthy peer it was re-tested with;
+//   RACK_SUSPECT   a rack, not a node (hunt_racks.h): found from the survey
+//                  alone, its runs across its boundary set aside;
 //   LINK_SUSPECT   slow with some peers only (they are named): the links;
 //   INCONCLUSIVE   the survey's slowness did not reproduce, or nothing
 //                  could be re-tested.
@@ -24,6 +26,11 @@
 // The pairwise reference is the median pair, which is sound while fewer
 // than half of the pairs touch a bad node: one bad node among at least 5
 // hosts (it is in 2/N of the pairs). The hunt says so when it has fewer.
+// A topology hunt's passes (within, across, random) share one reference:
+// the pairs within racks, which share a switch, so that a slow uplink, which
+// slows most of the pairs across racks when there are few racks, does not
+// set the scale it is judged by (all of its pairs when fewer than 3 are
+// within racks).
 //
 // Pure functions; deterministic.
 #ifndef COLLBENCH_ANALYSIS_HUNT_LOCALISE_H_
@@ -34,6 +41,7 @@
 #include <utility>
 #include <vector>
 
+#include "absl/strings/string_view.h"
 #include "analysis/hunt_plan.h"
 #include "collbench/v1/hunt.pb.h"
 
@@ -43,6 +51,10 @@ struct HuntThresholds {
   double ratio = 0.75;  // slow below this fraction of the median
   double z = 3;         // and below this many robust deviations under it
 };
+
+// The survey's phases whose runs are pairs of workers on two hosts:
+// pairwise, and a topology hunt's passes within, across and random.
+bool SurveyPairPhase(absl::string_view phase);
 
 struct RobustCentre {
   double median = 0;
@@ -63,7 +75,8 @@ void ScoreMeasurement(const RobustCentre& reference, const HuntThresholds& thres
                       v1::HuntMeasurement* m);
 
 struct SurveyScore {
-  // By phase ("pairwise", "ring"), groups by size ("groups/4").
+  // By phase ("pairwise", "ring"), groups by size ("groups/4"), and a
+  // topology hunt's three passes as one ("topology").
   std::map<std::string, RobustCentre> centres;
   std::vector<v1::HuntWorker> workers;          // ScoreWorkers
 };
@@ -80,6 +93,7 @@ SurveyScore ScoreSurvey(const HuntThresholds& thresholds,
 // measurements it took part in, its robust z among the workers, and how
 // many of them were slow; sorted slowest first, then by name. A worker in
 // no successful measurement has ratio 0 and is not judged (measurements 0).
+// A measurement a rack explains (explained_by) counts for neither worker.
 std::vector<v1::HuntWorker> ScoreWorkers(const std::vector<v1::HuntMeasurement>& survey,
                                          const std::map<std::string, std::string>& host_of);
 
@@ -98,6 +112,11 @@ struct HuntFindings {
   // Workers to re-test against: neither slow nor in a slow measurement
   // that no slow worker explains, best first.
   std::vector<std::string> healthy;
+  // Racks found slow across their boundary (RACK_SUSPECT, hunt_racks.h),
+  // and every worker's rack: a re-test does not cross such a rack's
+  // boundary, which would measure the rack again, not the worker.
+  std::vector<v1::HuntSuspect> racks;
+  std::map<std::string, std::string> rack_of;  // worker -> rack; "" unknown
 };
 
 // `stragglers`: workers a ring run flagged (its slowest rank well above the
@@ -109,13 +128,15 @@ HuntFindings Localise(const std::vector<v1::HuntMeasurement>& survey,
 
 // The re-test runs (pairs): every slow worker with up to `peers` healthy
 // workers on other hosts; every slow link again, and each of its ends with
-// a healthy worker; and one pair of healthy workers as a control.
+// a healthy worker; and one pair of healthy workers as a control. No pair
+// but a slow link crosses the boundary of a rack in findings.racks.
 std::vector<WorkerGroup> RetestRuns(const HuntFindings& findings,
                                     const std::map<std::string, std::string>& host_of,
                                     int peers);
 
-// The verdicts: `retests` scored against the survey's reference, ranked
-// CONFIRMED_BAD, LINK_SUSPECT, INCONCLUSIVE, the slowest first within each.
+// The verdicts: `retests` scored against the survey's reference, with the
+// racks of `findings`, ranked CONFIRMED_BAD, RACK_SUSPECT, LINK_SUSPECT,
+// INCONCLUSIVE, the slowest first within each.
 std::vector<v1::HuntSuspect> Classify(const HuntFindings& findings,
                                       const std::vector<v1::HuntMeasurement>& survey,
                                       const std::vector<v1::HuntMeasurement>& retests,

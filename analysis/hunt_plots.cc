@@ -7,6 +7,7 @@
 #include <limits>
 #include <map>
 #include <set>
+#include <tuple>
 #include <utility>
 #include <vector>
 
@@ -15,6 +16,7 @@
 #include "absl/strings/string_view.h"
 #include "absl/strings/strip.h"
 #include "analysis/html.h"
+#include "analysis/hunt_localise.h"
 #include "analysis/svg_plot.h"
 
 namespace collbench {
@@ -182,7 +184,7 @@ const Measurement* MedianOf(const std::vector<const Measurement*>& runs) {
 PairCells SurveyPairs(const v1::HuntOutput& hunt) {
   std::map<PairKey, std::vector<const Measurement*>> runs;
   for (const Measurement& m : hunt.pairs()) {
-    if (m.phase() != "pairwise" || m.workers_size() != 2) continue;
+    if (!SurveyPairPhase(m.phase()) || m.workers_size() != 2) continue;
     const std::string& a = m.workers(0);
     const std::string& b = m.workers(1);
     if (a == b) continue;
@@ -193,10 +195,29 @@ PairCells SurveyPairs(const v1::HuntOutput& hunt) {
   return cells;
 }
 
-// The suspects (they are rows 0 .. suspects.size() - 1), then the rest by
-// median ratio and name.
-std::vector<std::string> HeatMapOrder(const std::vector<const v1::HuntSuspect*>& suspects,
-                                      const v1::HuntOutput& hunt, const PairCells& cells) {
+// "rack R", or "no rack" for the workers of no known rack.
+std::string RackLabel(const std::string& rack) {
+  return rack.empty() ? "no rack" : absl::StrCat("rack ", Label(rack));
+}
+
+// A rack's rows in the heat map: rows first .. first + count - 1.
+struct RackBand {
+  std::string rack;  // "" for the workers of no known rack
+  size_t first = 0, count = 0;
+};
+
+struct HeatOrder {
+  std::vector<std::string> workers;  // rows (and columns), top down
+  std::vector<RackBand> racks;       // empty when no worker has a rack
+};
+
+// Without racks: the suspects, then the rest by median ratio and name.
+// With racks (any of hunt.workers() has one, and `by_rack`): rack by rack, each rack's
+// workers as above within it; the racks named by a RACK_SUSPECT first (in
+// the hunt's order), then those holding a suspect, then by name, the
+// workers of no known rack last.
+HeatOrder HeatMapOrder(const std::vector<const v1::HuntSuspect*>& suspects,
+                       const v1::HuntOutput& hunt, const PairCells& cells, bool by_rack) {
   std::vector<std::string> order;
   std::set<std::string> placed;
   for (const v1::HuntSuspect* s : suspects) {
@@ -204,7 +225,11 @@ std::vector<std::string> HeatMapOrder(const std::vector<const v1::HuntSuspect*>&
     placed.insert(s->worker());
   }
   std::map<std::string, double> ratio_of;
-  for (const v1::HuntWorker& w : hunt.workers()) ratio_of.emplace(w.worker(), OrderKey(w.ratio()));
+  std::map<std::string, std::string> rack_of;
+  for (const v1::HuntWorker& w : hunt.workers()) {
+    ratio_of.emplace(w.worker(), OrderKey(w.ratio()));
+    if (!w.rack().empty()) rack_of.emplace(w.worker(), w.rack());
+  }
   std::vector<std::pair<double, std::string>> rest;
   for (const auto& [key, m] : cells) {
     for (const std::string* name : {&key.first, &key.second}) {
@@ -215,7 +240,43 @@ std::vector<std::string> HeatMapOrder(const std::vector<const v1::HuntSuspect*>&
   }
   std::sort(rest.begin(), rest.end());
   for (auto& [ratio, name] : rest) order.push_back(std::move(name));
-  return order;
+  HeatOrder out;
+  if (rack_of.empty() || !by_rack) {
+    out.workers = std::move(order);
+    return out;
+  }
+  // The racks' order: (rank, name), rank 0 a rack suspect's, 1 a suspect's,
+  // 2 the rest, 3 no known rack.
+  std::map<std::string, std::pair<int, size_t>> rank_of;  // rack -> (rank, place)
+  auto rank = [&](const std::string& rack, int r) {
+    auto [it, inserted] = rank_of.try_emplace(rack, r, rank_of.size());
+    if (!inserted && r < it->second.first) it->second.first = r;
+  };
+  for (const v1::HuntSuspect& s : hunt.suspects()) {
+    if (s.verdict() == "RACK_SUSPECT" && !s.rack().empty()) rank(s.rack(), 0);
+  }
+  auto rack = [&](const std::string& worker) {
+    auto it = rack_of.find(worker);
+    return it == rack_of.end() ? std::string() : it->second;
+  };
+  for (const v1::HuntSuspect* s : suspects)
+    rank(rack(s->worker()), rack(s->worker()).empty() ? 3 : 1);
+  for (const std::string& w : order) rank(rack(w), rack(w).empty() ? 3 : 2);
+  std::vector<std::pair<std::tuple<int, size_t, std::string>, std::string>> racks;
+  for (const auto& [name, r] : rank_of) {
+    // Racks of one rank by name, but a rack suspect's in the hunt's order.
+    racks.push_back({{r.first, r.first == 0 ? r.second : 0, name}, name});
+  }
+  std::sort(racks.begin(), racks.end());
+  for (const auto& [key, name] : racks) {
+    RackBand band{name, out.workers.size(), 0};
+    for (const std::string& w : order) {
+      if (rack(w) == name) out.workers.push_back(w);
+    }
+    band.count = out.workers.size() - band.first;
+    if (band.count > 0) out.racks.push_back(std::move(band));
+  }
+  return out;
 }
 
 struct HeatLayout {
@@ -224,28 +285,34 @@ struct HeatLayout {
   double cell = 0, side = 0;
   double left = 0, top = 0;  // the matrix's corner
   double width = 0, height = 0;
+  double rack_labels = 0;  // the width right of the matrix for the racks' names
 
   double X(size_t i) const { return left + i * cell; }
   double Y(size_t i) const { return top + i * cell; }
   double Centre(size_t i) const { return (i + 0.5) * cell; }  // from the matrix's edge
 };
 
-HeatLayout LayOutHeatMap(const std::vector<std::string>& order, size_t suspects,
+HeatLayout LayOutHeatMap(const HeatOrder& order, const std::vector<size_t>& suspect_rows,
                          absl::string_view title) {
   HeatLayout l;
-  l.n = order.size();
+  l.n = order.workers.size();
   l.all_labels = l.n <= kMaxLabelledWorkers;
   l.cell = std::clamp(kMatrixSide / l.n, kMinCell, kMaxCell);
   l.side = l.cell * l.n;
   size_t chars = 0;
-  for (size_t i = 0; i < (l.all_labels ? l.n : suspects); ++i) {
-    chars = std::max(chars, Label(order[i]).size());
+  if (l.all_labels) {
+    for (const std::string& w : order.workers) chars = std::max(chars, Label(w).size());
+  } else {
+    for (size_t row : suspect_rows) chars = std::max(chars, Label(order.workers[row]).size());
+  }
+  for (const RackBand& band : order.racks) {
+    l.rack_labels = std::max(l.rack_labels, 16 + kCharWidth * RackLabel(band.rack).size());
   }
   const double label_width = kLabelCharWidth * chars;
   l.left = 12 + label_width + kGutter + (l.all_labels ? 0 : kLeader);
   l.top = 30 + (l.all_labels ? label_width : 0) + kGutter;
   const double title_width = 24 + 7.5 * title.size();  // 13 px bold
-  l.width = std::max({l.left + l.side + 16, 12 + kLegendSpan + 16, title_width});
+  l.width = std::max({l.left + l.side + l.rack_labels + 16, 12 + kLegendSpan + 16, title_width});
   l.height = l.top + l.side + kLegendHeight;
   return l;
 }
@@ -312,11 +379,12 @@ std::string Cells(const std::vector<std::string>& order, const HeatLayout& l,
 }
 
 // Every row and column labelled (up to kMaxLabelledWorkers).
-std::string WorkerLabels(const std::vector<std::string>& order, size_t suspects,
-                         const HeatLayout& l) {
+std::string WorkerLabels(const std::vector<std::string>& order,
+                         const std::vector<size_t>& suspect_rows, const HeatLayout& l) {
+  const std::set<size_t> suspects(suspect_rows.begin(), suspect_rows.end());
   std::string out;
   for (size_t i = 0; i < l.n; ++i) {
-    const bool suspect = i < suspects;
+    const bool suspect = suspects.count(i) > 0;
     const double row_y = l.top + l.Centre(i) + 4;
     const double column_x = l.left + l.Centre(i) + 4, column_y = l.top - kGutter;
     absl::StrAppend(
@@ -332,9 +400,11 @@ std::string WorkerLabels(const std::vector<std::string>& order, size_t suspects,
 // Each suspect's row and column outlined and marked in the gutters; when
 // not every worker is labelled, its label left of the matrix with a leader
 // line to its row.
-std::string HeatSuspects(const std::vector<const v1::HuntSuspect*>& suspects, const HeatLayout& l) {
+// `suspects` in row order, `rows` their rows.
+std::string HeatSuspects(const std::vector<const v1::HuntSuspect*>& suspects,
+                         const std::vector<size_t>& rows, const HeatLayout& l) {
   std::vector<double> baselines;
-  for (size_t i = 0; i < suspects.size(); ++i) baselines.push_back(l.top + l.Centre(i) + 4);
+  for (size_t row : rows) baselines.push_back(l.top + l.Centre(row) + 4);
   baselines = Spread(baselines);
   const std::string outline =
       absl::StrCat(" fill=\"none\" stroke=\"", kSuspectColor, "\" stroke-width=\"1\"");
@@ -342,10 +412,11 @@ std::string HeatSuspects(const std::vector<const v1::HuntSuspect*>& suspects, co
   std::string out;
   for (size_t i = 0; i < suspects.size(); ++i) {
     const std::string& worker = suspects[i]->worker();
-    const double row_y = l.top + l.Centre(i), column_x = l.left + l.Centre(i);
+    const size_t row = rows[i];
+    const double row_y = l.top + l.Centre(row), column_x = l.left + l.Centre(row);
     absl::StrAppend(&out, SuspectGroupOpen(*suspects[i]),
-                    Rect(l.left - 1, l.Y(i) - 1, l.side + 2, l.cell + 2, outline),
-                    Rect(l.X(i) - 1, l.top - 1, l.cell + 2, l.side + 2, outline),
+                    Rect(l.left - 1, l.Y(row) - 1, l.side + 2, l.cell + 2, outline),
+                    Rect(l.X(row) - 1, l.top - 1, l.cell + 2, l.side + 2, outline),
                     Circle(l.left - kGutter / 2, row_y, 3, marker),
                     Circle(column_x, l.top - kGutter / 2, 3, marker));
     if (!l.all_labels) {
@@ -359,6 +430,37 @@ std::string HeatSuspects(const std::vector<const v1::HuntSuspect*>& suspects, co
     out += "</g>";
   }
   return out;
+}
+
+// Each rack's block on the diagonal (its pairs within it) outlined, the
+// lines between racks across the matrix, and the rack's name right of its
+// rows: <g class="rack" data-rack="R">, red for a RACK_SUSPECT.
+std::string HeatRacks(const std::vector<RackBand>& racks,
+                      const std::set<std::string>& suspect_racks, const HeatLayout& l) {
+  std::string out = "<g class=\"racks\">";
+  for (const RackBand& band : racks) {
+    const bool suspect = suspect_racks.count(band.rack) > 0;
+    const std::string color = suspect ? kSuspectColor : kNeutralColor;
+    const double from = l.Y(band.first), size = band.count * l.cell;
+    absl::StrAppend(&out, "<g class=\"rack\" data-rack=\"", HtmlEscape(band.rack), "\"",
+                    suspect ? " data-suspect=\"true\"" : "", ">");
+    if (band.first > 0) {
+      const std::string rule = absl::StrCat(" stroke=\"", kNeutralColor, "\" stroke-width=\"1\"");
+      absl::StrAppend(&out, Line(l.left, from, l.left + l.side, from, rule),
+                      Line(l.X(band.first), l.top, l.X(band.first), l.top + l.side, rule));
+    }
+    absl::StrAppend(&out,
+                    Rect(l.X(band.first), from, size, size,
+                         absl::StrCat(" fill=\"none\" stroke=\"", color, "\" stroke-width=\"",
+                                      suspect ? 2 : 1, "\"")),
+                    Text(l.left + l.side + 8, from + size / 2 + 4, RackLabel(band.rack),
+                         absl::StrCat(" class=\"rack-label\"",
+                                      suspect ? absl::StrCat(" style=\"fill:", kSuspectColor,
+                                                             ";font-weight:600\"")
+                                              : "")),
+                    "</g>");
+  }
+  return out + "</g>";
 }
 
 // The colour scale from 0 to kMaxRatio, and the swatches of the cells
@@ -527,26 +629,42 @@ std::string DistLabels(const std::vector<const v1::HuntWorker*>& ranked,
 std::string HuntHeatMapSvg(const v1::HuntOutput& hunt) {
   PairCells cells = SurveyPairs(hunt);
   if (cells.empty()) return "";
-  const std::vector<const v1::HuntSuspect*> suspects = DistinctSuspects(hunt);
-  std::vector<std::string> order = HeatMapOrder(suspects, hunt, cells);
+  std::vector<const v1::HuntSuspect*> suspects = DistinctSuspects(hunt);
+  HeatOrder order = HeatMapOrder(suspects, hunt, cells, /*by_rack=*/true);
   std::string title = absl::StrCat("Pairs: ", Metric(hunt), ", ", MedianCaption(hunt));
-  if (order.size() > kMaxHeatMapWorkers) {
+  if (order.workers.size() > kMaxHeatMapWorkers) {
     // A million cells is no figure: the suspects and the slowest workers,
-    // and the pairs among them.
-    absl::StrAppend(&title, " (the first ", kMaxHeatMapWorkers, " of ", order.size(),
+    // and the pairs among them, not grouped by rack (the racks' own rows
+    // would not fit).
+    absl::StrAppend(&title, " (the first ", kMaxHeatMapWorkers, " of ", order.workers.size(),
                     " workers: suspects, then the slowest)");
-    order.resize(kMaxHeatMapWorkers);
-    const std::set<std::string> kept(order.begin(), order.end());
+    order = HeatMapOrder(suspects, hunt, cells, /*by_rack=*/false);
+    order.workers.resize(kMaxHeatMapWorkers);
+    const std::set<std::string> kept(order.workers.begin(), order.workers.end());
     for (auto it = cells.begin(); it != cells.end();) {
       it = kept.count(it->first.first) && kept.count(it->first.second) ? std::next(it)
                                                                          : cells.erase(it);
     }
   }
-  const HeatLayout l = LayOutHeatMap(order, suspects.size(), title);
+  // The suspects in row order, and their rows.
+  std::map<std::string, size_t> row_of;
+  for (size_t i = 0; i < order.workers.size(); ++i) row_of.emplace(order.workers[i], i);
+  std::stable_sort(suspects.begin(), suspects.end(),
+                   [&](const v1::HuntSuspect* a, const v1::HuntSuspect* b) {
+                     return row_of.at(a->worker()) < row_of.at(b->worker());
+                   });
+  std::vector<size_t> rows;
+  for (const v1::HuntSuspect* s : suspects) rows.push_back(row_of.at(s->worker()));
+  std::set<std::string> suspect_racks;
+  for (const v1::HuntSuspect& s : hunt.suspects()) {
+    if (s.verdict() == "RACK_SUSPECT") suspect_racks.insert(s.rack());
+  }
+  const HeatLayout l = LayOutHeatMap(order, rows, title);
   std::string out = SvgOpen("hunt-heatmap", l.width, l.height, title);
-  absl::StrAppend(&out, Cells(order, l, cells),
-                  l.all_labels ? WorkerLabels(order, suspects.size(), l) : "",
-                  HeatSuspects(suspects, l),
+  absl::StrAppend(&out, Cells(order.workers, l, cells),
+                  order.racks.empty() ? "" : HeatRacks(order.racks, suspect_racks, l),
+                  l.all_labels ? WorkerLabels(order.workers, rows, l) : "",
+                  HeatSuspects(suspects, rows, l),
                   HeatLegend(l.top + l.side + 18,
                              absl::StrCat("colour: ", MedianCaption(hunt), ", clamped to 1.25")),
                   "</svg>\n");

@@ -22,7 +22,8 @@ namespace collbench {
 
 // The survey's pairwise measurements as one <svg class="plot hunt-heatmap">.
 //
-// Cells: the measurements of phase "pairwise" with two distinct workers.
+// Cells: the survey's pair measurements (phase "pairwise", or a topology
+// hunt's "within", "across" and "random") with two distinct workers.
 // Re-tests (phase "retest") are not drawn: they measure suspects against
 // peers chosen as healthy, not the fleet, and the suspects' verdicts say
 // what they found. A pair measured more than once is drawn from its median
@@ -46,6 +47,15 @@ namespace collbench {
 // measurement by its median ratio in hunt.workers(), ascending, ties by
 // name; one missing from hunt.workers() comes last. A suspect with no
 // pairwise measurement still has its (grey) row.
+//
+// When workers have racks (HuntWorker.rack), rows go rack by rack, in the
+// order above within each rack: first the racks a RACK_SUSPECT names, then
+// those holding a suspect, then by name, the workers of no known rack last
+// ("no rack"). Each rack is a <g class="rack" data-rack="R"> (with
+// data-suspect="true" for a RACK_SUSPECT, drawn red): its block on the
+// diagonal outlined, a line between it and the rack above across the
+// matrix, and its name ("rack R") right of its rows. Above 400 workers the
+// rows are not grouped (see below).
 //
 // Each suspect has a <g class="suspect" data-worker="W"> with its verdict
 // as tooltip, outlining its row and column and marking them in red. Labels

@@ -1,13 +1,15 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "client/hunt_command.h"
 
-#include <cstdio>
-
 #include <google/protobuf/util/json_util.h>
+
+#include <cstdio>
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "absl/strings/str_split.h"
+#include "absl/strings/strip.h"
 #include "client/run_flags.h"
 #include "client/verdict_commands.h"
 #include "client/workflow_client.h"
@@ -18,16 +20,24 @@ namespace collbench {
 namespace {
 
 constexpr char kHuntUsage[] =
-    R"(usage: collbench hunt [--pattern pairwise|groups|ring|all] [--workers SELECTOR]
+    R"(usage: collbench hunt [--pattern pairwise|groups|ring|all|topology] [--workers SELECTOR]
                      [--operation bw|bibw|latency] [--group-operation OP] [--sizes LIST]
                      [--group-size K] [--deals N] [--threshold F] [--z Z] [--retest-peers N]
                      [--time-per-size D] [--mpi M] [--transport T] [--no-quarantine]
+                     [--rack-keys K1,K2,...]
                      [--output table|json]
 Finds the bad node among the selected workers (default: every connected
 worker). pairwise measures point-to-point bandwidth between every pair of
 workers on distinct hosts, in rounds of disjoint pairs that run at the same
 time; groups runs an all-reduce in groups of K (default 4), regrouped N times
-(default 3); ring one all-reduce over all; all does the three. Each worker and
+(default 3); ring one all-reduce over all; all does the three. topology
+measures point-to-point in O(N) pairs per pass that know the racks: within
+each rack, across the racks, then two random matchings; a worker's rack is
+the first of --rack-keys among its labels (default
+fabric.topograph.run/tier-0, network.topology.nvidia.com/leaf,
+network.topology.nvidia.com/block, collbench.io/rack,
+topology.kubernetes.io/zone; `collbench-worker --label collbench.io/rack=R`).
+Each worker and
 pair is judged against the fleet median with robust statistics: slow is below
 --threshold (default 0.75) of the median and a robust z-score below -Z
 (default 3). Suspects are re-tested with healthy peers and classified:
@@ -35,6 +45,8 @@ pair is judged against the fleet median with robust statistics: slow is below
                  not name it avoid it, until `collbench workers clear NAME` or
                  a later hunt that measures it healthy (--no-quarantine: report
                  only)
+  RACK_SUSPECT   a rack whose hosts are fine with each other and slow with
+                 every other rack: its uplink or switch, not its nodes
   LINK_SUSPECT   slow only with the peers named: a link, not the node
   INCONCLUSIVE   the survey's slowness did not reproduce
 Exit 0 with no suspect, 3 when one was found.
@@ -61,12 +73,14 @@ std::string Json(const google::protobuf::Message& message) {
 }  // namespace
 
 int HuntCommand(CoordinatorClient& client, const std::vector<std::string>& args) {
-  std::string pattern, workers, operation, group_operation, sizes, threshold, z, time_per_size,
-      mpi, transport, output = "table";
+  std::string pattern, rack_keys, workers, operation, group_operation, sizes, threshold, z,
+      time_per_size, mpi, transport, output = "table";
   int group_size = 0, deals = 0, retest_peers = 0;
   bool no_quarantine = false;
   FlagParser flags;
-  flags.String("pattern", &pattern, "pairwise (default), groups, ring or all");
+  flags.String("pattern", &pattern, "pairwise (default), groups, ring, all or topology");
+  flags.String("rack-keys", &rack_keys,
+               "topology: the label keys naming a worker's rack, in order");
   flags.String("workers", &workers, "only these workers: names or KEY=VALUE labels, comma-separated");
   flags.String("operation", &operation, "the pairwise and re-test operation: bw (default), bibw, latency");
   flags.String("group-operation", &group_operation, "groups and ring: the collective (default allreduce)");
@@ -94,6 +108,9 @@ int HuntCommand(CoordinatorClient& client, const std::vector<std::string>& args)
   spec.set_workers(workers);
   v1::HuntSpec* hunt = spec.mutable_hunt();
   hunt->set_pattern(pattern);
+  for (absl::string_view key : absl::StrSplit(rack_keys, ',', absl::SkipWhitespace())) {
+    hunt->add_rack_keys(std::string(absl::StripAsciiWhitespace(key)));
+  }
   hunt->set_pair_operation(operation);
   hunt->set_group_operation(group_operation);
   if (!sizes.empty()) {
@@ -147,14 +164,17 @@ int HuntCommand(CoordinatorClient& client, const std::vector<std::string>& args)
     for (const std::string& cleared : result.cleared()) {
       absl::PrintF("%s: measured healthy, its SUSPECT state cleared\n", cleared);
     }
-    absl::PrintF("\n%s\nthe heat map and the per-worker distribution: /ui/workflows/%s on the "
-                 "coordinator (the tables again: collbench workflows show %s)\n",
-                 result.suspects().empty()
-                     ? "ok: no suspect"
-                     : absl::StrCat("SUSPECTS: ", result.suspects_size(),
-                                    " (the first: ", result.suspects(0).worker(), ", ",
-                                    result.suspects(0).verdict(), ")"),
-                 WorkflowId(done->name()), WorkflowId(done->name()));
+    absl::PrintF(
+        "\n%s\nthe heat map and the per-worker distribution: /ui/workflows/%s on the "
+        "coordinator (the tables again: collbench workflows show %s)\n",
+        result.suspects().empty()
+            ? "ok: no suspect"
+            : absl::StrCat("SUSPECTS: ", result.suspects_size(), " (the first: ",
+                           result.suspects(0).worker().empty()
+                               ? absl::StrCat("rack ", result.suspects(0).rack())
+                               : result.suspects(0).worker(),
+                           ", ", result.suspects(0).verdict(), ")"),
+        WorkflowId(done->name()), WorkflowId(done->name()));
   }
   return result.suspects().empty() ? kExitOk : kExitRegression;
 }

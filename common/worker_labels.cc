@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "common/worker_labels.h"
 
+#include <algorithm>
+
 #include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
 
@@ -8,27 +10,48 @@ namespace collbench {
 namespace {
 
 constexpr size_t kMaxLength = 63;
+constexpr size_t kMaxPrefixLength = 253;
 
 bool KeyChar(char c) {
   return absl::ascii_islower(c) || absl::ascii_isdigit(c) || c == '.' || c == '_' || c == '-';
+}
+bool PrefixChar(char c) {
+  return absl::ascii_islower(c) || absl::ascii_isdigit(c) || c == '.' || c == '-';
 }
 bool ValueChar(char c) { return absl::ascii_isalnum(c) || c == '.' || c == '_' || c == '-'; }
 
 }  // namespace
 
 absl::Status ValidateWorkerLabel(absl::string_view key, absl::string_view value) {
-  if (key.empty() || key.size() > kMaxLength) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("label key '", key, "' must be 1 to ", kMaxLength, " characters"));
+  // PREFIX/NAME: a Kubernetes node label's key (topology.kubernetes.io/zone).
+  absl::string_view name = key;
+  if (const size_t slash = key.rfind('/'); slash != absl::string_view::npos) {
+    const absl::string_view prefix = key.substr(0, slash);
+    name = key.substr(slash + 1);
+    const bool dns = !prefix.empty() && prefix.size() <= kMaxPrefixLength &&
+                     absl::ascii_isalnum(prefix.front()) && absl::ascii_isalnum(prefix.back()) &&
+                     std::all_of(prefix.begin(), prefix.end(), PrefixChar);
+    if (!dns) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("label key '", key, "': the prefix before '/' must be a DNS name of 1 to ",
+                       kMaxPrefixLength, " lower-case letters, digits, '.' and '-'"));
+    }
   }
-  if (!absl::ascii_islower(key[0]) && !absl::ascii_isdigit(key[0])) {
+  if (name.empty() || name.size() > kMaxLength) {
     return absl::InvalidArgumentError(
-        absl::StrCat("label key '", key, "' must start with a lower-case letter or a digit"));
+        absl::StrCat("label key '", key, "' must be 1 to ", kMaxLength, " characters",
+                     name.size() == key.size() ? "" : " after its prefix"));
   }
-  for (char c : key) {
+  if (!absl::ascii_islower(name[0]) && !absl::ascii_isdigit(name[0])) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("label key '", key, "' must start with a lower-case letter or a digit",
+                     name.size() == key.size() ? "" : " after its prefix"));
+  }
+  for (char c : name) {
     if (!KeyChar(c)) {
       return absl::InvalidArgumentError(absl::StrCat(
-          "label key '", key, "' may hold only lower-case letters, digits, '.', '_' and '-'"));
+          "label key '", key, "' may hold only lower-case letters, digits, '.', '_' and '-'",
+          name.size() == key.size() ? "" : " (and one '/' after a DNS prefix)"));
     }
   }
   if (value.empty() || value.size() > kMaxLength) {

@@ -4,10 +4,12 @@
 // as how its host is linked to the others. They travel in the worker's
 // inventory; suites match a cell's needs against them.
 //
-// A key is 1–63 characters of [a-z0-9._-] starting with a letter or digit;
-// a value is 1–63 characters of [A-Za-z0-9._-]. The same rule holds on the
-// worker (its flag) and on the coordinator (its registration), so a label
-// is one token in `collbench workers --long`, in the store and in JSON.
+// A key is 1–63 characters of [a-z0-9._-] starting with a letter or digit,
+// optionally after a DNS prefix and a '/' as a Kubernetes node label's key
+// has (topology.kubernetes.io/zone: a host's rack or zone, which
+// topology-aware hunts read); a value is 1–63 characters of [A-Za-z0-9._-]. The same rule holds on
+// the worker (its flag) and on the coordinator (its registration), so a label is one token in
+// `collbench workers --long`, in the store and in JSON.
 #ifndef COLLBENCH_COMMON_WORKER_LABELS_H_
 #define COLLBENCH_COMMON_WORKER_LABELS_H_
 

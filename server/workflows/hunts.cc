@@ -13,11 +13,14 @@
 #include "absl/time/time.h"
 #include "analysis/html.h"
 #include "analysis/hunt_plots.h"
+#include "analysis/hunt_racks.h"
 #include "analysis/pairwise_rounds.h"
 #include "analysis/table.h"
+#include "analysis/topology_pairs.h"
 #include "api/capabilities.h"
 #include "api/convert.h"
 #include "common/units.h"
+#include "common/worker_labels.h"
 
 namespace collbench::workflows {
 namespace {
@@ -41,13 +44,23 @@ constexpr size_t kTellingWorkers = 300;
 // plus this allowance for the launch.
 constexpr double kBudgetsPerRunTimeout = 10;
 constexpr double kRunStartAllowanceS = 120;
+// topology: the label keys that name a host's rack, finest first (the
+// switch a host hangs off, then coarser): NVIDIA topograph's tier-0 fabric
+// switch (its current and earlier names), collbench's own key, and the
+// zone, Kubernetes' well-known topology label.
+constexpr const char* kDefaultRackKeys[] = {
+    "fabric.topograph.run/tier-0", "network.topology.nvidia.com/leaf",
+    "network.topology.nvidia.com/block", "collbench.io/rack", "topology.kubernetes.io/zone"};
+constexpr int kMaxRackKeys = 16;
 
 std::string Pattern(const v1::HuntSpec& spec) {
   return spec.pattern().empty() ? "pairwise" : spec.pattern();
 }
+// Whether the hunt's survey has `phase` (pairwise, groups, ring, topology):
+// "all" is the first three.
 bool Runs(const v1::HuntSpec& spec, absl::string_view phase) {
   const std::string pattern = Pattern(spec);
-  return pattern == "all" || pattern == phase;
+  return (pattern == "all" && phase != "topology") || pattern == phase;
 }
 std::string PairOperation(const v1::HuntSpec& spec) {
   return spec.pair_operation().empty() ? "bw" : spec.pair_operation();
@@ -61,6 +74,10 @@ int GroupSize(const v1::HuntSpec& spec) {
 int Deals(const v1::HuntSpec& spec) { return spec.deals() == 0 ? kDefaultDeals : spec.deals(); }
 int RetestPeers(const v1::HuntSpec& spec) {
   return spec.retest_peers() == 0 ? kDefaultRetestPeers : spec.retest_peers();
+}
+std::vector<std::string> RackKeys(const v1::HuntSpec& spec) {
+  if (!spec.rack_keys().empty()) return {spec.rack_keys().begin(), spec.rack_keys().end()};
+  return {std::begin(kDefaultRackKeys), std::end(kDefaultRackKeys)};
 }
 
 std::string WorkflowIdOf(absl::string_view name) {
@@ -85,11 +102,35 @@ std::map<std::string, std::string> HostOf(const std::vector<v1::HuntWorker>& sel
   return out;
 }
 
+std::map<std::string, std::string> RackOf(const std::vector<v1::HuntWorker>& selected) {
+  std::map<std::string, std::string> out;
+  for (const v1::HuntWorker& w : selected) out[w.worker()] = w.rack();
+  return out;
+}
+
+// Each host's rack: that of the first of its workers in the fleet's order
+// (`selected` is in it), so a second worker on a host cannot move it.
+std::map<std::string, std::string> HostRacks(const std::vector<v1::HuntWorker>& selected) {
+  std::map<std::string, std::string> out;
+  for (const v1::HuntWorker& w : selected) out.emplace(w.host_id(), w.rack());
+  return out;
+}
+
 absl::Status ValidateHunt(const v1::HuntSpec& h) {
   const std::string pattern = Pattern(h);
-  if (pattern != "pairwise" && pattern != "groups" && pattern != "ring" && pattern != "all") {
+  if (pattern != "pairwise" && pattern != "groups" && pattern != "ring" && pattern != "all" &&
+      pattern != "topology") {
     return absl::InvalidArgumentError(absl::StrCat(
-        "spec.hunt.pattern: '", pattern, "' is not one of pairwise, groups, ring, all"));
+        "spec.hunt.pattern: '", pattern, "' is not one of pairwise, groups, ring, all, topology"));
+  }
+  if (h.rack_keys_size() > kMaxRackKeys) {
+    return absl::InvalidArgumentError(absl::StrCat("spec.hunt.rack_keys: ", h.rack_keys_size(),
+                                                   " keys, more than ", kMaxRackKeys));
+  }
+  for (const std::string& key : h.rack_keys()) {
+    if (absl::Status valid = ValidateWorkerLabel(key, "x"); !valid.ok()) {
+      return absl::InvalidArgumentError(absl::StrCat("spec.hunt.rack_keys: ", valid.message()));
+    }
   }
   const std::string pair = PairOperation(h);
   if (pair != "bw" && pair != "bibw" && pair != "latency") {
@@ -162,7 +203,9 @@ v1::OutputTable SuspectsTable(const v1::HuntOutput& hunt) {
   for (const v1::HuntSuspect& s : hunt.suspects()) {
     std::vector<std::string> peers;
     for (const std::string& p : s.peers()) peers.push_back(Short(p));
-    table.rows.push_back({Short(s.worker()) + (s.quarantined() ? " (SUSPECT)" : ""), s.verdict(),
+    const std::string who =
+        s.worker().empty() ? absl::StrCat("rack ", s.rack()) : Short(s.worker());
+    table.rows.push_back({who + (s.quarantined() ? " (SUSPECT)" : ""), s.verdict(),
                           absl::StrJoin(peers, ","), absl::StrFormat("%.2f", s.ratio()),
                           absl::StrFormat("%.1f", s.z()), absl::StrCat(s.runs_size()),
                           s.evidence()});
@@ -174,13 +217,20 @@ v1::OutputTable SuspectsTable(const v1::HuntOutput& hunt) {
 namespace {
 
 v1::OutputTable WorkersTable(const v1::HuntOutput& hunt) {
+  const bool racks = std::any_of(hunt.workers().begin(), hunt.workers().end(),
+                                 [](const v1::HuntWorker& w) { return !w.rack().empty(); });
   Table table{"hunt-workers", "per worker: median ratio to the fleet median, slowest first",
               {"worker", "host", "ratio", "z", "runs", "slow"}, {}, {}};
+  if (racks) table.columns.insert(table.columns.begin() + 2, "rack");
   for (const v1::HuntWorker& w : hunt.workers()) {
-    table.rows.push_back({Short(w.worker()), w.host_id(),
-                          w.measurements() > 0 ? absl::StrFormat("%.2f", w.ratio()) : "-",
-                          w.measurements() > 0 ? absl::StrFormat("%.1f", w.z()) : "-",
-                          absl::StrCat(w.measurements()), absl::StrCat(w.slow())});
+    std::vector<std::string> row = {Short(w.worker()),
+                                    w.host_id(),
+                                    w.measurements() > 0 ? absl::StrFormat("%.2f", w.ratio()) : "-",
+                                    w.measurements() > 0 ? absl::StrFormat("%.1f", w.z()) : "-",
+                                    absl::StrCat(w.measurements()),
+                                    absl::StrCat(w.slow())};
+    if (racks) row.insert(row.begin() + 2, w.rack().empty() ? "-" : w.rack());
+    table.rows.push_back(std::move(row));
   }
   return TableToProto(table);
 }
@@ -203,7 +253,10 @@ std::string HuntRunLabel(const HuntRun& run) {
 v1::RunSpec HuntRunSpec(const v1::WorkflowSpec& spec, const std::string& id, const HuntRun& run) {
   const v1::HuntSpec& h = spec.hunt();
   v1::RunSpec r;
-  const bool point_to_point = run.phase == "pairwise" || run.phase == "retest";
+  // The survey's pairs and their repeats and re-tests measure the same
+  // point-to-point figure, so that one is read against the other.
+  const bool point_to_point =
+      SurveyPairPhase(run.phase) || run.phase == "retest" || run.phase == "repeat";
   r.set_operation(point_to_point ? PairOperation(h) : GroupOperation(h));
   if (h.sizes_bytes().empty()) {
     r.add_sizes_bytes(kDefaultSize);
@@ -246,6 +299,19 @@ std::vector<HostWorker> PairwiseWorkers(const v1::HuntSpec& spec,
 SurveyPlan::SurveyPlan(const v1::HuntSpec& spec, const std::vector<v1::HuntWorker>& selected)
     : pairwise_(PairwiseWorkers(spec, selected)) {
   runs_ = pairwise_.pairs();
+  if (Runs(spec, "topology")) {
+    const std::map<std::string, std::string> host_of = HostOf(selected);
+    for (const TopologyPass& pass : TopologyPasses(HostWorkers(selected), HostRacks(selected))) {
+      std::vector<WorkerGroup> pairs;
+      for (const WorkerPair& pair : pass.pairs) pairs.push_back({pair.a, pair.b});
+      runs_ += pairs.size();
+      for (std::vector<WorkerGroup>& round : PackRounds(pairs, host_of)) {
+        HuntRound r;
+        for (WorkerGroup& pair : round) r.push_back({pass.name, std::move(pair)});
+        rest_.push_back(std::move(r));
+      }
+    }
+  }
   if (Runs(spec, "groups")) {
     for (const std::vector<WorkerGroup>& deal :
          GroupDeals(HostWorkers(selected), GroupSize(spec), Deals(spec))) {
@@ -280,6 +346,7 @@ absl::StatusOr<HuntPlan> PlanHunt(const v1::WorkflowSpec& spec, const std::strin
   }
   HuntPlan plan;
   std::set<std::string> hosts;
+  const std::vector<std::string> rack_keys = RackKeys(h);
   for (const v1::Worker& w : workers) {
     if (!Selectable(w) || !SelectorMatches(spec.workers(), w.name(), w.inventory())) continue;
     v1::HuntWorker selected;
@@ -287,6 +354,13 @@ absl::StatusOr<HuntPlan> PlanHunt(const v1::WorkflowSpec& spec, const std::strin
     selected.set_host_id(w.inventory().host_id().empty() ? w.name() : w.inventory().host_id());
     if (w.has_admit_time()) {
       selected.set_admission_order(absl::ToUnixNanos(TimeFromTimestamp(w.admit_time())));
+    }
+    for (const std::string& key : rack_keys) {
+      auto label = w.inventory().labels().find(key);
+      if (label != w.inventory().labels().end()) {
+        selected.set_rack(label->second);
+        break;
+      }
     }
     hosts.insert(selected.host_id());
     plan.workers.push_back(std::move(selected));
@@ -314,6 +388,7 @@ absl::StatusOr<HuntPlan> PlanHunt(const v1::WorkflowSpec& spec, const std::strin
   std::set<std::string> checked;
   for (size_t r = 0; r < rounds.rounds(); ++r) {
     if (r > 0 && r + 1 < rounds.rounds() && checked.count("pairwise")) continue;  // alike
+    // Every pair is checked as the first one of its pass.
     for (const HuntRun& run : rounds.Round(r)) {
       if (!checked.insert(run.phase).second) continue;
       if (absl::Status ok = check(HuntRunSpec(spec, id, run)); !ok.ok()) {
@@ -326,7 +401,23 @@ absl::StatusOr<HuntPlan> PlanHunt(const v1::WorkflowSpec& spec, const std::strin
       "hunt: %s over %d workers on %d hosts: %d runs in %d rounds, then re-tests of the "
       "suspects with healthy peers",
       Pattern(h), plan.workers.size(), hosts.size(), plan.survey_runs, rounds.rounds()));
-  if (hosts.size() < kMinHostsForOneBadNode && Runs(h, "pairwise")) {
+  if (Runs(h, "topology")) {
+    std::set<std::string> racks;
+    int unknown = 0;
+    for (const auto& [host, rack] : HostRacks(plan.workers)) {
+      if (rack.empty()) {
+        ++unknown;
+      } else {
+        racks.insert(rack);
+      }
+    }
+    plan.header.push_back(absl::StrCat(
+        "racks: ", racks.size(), " (by ", absl::StrJoin(rack_keys, ", "), ")",
+        unknown == 0 ? std::string()
+                     : absl::StrCat("; ", unknown, " host", unknown == 1 ? "" : "s",
+                                    " with none of those labels, each a rack of its own")));
+  }
+  if (hosts.size() < kMinHostsForOneBadNode && (Runs(h, "pairwise") || Runs(h, "topology"))) {
     plan.header.push_back(absl::StrCat(
         "note: with ", hosts.size(), " hosts one slow node is in half of the pairs or more, so "
         "the fleet median may be its speed; hunt over at least ", kMinHostsForOneBadNode,
@@ -379,8 +470,19 @@ HuntSurvey AnalyseSurvey(const v1::HuntSpec& spec, const std::vector<v1::HuntWor
   if (auto it = score.centres.find("pairwise"); it != score.centres.end()) {
     out.reference = it->second;
   }
-  out.workers = score.workers;
+  if (auto it = score.centres.find("topology"); it != score.centres.end()) {
+    out.reference = it->second;
+  }
+  // Racks slow across their boundary first: the runs they explain then
+  // count against none of their workers.
+  const std::map<std::string, std::string> rack_of = RackOf(selected);
+  std::vector<v1::HuntSuspect> racks = FindSlowRacks(rack_of, host_of, survey);
+  out.workers = racks.empty() ? score.workers : ScoreWorkers(*survey, host_of);
+  for (v1::HuntWorker& w : out.workers)
+    w.set_rack(rack_of.count(w.worker()) ? rack_of.at(w.worker()) : "");
   out.findings = Localise(*survey, out.workers, stragglers, thresholds);
+  out.findings.racks = std::move(racks);
+  out.findings.rack_of = rack_of;
   std::vector<WorkerGroup> retests = RetestRuns(out.findings, host_of, RetestPeers(spec));
   for (std::vector<WorkerGroup>& round : PackRounds(retests, host_of)) {
     HuntRound r;
@@ -413,7 +515,7 @@ void FoldRepeats(std::vector<v1::HuntMeasurement> repeats,
   };
   std::map<std::pair<std::string, std::string>, size_t> pair_at;
   for (size_t i = 0; i < survey->size(); ++i) {
-    if ((*survey)[i].phase() == "pairwise") pair_at[key((*survey)[i])] = i;
+    if (SurveyPairPhase((*survey)[i].phase())) pair_at[key((*survey)[i])] = i;
   }
   for (v1::HuntMeasurement& repeat : repeats) {
     auto it = pair_at.find(key(repeat));
@@ -421,7 +523,7 @@ void FoldRepeats(std::vector<v1::HuntMeasurement> repeats,
                         repeat.busbw_bytes_per_s() > (*survey)[it->second].busbw_bytes_per_s();
     if (better) {
       v1::HuntMeasurement& counted = (*survey)[it->second];
-      repeat.set_phase("pairwise");
+      repeat.set_phase(counted.phase());
       counted.set_phase("repeat");
       std::swap(repeat, counted);
     } else {
@@ -430,6 +532,7 @@ void FoldRepeats(std::vector<v1::HuntMeasurement> repeats,
     repeat.clear_ratio();
     repeat.clear_z();
     repeat.clear_slow();
+    repeat.clear_explained_by();
     set_aside->push_back(std::move(repeat));
   }
 }
@@ -472,7 +575,8 @@ v1::WorkflowOutput HuntOutputOf(const v1::HuntSpec& spec, const HuntSurvey& surv
       spec.sizes_bytes().empty()
           ? FormatBytes(kDefaultSize)
           : FormatBytes(*std::max_element(spec.sizes_bytes().begin(), spec.sizes_bytes().end()));
-  hunt.set_metric(absl::StrCat(Runs(spec, "pairwise") ? PairOperation(spec) : GroupOperation(spec),
+  const bool pairs = Runs(spec, "pairwise") || Runs(spec, "topology");
+  hunt.set_metric(absl::StrCat(pairs ? PairOperation(spec) : GroupOperation(spec),
                                " bus bandwidth at ", size, ", from the median iteration"));
   int failed = 0;
   // A large fleet's pairs are kept where they say something: the slow and
@@ -499,7 +603,7 @@ v1::WorkflowOutput HuntOutputOf(const v1::HuntSpec& spec, const HuntSurvey& surv
       ++left_out;
       continue;
     }
-    if (m.phase() == "pairwise") {
+    if (SurveyPairPhase(m.phase())) {
       *hunt.add_pairs() = m;
     } else {
       *hunt.add_groups() = m;
@@ -537,11 +641,12 @@ std::string HuntFiguresHtml(const v1::HuntOutput& hunt) {
   std::string html;
   const std::string heat_map = HuntHeatMapSvg(hunt);
   if (!heat_map.empty()) {
+    const bool racks = std::any_of(hunt.workers().begin(), hunt.workers().end(),
+                                   [](const v1::HuntWorker& w) { return !w.rack().empty(); });
     absl::StrAppend(&html, "<h2>Pairwise heat map</h2>\n<p class=\"meta\">",
-                    HtmlEscape(hunt.metric()),
-                    ", each pair's ratio to the fleet median; the suspects first, then the "
-                    "workers slowest first.</p>\n",
-                    heat_map, "\n");
+                    HtmlEscape(hunt.metric()), ", each pair's ratio to the fleet median; ",
+                    racks ? "rack by rack (the suspect racks first), in each " : "",
+                    "the suspects first, then the workers slowest first.</p>\n", heat_map, "\n");
   }
   const std::string distribution = HuntDistributionSvg(hunt);
   if (!distribution.empty()) {

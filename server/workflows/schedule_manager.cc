@@ -33,12 +33,16 @@ absl::Status NotFound(absl::string_view name) {
   return absl::NotFoundError(absl::StrCat("schedule ", NameOf(name), " not found"));
 }
 
-// A hunt's findings that count as a firing's regressions: its CONFIRMED_BAD
-// and LINK_SUSPECT verdicts (an INCONCLUSIVE one did not reproduce).
+// A hunt's findings that count as a firing's regressions: its CONFIRMED_BAD,
+// RACK_SUSPECT and LINK_SUSPECT verdicts (an INCONCLUSIVE one did not
+// reproduce).
 int CountHuntFindings(const v1::Workflow& workflow) {
   int found = 0;
   for (const v1::HuntSuspect& s : workflow.output().hunt().suspects()) {
-    found += s.verdict() == "CONFIRMED_BAD" || s.verdict() == "LINK_SUSPECT" ? 1 : 0;
+    found += s.verdict() == "CONFIRMED_BAD" || s.verdict() == "RACK_SUSPECT" ||
+                     s.verdict() == "LINK_SUSPECT"
+                 ? 1
+                 : 0;
   }
   return found;
 }

@@ -18,7 +18,13 @@ cbhn-*), a worker with one slot in each. The test
   3. slows only the link between hosts 2 and 5 (an htb class of 200 Mbit/s
      with a u32 filter on the other's address, on both hosts' eth0): the
      pairwise hunt reports LINK_SUSPECT for that pair and no CONFIRMED_BAD;
-  4. with nothing slowed, hunts --repetitions more times (default 1) and
+  4. puts hosts 5 and 6 on a bridge of their own (their rack's switch),
+     joined to the main bridge by a veth (its uplink) with a 200 Mbit/s tbf
+     on both ends; the workers carry collbench.io/rack labels (rack-1: hosts
+     1, 2; rack-2: 3, 4; rack-3: 5, 6): `collbench hunt --pattern topology`
+     names rack-3 RACK_SUSPECT, quarantines none of its workers and names no
+     node CONFIRMED_BAD; the rack's own link is then restored;
+  5. with nothing slowed, hunts --repetitions more times (default 1) and
      counts the hunts with no suspect (the acceptance asks for 9 of 10).
 It also checks that a pairwise round's runs overlap in time (they run at
 once on their disjoint hosts), and, where Debian's chromium is installed,
@@ -57,6 +63,39 @@ RATE = "200mbit"
 HUNT = ["--sizes", "64K", "--time-per-size", "0.5s", "--transport", "tcp"]
 REPETITIONS = 1
 TRIES = 3
+RACK_LABEL = "collbench.io/rack"
+
+
+def rack_of(ns):
+    """rack-1 for hosts 1 and 2, rack-2 for 3 and 4, rack-3 for 5 and 6."""
+    return f"rack-{(NETWORK.host_names().index(ns)) // 2 + 1}"
+
+
+def rack_switch(hosts, on):
+    """The hosts' veths on a bridge of their own joined to the main one by a
+    veth, the rack's uplink, with a tbf of RATE on both of its ends (on); or
+    back on the main bridge, the rack's bridge and uplink removed (off).
+    Every name starts with the network's prefix: removed also on failure."""
+    bridge, up, down = f"{NETWORK.prefix}rk", f"{NETWORK.prefix}up", f"{NETWORK.prefix}upr"
+    if on:
+        sh(["ip", "link", "add", bridge, "type", "bridge"])
+        sh(["ip", "link", "set", bridge, "up"])
+        sh(["ip", "link", "add", up, "type", "veth", "peer", "name", down])
+        sh(["ip", "link", "set", up, "master", NETWORK.bridge])
+        sh(["ip", "link", "set", down, "master", bridge])
+        for end in (up, down):
+            sh(["ip", "link", "set", end, "up"])
+            sh(["tc", "qdisc", "replace", "dev", end, "root", "tbf", "rate", RATE, "burst",
+                "64kb", "latency", "50ms"])
+        for ns in hosts:
+            sh(["ip", "link", "set", ns, "master", bridge])
+        log(f"{' '.join(hosts)} behind an uplink of {RATE}")
+    else:
+        for ns in hosts:
+            sh(["ip", "link", "set", ns, "master", NETWORK.bridge], check=False)
+        sh(["ip", "link", "del", up], check=False)
+        sh(["ip", "link", "del", bridge], check=False)
+        log(f"{' '.join(hosts)} back on the main bridge")
 
 
 def slow_host(ns, on):
@@ -301,14 +340,52 @@ class Test(Cluster):
         link = next(s for s in data["suspects"] if s["verdict"] == "LINK_SUSPECT")
         log(f"LINK_SUSPECT for {sorted(pair)}: {link['evidence']}")
 
+    def bad_rack(self):
+        rack = [ns for ns in self.net.host_names() if rack_of(ns) == "rack-3"]
+
+        def rack_suspect(data, _):
+            confirmed = [s["worker"] for s in data["suspects"] if s["verdict"] == "CONFIRMED_BAD"]
+            if confirmed:
+                raise Failure(f"a slow uplink made CONFIRMED_BAD nodes {confirmed}: "
+                              f"{data['suspects']}")
+            racks = [s for s in data["suspects"] if s["verdict"] == "RACK_SUSPECT"]
+            return len(racks) == 1 and racks[0]["rack"] == "rack-3"
+
+        rack_switch(rack, True)
+        try:
+            data = None
+            for attempt in range(1, TRIES + 1):
+                data, _ = self.hunt("--pattern", "topology")
+                if rack_suspect(data, None):
+                    break
+                log(f"topology hunt {attempt} of {TRIES} did not name rack-3: "
+                    f"{[(s['worker'] or s['rack'], s['verdict']) for s in data['suspects']]}")
+            else:
+                raise Failure(f"{TRIES} topology hunts did not name rack-3, the last: "
+                              f"{data['suspects']}")
+        finally:
+            rack_switch(rack, False)
+        suspect = next(s for s in data["suspects"] if s["verdict"] == "RACK_SUSPECT")
+        if sorted(suspect["peers"]) != sorted(f"workers/{ns}" for ns in rack):
+            raise Failure(f"the rack's workers are {suspect['peers']}, not {rack}")
+        phases = {m["phase"] for m in data["pairs"]}
+        if not {"within", "across", "random"} <= phases:
+            raise Failure(f"the topology hunt's phases are {sorted(phases)}")
+        states = {ns: self.state_of(ns) for ns in rack}
+        if any(state != "ready" for state in states.values()):
+            raise Failure(f"a RACK_SUSPECT quarantined its nodes: {states}")
+        log(f"RACK_SUSPECT rack-3: {suspect['evidence']}")
+
     def main(self):
         port = self.timed("coordinator start", self.start_coordinator, http=True)
         self.timed("reachability", check_reachable, self.net, port)
-        self.start_workers(mpi_interface=self.net.cidr, slots=1)
+        self.start_workers(mpi_interface=self.net.cidr, slots=1,
+                           labels=lambda ns: {RACK_LABEL: rack_of(ns)})
         self.timed("workers registered", self.wait_for_workers)
         bad = self.timed("a slow node", self.bad_node)
         self.timed("a healthy hunt clears it", self.cleared_by_a_healthy_hunt, bad)
         self.timed("a slow link", self.bad_link)
+        self.timed("a slow rack uplink", self.bad_rack)
         clean = 1  # the hunt that cleared the node found no suspect
         outcomes = ["no suspect"]
         for _ in range(self.repetitions - 1):

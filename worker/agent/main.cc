@@ -489,8 +489,10 @@ int main(int argc, char** argv) {
         flags.labels[label->first] = label->second;
         return absl::OkStatus();
       },
-      "a fact about this worker that suites match (e.g. link=tbf-1gbit); repeatable. Keys:"
-      " lower-case letters, digits, '.', '_', '-'; values: letters, digits, '.', '_', '-'");
+      "a fact about this worker that suites match (e.g. link=tbf-1gbit), or its rack for"
+      " topology hunts (collbench.io/rack=r07); repeatable. Keys: lower-case letters, digits,"
+      " '.', '_', '-', optionally after a DNS prefix and '/'; values: letters, digits, '.', '_',"
+      " '-'");
   collbench::LogFlags log_flags;
   collbench::AddLogFlags(parser, &log_flags);
   parser.String("tls-ca", &flags.tls.ca_file,

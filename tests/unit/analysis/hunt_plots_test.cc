@@ -150,6 +150,37 @@ TEST(HuntPlotsTest, HeatMapPutsSuspectsFirstThenSlowestWorkers) {
             std::vector<std::string>{"workers/w2"});
 }
 
+// Workers in racks (w0-w2 rack a, w3-w5 rack b, w6-w8 rack c), rack c a
+// RACK_SUSPECT and w4 a node suspect: rows go rack by rack, the rack
+// suspect's first, then the rack holding the node suspect (the suspect at
+// its top), then the rest; each rack is a group with its name, the rack
+// suspect's marked.
+TEST(HuntPlotsTest, HeatMapGroupsRowsByRackTheSuspectRacksFirst) {
+  v1::HuntOutput hunt = Survey(9, 4);
+  for (v1::HuntWorker& w : *hunt.mutable_workers()) {
+    const int i = w.worker().back() - '0';
+    w.set_rack(std::string(1, static_cast<char>('a' + i / 3)));
+  }
+  v1::HuntSuspect* rack = hunt.add_suspects();
+  rack->set_rack("c");
+  rack->set_verdict("RACK_SUSPECT");
+  const std::string svg = HuntHeatMapSvg(hunt);
+  const std::vector<std::string> rows = Distinct(Attributes(svg, kCell, "data-a"));
+  EXPECT_EQ(rows, (std::vector<std::string>{"workers/w8", "workers/w7", "workers/w6", "workers/w4",
+                                            "workers/w5", "workers/w3", "workers/w2", "workers/w1",
+                                            "workers/w0"}));
+  EXPECT_EQ(Attributes(svg, "<g class=\"rack\"", "data-rack"),
+            (std::vector<std::string>{"c", "b", "a"}));
+  EXPECT_NE(svg.find("data-rack=\"c\" data-suspect=\"true\""), std::string::npos);
+  EXPECT_EQ(svg.find("data-rack=\"b\" data-suspect"), std::string::npos);
+  EXPECT_NE(svg.find(">rack c</text>"), std::string::npos);
+  // The node suspect is still outlined, on its own row.
+  EXPECT_EQ(Attributes(svg, "<g class=\"suspect\"", "data-worker"),
+            std::vector<std::string>{"workers/w4"});
+  // Without racks, no rack groups.
+  EXPECT_EQ(HuntHeatMapSvg(Survey(9, 4)).find("class=\"rack\""), std::string::npos);
+}
+
 TEST(HuntPlotsTest, HeatMapLabelsEveryWorkerOfASmallFleet) {
   const std::string svg = HuntHeatMapSvg(Survey(6, 2));
   // A row and a column label each, without "workers/".

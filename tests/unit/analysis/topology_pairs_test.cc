@@ -15,34 +15,10 @@
 #include "absl/strings/str_cat.h"
 #include "analysis/hunt_plan.h"
 #include "gtest/gtest.h"
+#include "tests/unit/analysis/racked_fleet.h"
 
 namespace collbench {
 namespace {
-
-// `racks` racks of `per_rack` hosts, one worker each, admitted in host
-// order: worker "workers/r<R>-h<H>" on host "r<R>-h<H>" in rack "rack-<R>".
-struct RackedFleet {
-  std::vector<HostWorker> workers;
-  std::map<std::string, std::string> rack_of;      // host -> rack
-  std::map<std::string, std::string> worker_rack;  // worker -> rack
-  std::map<std::string, std::string> host_of;      // worker -> host
-};
-
-RackedFleet Racks(int racks, int per_rack) {
-  RackedFleet fleet;
-  int64_t admitted = 1;
-  for (int r = 0; r < racks; ++r) {
-    for (int h = 0; h < per_rack; ++h) {
-      const std::string host = absl::StrCat("r", r, "-h", h);
-      const std::string worker = absl::StrCat("workers/", host);
-      fleet.workers.push_back({worker, host, admitted++});
-      fleet.rack_of[host] = absl::StrCat("rack-", r);
-      fleet.worker_rack[worker] = fleet.rack_of[host];
-      fleet.host_of[worker] = host;
-    }
-  }
-  return fleet;
-}
 
 const TopologyPass* Pass(const std::vector<TopologyPass>& passes, const std::string& name,
                          int nth = 0) {

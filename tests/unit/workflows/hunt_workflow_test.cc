@@ -56,13 +56,18 @@ class HuntWorkflowTest : public ::testing::Test {
     core_ = std::make_unique<Core>(store_.get(), &hub_, &link_, CoreOptions());
     runs_ = &core_->runs();
     ASSERT_TRUE(core_->Recover(absl::Now()).ok());
-    for (int i = 0; i < kHosts; ++i) {
+    for (int i = 0; i < hosts_; ++i) {
       v1::Register hello;
       hello.set_worker_id("w" + std::to_string(i));
       hello.set_slots(1);
       hello.set_agent_address("w" + std::to_string(i) + ":7000");
       hello.mutable_inventory()->set_host_id("host-" + std::to_string(i));
       hello.mutable_inventory()->set_hostname("w" + std::to_string(i));
+      if (per_rack_ > 0) {
+        const std::string rack = "r" + std::to_string(i / per_rack_);
+        (*hello.mutable_inventory()->mutable_labels())["collbench.io/rack"] = rack;
+        rack_of_["workers/w" + std::to_string(i)] = rack;
+      }
       ASSERT_TRUE(core_->fleet().OnRegister(hello, absl::Now()).ok());
     }
     adapter_ = std::make_unique<RunManagerRuns>(runs_, &core_->fleet(), &hub_);
@@ -106,6 +111,11 @@ class HuntWorkflowTest : public ::testing::Test {
     std::set<std::string> ranks;
     for (const v1::Peer& p : a.peers()) ranks.insert(p.worker());
     bool slow = ranks.count(slow_worker_) > 0 || ranks == slow_link_;
+    if (!slow_rack_.empty() && ranks.size() == 2) {
+      std::set<std::string> racks;
+      for (const std::string& w : ranks) racks.insert(rack_of_.at(w));
+      slow = slow || (racks.size() == 2 && racks.count(slow_rack_) > 0);  // its uplink
+    }
     if (ranks == flaky_pair_ && flaky_runs_++ == 0) slow = true;  // slow the first time only
     const double bytes_per_s = (slow ? 1e9 : 3e9) * (1 + 0.01 * (a.run().back() % 5));
     v1::RunResult result;
@@ -121,10 +131,12 @@ class HuntWorkflowTest : public ::testing::Test {
     runs_->OnResult(launcher, result, absl::Now());
   }
 
-  // A pairwise hunt at 1 MiB over the fleet, to its end; its final state.
-  v1::Workflow HuntToTheEnd() {
+  // A hunt (pairwise unless `pattern` says otherwise) at 1 MiB over the
+  // fleet, to its end; its final state.
+  v1::Workflow HuntToTheEnd(const std::string& pattern = "") {
     v1::CreateWorkflowRequest request;
     request.mutable_spec()->mutable_hunt()->add_sizes_bytes(1 << 20);
+    request.mutable_spec()->mutable_hunt()->set_pattern(pattern);
     absl::StatusOr<v1::Workflow> created = workflows_->Create(request, absl::Now());
     EXPECT_TRUE(created.ok()) << created.status();
     if (!created.ok()) return v1::Workflow();
@@ -139,6 +151,10 @@ class HuntWorkflowTest : public ::testing::Test {
   }
 
   static constexpr int kHosts = 6;
+  int hosts_ = kHosts;
+  int per_rack_ = 0;  // hosts per rack (label collbench.io/rack=r<i / per_rack_>); 0: none
+  std::map<std::string, std::string> rack_of_;  // worker -> rack
+  std::string slow_rack_;                       // runs across its boundary are a third as fast
   static constexpr char kSlow[] = "workers/w3";
   // The fleet's faults, set before a hunt is created: a node a third as
   // fast, a link (both workers) a third as fast, and a pair slow only the
@@ -246,6 +262,72 @@ TEST_F(HuntWorkflowTest, AHuntOverOneHostIsRefusedWithTheReason) {
   created = workflows_->Create(request, absl::Now());
   ASSERT_FALSE(created.ok());
   EXPECT_NE(created.status().message().find("spec.hunt.pattern"), std::string::npos);
+}
+
+// Nine hosts in three racks of three.
+class TopologyHuntTest : public HuntWorkflowTest {
+ protected:
+  TopologyHuntTest() {
+    hosts_ = 9;
+    per_rack_ = 3;
+  }
+};
+
+// A slow uplink: every run across rack r2's boundary is slow, every run
+// within any rack and between r0 and r1 is not. The hunt names the rack,
+// quarantines none of its nodes, and the heat map groups by rack.
+TEST_F(TopologyHuntTest, AHuntNamesTheRackWhoseUplinkIsSlowNotItsNodes) {
+  slow_worker_.clear();
+  slow_rack_ = "r2";
+  const v1::Workflow w = HuntToTheEnd("topology");
+  ASSERT_EQ(w.state(), v1::WORKFLOW_SUCCEEDED) << w.error();
+  const v1::HuntOutput& hunt = w.output().hunt();
+  ASSERT_EQ(hunt.suspects_size(), 1) << hunt.DebugString();
+  const v1::HuntSuspect& s = hunt.suspects(0);
+  EXPECT_EQ(s.verdict(), "RACK_SUSPECT");
+  EXPECT_EQ(s.rack(), "r2");
+  EXPECT_EQ(std::set<std::string>(s.peers().begin(), s.peers().end()),
+            (std::set<std::string>{"workers/w6", "workers/w7", "workers/w8"}));
+  EXPECT_NEAR(s.ratio(), 1.0 / 3, 0.05);
+  for (int i = 0; i < hosts_; ++i) {
+    EXPECT_EQ(core_->fleet().GetWorker("workers/w" + std::to_string(i))->state(), v1::READY);
+  }
+  std::set<std::string> phases;
+  for (const v1::HuntMeasurement& m : hunt.pairs()) phases.insert(m.phase());
+  EXPECT_TRUE(phases.count("within") && phases.count("across") && phases.count("random"))
+      << hunt.DebugString();
+  for (const v1::HuntWorker& worker : hunt.workers()) {
+    EXPECT_EQ(worker.rack(), rack_of_.at(worker.worker()));
+  }
+  absl::StatusOr<v1::WorkflowReport> report = workflows_->Report(w.name());
+  ASSERT_TRUE(report.ok()) << report.status();
+  EXPECT_NE(report->html().find("data-rack=\"r2\" data-suspect=\"true\""), std::string::npos);
+  EXPECT_NE(report->html().find("rack r2"), std::string::npos);
+}
+
+// Within a fine topology, a bad node is still the node: CONFIRMED_BAD and
+// SUSPECT, and no rack is named.
+TEST_F(TopologyHuntTest, ABadNodeIsStillTheNode) {
+  slow_worker_ = "workers/w4";
+  const v1::Workflow w = HuntToTheEnd("topology");
+  ASSERT_EQ(w.state(), v1::WORKFLOW_SUCCEEDED) << w.error();
+  const v1::HuntOutput& hunt = w.output().hunt();
+  ASSERT_EQ(hunt.suspects_size(), 1) << hunt.DebugString();
+  EXPECT_EQ(hunt.suspects(0).worker(), "workers/w4");
+  EXPECT_EQ(hunt.suspects(0).verdict(), "CONFIRMED_BAD");
+  EXPECT_EQ(core_->fleet().GetWorker("workers/w4")->state(), v1::SUSPECT);
+}
+
+// A hunt's rack keys are label keys: one that is not is refused, named.
+TEST_F(TopologyHuntTest, ARackKeyThatIsNoLabelKeyIsRefused) {
+  v1::CreateWorkflowRequest request;
+  request.mutable_spec()->mutable_hunt()->set_pattern("topology");
+  request.mutable_spec()->mutable_hunt()->add_rack_keys("Rack Key");
+  absl::StatusOr<v1::Workflow> created = workflows_->Create(request, absl::Now());
+  ASSERT_FALSE(created.ok());
+  EXPECT_EQ(created.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(created.status().message().find("spec.hunt.rack_keys"), std::string::npos)
+      << created.status();
 }
 
 }  // namespace
