@@ -389,6 +389,54 @@ def check_worker_state(worker, what):
         raise Failure(f"{field}: no init container makes the state folder the worker's")
 
 
+def check_kube_controller(docs, worker, features, what):
+    """collbench-kube only where the component is: its own ServiceAccount
+    (the only workload that mounts a Kubernetes token), a ClusterRole with
+    nothing beyond nodes get/list/watch/patch, nodes/status patch and events
+    create (no Secret, no wildcard, no delete), bound to that account, the
+    coordinator's read token from the Secret, hardened as the others. The
+    worker DaemonSet tolerates the taints it sets, everywhere."""
+    tolerated = {(t.get("key"), t.get("effect")) for t in pod_spec(worker).get("tolerations", [])}
+    for key in ("collbench.io/degraded", "collbench.io/testing"):
+        if (key, "NoSchedule") not in tolerated:
+            raise Failure(f"{what}: DaemonSet/collbench-worker does not tolerate {key}:NoSchedule")
+    present = [d for d in docs if d["kind"] == "Deployment"
+               and d["metadata"]["name"] == "collbench-kube"]
+    if "kube-controller" not in features:
+        if present or any(d["kind"] in ("ClusterRole", "ClusterRoleBinding") for d in docs):
+            raise Failure(f"{what}: collbench-kube or a ClusterRole without the kube-controller "
+                          "component")
+        return
+    kube = find(docs, "Deployment", "collbench-kube", what)
+    field = f"{what}: Deployment/collbench-kube"
+    spec = pod_spec(kube)
+    if spec.get("serviceAccountName") != "collbench-kube":
+        raise Failure(f"{field}: serviceAccountName collbench-kube expected")
+    if spec.get("securityContext", {}).get("runAsNonRoot") is not True:
+        raise Failure(f"{field}: securityContext.runAsNonRoot: true expected")
+    security = container(kube).get("securityContext", {})
+    if security.get("allowPrivilegeEscalation") is not False or \
+            security.get("readOnlyRootFilesystem") is not True:
+        raise Failure(f"{field}: a hardened container expected, found {security}")
+    check_secret_file(kube, "--token-file", "read-token", field)
+    role = find(docs, "ClusterRole", "collbench-kube", what)
+    allowed = {("nodes", "get"), ("nodes", "list"), ("nodes", "watch"), ("nodes", "patch"),
+               ("nodes/status", "patch"), ("events", "create")}
+    for rule in role.get("rules", []):
+        for resource in rule.get("resources", []):
+            for verb in rule.get("verbs", []):
+                if rule.get("apiGroups") != [""] or (resource, verb) not in allowed:
+                    raise Failure(f"{what}: ClusterRole/collbench-kube grants {verb} on "
+                                  f"{rule.get('apiGroups')} {resource}, more than it needs")
+    binding = find(docs, "ClusterRoleBinding", "collbench-kube", what)
+    subjects = binding.get("subjects", [])
+    if binding["roleRef"].get("name") != "collbench-kube" or \
+            [(s.get("kind"), s.get("name")) for s in subjects] != [("ServiceAccount",
+                                                                    "collbench-kube")]:
+        raise Failure(f"{what}: ClusterRoleBinding/collbench-kube binds {subjects} to "
+                      f"{binding['roleRef']}")
+
+
 def check(docs, features, dashboards_dir, what):
     """All of the above for one rendering with the given features."""
     check_budgets(docs, what)
@@ -404,3 +452,4 @@ def check(docs, features, dashboards_dir, what):
     check_node_selection(worker, features, what)
     check_ingress(docs, features, what)
     check_dashboards(docs, features, dashboards_dir, what)
+    check_kube_controller(docs, worker, features, what)

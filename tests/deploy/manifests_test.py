@@ -24,7 +24,7 @@ overlays of OVERLAYS are there), the pods of the container test
     PROGRAMS under the image's init, in that program's image; each --flag
     is one the program's --help lists (collbench-coordinator;
     collbench-worker, whose --help collbench-launcher shares, being the
-    same binary called by another name); each $(VAR) is defined by the
+    same binary called by another name; collbench-kube); each $(VAR) is defined by the
     container's env or the ConfigMaps it loads, since Kubernetes leaves an
     undefined one as literal text.
 
@@ -38,7 +38,7 @@ where it fires and one where it does not; and the validator itself on
 documents with an unknown field, a wrong type and an unknown kind, which it
 must refuse.
 
-    manifests_test.py --build-dir DIR --coordinator BIN --worker BIN [-v]
+    manifests_test.py --build-dir DIR --coordinator BIN --worker BIN --kube BIN [-v]
 
 Without kubectl, node or npm it exits 77 (ctest: skipped), saying which.
 Exit code: 0 passed, 1 failed, 2 bad usage, 77 skipped.
@@ -70,6 +70,8 @@ PROGRAMS = {
     "collbench-worker": ("worker", "collbench-worker"),
     # The worker's binary called as collbench-launcher (a link in its image).
     "collbench-launcher": ("worker", "collbench-worker"),
+    # The controller, in the coordinator's image.
+    "collbench-kube": ("kube", "collbench-coordinator"),
 }
 DASHBOARDS = os.path.join(ROOT, "dashboards")
 PROMETHEUS_RULE = os.path.join(KUBERNETES, "components", "monitoring", "prometheus-rule.yaml")
@@ -82,13 +84,15 @@ OVERLAYS = {
     "gpu-multi": {"gpu", "gpu-multi"},
     "host-network": set(),
     "ingress": {"ingress"},
+    "kube-controller": {"kube-controller"},
     "monitoring": {"monitoring"},
     "node-selection": {"node-selection"},
     "rdma": {"gpu", "rdma"},
     "shared-ipc": set(),
     "tls": set(),
 }
-ALL_COMPONENTS = {"gpu", "gpu-multi", "ingress", "monitoring", "node-selection", "rdma"}
+ALL_COMPONENTS = {"gpu", "gpu-multi", "ingress", "kube-controller", "monitoring", "node-selection",
+                  "rdma"}
 
 
 def run(argv, stdin=None, cwd=None, env=None):
@@ -359,6 +363,7 @@ def main():
     parser.add_argument("--build-dir", required=True)
     parser.add_argument("--coordinator", required=True, help="collbench-coordinator binary")
     parser.add_argument("--worker", required=True, help="collbench-worker binary")
+    parser.add_argument("--kube", required=True, help="collbench-kube binary")
     parser.add_argument("-v", "--verbose", action="store_true")
     args = parser.parse_args()
 
@@ -368,7 +373,7 @@ def main():
               "(scripts/setup installs node, npm and yamllint; kubectl is not in Debian)")
         return SKIP
     try:
-        binaries = {"coordinator": args.coordinator, "worker": args.worker}
+        binaries = {"coordinator": args.coordinator, "worker": args.worker, "kube": args.kube}
         helps = {name: program_flags(binary) for name, binary in binaries.items()}
         flags = {program: helps[binary] for program, (binary, _) in PROGRAMS.items()}
         validate = Validator(install_validator(os.path.abspath(args.build_dir)))

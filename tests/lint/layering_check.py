@@ -31,7 +31,7 @@ from pathlib import Path
 
 from self_test_report import report
 
-OUTSIDE = ["server", "client", "local", "worker"]
+OUTSIDE = ["server", "client", "local", "worker", "kube"]
 SERVER_DOMAIN = ["server/core", "server/workflows", "server/metrics", "server/store",
                  "server/scheduling", "server/auth"]
 ABOVE_DOMAIN = ["server/api", "server/ui", "server/app", "server/http"]
@@ -69,6 +69,8 @@ RULES = {
     "server/ui": (["client", "local", "server/app", "server/core", "server/store"],
                   "pages read through the API's handlers, never the core or the store"),
     "server/app": (["client"], "the coordinator knows no CLI code"),
+    "kube": (["server", "local", "worker"],
+             "collbench-kube talks to the coordinator over gRPC and to Kubernetes over HTTPS"),
 }
 INCLUDE = re.compile(r'^\s*#\s*include\s+"([^"]+)"')
 

@@ -287,6 +287,13 @@ absl::StatusOr<v1::Inventory> DiscoverInventory(const InventoryOptions& options)
   }
   inventory.set_hostname(hostname);
   inventory.set_host_id(HostId(options, hostname));
+  for (const char* name : {kNodeNameEnv, kKubernetesNodeNameEnv}) {
+    std::optional<std::string> node = LookupEnv(options.get_env, name);
+    if (node.has_value() && !absl::StripAsciiWhitespace(*node).empty()) {
+      inventory.set_node_name(std::string(absl::StripAsciiWhitespace(*node)));
+      break;
+    }
+  }
   AddContainerFacts(options, &inventory);
   // A container cannot use more than its cgroup allows: the limits replace
   // the host's figures, which are kept beside them.

@@ -46,6 +46,7 @@ struct InventoryOptions {
 //   hostname, kernel (uname release), collbench_version;
 //   host_id: COLLBENCH_HOST_ID, NODE_NAME, KUBERNETES_NODE_NAME, else the
 //     boot id (/proc/sys/kernel/random/boot_id), else the hostname;
+//   node_name: NODE_NAME, else KUBERNETES_NODE_NAME (the Kubernetes node);
 //   container: the runtime and the signals it was concluded from
 //     (container_facts.h), namespace ids, /dev/shm size, cgroup limits
 //     (cgroup_limits.h); in_container / container_runtime repeat the

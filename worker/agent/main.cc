@@ -89,6 +89,7 @@ struct Flags {
   // shared /dev/shm) never share a folder, which each refuses if not its own.
   std::string progress_dir = "/dev/shm/collbench-progress-" + std::to_string(geteuid());
   std::map<std::string, std::string> labels;  // --label, validated when parsed
+  std::string node_name;                      // --node-name; "" the environment's (inventory.h)
   bool no_memory_probe = false;
   ClientTlsOptions tls;
   AgentTlsOptions agent_tls;
@@ -333,6 +334,7 @@ int Serve(const Flags& flags) {
                        1);
   }
   for (const auto& [key, value] : flags.labels) (*inventory->mutable_labels())[key] = value;
+  if (!flags.node_name.empty()) inventory->set_node_name(flags.node_name);
   AddDeclaredLinkRate(flags.labels, &*inventory);
   if (!flags.no_memory_probe && !flags.launcher) ProbeMemory(&*inventory);
   WorkerAgentOptions options;
@@ -493,6 +495,10 @@ int main(int argc, char** argv) {
       " topology hunts (collbench.io/rack=r07); repeatable. Keys: lower-case letters, digits,"
       " '.', '_', '-', optionally after a DNS prefix and '/'; values: letters, digits, '.', '_',"
       " '-'");
+  parser.String("node-name", &flags.node_name,
+                "the Kubernetes node this worker runs on, where collbench-kube writes its"
+                " verdicts (default: NODE_NAME or KUBERNETES_NODE_NAME, as the downward API"
+                " sets them)");
   collbench::LogFlags log_flags;
   collbench::AddLogFlags(parser, &log_flags);
   parser.String("tls-ca", &flags.tls.ca_file,
