@@ -13,8 +13,15 @@ cbhn-*), a worker with one slot in each. The test
      collbench_node_health 0 for its node alone); an
      ordinary 5-rank run is placed on the five others; `workers clear` on a
      worker that is not SUSPECT is refused;
+     then collbench-kube against a test Kubernetes API server holding a
+     Node per host (kube_nodes.py; skipped with a message without kubectl
+     or PyYAML): --dry-run writes nothing; a circuit breaker below one
+     node's share withholds the quarantine and says so; watching, with
+     --taint, it sets exactly host 3's condition, label and taint and the
+     others' healthy, as `kubectl get node -o json` reads them;
   2. removes the tbf and hunts again (pairwise): no suspect, exit 0, and the
-     hunt, having measured host 3 healthy, clears its SUSPECT state;
+     hunt, having measured host 3 healthy, clears its SUSPECT state, and
+     collbench-kube its node (condition False, label healthy, no taint);
   3. slows only the link between hosts 2 and 5 (an htb class of 200 Mbit/s
      with a u32 filter on the other's address, on both hosts' eth0): the
      pairwise hunt reports LINK_SUSPECT for that pair and no CONFIRMED_BAD;
@@ -54,6 +61,7 @@ import urllib.request
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from netns_hosts import (Cluster, Failure, Network, check_reachable, log,  # noqa: E402
                          rate_limit_host, run_test, sh)
+import kube_nodes  # noqa: E402
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "ui"))
 import cdp  # noqa: E402  (headless chromium over the DevTools protocol)
@@ -131,6 +139,21 @@ def http_get(url, token, timeout=10):
 
 class Test(Cluster):
     repetitions = REPETITIONS
+    kube = None
+
+    def kube_lab(self):
+        """The test API server and its nodes, or None (saying why) where
+        kubectl or PyYAML is missing."""
+        if shutil.which("kubectl") is None:
+            log("SKIP collbench-kube part: kubectl is not installed")
+            return None
+        try:
+            import yaml  # noqa: F401
+        except ImportError:
+            log("SKIP collbench-kube part: python3-yaml is not installed")
+            return None
+        self.kube = kube_nodes.KubeLab(self)
+        return self.kube
 
     def hunt(self, *argv, expect_rc=None):
         start = time.monotonic()
@@ -383,7 +406,15 @@ class Test(Cluster):
                            labels=lambda ns: {RACK_LABEL: rack_of(ns)})
         self.timed("workers registered", self.wait_for_workers)
         bad = self.timed("a slow node", self.bad_node)
+        kube = self.kube_lab()
+        if kube:
+            self.timed("collbench-kube degrades its node", kube_nodes.check_degraded_node, kube,
+                       bad, self.net.host_names())
         self.timed("a healthy hunt clears it", self.cleared_by_a_healthy_hunt, bad)
+        if kube:
+            self.timed("collbench-kube clears its node", kube_nodes.check_cleared_node, kube, bad)
+            kube.stop()
+            self.kube = None
         self.timed("a slow link", self.bad_link)
         self.timed("a slow rack uplink", self.bad_rack)
         clean = 1  # the hunt that cleared the node found no suspect
@@ -412,7 +443,8 @@ def main():
         return 77
     Test.repetitions = max(1, args.repetitions)
     return run_test(NETWORK, "hunts: a slow node, a slow link, nothing slowed", args.bin_dir,
-                    Test.main, make_cluster=Test, keep_logs=args.keep_logs)
+                    Test.main, make_cluster=Test, keep_logs=args.keep_logs,
+                    cleanups=[lambda cluster: cluster.kube and cluster.kube.stop()])
 
 
 if __name__ == "__main__":

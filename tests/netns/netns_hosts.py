@@ -486,7 +486,9 @@ class Cluster:
         of mpirun / mpiexec); `labels(ns)`, when given, the worker's
         --label KEY=VALUE flags."""
         for ns, address in self.net.hosts:
-            env = dict(os.environ, COLLBENCH_HOST_ID=ns)
+            # Its host id and its Kubernetes node (collbench-kube's) are the
+            # namespace's name.
+            env = dict(os.environ, COLLBENCH_HOST_ID=ns, NODE_NAME=ns)
             if path_prefix:
                 env["PATH"] = f"{path_prefix}:{env.get('PATH', '/usr/bin:/bin')}"
             # ip netns exec and unshare exec in place, and so does sh: the
