@@ -85,6 +85,7 @@ void NodeCache::Run() {
     watch.resource_version = version;
     watch.label_selector = options_.label_selector;
     watch.timeout_seconds = options_.watch_timeout_s;
+    watch.bookmarks = options_.bookmarks;
     ++watches_;
     const absl::Status ended = client_->Watch(kNodes, watch, [&](const Json& event) {
       Apply(event, &version);

@@ -26,6 +26,7 @@ namespace collbench::kube {
 struct NodeCacheOptions {
   std::string label_selector;  // only these nodes ("" all)
   int watch_timeout_s = 300;
+  bool bookmarks = true;  // ask for BOOKMARK events (the version moves on while nodes do not)
   absl::Duration backoff = absl::Seconds(1);
   absl::Duration max_backoff = absl::Seconds(30);
 };
