@@ -6,6 +6,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "common/log.h"
+#include "kube/worker_nodes.h"
 
 namespace collbench::kube {
 namespace {
@@ -113,6 +114,19 @@ void Controller::CreateEvents(const NodePlan& plan) {
   }
 }
 
+absl::Status Controller::VerifyWorkers(CoordinatorView* view) {
+  if (options_.worker_pods.empty()) return absl::OkStatus();
+  absl::StatusOr<Json> pods =
+      kube_->Get(absl::StrCat("/api/v1/namespaces/", options_.worker_namespace,
+                              "/pods?labelSelector=", EscapeQueryValue(options_.worker_pods)));
+  if (!pods.ok()) return pods.status();
+  for (const std::string& why : VerifyWorkerNodes(&view->workers, *pods)) {
+    absl::MutexLock lock(&mu_);
+    if (rejected_.insert(why).second) LogWarn("kube.worker", why);
+  }
+  return absl::OkStatus();
+}
+
 absl::StatusOr<NodePlan> Controller::Reconcile() {
   auto failed = [&](const absl::Status& status) {
     absl::MutexLock lock(&mu_);
@@ -122,6 +136,7 @@ absl::StatusOr<NodePlan> Controller::Reconcile() {
   };
   absl::StatusOr<CoordinatorView> view = coordinator_->Read();
   if (!view.ok()) return failed(view.status());
+  if (absl::Status verified = VerifyWorkers(&*view); !verified.ok()) return failed(verified);
   absl::StatusOr<std::map<std::string, Json>> nodes = Nodes();
   if (!nodes.ok()) return failed(nodes.status());
   const absl::Time now = clock_->Now();

@@ -42,6 +42,11 @@ class CoordinatorSource {
 struct ControllerOptions {
   PlanOptions plan;
   bool dry_run = false;
+  // The worker pods that vouch for workers' nodes (worker_nodes.h): a label
+  // selector and their namespace. Empty selector: workers are taken on
+  // their word (a lab, or a cluster whose workers are not pods).
+  std::string worker_pods;
+  std::string worker_namespace = "collbench";
 };
 
 struct ControllerStats {
@@ -78,6 +83,8 @@ class Controller {
   absl::Status Write(NodeChange change,
                      const std::function<std::optional<NodeChange>(const Json&)>& replan);
   void CreateEvents(const NodePlan& plan) ABSL_LOCKS_EXCLUDED(mu_);
+  // Leaves out of `view` the node claims no worker pod vouches for.
+  absl::Status VerifyWorkers(CoordinatorView* view) ABSL_LOCKS_EXCLUDED(mu_);
 
   KubeClient* const kube_;
   CoordinatorSource* const coordinator_;
@@ -87,6 +94,7 @@ class Controller {
   mutable absl::Mutex mu_;
   ControllerStats stats_ ABSL_GUARDED_BY(mu_);
   std::set<std::string> events_done_ ABSL_GUARDED_BY(mu_);  // created or found existing
+  std::set<std::string> rejected_ ABSL_GUARDED_BY(mu_);     // claims already logged
 };
 
 }  // namespace collbench::kube

@@ -69,6 +69,9 @@ struct Flags {
   int hunts = 20;
   std::string event_namespace = "default";
   std::string node_selector;
+  std::string worker_pods = "app.kubernetes.io/component=worker";
+  std::string worker_namespace;
+  bool trust_worker_node_names = false;
   std::string metrics_listen;
   bool once = false;
 };
@@ -150,6 +153,7 @@ int Serve(const Flags& flags) {
   options.plan.mark_testing = flags.mark_testing || flags.mark_testing_taint;
   options.plan.mark_testing_taint = flags.mark_testing_taint;
   options.plan.event_namespace = flags.event_namespace;
+  options.worker_pods = flags.trust_worker_node_names ? "" : flags.worker_pods;
   absl::StatusOr<double> fraction = Fraction(flags.breaker_fraction);
   if (!fraction.ok()) return Fail(std::string(fraction.status().message()));
   options.plan.breaker_fraction = *fraction;
@@ -166,6 +170,9 @@ int Serve(const Flags& flags) {
                                           ? InClusterConfig(flags.account_dir)
                                           : LoadKubeconfig(flags.kubeconfig, flags.context);
   if (!config.ok()) return Fail(std::string(config.status().message()));
+  options.worker_namespace = !flags.worker_namespace.empty()   ? flags.worker_namespace
+                             : !config->namespace_name.empty() ? config->namespace_name
+                                                               : "collbench";
   absl::StatusOr<std::string> token = ReadTokenFile("token-file", flags.token_file);
   if (!token.ok()) return Fail(std::string(token.status().message()));
   absl::StatusOr<ChannelSetup> channel = MakeChannelSetup(flags.tls);
@@ -274,6 +281,15 @@ int main(int argc, char** argv) {
                 "namespace of the Events it creates about nodes (default: default)");
   parser.String("node-selector", &flags.node_selector,
                 "only nodes with these labels (a label selector; default all)");
+  parser.String("worker-pods", &flags.worker_pods,
+                "the label selector of the worker DaemonSet's pods: a worker's verdicts reach "
+                "its node only where such a running pod on that node has the worker's address "
+                "(default app.kubernetes.io/component=worker)");
+  parser.String("worker-namespace", &flags.worker_namespace,
+                "their namespace (default: the kubeconfig context's or the pod's, else collbench)");
+  parser.Bool("trust-worker-node-names", &flags.trust_worker_node_names,
+              "take each worker's node name on its word, checking no pod (for workers that are "
+              "not pods); a compromised worker could then get any node marked");
   parser.String("metrics-listen", &flags.metrics_listen,
                 "serve Prometheus metrics on HOST:PORT at /metrics (default: none)");
   parser.Bool("once", &flags.once, "one pass, then exit (1 when it could not read its sources)");

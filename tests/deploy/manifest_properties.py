@@ -393,7 +393,8 @@ def check_kube_controller(docs, worker, features, what):
     """collbench-kube only where the component is: its own ServiceAccount
     (the only workload that mounts a Kubernetes token), a ClusterRole with
     nothing beyond nodes get/list/watch/patch, nodes/status patch and events
-    create (no Secret, no wildcard, no delete), bound to that account, the
+    create (no Secret, no wildcard, no delete), a Role that lists pods and
+    nothing else, bound to that account, the
     coordinator's read token from the Secret, hardened as the others. The
     worker DaemonSet tolerates the taints it sets, everywhere."""
     tolerated = {(t.get("key"), t.get("effect")) for t in pod_spec(worker).get("tolerations", [])}
@@ -403,7 +404,8 @@ def check_kube_controller(docs, worker, features, what):
     present = [d for d in docs if d["kind"] == "Deployment"
                and d["metadata"]["name"] == "collbench-kube"]
     if "kube-controller" not in features:
-        if present or any(d["kind"] in ("ClusterRole", "ClusterRoleBinding") for d in docs):
+        if present or any(d["kind"] in ("ClusterRole", "ClusterRoleBinding", "Role", "RoleBinding")
+                          for d in docs):
             raise Failure(f"{what}: collbench-kube or a ClusterRole without the kube-controller "
                           "component")
         return
@@ -428,6 +430,11 @@ def check_kube_controller(docs, worker, features, what):
                 if rule.get("apiGroups") != [""] or (resource, verb) not in allowed:
                     raise Failure(f"{what}: ClusterRole/collbench-kube grants {verb} on "
                                   f"{rule.get('apiGroups')} {resource}, more than it needs")
+    role = find(docs, "Role", "collbench-kube", what)
+    for rule in role.get("rules", []):
+        if rule.get("apiGroups") != [""] or rule.get("resources") != ["pods"] or \
+                rule.get("verbs") != ["list"]:
+            raise Failure(f"{what}: Role/collbench-kube grants {rule}, more than listing pods")
     binding = find(docs, "ClusterRoleBinding", "collbench-kube", what)
     subjects = binding.get("subjects", [])
     if binding["roleRef"].get("name") != "collbench-kube" or \

@@ -31,14 +31,18 @@ TAINT = "collbench.io/degraded"
 
 
 def shipped_rules():
-    """The ClusterRole of the component, as the test server's rules."""
+    """The ClusterRole and the Role of the component, as the test server's
+    rules (which know no namespaces: the Role's are granted everywhere)."""
     import yaml
+    rules = []
     with open(RBAC) as f:
         for doc in yaml.safe_load_all(f):
-            if doc and doc.get("kind") == "ClusterRole":
-                return [{k: rule[k] for k in ("apiGroups", "resources", "verbs")}
-                        for rule in doc["rules"]]
-    raise Failure(f"{RBAC}: no ClusterRole")
+            if doc and doc.get("kind") in ("ClusterRole", "Role"):
+                rules += [{k: rule[k] for k in ("apiGroups", "resources", "verbs")}
+                          for rule in doc["rules"]]
+    if not rules:
+        raise Failure(f"{RBAC}: no ClusterRole or Role")
+    return rules
 
 
 class KubeLab:
@@ -54,11 +58,24 @@ class KubeLab:
         with open(os.open(self.read_token_file, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600),
                   "w") as f:
             f.write(cluster.tokens["read"] + "\n")
-        for ns in cluster.net.host_names():
+        for ns, address in cluster.net.hosts:
             self.server.create({"apiVersion": "v1", "kind": "Node",
                                 "metadata": {"name": ns,
                                              "labels": {"kubernetes.io/hostname": ns}},
                                 "status": {"conditions": [{"type": "Ready", "status": "True"}]}})
+            # The worker's pod on it, with the worker's address: what vouches
+            # for the worker's node (kube/worker_nodes.h).
+            pod = f"collbench-worker-{ns}"
+            self.server.create({"apiVersion": "v1", "kind": "Pod",
+                                "metadata": {"name": pod, "namespace": "collbench",
+                                             "labels": {"app.kubernetes.io/component": "worker"}},
+                                "spec": {"nodeName": ns, "containers": [
+                                    {"name": "worker", "image": "collbench-worker"}]}})
+            code, answer = self.server.request(
+                "PATCH", f"/api/v1/namespaces/collbench/pods/{pod}/status",
+                {"status": {"phase": "Running", "podIP": address, "podIPs": [{"ip": address}]}})
+            if code != 200:
+                raise Failure(f"the pod of {ns}: {code} {answer}")
         log(f"test API server at {self.server.url} with {len(cluster.net.host_names())} nodes")
 
     def stop(self):
