@@ -118,15 +118,17 @@ def check_memory(docs, what):
                               f"({resources['limits']['memory']})")
 
 
-def check_hardening(docs, what):
+def check_hardening(docs, what, features=frozenset()):
     """Every workload: non-root, no privilege escalation, not privileged, a
     read-only root filesystem, and its token file read-only from its key of
     the tokens Secret."""
     for (kind, name), (flag, key) in WORKLOADS.items():
         doc = find(docs, kind, name, what)
         field = f"{what}: {kind}/{name}"
-        if pod_spec(doc).get("automountServiceAccountToken") is not False:
-            raise Failure(f"{field}: automountServiceAccountToken: false expected")
+        reads_nodes = kind == "DaemonSet" and "node-topology" in features
+        if pod_spec(doc).get("automountServiceAccountToken") is not (True if reads_nodes else False):
+            raise Failure(f"{field}: automountServiceAccountToken: {str(reads_nodes).lower()} "
+                          "expected")
         if pod_spec(doc).get("securityContext", {}).get("runAsNonRoot") is not True:
             raise Failure(f"{field}: securityContext.runAsNonRoot: true expected")
         security = container(doc).get("securityContext", {})
@@ -401,11 +403,9 @@ def check_kube_controller(docs, worker, features, what):
     for key in ("collbench.io/degraded", "collbench.io/testing"):
         if (key, "NoSchedule") not in tolerated:
             raise Failure(f"{what}: DaemonSet/collbench-worker does not tolerate {key}:NoSchedule")
-    present = [d for d in docs if d["kind"] == "Deployment"
-               and d["metadata"]["name"] == "collbench-kube"]
+    present = [d for d in docs if d["metadata"]["name"] == "collbench-kube"]
     if "kube-controller" not in features:
-        if present or any(d["kind"] in ("ClusterRole", "ClusterRoleBinding", "Role", "RoleBinding")
-                          for d in docs):
+        if present:
             raise Failure(f"{what}: collbench-kube or a ClusterRole without the kube-controller "
                           "component")
         return
@@ -444,11 +444,36 @@ def check_kube_controller(docs, worker, features, what):
                       f"{binding['roleRef']}")
 
 
+def check_node_topology(docs, worker, features, what):
+    """With node-topology (and only then) the workers read their node's
+    labels: --node-labels, their own ServiceAccount, whose ClusterRole
+    grants get on nodes and nothing else."""
+    field = f"{what}: DaemonSet/collbench-worker"
+    flags = flag_values(worker)
+    if "node-topology" not in features:
+        if "--node-labels" in flags or pod_spec(worker).get("serviceAccountName"):
+            raise Failure(f"{field}: --node-labels or a ServiceAccount without node-topology")
+        return
+    if not flags.get("--node-labels"):
+        raise Failure(f"{field}: no --node-labels")
+    if pod_spec(worker).get("serviceAccountName") != "collbench-worker":
+        raise Failure(f"{field}: serviceAccountName collbench-worker expected")
+    role = find(docs, "ClusterRole", "collbench-worker-node-reader", what)
+    if role.get("rules") != [{"apiGroups": [""], "resources": ["nodes"], "verbs": ["get"]}]:
+        raise Failure(f"{what}: ClusterRole/collbench-worker-node-reader grants {role.get('rules')}, "
+                      "more than get on nodes")
+    binding = find(docs, "ClusterRoleBinding", "collbench-worker-node-reader", what)
+    if [(s.get("kind"), s.get("name")) for s in binding.get("subjects", [])] != \
+            [("ServiceAccount", "collbench-worker")]:
+        raise Failure(f"{what}: ClusterRoleBinding/collbench-worker-node-reader binds "
+                      f"{binding.get('subjects')}")
+
+
 def check(docs, features, dashboards_dir, what):
     """All of the above for one rendering with the given features."""
     check_budgets(docs, what)
     check_memory(docs, what)
-    check_hardening(docs, what)
+    check_hardening(docs, what, features)
     worker = find(docs, "DaemonSet", "collbench-worker", what)
     check_launcher(docs, worker, what)
     check_worker_state(worker, what)
@@ -460,3 +485,4 @@ def check(docs, features, dashboards_dir, what):
     check_ingress(docs, features, what)
     check_dashboards(docs, features, dashboards_dir, what)
     check_kube_controller(docs, worker, features, what)
+    check_node_topology(docs, worker, features, what)

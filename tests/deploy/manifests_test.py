@@ -87,12 +87,13 @@ OVERLAYS = {
     "kube-controller": {"kube-controller"},
     "monitoring": {"monitoring"},
     "node-selection": {"node-selection"},
+    "node-topology": {"node-topology"},
     "rdma": {"gpu", "rdma"},
     "shared-ipc": set(),
     "tls": set(),
 }
 ALL_COMPONENTS = {"gpu", "gpu-multi", "ingress", "kube-controller", "monitoring", "node-selection",
-                  "rdma"}
+                  "node-topology", "rdma"}
 
 
 def run(argv, stdin=None, cwd=None, env=None):

@@ -8,42 +8,47 @@
 // launchers/NAME with a launcher token, serves no Exec, hosts no ranks, and
 // starts the runs that span workers, reaching every one of their workers
 // through the shim.
+#include <dirent.h>
 #include <grpcpp/ext/proto_server_reflection_plugin.h>
 #include <grpcpp/grpcpp.h>
 #include <grpcpp/health_check_service_interface.h>
-#include <dirent.h>
 #include <limits.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <cerrno>
 #include <csignal>
 #include <cstdio>
-#include <atomic>
 #include <map>
 #include <thread>
 #include <utility>
 
 #include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
-#include "absl/strings/strip.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
+#include "absl/strings/strip.h"
+#include "absl/time/clock.h"
+#include "common/clock.h"
 #include "common/flag_parser.h"
 #include "common/grpc_log.h"
+#include "common/host_port.h"
 #include "common/log.h"
-#include "common/progress_slot.h"
 #include "common/log_flags.h"
+#include "common/progress_slot.h"
 #include "common/tls_channel.h"
 #include "common/units.h"
-#include "common/host_port.h"
 #include "common/worker_labels.h"
 #include "flavors/registry.h"
-#include "absl/time/clock.h"
+#include "kube/kube_client.h"
+#include "kube/kube_config.h"
+#include "kube/node_labels.h"
+#include "worker/agent/agent_tls.h"
 #include "worker/agent/clean_env.h"
 #include "worker/agent/daemon_command.h"
-#include "worker/agent/agent_tls.h"
 #include "worker/agent/exec_service.h"
 #include "worker/agent/inventory.h"
 #include "worker/agent/launch_shim.h"
@@ -90,6 +95,8 @@ struct Flags {
   std::string progress_dir = "/dev/shm/collbench-progress-" + std::to_string(geteuid());
   std::map<std::string, std::string> labels;  // --label, validated when parsed
   std::string node_name;                      // --node-name; "" the environment's (inventory.h)
+  std::vector<std::string> node_labels;       // --node-labels: keys to copy from its Node
+  std::string kubeconfig;                     // --kubeconfig; "" in-cluster
   bool no_memory_probe = false;
   ClientTlsOptions tls;
   AgentTlsOptions agent_tls;
@@ -129,6 +136,40 @@ std::string FromPath(const std::string& name) {
 
 // --label link-rate=RATE: the operator's word for this worker's link
 // (a rate sysfs does not know, or a shaped one), ahead of what sysfs says.
+// --node-labels: the named labels of this worker's Node, read once with the
+// pod's service account (or --kubeconfig), as labels of its own where
+// --label did not set them. A failure is logged and the worker goes on
+// without them (a hunt then takes its host for a rack of its own).
+void AddNodeLabels(const Flags& flags, v1::Inventory* inventory) {
+  if (flags.node_labels.empty()) return;
+  auto warn = [](const std::string& why) {
+    LogWarn("worker.node_labels", absl::StrCat("--node-labels: ", why, "; going on without them"));
+  };
+  if (inventory->node_name().empty()) {
+    return warn("no node name (--node-name, or NODE_NAME from the downward API)");
+  }
+  absl::StatusOr<kube::KubeConfig> config =
+      flags.kubeconfig.empty() ? kube::InClusterConfig() : kube::LoadKubeconfig(flags.kubeconfig);
+  if (!config.ok()) return warn(std::string(config.status().message()));
+  kube::KubeClient client(*config, kube::KubeClientOptions{0, 1}, RealClock());
+  absl::StatusOr<std::map<std::string, std::string>> labels =
+      kube::NodeLabels(client, inventory->node_name(), flags.node_labels);
+  if (!labels.ok()) return warn(std::string(labels.status().message()));
+  std::vector<std::string> taken;
+  for (const auto& [key, value] : *labels) {
+    if (flags.labels.count(key)) continue;  // --label says otherwise
+    if (absl::Status valid = ValidateWorkerLabel(key, value); !valid.ok()) {
+      warn(std::string(valid.message()));
+      continue;
+    }
+    (*inventory->mutable_labels())[key] = value;
+    taken.push_back(absl::StrCat(key, "=", value));
+  }
+  LogInfo("worker.node_labels",
+          absl::StrCat("from node ", inventory->node_name(), ": ",
+                       taken.empty() ? "none of the labels named" : absl::StrJoin(taken, ",")));
+}
+
 void AddDeclaredLinkRate(const std::map<std::string, std::string>& labels,
                          v1::Inventory* inventory) {
   const auto declared = labels.find(std::string(kLinkRateLabel));
@@ -335,6 +376,7 @@ int Serve(const Flags& flags) {
   }
   for (const auto& [key, value] : flags.labels) (*inventory->mutable_labels())[key] = value;
   if (!flags.node_name.empty()) inventory->set_node_name(flags.node_name);
+  AddNodeLabels(flags, &*inventory);
   AddDeclaredLinkRate(flags.labels, &*inventory);
   if (!flags.no_memory_probe && !flags.launcher) ProbeMemory(&*inventory);
   WorkerAgentOptions options;
@@ -495,6 +537,23 @@ int main(int argc, char** argv) {
       " topology hunts (collbench.io/rack=r07); repeatable. Keys: lower-case letters, digits,"
       " '.', '_', '-', optionally after a DNS prefix and '/'; values: letters, digits, '.', '_',"
       " '-'");
+  parser.Custom(
+      "node-labels", "K1,K2,...",
+      [&flags](absl::string_view text) -> absl::Status {
+        for (absl::string_view key : absl::StrSplit(text, ',', absl::SkipWhitespace())) {
+          key = absl::StripAsciiWhitespace(key);
+          if (absl::Status valid = collbench::ValidateWorkerLabel(key, "x"); !valid.ok()) {
+            return absl::InvalidArgumentError(absl::StrCat("--node-labels: ", valid.message()));
+          }
+          flags.node_labels.emplace_back(key);
+        }
+        return absl::OkStatus();
+      },
+      "copy these labels of the worker's Kubernetes node (read once at start with the pod's"
+      " service account, or --kubeconfig) into its own labels, e.g. its rack and zone for"
+      " topology hunts; --label wins over a node's label");
+  parser.String("kubeconfig", &flags.kubeconfig,
+                "--node-labels outside a pod: the kubeconfig to read the node with");
   parser.String("node-name", &flags.node_name,
                 "the Kubernetes node this worker runs on, where collbench-kube writes its"
                 " verdicts (default: NODE_NAME or KUBERNETES_NODE_NAME, as the downward API"

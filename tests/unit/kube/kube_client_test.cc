@@ -27,6 +27,7 @@
 #include "gtest/gtest.h"
 #include "kube/kube_config.h"
 #include "kube/node_cache.h"
+#include "kube/node_labels.h"
 
 namespace collbench::kube {
 namespace {
@@ -235,6 +236,22 @@ TEST_F(KubeClientTest, TheNodeCacheListsAgainAfterA410AndKeepsFollowing) {
   cache.Stop();
   admin_->Stop();
   run.join();
+}
+
+TEST_F(KubeClientTest, ANodesLabelsNamedAreReadForItsWorker) {
+  Json node = NodeObject("n1");
+  node["metadata"]["labels"] = {{"collbench.io/rack", "r7"},
+                                {"topology.kubernetes.io/zone", "z1"},
+                                {"kubernetes.io/hostname", "n1"}};
+  ASSERT_TRUE(admin_->Create("/api/v1/nodes", node).ok());
+  absl::StatusOr<std::map<std::string, std::string>> labels = NodeLabels(
+      *admin_, "n1",
+      {"collbench.io/rack", "topology.kubernetes.io/zone", "network.topology.nvidia.com/leaf"});
+  ASSERT_TRUE(labels.ok()) << labels.status();
+  EXPECT_EQ(*labels, (std::map<std::string, std::string>{{"collbench.io/rack", "r7"},
+                                                         {"topology.kubernetes.io/zone", "z1"}}));
+  EXPECT_EQ(NodeLabels(*admin_, "n2", {"collbench.io/rack"}).status().code(),
+            absl::StatusCode::kNotFound);
 }
 
 TEST_F(KubeClientTest, TheRateLimitSpacesRequestsAfterTheBurst) {
