@@ -12,10 +12,12 @@ Used by hunt_test.py, whose hunts make the verdicts."""
 import json
 import os
 import shutil
+import socket
 import subprocess
 import sys
 import tempfile
 import time
+import urllib.request
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "kube"))
@@ -43,6 +45,25 @@ def shipped_rules():
     if not rules:
         raise Failure(f"{RBAC}: no ClusterRole or Role")
     return rules
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def metric(port, name):
+    """A metric's value from the controller's /metrics, or None."""
+    try:
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=5) as response:
+            text = response.read().decode()
+    except OSError:
+        return None
+    for line in text.splitlines():
+        if line.startswith(name + " ") or line.startswith(name + "{"):
+            return float(line.rsplit(" ", 1)[1])
+    return None
 
 
 class KubeLab:
@@ -149,7 +170,8 @@ class KubeLab:
 
 def check_degraded_node(lab, bad, names):
     """After a hunt confirmed `bad`: --dry-run changes nothing; a breaker
-    with a share below one node withholds the quarantine and says so; the
+    with a share below one node withholds the quarantine and says so (the
+    condition, an Event, the log, the metric); the
     controller (watching, --taint) sets exactly that node's condition,
     label and taint, and the others healthy. (Its relist after a 410 is
     tests/unit/kube's.)"""
@@ -164,16 +186,31 @@ def check_degraded_node(lab, bad, names):
             raise Failure(f"--dry-run changed node {name}: {lab.node(name)}")
     log(f"--dry-run: no write, the change of {bad} logged")
 
-    lab.once("--taint", "--breaker-fraction", "0.1")
-    condition, label, taint = lab.node(bad)
-    if not condition or condition["status"] != "True" or "circuit breaker" not in \
-            condition["message"] or label or taint:
-        raise Failure(f"with the breaker at 0.1 of 6 nodes, {bad} is {condition}, {label}, {taint}")
+    # A breaker whose share is below one node: the quarantine is withheld,
+    # and the condition, an Event, the log and the metric say so.
+    port = free_port()
+    lab.start_controller("--taint", "--breaker-fraction", "0.1", "--metrics-listen",
+                         f"127.0.0.1:{port}")
+
+    def withheld():
+        condition, label, taint = lab.node(bad)
+        ok = condition and condition["status"] == "True" and \
+            "circuit breaker" in condition["message"] and not label and not taint
+        return True if ok else (condition, label, taint)
+    lab.wait_for(f"the breaker withholding {bad}'s quarantine", withheld)
+    lab.wait_for("collbench_kube_circuit_breaker_open 1",
+                 lambda: metric(port, "collbench_kube_circuit_breaker_open") == 1 or
+                 metric(port, "collbench_kube_circuit_breaker_open"))
     if not lab.events("QuarantineWithheld"):
         raise Failure("no QuarantineWithheld Event")
-    log(f"the circuit breaker withheld the quarantine of {bad}: {condition['message']}")
+    lab.stop_controller()
+    with open(os.path.join(lab.cluster.workdir, "collbench-kube.log")) as f:
+        if "circuit breaker open" not in f.read():
+            raise Failure("the controller's log does not say the breaker is open")
+    log(f"the circuit breaker withheld the quarantine of {bad} (metric, Event, log): "
+        f"{lab.node(bad)[0]['message']}")
 
-    lab.start_controller("--taint")
+    lab.start_controller("--taint", "--metrics-listen", f"127.0.0.1:{port}")
 
     def degraded():
         seen = {name: lab.node(name) for name in names}
@@ -191,6 +228,10 @@ def check_degraded_node(lab, bad, names):
         raise Failure("no ConfirmedBad Event")
     log(f"kubectl: {bad} CollectivePerformanceDegraded=True ({condition['message']}), "
         f"{HEALTH}=degraded, tainted; the others healthy")
+    if metric(port, "collbench_kube_circuit_breaker_open") != 0 or \
+            not metric(port, "collbench_kube_node_patches"):
+        raise Failure(f"metrics: breaker {metric(port, 'collbench_kube_circuit_breaker_open')}, "
+                      f"patches {metric(port, 'collbench_kube_node_patches')}")
     watches = lab.server.audit(user=CONTROLLER_USER, verb="watch", resource="nodes")
     if not watches:
         raise Failure("the controller did not watch the nodes")
