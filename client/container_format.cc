@@ -79,6 +79,7 @@ std::string FormatWorkerDetail(const v1::Worker& worker) {
   const std::map<std::string, std::string> labels(inv.labels().begin(), inv.labels().end());
   absl::StrAppendFormat(&out, "    labels %s\n",
                         labels.empty() ? "-" : FormatWorkerLabels(labels));
+  if (!inv.node_name().empty()) absl::StrAppendFormat(&out, "    node %s\n", inv.node_name());
   return out;
 }
 

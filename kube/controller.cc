@@ -82,6 +82,16 @@ absl::Status Controller::Write(
 }
 
 void Controller::CreateEvents(const NodePlan& plan) {
+  {
+    // Only the names this plan still makes are remembered: the set stays
+    // as small as the hunts a pass reads.
+    std::set<std::string> planned;
+    for (const Json& event : plan.events) planned.insert(event["metadata"].value("name", ""));
+    absl::MutexLock lock(&mu_);
+    for (auto it = events_done_.begin(); it != events_done_.end();) {
+      it = planned.count(*it) ? std::next(it) : events_done_.erase(it);
+    }
+  }
   for (const Json& event : plan.events) {
     const std::string name = event["metadata"].value("name", "");
     {

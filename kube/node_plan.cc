@@ -177,6 +177,17 @@ void SetTaint(Json* taints, const std::string& key, bool present) {
   *taints = std::move(out);
 }
 
+// Whether `hunt` names a worker of `node` as a suspect (a node's own
+// verdict: a rack's lists its workers as peers and is not one).
+bool NamedSuspect(const v1::Workflow& hunt, const std::map<std::string, std::string>& node_of,
+                  const std::string& node) {
+  for (const v1::HuntSuspect& s : hunt.output().hunt().suspects()) {
+    auto it = node_of.find(s.worker());
+    if (it != node_of.end() && it->second == node) return true;
+  }
+  return false;
+}
+
 }  // namespace
 
 NodePlan PlanNodes(const CoordinatorView& view, const std::map<std::string, Json>& nodes,
@@ -273,6 +284,11 @@ NodePlan PlanNodes(const CoordinatorView& view, const std::map<std::string, Json
         }
       }
       condition = Condition(s, true, "ConfirmedBad", message, now);
+    } else if (verdict.measured_by != nullptr &&
+               NamedSuspect(*verdict.measured_by, node_of, node)) {
+      // The newest hunt that measured it named it a suspect without a
+      // quarantine (--no-quarantine, INCONCLUSIVE): its Event says so; the
+      // node is left as it is.
     } else if (verdict.measured_by != nullptr || !s.condition.is_null()) {
       const bool measured = verdict.measured_by != nullptr;
       const std::string message =

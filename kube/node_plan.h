@@ -12,11 +12,15 @@
 //             hunt's evidence, the hunt and the time), label
 //             collbench.io/health=degraded and, with `taint`, the taint
 //             collbench.io/degraded:NoSchedule;
-//   healthy   no worker of it is SUSPECT, and a hunt measured it healthy
-//             since, or it carries the condition True from before (cleared
-//             by a later hunt or by hand): condition False (reason Healthy or
-//             Cleared), label collbench.io/health=healthy, and the taint
-//             collbench set removed;
+//   healthy   no worker of it is SUSPECT, and the newest hunt that measured
+//             it named none of its workers a suspect, or it carries the
+//             condition True from before (cleared by a later hunt or by
+//             hand): condition False (reason Healthy or Cleared), label
+//             collbench.io/health=healthy, and the taint collbench set
+//             removed;
+//   named     that newest hunt named a worker of it a suspect without a
+//             quarantine (CONFIRMED_BAD under no_quarantine, LINK_SUSPECT,
+//             INCONCLUSIVE): its Event says so, the node is left as it is;
 //   unknown   never measured: left as it is.
 // A taint collbench set is noted in the annotation collbench.io/quarantine
 // (the hunt it was set for and when). A node whose annotation names the

@@ -136,9 +136,16 @@ def live_token_file(c):
     return poll("the run's token file", find, 30, 0.1)
 
 
+LONG_RUN_ITERS = 400000
+
+
 def start_long_run(c):
+    """A run that lasts until the test cancels it: 400,000 iterations of 1
+    MiB (4,000 took under a second on a fast machine, and the run ended
+    before the test was done with it; a time budget stops early once the
+    median is known)."""
     return c.create_run("allreduce", "--ranks", 2, "--placement", "spread", "--sizes", "1M",
-                        "-n", 4000, "-w", 2, "--transport", "tcp")
+                        "-n", LONG_RUN_ITERS, "-w", 2, "--transport", "tcp")
 
 
 def case_exec_non_daemon(c):
@@ -203,7 +210,7 @@ def case_tokens_in_processes(c):
     c.wait_workers_ready(["w1", "w2"])
     for mpi in ("openmpi", "mpich"):
         run = c.create_run("allreduce", "--ranks", 2, "--placement", "spread", "--sizes", "1M",
-                           "-n", 4000, "-w", 2, "--transport", "tcp", "--mpi", mpi)
+                           "-n", LONG_RUN_ITERS, "-w", 2, "--transport", "tcp", "--mpi", mpi)
         token_file = live_token_file(c)
         with open(token_file) as f:
             run_token = f.read().strip()

@@ -297,6 +297,30 @@ TEST(NodePlanTest, NodesOfAHuntsActiveRunsAreMarkedWhileItRunsAndUnmarkedAfter) 
   EXPECT_TRUE(PlanNodes(c.view, c.nodes, options, kNow).changes.empty());
 }
 
+TEST(NodePlanTest, ANodeTheNewestHuntNamedWithoutAQuarantineIsNotCalledHealthy) {
+  Cluster c(3);
+  // A report-only hunt confirmed w1 bad (no SUSPECT), and found w2's link
+  // suspect: their nodes are not marked healthy; w0's is.
+  c.view.hunts.push_back(
+      Hunt("workflows/hunt-1", {"workers/w0", "workers/w1", "workers/w2"},
+           {{"workers/w1", "CONFIRMED_BAD", {}}, {"workers/w2", "LINK_SUSPECT", {"workers/w0"}}}));
+  const NodePlan plan = PlanNodes(c.view, c.nodes, Tainting(), kNow);
+  c.Apply(plan);
+  EXPECT_TRUE(ConditionOf(c.nodes["node1"]).is_null());
+  EXPECT_TRUE(ConditionOf(c.nodes["node2"]).is_null());
+  EXPECT_EQ(LabelOf(c.nodes["node0"], kHealthLabel), "healthy");
+  EXPECT_EQ(plan.events.size(), 3u);  // node1; node2 and node0 for the link
+}
+
+// A node name is the worker's word: one that is no node (a path, say)
+// reaches no request.
+TEST(NodePlanTest, ANodeNameThatIsNoNodeOfTheClusterChangesNothing) {
+  Cluster c(2);
+  c.view.workers.push_back(Worker("evil", "../../namespaces/kube-system/secrets/x"));
+  Quarantine(&c.view.workers.back(), "workflows/hunt-1");
+  EXPECT_TRUE(PlanNodes(c.view, c.nodes, Tainting(), kNow).changes.empty());
+}
+
 TEST(NodePlanTest, WorkersOfNoKnownNodeAndNodesOfNoWorkerAreLeftAlone) {
   Cluster c(2);
   c.nodes["node9"] = Node("node9");  // no worker
