@@ -6,6 +6,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "common/log.h"
+#include "kube/json_fields.h"
 #include "kube/worker_nodes.h"
 
 namespace collbench::kube {
@@ -41,8 +42,8 @@ absl::StatusOr<std::map<std::string, Json>> Controller::Nodes() {
   absl::StatusOr<Json> list = kube_->Get("/api/v1/nodes");
   if (!list.ok()) return list.status();
   std::map<std::string, Json> nodes;
-  for (const Json& node : list->value("items", Json::array())) {
-    nodes[node["metadata"].value("name", "")] = node;
+  for (const Json& node : ArrayOf(*list, "items")) {
+    nodes[NameOf(node)] = node;
   }
   return nodes;
 }
@@ -86,23 +87,22 @@ void Controller::CreateEvents(const NodePlan& plan) {
     // Only the names this plan still makes are remembered: the set stays
     // as small as the hunts a pass reads.
     std::set<std::string> planned;
-    for (const Json& event : plan.events) planned.insert(event["metadata"].value("name", ""));
+    for (const Json& event : plan.events) planned.insert(NameOf(event));
     absl::MutexLock lock(&mu_);
     for (auto it = events_done_.begin(); it != events_done_.end();) {
       it = planned.count(*it) ? std::next(it) : events_done_.erase(it);
     }
   }
   for (const Json& event : plan.events) {
-    const std::string name = event["metadata"].value("name", "");
+    const std::string name = NameOf(event);
     {
       absl::MutexLock lock(&mu_);
       if (events_done_.count(name)) continue;
     }
     if (options_.dry_run) {
-      LogInfo("kube.dry_run",
-              absl::StrCat("would create Event ", name, " on node ",
-                           event["involvedObject"].value("name", ""), ": ",
-                           event.value("reason", ""), ": ", event.value("message", "")));
+      LogInfo("kube.dry_run", absl::StrCat("would create Event ", name, " on node ",
+                                           Text(Field(event, "involvedObject"), "name"), ": ",
+                                           Text(event, "reason"), ": ", Text(event, "message")));
       absl::MutexLock lock(&mu_);
       events_done_.insert(name);
       ++stats_.dry_run_changes;

@@ -11,6 +11,7 @@
 #include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/strip.h"
+#include "kube/json_fields.h"
 
 namespace collbench::kube {
 namespace {
@@ -98,9 +99,9 @@ absl::Status StatusFromHttp(const std::string& method, const std::string& path, 
   if (code >= 200 && code < 300) return absl::OkStatus();
   std::string reason, message;
   const Json status = Json::parse(body, nullptr, /*allow_exceptions=*/false);
-  if (status.is_object() && status.value("kind", "") == "Status") {
-    reason = status.value("reason", "");
-    message = status.value("message", "");
+  if (Text(status, "kind") == "Status") {
+    reason = Text(status, "reason");
+    message = Text(status, "message");
   }
   if (message.empty()) message = std::string(absl::StripAsciiWhitespace(body.substr(0, 200)));
   return absl::Status(CodeOf(code, reason),
@@ -292,9 +293,10 @@ absl::Status KubeClient::Watch(const std::string& path, const WatchOptions& opti
         error_body += line;  // a non-watch answer (an error's Status)
         continue;
       }
-      if (event["type"] == "ERROR") {
-        const Json& status = event.value("object", Json::object());
-        const long code = status.value("code", 500L);
+      if (Text(event, "type") == "ERROR") {
+        const Json& status = Field(event, "object");
+        const Json& code_field = Field(status, "code");
+        const long code = code_field.is_number_integer() ? code_field.get<long>() : 500L;
         failed = StatusFromHttp("WATCH", path, code, status.dump());
         return false;
       }

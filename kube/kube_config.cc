@@ -136,8 +136,13 @@ absl::StatusOr<KubeConfig> FromYaml(const std::string& path, const YAML::Node& r
 absl::StatusOr<KubeConfig> LoadKubeconfig(const std::string& path, const std::string& context) {
   absl::StatusOr<std::string> text = ReadFile(path, "--kubeconfig");
   if (!text.ok()) return text.status();
+  return ParseKubeconfig(*text, path, context);
+}
+
+absl::StatusOr<KubeConfig> ParseKubeconfig(const std::string& text, const std::string& path,
+                                           const std::string& context) {
   try {
-    return FromYaml(path, YAML::Load(*text), context);
+    return FromYaml(path, YAML::Load(text), context);
   } catch (const YAML::Exception& e) {
     return absl::InvalidArgumentError(absl::StrCat(path, ": not a kubeconfig: ", e.what()));
   }

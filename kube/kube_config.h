@@ -44,6 +44,11 @@ struct KubeConfig {
 // not there.
 absl::StatusOr<KubeConfig> LoadKubeconfig(const std::string& path, const std::string& context = "");
 
+// The same from the file's text; `path` names it in errors and is where
+// relative file names start.
+absl::StatusOr<KubeConfig> ParseKubeconfig(const std::string& text, const std::string& path,
+                                           const std::string& context = "");
+
 // The pod's service account. `getenv` reads the environment (a test gives
 // its own). FailedPrecondition when not in a pod (no KUBERNETES_SERVICE_HOST
 // or no token), naming what is missing.

@@ -6,15 +6,12 @@
 
 #include "absl/strings/str_cat.h"
 #include "common/log.h"
+#include "kube/json_fields.h"
 
 namespace collbench::kube {
 namespace {
 
 constexpr char kNodes[] = "/api/v1/nodes";
-
-std::string NameOf(const Json& object) {
-  return object.value("metadata", Json::object()).value("name", "");
-}
 
 }  // namespace
 
@@ -35,20 +32,20 @@ absl::StatusOr<std::string> NodeCache::List() {
   absl::StatusOr<Json> list = client_->Get(path);
   if (!list.ok()) return list.status();
   std::map<std::string, Json> nodes;
-  for (const Json& node : list->value("items", Json::array())) nodes[NameOf(node)] = node;
+  for (const Json& node : ArrayOf(*list, "items")) nodes[NameOf(node)] = node;
   {
     absl::MutexLock lock(&mu_);
     nodes_ = std::move(nodes);
   }
   ++lists_;
   synced_ = true;
-  return list->value("metadata", Json::object()).value("resourceVersion", "");
+  return ResourceVersionOf(*list);
 }
 
 bool NodeCache::Apply(const Json& event, std::string* resource_version) {
-  const std::string type = event.value("type", "");
-  const Json& object = event.value("object", Json::object());
-  const std::string version = object.value("metadata", Json::object()).value("resourceVersion", "");
+  const std::string type = Text(event, "type");
+  const Json& object = Field(event, "object");
+  const std::string version = ResourceVersionOf(object);
   if (!version.empty()) *resource_version = version;
   if (type == "BOOKMARK") return true;
   const std::string name = NameOf(object);

@@ -10,6 +10,7 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/strip.h"
 #include "absl/time/time.h"
+#include "kube/json_fields.h"
 
 namespace collbench::kube {
 namespace {
@@ -47,28 +48,27 @@ struct NodeState {
   }
   bool HasTaint(const std::string& key) const {
     return std::any_of(taints.begin(), taints.end(),
-                       [&](const Json& t) { return t.value("key", "") == key; });
+                       [&](const Json& t) { return Text(t, "key") == key; });
   }
 };
 
 NodeState StateOf(const Json& node) {
   NodeState s;
   s.object = &node;
-  const Json& metadata = node.value("metadata", Json::object());
+  const Json& metadata = Field(node, "metadata");
   for (const char* field : {"labels", "annotations"}) {
-    if (!metadata.contains(field) || !metadata[field].is_object()) continue;
+    const Json& map = Field(metadata, field);
+    if (!map.is_object()) continue;
     auto& out = std::string(field) == "labels" ? s.labels : s.annotations;
-    for (const auto& [key, value] : metadata[field].items()) {
+    for (const auto& [key, value] : map.items()) {
       if (value.is_string()) out[key] = value.get<std::string>();
     }
   }
-  const Json& spec = node.value("spec", Json::object());
-  if (spec.contains("taints") && spec["taints"].is_array()) s.taints = spec["taints"];
-  const Json& status = node.value("status", Json::object());
-  if (status.contains("conditions") && status["conditions"].is_array()) {
-    for (const Json& c : status["conditions"]) {
-      if (c.value("type", "") == kConditionType) s.condition = c;
-    }
+  for (const Json& taint : ArrayOf(Field(node, "spec"), "taints")) {
+    if (taint.is_object()) s.taints.push_back(taint);
+  }
+  for (const Json& c : ArrayOf(Field(node, "status"), "conditions")) {
+    if (Text(c, "type") == kConditionType) s.condition = c;
   }
   return s;
 }
@@ -85,9 +85,11 @@ Quarantine QuarantineOf(const NodeState& s) {
   if (it == s.annotations.end()) return q;
   const Json value = Json::parse(it->second, nullptr, /*allow_exceptions=*/false);
   if (!value.is_object()) return q;
-  q.hunt = value.value("hunt", "");
+  q.hunt = Text(value, "hunt");
   std::string error;
-  absl::ParseTime(absl::RFC3339_full, value.value("time", ""), &q.time, &error);
+  if (!absl::ParseTime(absl::RFC3339_full, Text(value, "time"), &q.time, &error)) {
+    q.time = absl::InfinitePast();
+  }
   return q;
 }
 
@@ -107,8 +109,10 @@ Json Condition(const NodeState& s, bool degraded, const std::string& reason,
                const std::string& message, absl::Time now) {
   const std::string status = degraded ? "True" : "False";
   std::string transition = Rfc3339(now);
-  if (!s.condition.is_null() && s.condition.value("status", "") == status) {
-    transition = s.condition.value("lastTransitionTime", transition);
+  if (Text(s.condition, "status") == status) {
+    if (const std::string kept = Text(s.condition, "lastTransitionTime"); !kept.empty()) {
+      transition = kept;
+    }
   }
   return Json{{"type", kConditionType},
               {"status", status},
@@ -121,7 +125,7 @@ Json Condition(const NodeState& s, bool degraded, const std::string& reason,
 bool SameCondition(const Json& current, const Json& wanted) {
   if (current.is_null()) return false;
   for (const char* field : {"status", "reason", "message"}) {
-    if (current.value(field, "") != wanted.value(field, "")) return false;
+    if (Text(current, field) != Text(wanted, field)) return false;
   }
   return true;
 }
@@ -129,7 +133,7 @@ bool SameCondition(const Json& current, const Json& wanted) {
 Json Event(const PlanOptions& options, const NodeState& s, const std::string& node,
            const std::string& key, const std::string& type, const std::string& reason,
            const std::string& message, absl::Time now) {
-  const Json& metadata = s.object->value("metadata", Json::object());
+  const Json& metadata = Field(*s.object, "metadata");
   return Json{{"apiVersion", "v1"},
               {"kind", "Event"},
               {"metadata",
@@ -139,7 +143,7 @@ Json Event(const PlanOptions& options, const NodeState& s, const std::string& no
                {{"apiVersion", "v1"},
                 {"kind", "Node"},
                 {"name", node},
-                {"uid", metadata.value("uid", node)}}},
+                {"uid", Text(metadata, "uid").empty() ? node : Text(metadata, "uid")}}},
               {"type", type},
               {"reason", reason},
               {"message", message.substr(0, 1024)},
@@ -171,7 +175,7 @@ std::string Short(const std::string& name) {
 void SetTaint(Json* taints, const std::string& key, bool present) {
   Json out = Json::array();
   for (const Json& t : *taints) {
-    if (t.value("key", "") != key) out.push_back(t);
+    if (Text(t, "key") != key) out.push_back(t);
   }
   if (present) out.push_back(Json{{"key", key}, {"effect", "NoSchedule"}});
   *taints = std::move(out);
@@ -241,8 +245,7 @@ NodePlan PlanNodes(const CoordinatorView& view, const std::map<std::string, Json
     }
     NodeChange change;
     change.node = node;
-    change.resource_version =
-        s.object->value("metadata", Json::object()).value("resourceVersion", "");
+    change.resource_version = ResourceVersionOf(*s.object);
     Json taints = s.taints;
     const Quarantine quarantine = QuarantineOf(s);
     std::optional<Json> condition;
@@ -304,8 +307,8 @@ NodePlan PlanNodes(const CoordinatorView& view, const std::map<std::string, Json
     }
     if (condition && !SameCondition(s.condition, *condition)) {
       change.why.push_back(absl::StrCat("condition ", kConditionType, "=",
-                                        (*condition)["status"].get<std::string>(), " (",
-                                        (*condition)["reason"].get<std::string>(), ")"));
+                                        Text(*condition, "status"), " (",
+                                        Text(*condition, "reason"), ")"));
       change.condition = *condition;
     }
     // Testing marks.

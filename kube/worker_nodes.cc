@@ -7,6 +7,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "common/host_port.h"
+#include "kube/json_fields.h"
 
 namespace collbench::kube {
 namespace {
@@ -16,14 +17,14 @@ using Json = nlohmann::json;
 // Each running pod's IPs, and its node.
 std::map<std::string, std::string> NodesByPodIp(const Json& pods) {
   std::map<std::string, std::string> out;
-  for (const Json& pod : pods.value("items", Json::array())) {
-    const Json& status = pod.value("status", Json::object());
-    const std::string node = pod.value("spec", Json::object()).value("nodeName", "");
-    if (node.empty() || status.value("phase", "") != "Running") continue;
+  for (const Json& pod : ArrayOf(pods, "items")) {
+    const Json& status = Field(pod, "status");
+    const std::string node = Text(Field(pod, "spec"), "nodeName");
+    if (node.empty() || Text(status, "phase") != "Running") continue;
     std::set<std::string> ips;
-    if (const std::string ip = status.value("podIP", ""); !ip.empty()) ips.insert(ip);
-    for (const Json& entry : status.value("podIPs", Json::array())) {
-      if (entry.is_object() && !entry.value("ip", "").empty()) ips.insert(entry.value("ip", ""));
+    if (const std::string ip = Text(status, "podIP"); !ip.empty()) ips.insert(ip);
+    for (const Json& entry : ArrayOf(status, "podIPs")) {
+      if (const std::string ip = Text(entry, "ip"); !ip.empty()) ips.insert(ip);
     }
     for (const std::string& ip : ips) out.emplace(ip, node);
   }
