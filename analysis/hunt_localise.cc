@@ -18,18 +18,6 @@ constexpr double kMinSpread = 0.02;
 // What a non-positive value counts as, so its logarithm is finite.
 constexpr double kTiny = 1e-300;
 
-double Median(std::vector<double> values) {
-  if (values.empty()) return 0;
-  const size_t mid = values.size() / 2;
-  std::nth_element(values.begin(), values.begin() + mid, values.end());
-  const double upper = values[mid];
-  if (values.size() % 2 == 1) return upper;
-  const double lower = *std::max_element(values.begin(), values.begin() + mid);
-  return (lower + upper) / 2;
-}
-
-constexpr char kTopologyKey[] = "topology";
-
 bool TopologyPhase(absl::string_view phase) {
   return phase == "within" || phase == "across" || phase == "random";
 }
@@ -38,7 +26,7 @@ bool TopologyPhase(absl::string_view phase) {
 // of its size (an all-reduce over 3 is not one over 4), and a topology
 // hunt's passes together.
 std::string PhaseKey(const v1::HuntMeasurement& m) {
-  if (TopologyPhase(m.phase())) return kTopologyKey;
+  if (TopologyPhase(m.phase())) return kTopologyCentre;
   return m.phase() == "groups" ? absl::StrCat(m.phase(), "/", m.workers_size()) : m.phase();
 }
 
@@ -202,6 +190,16 @@ std::vector<v1::HuntSuspect> ClassifyLink(const std::string& a, const std::strin
 
 }  // namespace
 
+double Median(std::vector<double> values) {
+  if (values.empty()) return 0;
+  const size_t mid = values.size() / 2;
+  std::nth_element(values.begin(), values.begin() + mid, values.end());
+  const double upper = values[mid];
+  if (values.size() % 2 == 1) return upper;
+  const double lower = *std::max_element(values.begin(), values.begin() + mid);
+  return (lower + upper) / 2;
+}
+
 bool SurveyPairPhase(absl::string_view phase) {
   return phase == "pairwise" || TopologyPhase(phase);
 }
@@ -262,7 +260,7 @@ std::map<std::string, RobustCentre> Centres(const std::vector<v1::HuntMeasuremen
   std::map<std::string, RobustCentre> centres;
   for (auto& [phase, values] : all) {
     std::vector<double>& kept = clean[phase];
-    if (phase == kTopologyKey && within.size() >= 3) {
+    if (phase == kTopologyCentre && within.size() >= 3) {
       centres[phase] = RobustCentreOf(within_clean.size() >= 3 ? within_clean : within);
       continue;
     }

@@ -56,6 +56,13 @@ struct HuntThresholds {
 // pairwise, and a topology hunt's passes within, across and random.
 bool SurveyPairPhase(absl::string_view phase);
 
+// The key of a topology hunt's passes' shared centre in SurveyScore.centres.
+inline constexpr char kTopologyCentre[] = "topology";
+
+// The median of `values` (any order; the mean of the middle two when
+// their count is even); 0 when there are none.
+double Median(std::vector<double> values);
+
 struct RobustCentre {
   double median = 0;
   // 1.4826 x the median absolute deviation of the values' natural

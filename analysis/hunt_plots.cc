@@ -671,6 +671,11 @@ std::string HuntHeatMapSvg(const v1::HuntOutput& hunt) {
   return out;
 }
 
+bool HuntHasRacks(const v1::HuntOutput& hunt) {
+  return std::any_of(hunt.workers().begin(), hunt.workers().end(),
+                     [](const v1::HuntWorker& w) { return !w.rack().empty(); });
+}
+
 std::string HuntDistributionSvg(const v1::HuntOutput& hunt) {
   if (hunt.workers().empty()) return "";
   std::vector<const v1::HuntWorker*> ranked;

@@ -72,6 +72,10 @@ namespace collbench {
 // "" when the hunt has no pairwise measurement (a groups or ring hunt).
 std::string HuntHeatMapSvg(const v1::HuntOutput& hunt);
 
+// Whether any of the hunt's workers has a rack (the heat map then groups
+// its rows by rack, and the tables show the racks).
+bool HuntHasRacks(const v1::HuntOutput& hunt);
+
 // hunt.workers() as one <svg class="plot hunt-distribution">: a dot per
 // worker at its median ratio on a linear x axis from 0 to at least 1.25
 // (past the largest ratio), one row per worker, the slowest at the top

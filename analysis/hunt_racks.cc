@@ -28,13 +28,6 @@ struct RackRuns {
   std::vector<double> within_ratios;
 };
 
-double MedianOfValues(std::vector<double> values) {
-  if (values.empty()) return 0;
-  std::sort(values.begin(), values.end());
-  const size_t mid = values.size() / 2;
-  return values.size() % 2 == 1 ? values[mid] : (values[mid - 1] + values[mid]) / 2;
-}
-
 bool Counted(const v1::HuntMeasurement& m) {
   return SurveyPairPhase(m.phase()) && m.workers_size() == 2 && m.error().empty() &&
          m.busbw_bytes_per_s() > 0 && m.ratio() > 0;
@@ -120,14 +113,14 @@ std::vector<v1::HuntSuspect> FindSlowRacks(const std::map<std::string, std::stri
     for (const auto& [m, inside] : r.across_runs) {
       if (m->slow() && static_cast<size_t>(s.runs_size()) < kMaxEvidenceRuns) s.add_runs(m->run());
     }
-    s.set_ratio(MedianOfValues(ratios));
-    s.set_z(MedianOfValues(zs));
+    s.set_ratio(Median(ratios));
+    s.set_z(Median(zs));
     s.set_evidence(absl::StrFormat(
         "%d of its %d hosts are fine with each other (%.2f of the reference within the rack, %d "
         "of %d runs slow) and slow with the other racks' hosts (%.2f, %d of %d runs slow), while "
         "%s: its uplink or switch, not its nodes",
-        fine.size(), r.hosts.size(), MedianOfValues(r.within_ratios), r.within_slow, r.within,
-        s.ratio(), across_slow, across,
+        fine.size(), r.hosts.size(), Median(r.within_ratios), r.within_slow, r.within, s.ratio(),
+        across_slow, across,
         others > 0 ? absl::StrFormat("%d of the %d runs elsewhere are slow", others_slow, others)
                    : std::string("no run is elsewhere")));
     found.push_back(std::move(s));

@@ -39,13 +39,9 @@ ControllerStats Controller::stats() const {
 
 absl::StatusOr<std::map<std::string, Json>> Controller::Nodes() {
   if (nodes_ != nullptr && nodes_->synced()) return nodes_->Snapshot();
-  absl::StatusOr<Json> list = kube_->Get("/api/v1/nodes");
+  absl::StatusOr<NodeList> list = ListNodes(*kube_, options_.node_selector);
   if (!list.ok()) return list.status();
-  std::map<std::string, Json> nodes;
-  for (const Json& node : ArrayOf(*list, "items")) {
-    nodes[NameOf(node)] = node;
-  }
-  return nodes;
+  return std::move(list->nodes);
 }
 
 absl::Status Controller::Write(

@@ -47,6 +47,8 @@ struct ControllerOptions {
   // their word (a lab, or a cluster whose workers are not pods).
   std::string worker_pods;
   std::string worker_namespace = "collbench";
+  // Only these nodes (a label selector; "" all), as the node cache lists.
+  std::string node_selector;
 };
 
 struct ControllerStats {

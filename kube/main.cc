@@ -154,6 +154,7 @@ int Serve(const Flags& flags) {
   options.plan.mark_testing_taint = flags.mark_testing_taint;
   options.plan.event_namespace = flags.event_namespace;
   options.worker_pods = flags.trust_worker_node_names ? "" : flags.worker_pods;
+  options.node_selector = flags.node_selector;
   absl::StatusOr<double> fraction = Fraction(flags.breaker_fraction);
   if (!fraction.ok()) return Fail(std::string(fraction.status().message()));
   options.plan.breaker_fraction = *fraction;

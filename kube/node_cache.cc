@@ -24,22 +24,27 @@ std::map<std::string, Json> NodeCache::Snapshot() const {
   return nodes_;
 }
 
-absl::StatusOr<std::string> NodeCache::List() {
+absl::StatusOr<NodeList> ListNodes(KubeClient& client, const std::string& label_selector) {
   std::string path = kNodes;
-  if (!options_.label_selector.empty()) {
-    path += "?labelSelector=" + EscapeQueryValue(options_.label_selector);
-  }
-  absl::StatusOr<Json> list = client_->Get(path);
+  if (!label_selector.empty()) path += "?labelSelector=" + EscapeQueryValue(label_selector);
+  absl::StatusOr<Json> list = client.Get(path);
   if (!list.ok()) return list.status();
-  std::map<std::string, Json> nodes;
-  for (const Json& node : ArrayOf(*list, "items")) nodes[NameOf(node)] = node;
+  NodeList out;
+  for (const Json& node : ArrayOf(*list, "items")) out.nodes[NameOf(node)] = node;
+  out.resource_version = ResourceVersionOf(*list);
+  return out;
+}
+
+absl::StatusOr<std::string> NodeCache::List() {
+  absl::StatusOr<NodeList> list = ListNodes(*client_, options_.label_selector);
+  if (!list.ok()) return list.status();
   {
     absl::MutexLock lock(&mu_);
-    nodes_ = std::move(nodes);
+    nodes_ = std::move(list->nodes);
   }
   ++lists_;
   synced_ = true;
-  return ResourceVersionOf(*list);
+  return list->resource_version;
 }
 
 bool NodeCache::Apply(const Json& event, std::string* resource_version) {

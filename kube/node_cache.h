@@ -23,6 +23,14 @@
 
 namespace collbench::kube {
 
+// One list of the nodes `label_selector` selects ("" all), by name, and
+// the list's resourceVersion (to watch from).
+struct NodeList {
+  std::map<std::string, Json> nodes;
+  std::string resource_version;
+};
+absl::StatusOr<NodeList> ListNodes(KubeClient& client, const std::string& label_selector);
+
 struct NodeCacheOptions {
   std::string label_selector;  // only these nodes ("" all)
   int watch_timeout_s = 300;

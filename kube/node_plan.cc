@@ -276,8 +276,9 @@ NodePlan PlanNodes(const CoordinatorView& view, const std::map<std::string, Json
           change.why.push_back(absl::StrCat("quarantined for ", why.hunt()));
         }
       }
-      if (!act && s.labels.count(kHealthLabel)) change.labels[kHealthLabel] = std::nullopt;
-      if (act) {
+      if (!act) {
+        if (s.labels.count(kHealthLabel)) change.labels[kHealthLabel] = std::nullopt;
+      } else {
         if (s.Label(kHealthLabel) != "degraded") change.labels[kHealthLabel] = "degraded";
         if (options.taint && !removed_by_hand) SetTaint(&taints, kDegradedTaint, true);
         if (removed_by_hand) {

@@ -217,8 +217,7 @@ v1::OutputTable SuspectsTable(const v1::HuntOutput& hunt) {
 namespace {
 
 v1::OutputTable WorkersTable(const v1::HuntOutput& hunt) {
-  const bool racks = std::any_of(hunt.workers().begin(), hunt.workers().end(),
-                                 [](const v1::HuntWorker& w) { return !w.rack().empty(); });
+  const bool racks = HuntHasRacks(hunt);
   Table table{"hunt-workers", "per worker: median ratio to the fleet median, slowest first",
               {"worker", "host", "ratio", "z", "runs", "slow"}, {}, {}};
   if (racks) table.columns.insert(table.columns.begin() + 2, "rack");
@@ -388,7 +387,6 @@ absl::StatusOr<HuntPlan> PlanHunt(const v1::WorkflowSpec& spec, const std::strin
   std::set<std::string> checked;
   for (size_t r = 0; r < rounds.rounds(); ++r) {
     if (r > 0 && r + 1 < rounds.rounds() && checked.count("pairwise")) continue;  // alike
-    // Every pair is checked as the first one of its pass.
     for (const HuntRun& run : rounds.Round(r)) {
       if (!checked.insert(run.phase).second) continue;
       if (absl::Status ok = check(HuntRunSpec(spec, id, run)); !ok.ok()) {
@@ -470,7 +468,7 @@ HuntSurvey AnalyseSurvey(const v1::HuntSpec& spec, const std::vector<v1::HuntWor
   if (auto it = score.centres.find("pairwise"); it != score.centres.end()) {
     out.reference = it->second;
   }
-  if (auto it = score.centres.find("topology"); it != score.centres.end()) {
+  if (auto it = score.centres.find(kTopologyCentre); it != score.centres.end()) {
     out.reference = it->second;
   }
   // Racks slow across their boundary first: the runs they explain then
@@ -478,8 +476,7 @@ HuntSurvey AnalyseSurvey(const v1::HuntSpec& spec, const std::vector<v1::HuntWor
   const std::map<std::string, std::string> rack_of = RackOf(selected);
   std::vector<v1::HuntSuspect> racks = FindSlowRacks(rack_of, host_of, survey);
   out.workers = racks.empty() ? score.workers : ScoreWorkers(*survey, host_of);
-  for (v1::HuntWorker& w : out.workers)
-    w.set_rack(rack_of.count(w.worker()) ? rack_of.at(w.worker()) : "");
+  for (v1::HuntWorker& w : out.workers) w.set_rack(rack_of.at(w.worker()));  // every one selected
   out.findings = Localise(*survey, out.workers, stragglers, thresholds);
   out.findings.racks = std::move(racks);
   out.findings.rack_of = rack_of;
@@ -641,11 +638,9 @@ std::string HuntFiguresHtml(const v1::HuntOutput& hunt) {
   std::string html;
   const std::string heat_map = HuntHeatMapSvg(hunt);
   if (!heat_map.empty()) {
-    const bool racks = std::any_of(hunt.workers().begin(), hunt.workers().end(),
-                                   [](const v1::HuntWorker& w) { return !w.rack().empty(); });
     absl::StrAppend(&html, "<h2>Pairwise heat map</h2>\n<p class=\"meta\">",
                     HtmlEscape(hunt.metric()), ", each pair's ratio to the fleet median; ",
-                    racks ? "rack by rack (the suspect racks first), in each " : "",
+                    HuntHasRacks(hunt) ? "rack by rack (the suspect racks first), in each " : "",
                     "the suspects first, then the workers slowest first.</p>\n", heat_map, "\n");
   }
   const std::string distribution = HuntDistributionSvg(hunt);
